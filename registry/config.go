@@ -1,0 +1,443 @@
+package registry
+
+// Configuration files: the types, format detection and the checks that
+// both forms share. The TOML reader is in config_toml.go, the classic
+// dat.conf(5) reader in config_classic.go, the search order and the
+// embedded default in config_load.go.
+//
+// Decisions written down here (DESIGN §6 is silent on them):
+//
+//   - The format is detected from the first line that is neither blank nor
+//     a comment: a line that starts with "[" or with a (dotted) key followed
+//     by "=" is TOML, anything else is the classic form. A file with no such
+//     line is an empty TOML file.
+//   - api_version is "u<major>.<minor>" in decimal; godat accepts major 2
+//     only. In a TOML file anything else is an error. In a classic file a
+//     well-formed version of another major (the u1.2 lines that older
+//     distributions ship next to their u2.0 lines) makes that IA
+//     unavailable instead, like a library godat does not provide, so that a
+//     system /etc/dat.conf stays usable as-is.
+//   - In the classic form, default|nondefault is dat.conf(5)'s marker of the
+//     default library version of an IA and real files mark every line
+//     "default"; several defaults are therefore allowed there (OpenDefault
+//     takes the first). A TOML file may mark at most one IA default.
+//   - Columns are 1-based byte offsets within the line, as the Go tools
+//     count them; a UTF-8 byte order mark at the start is skipped.
+//   - A file larger than MaxConfigSize is refused as a whole.
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/godat/godat/api"
+)
+
+// Position is a place in a configuration file, for error messages.
+type Position struct {
+	File string
+	Line int // 1-based; 0 when unknown
+	Col  int // 1-based; 0 when unknown
+}
+
+// String formats the position as file:line:column.
+func (p Position) String() string {
+	return p.File + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Col)
+}
+
+// IAEntry is one IA of a configuration file: every field of a dat.conf line
+// (dat.conf(5)), in either the TOML or the classic form.
+type IAEntry struct {
+	Name            string // ia_name
+	Provider        string // registered provider (or plugin) name
+	APIVersion      string // "u2.0"
+	ThreadSafe      bool
+	Default         bool
+	ProviderVersion string
+	IAParams        string
+	PlatformParams  string
+	Library         string   // classic form only: the library the line names
+	Pos             Position // where the entry starts
+	// Unavailable, when not empty, says why this IA cannot be opened even
+	// though the file is valid (e.g. a classic line naming a library godat
+	// does not provide).
+	Unavailable string
+}
+
+// Config is a parsed configuration file.
+type Config struct {
+	File   string // path, or "<embedded>"
+	Format string // "toml", "classic" or "embedded"
+	// Source says how LoadConfig chose the file: "argument" (the caller's
+	// path), "DAT_OVERRIDE", "system" (SystemConfigPath) or "embedded".
+	// ParseConfig leaves it empty.
+	Source string
+	IAs    []IAEntry
+}
+
+// ConfigError is one problem found in a configuration file. Pos.Line is
+// always at least 1; Msg says what was found and what was expected.
+type ConfigError struct {
+	Pos Position
+	Msg string
+}
+
+// Error formats the problem as "file:line:column: message".
+func (e ConfigError) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// ConfigErrors is every problem found in one file, sorted by position. It
+// is the Cause of the *api.Error that ParseConfig and LoadConfig return for
+// an invalid file, so that a caller can print one line per problem:
+//
+//	var ce registry.ConfigErrors
+//	if errors.As(err, &ce) { for _, e := range ce { fmt.Println(e) } }
+type ConfigErrors []ConfigError
+
+// Error returns the first problem and how many more there are.
+func (es ConfigErrors) Error() string {
+	switch len(es) {
+	case 0:
+		return "no errors"
+	case 1:
+		return es[0].Error()
+	}
+	return fmt.Sprintf("%s (and %d more errors)", es[0].Error(), len(es)-1)
+}
+
+// MaxConfigSize is the largest configuration file ParseConfig reads, in
+// bytes. A dat.conf is a few kilobytes; the limit keeps a wrong path (a
+// log, a device) from being read whole.
+const MaxConfigSize = 1 << 20
+
+// maxReported is how many problems ParseConfig reports for one file; the
+// rest are summed up in a last message.
+const maxReported = 50
+
+// Configuration formats, as Config.Format reports them.
+const (
+	FormatTOML     = "toml"
+	FormatClassic  = "classic"
+	FormatEmbedded = "embedded"
+)
+
+// ParseConfig parses a configuration file in either form (see
+// dat.conf.example and dat.conf(5)); name is used in positions only. The
+// form is detected from the first line that is not blank or a comment.
+//
+// On success it returns a Config whose Format is "toml" or "classic" and
+// whose IAs are in file order, each with the position where it starts. An
+// IA that the file describes correctly but godat cannot serve (a classic
+// line naming a library godat does not provide, or a DAT 1.x version) is
+// returned with Unavailable set; it does not make the file invalid.
+//
+// On failure it returns a nil Config and an *api.Error of type
+// InvalidParameter whose Cause is a ConfigErrors listing every problem
+// found (a TOML syntax error stops the reading at that point; everything
+// else is collected), each with Line >= 1. ParseConfig never panics.
+func ParseConfig(name string, data []byte) (*Config, error) {
+	var errs errList
+	errs.file = name
+	var cfg *Config
+	switch {
+	case len(data) > MaxConfigSize:
+		errs.add(1, 1, fmt.Sprintf("file is %d bytes; expected a configuration of at most %d bytes", len(data), MaxConfigSize))
+	case looksUTF16(data):
+		errs.add(1, 1, "file looks like UTF-16 text; expected UTF-8")
+	default:
+		data = bytes.TrimPrefix(data, utf8BOM)
+		if detectTOML(data) {
+			cfg = parseTOML(name, data, &errs)
+		} else {
+			cfg = parseClassic(name, data, &errs)
+		}
+	}
+	if len(errs.list) > 0 {
+		return nil, errs.err()
+	}
+	return cfg, nil
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// looksUTF16 reports a UTF-16 byte order mark or a NUL byte near the start.
+func looksUTF16(data []byte) bool {
+	if bytes.HasPrefix(data, []byte("\xff\xfe")) || bytes.HasPrefix(data, []byte("\xfe\xff")) {
+		return true
+	}
+	return bytes.IndexByte(data[:min(len(data), 8)], 0) >= 0
+}
+
+// detectTOML reports whether the first significant line of data is TOML:
+// a table header, or a (dotted, possibly quoted) key followed by "=".
+func detectTOML(data []byte) bool {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		line = bytes.TrimLeft(line, " \t\r\f\v")
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if line[0] == '[' {
+			return true
+		}
+		return keyThenEquals(line)
+	}
+	return true
+}
+
+// keyThenEquals reports whether line starts with a TOML key (bare, quoted,
+// dotted) followed by "=".
+func keyThenEquals(line []byte) bool {
+	i := 0
+	for {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		start := i
+		switch {
+		case i < len(line) && (line[i] == '"' || line[i] == '\''):
+			q := line[i]
+			i++
+			for i < len(line) && line[i] != q {
+				if q == '"' && line[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(line) {
+				return false
+			}
+			i++
+		default:
+			for i < len(line) && isBareKeyByte(line[i]) {
+				i++
+			}
+		}
+		if i == start {
+			return false
+		}
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		if i < len(line) && line[i] == '.' {
+			i++
+			continue
+		}
+		return i < len(line) && line[i] == '='
+	}
+}
+
+func isBareKeyByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// errList collects the problems of one file.
+type errList struct {
+	file string
+	list ConfigErrors
+}
+
+// add records a problem at line:col; positions below 1 become 1 so that
+// every reported problem has a usable position.
+func (l *errList) add(line, col int, msg string) {
+	l.list = append(l.list, ConfigError{Pos: Position{File: l.file, Line: max(line, 1), Col: max(col, 1)}, Msg: msg})
+}
+
+// addAt records a problem at p.
+func (l *errList) addAt(p Position, msg string) { l.add(p.Line, p.Col, msg) }
+
+// err returns the *api.Error for the collected problems: sorted by
+// position (stable, so problems at one place keep their order) and capped
+// at maxReported.
+func (l *errList) err() error {
+	list := l.list
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i].Pos, list[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	if len(list) > maxReported {
+		rest := len(list) - maxReported
+		next := list[maxReported]
+		list = append(list[:maxReported:maxReported], ConfigError{Pos: next.Pos,
+			Msg: fmt.Sprintf("too many errors: %d more not shown", rest)})
+	}
+	return &api.Error{Type: api.InvalidParameter, Msg: "invalid DAT configuration " + l.file, Cause: list}
+}
+
+// The keys of an [[ia]] table, in the order dat.conf(5) gives the fields.
+const (
+	keyName            = "name"
+	keyProvider        = "provider"
+	keyAPIVersion      = "api_version"
+	keyThreadSafe      = "threadsafe"
+	keyDefault         = "default"
+	keyProviderVersion = "provider_version"
+	keyIAParams        = "ia_params"
+	keyPlatformParams  = "platform_params"
+)
+
+var iaKeys = []string{keyName, keyProvider, keyAPIVersion, keyThreadSafe, keyDefault,
+	keyProviderVersion, keyIAParams, keyPlatformParams}
+
+// maxIANameLen is DAT_NAME_MAX_LENGTH less the terminating NUL.
+const maxIANameLen = 255
+
+// checkIAName returns what is wrong with an IA name, or "". A name must be
+// writable in either form: 1 to 255 bytes of printable UTF-8 without
+// spaces, quotes or '#'.
+func checkIAName(s string) string {
+	const want = "expected an IA name of 1 to 255 printable characters without spaces, quotes or '#'"
+	switch {
+	case s == "":
+		return "empty IA name; " + want
+	case len(s) > maxIANameLen:
+		return fmt.Sprintf("IA name is %d bytes long; %s", len(s), want)
+	}
+	if r, ok := badNameRune(s); !ok {
+		return fmt.Sprintf("IA name %q contains %q; %s", s, r, want)
+	}
+	return ""
+}
+
+// checkProviderName returns what is wrong with a provider name, or "".
+func checkProviderName(s string) string {
+	const want = "expected the name of a built-in provider (such as \"loopback\" or \"tcp\") or of a plugin: printable characters without spaces, quotes or '#'"
+	if s == "" {
+		return "empty provider name; " + want
+	}
+	if r, ok := badNameRune(s); !ok {
+		return fmt.Sprintf("provider name %q contains %q; %s", s, r, want)
+	}
+	return ""
+}
+
+// badNameRune returns the first rune of s that a name may not contain.
+func badNameRune(s string) (rune, bool) {
+	if !utf8.ValidString(s) {
+		return utf8.RuneError, false
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' || r == '\'' || r == '#' {
+			return r, false
+		}
+	}
+	return 0, true
+}
+
+// apiVersion is a parsed api_version.
+type apiVersion struct {
+	kernel       bool // "k" prefix: kDAPL
+	major, minor uint64
+}
+
+// parseAPIVersion parses "u<major>.<minor>" (or "k<major>.<minor>", kDAPL)
+// with decimal numbers of 1 to 4 digits. ok is false when s does not have
+// that shape.
+func parseAPIVersion(s string) (v apiVersion, ok bool) {
+	if len(s) < 4 || (s[0] != 'u' && s[0] != 'k') {
+		return v, false
+	}
+	v.kernel = s[0] == 'k'
+	maj, mnr, found := strings.Cut(s[1:], ".")
+	if !found || !isDigits(maj) || !isDigits(mnr) {
+		return v, false
+	}
+	v.major, _ = strconv.ParseUint(maj, 10, 32)
+	v.minor, _ = strconv.ParseUint(mnr, 10, 32)
+	return v, true
+}
+
+func isDigits(s string) bool {
+	if s == "" || len(s) > 4 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkAPIVersion classifies an api_version: bad is a malformed version
+// (always an error); other is a well-formed version godat does not
+// implement (an error in TOML, an unavailable IA in the classic form).
+func checkAPIVersion(s string) (bad, other string) {
+	const want = `expected "u2.<minor>" such as "u2.0" (godat implements the uDAPL 2.x API)`
+	v, ok := parseAPIVersion(s)
+	switch {
+	case !ok:
+		return fmt.Sprintf("api_version %q is malformed; %s", s, want), ""
+	case v.kernel:
+		return "", fmt.Sprintf("api_version %q is the kernel kDAPL API; %s", s, want)
+	case v.major != 2:
+		return "", fmt.Sprintf("api_version %q is DAT %d.x; %s", s, v.major, want)
+	}
+	return "", ""
+}
+
+// suggest returns " (did you mean X?)" when one of the known words is
+// within two edits of w, else "".
+func suggest(w string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(w), k, bestD); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// editDistance is the Levenshtein distance of a and b, or limit when it is
+// at least limit (long inputs give up early).
+func editDistance(a, b string, limit int) int {
+	if len(a) > 64 || len(b) > 64 {
+		return limit
+	}
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], limit)
+}
+
+// duplicateChecker finds repeated IA names.
+type duplicateChecker map[string]Position
+
+// check records name at p and returns an error message if it was seen.
+func (d duplicateChecker) check(name string, p Position) string {
+	if first, dup := d[name]; dup {
+		return fmt.Sprintf("duplicate IA name %q (first defined at %s); expected each IA name once", name, first)
+	}
+	d[name] = p
+	return ""
+}

@@ -1,0 +1,393 @@
+package registry
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/godat/godat/api"
+)
+
+// Completion flags each kind of post accepts (dat_ep_post_send(3DAT),
+// dat_ep_post_recv(3DAT), dat_ep_post_rdma_write(3DAT),
+// dat_ep_post_rdma_read(3DAT), dat_rmr_bind(3DAT)).
+const (
+	sendFlags = api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled | api.CompletionBarrierFence
+	rdmaFlags = api.CompletionSuppress | api.CompletionUnsignalled | api.CompletionBarrierFence
+	bindFlags = rdmaFlags
+	recvFlags = api.CompletionUnsignalled
+)
+
+var (
+	errNoRequestEVD   = api.Errorf(api.InvalidState, api.SubStateEPEVDRequest, "the EP has no request EVD")
+	errNoRecvEVD      = api.Errorf(api.InvalidState, api.SubStateEPEVDRecv, "the EP has no receive EVD")
+	errNoConnectEVD   = api.Errorf(api.InvalidState, api.SubStateEPEVDConnect, "the EP has no connect EVD")
+	errTooManySegs    = api.Errorf(api.InvalidParameter, api.SubArg2, "more IOV segments than the EP attributes allow")
+	errBadFlags       = api.Errorf(api.InvalidParameter, api.SubArg5, "completion flags not allowed for this operation")
+	errUnsignalledReq = api.Errorf(api.InvalidParameter, api.SubArg5, "unsignalled completion needs the EP's completion-flag attribute to allow it")
+)
+
+// epLimits is the part of an EP's attributes the post path checks. It is
+// replaced as a whole when the EP is modified, so a post reads it with one
+// atomic load.
+type epLimits struct {
+	recvIOV, reqIOV, readIOV, writeIOV int
+	recvFlags, reqFlags                api.CompletionFlags
+}
+
+// gEP guards an Endpoint.
+type gEP struct {
+	hdr
+	p               api.EP
+	pz              *gPZ
+	recv, req, conn *gEVD
+	srq             *gSRQ
+	lim             atomic.Pointer[epLimits]
+}
+
+func (g *gEP) setLimits(a api.EPAttr) {
+	g.lim.Store(&epLimits{
+		recvIOV: a.MaxRecvIOV, reqIOV: a.MaxRequestIOV,
+		readIOV: orIOV(a.MaxRDMAReadIOV, a.MaxRequestIOV), writeIOV: orIOV(a.MaxRDMAWriteIOV, a.MaxRequestIOV),
+		recvFlags: a.RecvCompletionFlags, reqFlags: a.RequestCompletionFlags,
+	})
+}
+
+// orIOV uses the request IOV limit where a provider reports no separate
+// RDMA limit.
+func orIOV(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// use adds delta to the in-use counts of everything the EP references and
+// to the notification-restriction counts of its EVDs.
+func (g *gEP) use(delta int32) {
+	l := g.lim.Load()
+	if g.pz != nil {
+		g.pz.users.Add(delta)
+	}
+	for _, e := range [...]*gEVD{g.recv, g.req, g.conn} {
+		if e != nil {
+			e.users.Add(delta)
+		}
+	}
+	if g.srq != nil {
+		g.srq.users.Add(delta)
+	}
+	if g.recv != nil && l.recvFlags&(api.CompletionUnsignalled|api.CompletionSolicitedWait) != 0 {
+		g.recv.restricted.Add(delta)
+	}
+	if g.req != nil && l.reqFlags&api.CompletionUnsignalled != 0 {
+		g.req.restricted.Add(delta)
+	}
+}
+
+// checkRequest applies the common checks of a request-queue post.
+func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.CompletionFlags, maxSeg int) error {
+	if g.req == nil {
+		return errNoRequestEVD
+	}
+	l := g.lim.Load()
+	if maxSeg >= 0 && nseg > maxSeg {
+		return errTooManySegs
+	}
+	if flags&^allowed != 0 {
+		return errBadFlags
+	}
+	if flags&api.CompletionUnsignalled != 0 && l.reqFlags&api.CompletionUnsignalled == 0 {
+		return errUnsignalledReq
+	}
+	return nil
+}
+
+func (g *gEP) Query() (api.EPParam, error) {
+	if err := g.live(); err != nil {
+		return api.EPParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	g.translateParam(&prm)
+	return prm, err
+}
+
+func (g *gEP) translateParam(prm *api.EPParam) {
+	ia := g.ia
+	prm.IA = ia.asIA(prm.IA)
+	prm.PZ = ia.asPZ(prm.PZ)
+	prm.RecvEVD = ia.asEVD(prm.RecvEVD)
+	prm.RequestEVD = ia.asEVD(prm.RequestEVD)
+	prm.ConnectEVD = ia.asEVD(prm.ConnectEVD)
+	prm.SRQ = ia.asSRQ(prm.SRQ)
+}
+
+// Modify unwraps the handles p names, checks new attributes against the IA
+// limits, and keeps the guard's references and limits in step with the
+// provider (dat_ep_modify(3DAT)).
+func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if p == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, "EP parameters are nil")
+	}
+	if mask&^api.EPFieldAll != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EP parameter mask %#x names unknown fields", uint64(mask)))
+	}
+	if mask&(api.EPFieldIA|api.EPFieldState|api.EPFieldSRQ) != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "the IA, state and SRQ of an EP cannot be modified")
+	}
+	ia := g.ia
+	pp := *p
+	npz, nrecv, nreq, nconn := g.pz, g.recv, g.req, g.conn
+	var err error
+	if mask&api.EPFieldPZ != 0 {
+		if npz, err = own[*gPZ](ia, p.PZ, false, api.SubHandlePZ, "PZ"); err != nil {
+			return err
+		}
+		pp.PZ = npz.p
+	}
+	if mask&api.EPFieldRecvEVD != 0 {
+		if nrecv, err = ia.evdFor(p.RecvEVD, api.EVDDTO, api.SubHandleEVDRecv, "receive EVD"); err != nil {
+			return err
+		}
+		pp.RecvEVD = evdP(nrecv)
+	}
+	if mask&api.EPFieldRequestEVD != 0 {
+		if nreq, err = ia.evdFor(p.RequestEVD, api.EVDDTO, api.SubHandleEVDRequest, "request EVD"); err != nil {
+			return err
+		}
+		pp.RequestEVD = evdP(nreq)
+	}
+	if mask&api.EPFieldConnectEVD != 0 {
+		if nconn, err = ia.evdFor(p.ConnectEVD, api.EVDConnection, api.SubHandleEVDConn, "connect EVD"); err != nil {
+			return err
+		}
+		pp.ConnectEVD = evdP(nconn)
+	}
+	if mask&api.EPFieldAttrAll != 0 {
+		if err := ia.checkEPAttr(&p.Attr); err != nil {
+			return err
+		}
+	}
+	pp.IA, pp.SRQ = nil, nil
+	ia.enter()
+	defer ia.leave()
+	if err := g.p.Modify(mask, &pp); err != nil {
+		return err
+	}
+	prm, err := g.p.Query()
+	if err != nil {
+		return err
+	}
+	g.use(-1)
+	g.pz, g.recv, g.req, g.conn = npz, nrecv, nreq, nconn
+	g.setLimits(prm.Attr)
+	g.use(1)
+	return nil
+}
+
+func (g *gEP) GetStatus() (api.EPState, bool, bool, error) {
+	if err := g.live(); err != nil {
+		return 0, false, false, err
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.GetStatus()
+}
+
+func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if remote == nil {
+		return api.Errorf(api.InvalidAddress, api.SubAddressMalformed, "remote address is nil")
+	}
+	if err := checkTimeout(timeout, api.SubArg4); err != nil {
+		return err
+	}
+	if err := g.ia.checkPrivateData(privateData, api.SubArg5); err != nil {
+		return err
+	}
+	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
+	}
+	if g.conn == nil {
+		return errNoConnectEVD
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.Connect(remote, q, timeout, privateData, qos, flags)
+}
+
+func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	gd, err := own[*gEP](g.ia, dup, false, api.SubHandle2, "duplicate EP")
+	if err != nil {
+		return err
+	}
+	if err := checkTimeout(timeout, api.SubArg3); err != nil {
+		return err
+	}
+	if err := g.ia.checkPrivateData(privateData, api.SubArg4); err != nil {
+		return err
+	}
+	if g.conn == nil {
+		return errNoConnectEVD
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.DupConnect(gd.p, timeout, privateData, qos)
+}
+
+func (g *gEP) Disconnect(flags api.CloseFlags) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if flags != api.CloseAbrupt && flags != api.CloseGraceful {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("close flags %#x are neither abrupt nor graceful", uint32(flags)))
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.Disconnect(flags)
+}
+
+func (g *gEP) Reset() error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.Reset()
+}
+
+func (g *gEP) Free() error {
+	err := release(g, g.p, api.NoSubtype, g.p.Free)
+	if err == nil {
+		g.use(-1)
+	}
+	return err
+}
+
+// The post methods are the fast path: a freed check, a limits load, a few
+// comparisons, then the provider. They allocate nothing.
+
+func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	if g.freed.Load() {
+		return errFreedEP
+	}
+	if err := g.checkRequest(flags, len(iov), sendFlags, g.lim.Load().reqIOV); err != nil {
+		return err
+	}
+	if s := g.ia.serial; s != nil {
+		s.Lock()
+		defer s.Unlock()
+	}
+	return g.p.PostSend(iov, cookie, flags)
+}
+
+func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+	if g.freed.Load() {
+		return errFreedEP
+	}
+	if err := g.checkRequest(flags, len(iov), sendFlags, g.lim.Load().reqIOV); err != nil {
+		return err
+	}
+	if s := g.ia.serial; s != nil {
+		s.Lock()
+		defer s.Unlock()
+	}
+	return g.p.PostSendWithInvalidate(iov, cookie, flags, invalidate, rmr)
+}
+
+func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	if g.freed.Load() {
+		return errFreedEP
+	}
+	if g.recv == nil {
+		return errNoRecvEVD
+	}
+	l := g.lim.Load()
+	if len(iov) > l.recvIOV {
+		return errTooManySegs
+	}
+	if flags&^recvFlags != 0 {
+		return errBadFlags
+	}
+	if flags&api.CompletionUnsignalled != 0 && l.recvFlags&api.CompletionUnsignalled == 0 {
+		return errUnsignalledReq
+	}
+	if s := g.ia.serial; s != nil {
+		s.Lock()
+		defer s.Unlock()
+	}
+	return g.p.PostRecv(iov, cookie, flags)
+}
+
+func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if g.freed.Load() {
+		return errFreedEP
+	}
+	if err := g.checkRequest(flags, len(iov), rdmaFlags, g.lim.Load().writeIOV); err != nil {
+		return err
+	}
+	if s := g.ia.serial; s != nil {
+		s.Lock()
+		defer s.Unlock()
+	}
+	return g.p.PostRDMAWrite(iov, cookie, remote, flags)
+}
+
+func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if g.freed.Load() {
+		return errFreedEP
+	}
+	if err := g.checkRequest(flags, len(iov), rdmaFlags, g.lim.Load().readIOV); err != nil {
+		return err
+	}
+	if s := g.ia.serial; s != nil {
+		s.Lock()
+		defer s.Unlock()
+	}
+	return g.p.PostRDMARead(iov, cookie, remote, flags)
+}
+
+func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if g.freed.Load() {
+		return errFreedEP
+	}
+	if err := g.checkRequest(flags, 1, rdmaFlags, -1); err != nil {
+		return err
+	}
+	if s := g.ia.serial; s != nil {
+		s.Lock()
+		defer s.Unlock()
+	}
+	return g.p.PostRDMAReadToRMR(local, cookie, remote, flags)
+}
+
+func (g *gEP) RecvQuery() (int, int, error) {
+	if err := g.live(); err != nil {
+		return 0, 0, err
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.RecvQuery()
+}
+
+func (g *gEP) SetWatermark(soft, hard int) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if (soft < 0 && soft != api.WatermarkInfinite) || (hard < 0 && hard != api.WatermarkInfinite) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("watermarks %d/%d must be non-negative or WatermarkInfinite", soft, hard))
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.SetWatermark(soft, hard)
+}

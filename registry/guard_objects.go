@@ -1,0 +1,517 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/godat/godat/api"
+)
+
+// gPZ guards a protection zone.
+type gPZ struct {
+	hdr
+	p api.PZ
+}
+
+func (g *gPZ) Query() (api.PZParam, error) {
+	if err := g.live(); err != nil {
+		return api.PZParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	return prm, err
+}
+
+func (g *gPZ) CreateRMR() (api.RMR, error) {
+	if err := g.live(); err != nil {
+		return nil, err
+	}
+	g.ia.enter()
+	p, err := g.p.CreateRMR()
+	g.ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	r := &gRMR{p: p, pz: g}
+	g.ia.register(p, r, api.HandleRMR)
+	g.users.Add(1)
+	return r, nil
+}
+
+func (g *gPZ) Free() error { return release(g, g.p, api.SubStatePZInUse, g.p.Free) }
+
+// gEVD guards an event dispatcher. qlen and flags are cached for the
+// argument checks of Wait and of the objects that use the EVD.
+type gEVD struct {
+	hdr
+	p          api.EVD
+	flags      api.EVDFlags
+	qlen       atomic.Int64
+	cno        atomic.Pointer[gCNO]
+	restricted atomic.Int32 // EP streams with consumer-controlled notification
+}
+
+func (g *gEVD) Query() (api.EVDParam, error) {
+	if err := g.live(); err != nil {
+		return api.EVDParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	prm.CNO = g.ia.asCNO(prm.CNO)
+	return prm, err
+}
+
+func (g *gEVD) Resize(qlen int) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if max := g.ia.attr.MaxEVDQLen; qlen <= 0 || (max > 0 && qlen > max) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, max))
+	}
+	g.ia.enter()
+	err := g.p.Resize(qlen)
+	if err == nil {
+		if prm, qerr := g.p.Query(); qerr == nil {
+			g.qlen.Store(int64(prm.QLen))
+		}
+	}
+	g.ia.leave()
+	return err
+}
+
+func (g *gEVD) PostSE(ev *api.Event) error {
+	if g.freed.Load() {
+		return errFreedEVD
+	}
+	if ev == nil {
+		return errNilEvent
+	}
+	if ev.Number != api.SoftwareEvent {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "only software events may be posted, not "+ev.Number.String())
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.PostSE(ev)
+}
+
+// Dequeue is the polling fast path: a freed check, the provider call, and
+// the handle translation — no allocation, no lock for thread-safe IAs.
+func (g *gEVD) Dequeue(ev *api.Event) error {
+	if g.freed.Load() {
+		return errFreedEVD
+	}
+	if ev == nil {
+		return errNilEvent
+	}
+	ia := g.ia
+	if ia.serial != nil {
+		ia.serial.Lock()
+		defer ia.serial.Unlock()
+	}
+	if err := g.p.Dequeue(ev); err != nil {
+		return err
+	}
+	ia.translate(ev, g)
+	return nil
+}
+
+// Wait checks the threshold rules of dat_evd_wait(3DAT) and blocks in the
+// provider. A non-thread-safe IA is not locked while the wait blocks: a
+// provider's Wait must tolerate concurrent calls (see docs/decisions.md).
+func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	if g.freed.Load() {
+		return 0, errFreedEVD
+	}
+	if ev == nil {
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg4, "event pointer is nil")
+	}
+	if ctx == nil {
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
+	}
+	if q := g.qlen.Load(); threshold <= 0 || int64(threshold) > q {
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("threshold %d outside 1..%d (the queue length)", threshold, q))
+	}
+	if threshold > 1 && g.restricted.Load() > 0 {
+		return 0, api.Errorf(api.InvalidState, api.SubStateEVDConfigThreshold,
+			"threshold must be 1 on an EVD fed by an EP stream with unsignalled or solicited notification")
+	}
+	n, err := g.p.Wait(ctx, threshold, ev)
+	if err != nil {
+		return n, err
+	}
+	g.ia.translate(ev, g)
+	return n, nil
+}
+
+func (g *gEVD) simple(f func() error) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return f()
+}
+
+func (g *gEVD) Enable() error          { return g.simple(g.p.Enable) }
+func (g *gEVD) Disable() error         { return g.simple(g.p.Disable) }
+func (g *gEVD) SetUnwaitable() error   { return g.simple(g.p.SetUnwaitable) }
+func (g *gEVD) ClearUnwaitable() error { return g.simple(g.p.ClearUnwaitable) }
+
+func (g *gEVD) ModifyCNO(cno api.CNO) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	gc, err := own[*gCNO](g.ia, cno, true, api.SubHandleCNO, "CNO")
+	if err != nil {
+		return err
+	}
+	var pc api.CNO
+	if gc != nil {
+		pc = gc.p
+	}
+	g.ia.enter()
+	err = g.p.ModifyCNO(pc)
+	g.ia.leave()
+	if err != nil {
+		return err
+	}
+	if gc != nil {
+		gc.users.Add(1)
+	}
+	if old := g.cno.Swap(gc); old != nil {
+		old.users.Add(-1)
+	}
+	return nil
+}
+
+func (g *gEVD) Free() error {
+	err := release(g, g.p, api.SubStateEVDInUse, g.p.Free)
+	if err == nil {
+		if c := g.cno.Swap(nil); c != nil {
+			c.users.Add(-1)
+		}
+	}
+	return err
+}
+
+// gCNO guards a consumer notification object.
+type gCNO struct {
+	hdr
+	p     api.CNO
+	agent atomic.Pointer[api.WaitAgent]
+}
+
+func (g *gCNO) Query() (api.CNOParam, error) {
+	if err := g.live(); err != nil {
+		return api.CNOParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	prm.Agent = *g.agent.Load() // the consumer's agent, not the translating wrapper
+	return prm, err
+}
+
+func (g *gCNO) ModifyAgent(agent api.WaitAgent) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	g.ia.enter()
+	err := g.p.ModifyAgent(g.ia.wrapAgent(agent))
+	g.ia.leave()
+	if err == nil {
+		g.agent.Store(&agent)
+	}
+	return err
+}
+
+func (g *gCNO) Wait(ctx context.Context) (api.EVD, error) {
+	if err := g.live(); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
+	}
+	evd, err := g.p.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.ia.asEVD(evd), nil
+}
+
+func (g *gCNO) Free() error { return release(g, g.p, api.SubStateCNOInUse, g.p.Free) }
+
+// gPSP guards a public service point.
+type gPSP struct {
+	hdr
+	p   api.PSP
+	evd *gEVD
+}
+
+func (g *gPSP) Query() (api.PSPParam, error) {
+	if err := g.live(); err != nil {
+		return api.PSPParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	prm.EVD = g.ia.asEVD(prm.EVD)
+	return prm, err
+}
+
+func (g *gPSP) Free() error {
+	err := release(g, g.p, api.NoSubtype, g.p.Free)
+	if err == nil {
+		g.evd.users.Add(-1)
+	}
+	return err
+}
+
+// gRSP guards a reserved service point.
+type gRSP struct {
+	hdr
+	p   api.RSP
+	evd *gEVD
+}
+
+func (g *gRSP) Query() (api.RSPParam, error) {
+	if err := g.live(); err != nil {
+		return api.RSPParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	prm.EVD = g.ia.asEVD(prm.EVD)
+	prm.EP = g.ia.asEP(prm.EP)
+	return prm, err
+}
+
+func (g *gRSP) Free() error {
+	err := release(g, g.p, api.NoSubtype, g.p.Free)
+	if err == nil {
+		g.evd.users.Add(-1)
+	}
+	return err
+}
+
+// gCR guards a connection request. It is retired when the request is
+// accepted, rejected or handed off, as dat_cr_accept(3DAT) destroys it.
+type gCR struct {
+	hdr
+	p api.CR
+}
+
+func (g *gCR) Query() (api.CRParam, error) {
+	if err := g.live(); err != nil {
+		return api.CRParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.LocalEP = g.ia.asEP(prm.LocalEP)
+	return prm, err
+}
+
+func (g *gCR) Accept(ep api.EP, privateData []byte) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	gep, err := own[*gEP](g.ia, ep, true, api.SubHandleEP, "EP")
+	if err != nil {
+		return err
+	}
+	if err := g.ia.checkPrivateData(privateData, api.SubArg3); err != nil {
+		return err
+	}
+	var pep api.EP
+	if gep != nil {
+		pep = gep.p
+	}
+	return release(g, g.p, api.NoSubtype, func() error { return g.p.Accept(pep, privateData) })
+}
+
+func (g *gCR) Reject(privateData []byte) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if err := g.ia.checkPrivateData(privateData, api.SubArg2); err != nil {
+		return err
+	}
+	return release(g, g.p, api.NoSubtype, func() error { return g.p.Reject(privateData) })
+}
+
+func (g *gCR) Handoff(q api.ConnQual) error {
+	return release(g, g.p, api.NoSubtype, func() error { return g.p.Handoff(q) })
+}
+
+// gLMR guards a local memory region.
+type gLMR struct {
+	hdr
+	p   api.LMR
+	pz  *gPZ
+	src *gLMR // the LMR a MemTypeLMR registration shares memory with
+}
+
+func (g *gLMR) Query() (api.LMRParam, error) {
+	if err := g.live(); err != nil {
+		return api.LMRParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	prm.PZ = g.ia.asPZ(prm.PZ)
+	return prm, err
+}
+
+func (g *gLMR) Free() error {
+	err := release(g, g.p, api.SubStateLMRInUse, g.p.Free)
+	if err == nil {
+		g.pz.users.Add(-1)
+		if g.src != nil {
+			g.src.users.Add(-1)
+		}
+	}
+	return err
+}
+
+// gRMR guards a remote memory region.
+type gRMR struct {
+	hdr
+	p  api.RMR
+	pz *gPZ
+}
+
+func (g *gRMR) Query() (api.RMRParam, error) {
+	if err := g.live(); err != nil {
+		return api.RMRParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	prm.PZ = g.ia.asPZ(prm.PZ)
+	return prm, err
+}
+
+// Bind checks handles, privileges, protection zones and completion flags
+// (dat_rmr_bind(3DAT)); the provider posts the bind on the EP.
+func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
+	if err := g.live(); err != nil {
+		return 0, err
+	}
+	unbind := t.Length == 0
+	glmr, err := own[*gLMR](g.ia, lmr, unbind, api.SubHandleLMR, "LMR")
+	if err != nil {
+		return 0, err
+	}
+	gep, err := own[*gEP](g.ia, ep, false, api.SubHandleEP, "EP")
+	if err != nil {
+		return 0, err
+	}
+	if priv&^api.MemPrivAll != 0 {
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
+	}
+	if va != api.VATypeVA && va != api.VATypeZB {
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("VA type %d is unknown", va))
+	}
+	if glmr != nil && glmr.pz != g.pz {
+		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the LMR is in another protection zone than the RMR")
+	}
+	if gep.pz != g.pz {
+		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
+	}
+	if err := gep.checkRequest(flags, 0, bindFlags, 0); err != nil {
+		return 0, err
+	}
+	var pl api.LMR
+	if glmr != nil {
+		pl = glmr.p
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.Bind(pl, t, priv, va, gep.p, cookie, flags)
+}
+
+func (g *gRMR) Free() error {
+	err := release(g, g.p, api.NoSubtype, g.p.Free)
+	if err == nil {
+		g.pz.users.Add(-1)
+	}
+	return err
+}
+
+// gSRQ guards a shared receive queue.
+type gSRQ struct {
+	hdr
+	p      api.SRQ
+	pz     *gPZ
+	maxIOV atomic.Int64
+}
+
+func (g *gSRQ) Query() (api.SRQParam, error) {
+	if err := g.live(); err != nil {
+		return api.SRQParam{}, err
+	}
+	g.ia.enter()
+	prm, err := g.p.Query()
+	g.ia.leave()
+	prm.IA = g.ia.asIA(prm.IA)
+	prm.PZ = g.ia.asPZ(prm.PZ)
+	return prm, err
+}
+
+func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
+	if g.freed.Load() {
+		return errFreedSRQ
+	}
+	if int64(len(iov)) > g.maxIOV.Load() {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("%d segments exceed the SRQ limit of %d", len(iov), g.maxIOV.Load()))
+	}
+	ia := g.ia
+	if ia.serial != nil {
+		ia.serial.Lock()
+		defer ia.serial.Unlock()
+	}
+	return g.p.PostRecv(iov, cookie)
+}
+
+func (g *gSRQ) Resize(n int) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if max := g.ia.attr.MaxRecvPerSRQ; n <= 0 || (max > 0 && n > max) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("SRQ size %d outside 1..%d", n, max))
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.Resize(n)
+}
+
+func (g *gSRQ) SetLW(n int) error {
+	if err := g.live(); err != nil {
+		return err
+	}
+	if n < 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("low watermark %d is negative", n))
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.SetLW(n)
+}
+
+func (g *gSRQ) Free() error {
+	err := release(g, g.p, api.SubStateSRQInUse, g.p.Free)
+	if err == nil {
+		g.pz.users.Add(-1)
+	}
+	return err
+}

@@ -1,0 +1,504 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/godat/godat/api"
+)
+
+// guardEnv is one IA of the checking-free provider with a few objects.
+type guardEnv struct {
+	ia            api.IA
+	fake          *fakeIA
+	pz            api.PZ
+	dto, conn, cr api.EVD
+	ep            api.EP
+	lmr           api.LMR
+	buf           []byte
+}
+
+func testRegistry() *Registry {
+	return New(&Config{File: "test", IAs: []IAEntry{
+		{Name: "g", Provider: "guardtest", ThreadSafe: true},
+		{Name: "g2", Provider: "guardtest", ThreadSafe: true},
+		{Name: "serial", Provider: "guardtest", ThreadSafe: false},
+		{Name: "gone", Provider: "nosuch"},
+	}})
+}
+
+func newGuardEnv(t *testing.T, name string) *guardEnv {
+	t.Helper()
+	ia, err := testRegistry().Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &guardEnv{ia: ia, fake: ia.(*gIA).p.(*fakeIA), buf: make([]byte, 64)}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.pz, err = ia.CreatePZ()
+	must(err)
+	e.dto, err = ia.CreateEVD(8, nil, api.EVDDTO)
+	must(err)
+	e.conn, err = ia.CreateEVD(8, nil, api.EVDConnection)
+	must(err)
+	e.cr, err = ia.CreateEVD(8, nil, api.EVDCR)
+	must(err)
+	e.ep, err = ia.CreateEP(e.pz, e.dto, e.dto, e.conn, nil)
+	must(err)
+	e.lmr, err = ia.CreateLMR(e.pz, api.Region{Bytes: e.buf}, api.MemPrivAll, api.VATypeVA)
+	must(err)
+	return e
+}
+
+// rejects runs f and checks that the guard refused it with type typ and
+// subtype sub (NoSubtype: any) without reaching the provider.
+func (e *guardEnv) rejects(t *testing.T, typ api.ReturnType, sub api.Subtype, f func() error) {
+	t.Helper()
+	before := e.fake.calls.Load()
+	err := f()
+	var de *api.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("got %v, want a DAT error of type %v", err, typ)
+	}
+	if de.Type != typ || (sub != api.NoSubtype && de.Sub != sub) {
+		t.Fatalf("got %v (code %#x), want %v/%v", err, de.Code(), typ, sub)
+	}
+	if !errors.Is(err, &api.Error{Type: typ}) {
+		t.Fatalf("errors.Is(%v, %v) is false", err, typ)
+	}
+	if n := e.fake.calls.Load() - before; n != 0 {
+		t.Fatalf("the guard let %d call(s) reach the provider", n)
+	}
+}
+
+func TestGuardHandleLifetime(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	pz2, _ := e.ia.CreatePZ()
+	if err := pz2.Free(); err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, func() error { _, err := pz2.Query(); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, pz2.Free)
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, func() error { _, err := pz2.CreateRMR(); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, func() error { _, err := pz2.ConsumerContext(); return err })
+
+	ep2, _ := e.ia.CreateEP(e.pz, e.dto, e.dto, e.conn, nil)
+	if err := ep2.Free(); err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidHandle, api.SubHandleEP, func() error { return ep2.PostSend(nil, 1, 0) })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEP, func() error { return ep2.PostRecv(nil, 1, 0) })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEP, ep2.Reset)
+	// Using a freed handle as an argument is refused too.
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, func() error {
+		_, err := e.ia.CreateEP(pz2, nil, nil, nil, nil)
+		return err
+	})
+
+	if err := e.ia.Close(api.CloseAbrupt); err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidHandle, api.SubHandleIA, func() error { _, err := e.ia.CreatePZ(); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleIA, func() error { return e.ia.Close(api.CloseAbrupt) })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEP, func() error { return e.ep.PostSend(nil, 1, 0) })
+	e.rejects(t, api.InvalidHandle, api.NoSubtype, func() error { return e.dto.Dequeue(&api.Event{}) })
+	e.rejects(t, api.InvalidHandle, api.SubHandleLMR, e.lmr.Free)
+}
+
+func TestGuardInUse(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	async, _ := e.ia.AsyncEVD()
+	e.rejects(t, api.InvalidState, api.SubStatePZInUse, e.pz.Free)
+	e.rejects(t, api.InvalidState, api.SubStateEVDInUse, e.dto.Free)
+	e.rejects(t, api.InvalidState, api.SubStateEVDInUse, e.conn.Free)
+	e.rejects(t, api.InvalidState, api.SubStateEVDInUse, async.Free)
+
+	psp, err := e.ia.CreatePSP(5, e.cr, api.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidState, api.SubStateEVDInUse, e.cr.Free)
+	if err := psp.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cr.Free(); err != nil {
+		t.Fatalf("EVD free after its PSP is gone: %v", err)
+	}
+
+	cno, _ := e.ia.CreateCNO(nil)
+	evd, err := e.ia.CreateEVD(4, cno, api.EVDDTO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidState, api.SubStateCNOInUse, cno.Free)
+	if err := evd.ModifyCNO(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cno.Free(); err != nil {
+		t.Fatalf("CNO free after detaching it: %v", err)
+	}
+
+	srq, err := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 4, MaxRecvIOV: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep2, err := e.ia.CreateEPWithSRQ(e.pz, e.dto, e.dto, e.conn, srq, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidState, api.SubStateSRQInUse, srq.Free)
+	ep2.Free()
+	if err := srq.Free(); err != nil {
+		t.Fatal(err)
+	}
+
+	shared, err := e.ia.CreateLMR(e.pz, api.Region{Type: api.MemTypeLMR, LMR: e.lmr}, api.MemPrivAll, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidState, api.SubStateLMRInUse, e.lmr.Free)
+	shared.Free()
+
+	// Once every user is gone, everything frees.
+	for _, f := range []func() error{e.ep.Free, e.lmr.Free, e.dto.Free, e.conn.Free, e.pz.Free} {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.ia.Close(api.CloseGraceful); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGuardOwnership(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	o := newGuardEnv(t, "g2")
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, func() error { _, err := e.ia.CreateEP(o.pz, nil, nil, nil, nil); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEVDRecv, func() error { _, err := e.ia.CreateEP(e.pz, o.dto, nil, nil, nil); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEP, func() error { _, err := e.ia.CreateRSP(1, o.ep, e.cr); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandle2, func() error { return e.ep.DupConnect(o.ep, 0, nil, 0) })
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, func() error { _, err := e.ia.CreateEP(nil, nil, nil, nil, nil); return err })
+	// A provider object handed in directly is not a registry handle.
+	e.rejects(t, api.InvalidHandle, api.SubHandlePZ, func() error {
+		_, err := e.ia.CreateEP(&fakePZ{ia: e.fake}, nil, nil, nil, nil)
+		return err
+	})
+	rmr, err := o.pz.CreateRMR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidHandle, api.SubHandleLMR, func() error {
+		_, err := rmr.Bind(e.lmr, api.LMRTriplet{Length: 8}, api.MemPrivAll, api.VATypeVA, o.ep, 1, 0)
+		return err
+	})
+	// Same IA, other protection zone.
+	pz2, _ := e.ia.CreatePZ()
+	rmr2, _ := pz2.CreateRMR()
+	e.rejects(t, api.ProtectionViolation, api.NoSubtype, func() error {
+		_, err := rmr2.Bind(e.lmr, api.LMRTriplet{Length: 8}, api.MemPrivAll, api.VATypeVA, e.ep, 1, 0)
+		return err
+	})
+	srq, _ := e.ia.CreateSRQ(pz2, api.SRQAttr{MaxRecvDTOs: 2, MaxRecvIOV: 1})
+	e.rejects(t, api.InvalidParameter, api.SubArg6, func() error {
+		_, err := e.ia.CreateEPWithSRQ(e.pz, e.dto, e.dto, e.conn, srq, nil)
+		return err
+	})
+}
+
+func TestGuardStreams(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	e.rejects(t, api.InvalidHandle, api.SubHandleEVDRecv, func() error { _, err := e.ia.CreateEP(e.pz, e.conn, nil, nil, nil); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEVDRequest, func() error { _, err := e.ia.CreateEP(e.pz, nil, e.cr, nil, nil); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEVDConn, func() error { _, err := e.ia.CreateEP(e.pz, nil, nil, e.dto, nil); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEVDCR, func() error { _, err := e.ia.CreatePSP(1, e.dto, api.PSPConsumer); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEVDCR, func() error { _, _, err := e.ia.CreatePSPAny(nil, api.PSPConsumer); return err })
+	e.rejects(t, api.InvalidHandle, api.SubHandleEVDCR, func() error { _, err := e.ia.CreateRSP(1, e.ep, e.conn); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error { _, err := e.ia.CreatePSP(1, e.cr, 7); return err })
+
+	bare, _ := e.ia.CreateEP(e.pz, nil, nil, nil, nil)
+	e.rejects(t, api.InvalidState, api.SubStateEPEVDRequest, func() error { return bare.PostSend(nil, 1, 0) })
+	e.rejects(t, api.InvalidState, api.SubStateEPEVDRequest, func() error { return bare.PostRDMAWrite(nil, 1, api.RMRTriplet{}, 0) })
+	e.rejects(t, api.InvalidState, api.SubStateEPEVDRecv, func() error { return bare.PostRecv(nil, 1, 0) })
+	e.rejects(t, api.InvalidState, api.SubStateEPEVDConnect, func() error {
+		return bare.Connect(&net.IPAddr{}, 1, api.TimeoutInfinite, nil, 0, 0)
+	})
+}
+
+func TestGuardPostArguments(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	three := make([]api.LMRTriplet, 3) // the fake EP allows 2 segments
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.PostSend(three, 1, 0) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.PostRecv(three, 1, 0) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.PostRDMARead(three, 1, api.RMRTriplet{}, 0) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.PostRDMAWrite(three, 1, api.RMRTriplet{}, 0) })
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostSend(nil, 1, api.CompletionUnsignalled) })
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostRecv(nil, 1, api.CompletionUnsignalled) })
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostRecv(nil, 1, api.CompletionSolicitedWait) })
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostRDMAWrite(nil, 1, api.RMRTriplet{}, api.CompletionSolicitedWait) })
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostSend(nil, 1, 0x40) })
+
+	// An EP whose attributes allow unsignalled completions may use them.
+	ep2, err := e.ia.CreateEP(e.pz, e.dto, e.dto, e.conn, &api.EPAttr{MaxRecvIOV: 1, MaxRequestIOV: 1,
+		RecvCompletionFlags: api.CompletionUnsignalled, RequestCompletionFlags: api.CompletionUnsignalled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep2.PostSend(nil, 1, api.CompletionUnsignalled); err != nil {
+		t.Fatal(err)
+	}
+	// ... and its EVD then only accepts threshold 1 (dat_evd_wait(3DAT)).
+	e.rejects(t, api.InvalidState, api.SubStateEVDConfigThreshold, func() error { _, err := e.dto.Wait(context.Background(), 2, &api.Event{}); return err })
+	ep2.Free()
+	var ev api.Event
+	if _, err := e.dto.Wait(context.Background(), 2, &ev); errors.Is(err, api.ErrInvalidState) {
+		t.Fatalf("threshold restriction outlived the EP: %v", err)
+	}
+
+	e.rejects(t, api.InvalidParameter, api.SubArg6, func() error {
+		_, err := e.ia.CreateEP(e.pz, nil, nil, nil, &api.EPAttr{MaxRequestIOV: 5})
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg6, func() error {
+		_, err := e.ia.CreateEP(e.pz, nil, nil, nil, &api.EPAttr{MaxMessageSize: 1<<20 + 1})
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg6, func() error {
+		return e.ep.Modify(api.EPFieldMaxRecvIOV, &api.EPParam{Attr: api.EPAttr{MaxRecvIOV: 9}})
+	})
+}
+
+func TestGuardConnectArguments(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	long := make([]byte, 17) // the fake provider allows 16 bytes
+	addr := &net.IPAddr{}
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.Connect(addr, 1, api.TimeoutInfinite, long, 0, 0) })
+	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error { return e.ep.Connect(addr, 1, -5, nil, 0, 0) })
+	e.rejects(t, api.InvalidAddress, api.SubAddressMalformed, func() error { return e.ep.Connect(nil, 1, 0, nil, 0, 0) })
+	e.rejects(t, api.InvalidParameter, api.SubArg8, func() error { return e.ep.Connect(addr, 1, 0, nil, 0, 8) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.Disconnect(3) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ia.Close(9) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.SetWatermark(-3, 0) })
+
+	// A CR the provider delivers: the guard wraps it, checks its arguments
+	// and retires it once accepted.
+	psp, _ := e.ia.CreatePSP(4, e.cr, api.PSPConsumer)
+	fpsp := psp.(*gPSP).p.(*fakePSP)
+	fpsp.arrive(&fakeCR{ia: e.fake})
+	var ev api.Event
+	if err := e.cr.Dequeue(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Number != api.ConnectionRequestEvent || ev.CR.PSP != psp || ev.EVD != e.cr {
+		t.Fatalf("CR event not translated: %+v", ev)
+	}
+	cr := ev.CR.CR
+	if _, ok := cr.(*gCR); !ok {
+		t.Fatalf("CR handle %T is not a guard", cr)
+	}
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error { return cr.Accept(e.ep, long) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return cr.Reject(long) })
+	if err := cr.Accept(e.ep, []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidHandle, api.SubHandleCR, func() error { return cr.Reject(nil) })
+	if cr.HandleType() != api.HandleCR {
+		t.Fatal("CR handle type")
+	}
+}
+
+func TestGuardEVDArguments(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	var ev api.Event
+	ctx := context.Background()
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error { _, err := e.dto.Wait(ctx, 0, &ev); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error { _, err := e.dto.Wait(ctx, 9, &ev); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error { _, err := e.dto.Wait(ctx, 1, nil); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.dto.Dequeue(nil) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.dto.PostSE(&api.Event{Number: api.DTOCompletionEvent}) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.dto.Resize(0) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { _, err := e.ia.CreateEVD(0, nil, api.EVDDTO); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { _, err := e.ia.CreateEVD(1025, nil, api.EVDDTO); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error { _, err := e.ia.CreateEVD(4, nil, 0); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error { _, err := e.ia.CreateEVD(4, nil, 0x2000); return err })
+	if err := e.dto.Resize(16); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dto.Wait(ctx, 9, &ev); errors.Is(err, api.ErrInvalidParameter) {
+		t.Fatalf("threshold 9 refused after resizing to 16: %v", err)
+	}
+}
+
+func TestGuardMemoryArguments(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error {
+		_, err := e.ia.CreateLMR(e.pz, api.Region{}, api.MemPrivAll, api.VATypeVA)
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error {
+		_, err := e.ia.CreateLMR(e.pz, api.Region{Type: 9, Bytes: e.buf}, api.MemPrivAll, api.VATypeVA)
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg6, func() error {
+		_, err := e.ia.CreateLMR(e.pz, api.Region{Bytes: e.buf}, 0x80, api.VATypeVA)
+		return err
+	})
+	e.rejects(t, api.ModelNotSupported, api.NoSubtype, func() error {
+		_, err := e.ia.CreateLMR(e.pz, api.Region{Bytes: e.buf}, api.MemPrivAll, api.VATypeZB)
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error {
+		_, err := e.ia.CreateLMR(e.pz, api.Region{Type: api.MemTypeSharedVirtual, Bytes: e.buf}, api.MemPrivAll, api.VATypeVA)
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error { _, err := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 0, MaxRecvIOV: 1}); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error { _, err := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 2, MaxRecvIOV: 9}); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error {
+		_, err := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 2, MaxRecvIOV: 1, LowWatermark: 3})
+		return err
+	})
+	srq, _ := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 2, MaxRecvIOV: 1})
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return srq.PostRecv(make([]api.LMRTriplet, 2), 1) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return srq.SetLW(-1) })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return srq.Resize(65) })
+	rmr, _ := e.pz.CreateRMR()
+	e.rejects(t, api.InvalidHandle, api.SubHandleLMR, func() error {
+		_, err := rmr.Bind(nil, api.LMRTriplet{Length: 8}, api.MemPrivAll, api.VATypeVA, e.ep, 1, 0)
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error {
+		_, err := rmr.Bind(e.lmr, api.LMRTriplet{Length: 8}, 0x100, api.VATypeVA, e.ep, 1, 0)
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error {
+		_, err := rmr.Bind(e.lmr, api.LMRTriplet{Length: 8}, api.MemPrivAll, api.VATypeVA, e.ep, 1, api.CompletionSolicitedWait)
+		return err
+	})
+	// A zero-length triplet unbinds and needs no LMR.
+	if _, err := rmr.Bind(nil, api.LMRTriplet{}, 0, api.VATypeVA, e.ep, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGuardTranslatesEvents(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	if err := e.ep.PostSend(nil, 42, 0); err != nil {
+		t.Fatal(err)
+	}
+	var ev api.Event
+	if err := e.dto.Dequeue(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.DTO.EP != e.ep || ev.EVD != e.dto || ev.DTO.Cookie != 42 {
+		t.Fatalf("DTO event not translated to the consumer's handles: %+v", ev.DTO)
+	}
+	prm, err := e.ep.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prm.IA != e.ia || prm.PZ != e.pz || prm.RecvEVD != e.dto || prm.ConnectEVD != e.conn {
+		t.Fatalf("EP query not translated: %+v", prm)
+	}
+	if err := e.dto.Dequeue(&ev); !errors.Is(err, api.ErrQueueEmpty) {
+		t.Fatalf("empty dequeue: %v", err)
+	}
+}
+
+func TestGuardConsumerContextAndTypes(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	rmr, _ := e.pz.CreateRMR()
+	cno, _ := e.ia.CreateCNO(nil)
+	srq, _ := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 2, MaxRecvIOV: 1})
+	psp, _ := e.ia.CreatePSP(3, e.cr, api.PSPConsumer)
+	ep2, _ := e.ia.CreateEP(e.pz, nil, nil, nil, nil)
+	rsp, _ := e.ia.CreateRSP(4, ep2, e.cr)
+	for _, c := range []struct {
+		o api.Object
+		t api.HandleType
+	}{{e.ia, api.HandleIA}, {e.pz, api.HandlePZ}, {e.dto, api.HandleEVD}, {e.ep, api.HandleEP}, {e.lmr, api.HandleLMR},
+		{rmr, api.HandleRMR}, {cno, api.HandleCNO}, {srq, api.HandleSRQ}, {psp, api.HandlePSP}, {rsp, api.HandleRSP}} {
+		if c.o.HandleType() != c.t {
+			t.Errorf("%T: handle type %v, want %v", c.o, c.o.HandleType(), c.t)
+		}
+		if err := c.o.SetConsumerContext(c.t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []api.Object{e.ia, e.pz, e.ep, rmr, rsp} {
+		v, err := o.ConsumerContext()
+		if err != nil || v != o.HandleType() {
+			t.Errorf("%v: context %v, %v", o.HandleType(), v, err)
+		}
+	}
+}
+
+func TestGuardSerializesNonThreadSafe(t *testing.T) {
+	e := newGuardEnv(t, "serial")
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ev api.Event
+			for j := 0; j < 500; j++ {
+				e.ep.PostSend(nil, 1, 0)
+				e.dto.Dequeue(&ev)
+				e.ep.GetStatus()
+			}
+		}()
+	}
+	wg.Wait()
+	if e.fake.overlap.Load() {
+		t.Fatal("calls overlapped in a provider configured non-thread-safe")
+	}
+}
+
+func TestGuardFastPathAllocatesNothing(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	g := e.dto.(*gEVD)
+	pep := e.ep.(*gEP).p
+	var ev api.Event
+	n := testing.AllocsPerRun(1000, func() {
+		e.ep.PostRDMAReadToRMR(api.RMRTriplet{}, 1, api.RMRTriplet{}, 0)
+		e.dto.Dequeue(&ev) // empty: the common answer of a polling loop
+		ev = api.Event{Number: api.DTOCompletionEvent, DTO: api.DTOCompletionData{EP: pep}}
+		e.ia.(*gIA).translate(&ev, g)
+	})
+	if n != 0 {
+		t.Fatalf("post/dequeue/translate allocated %v times per run", n)
+	}
+	if ev.DTO.EP != e.ep {
+		t.Fatal("translate did not find the EP")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	r := testRegistry()
+	_, err := r.Open(context.Background(), "nope")
+	if !errors.Is(err, &api.Error{Type: api.ProviderNotFound, Sub: api.SubNameNotRegistered}) {
+		t.Fatalf("unknown IA: %v", err)
+	}
+	_, err = r.Open(context.Background(), "gone")
+	if !errors.Is(err, api.ErrProviderNotFound) {
+		t.Fatalf("IA of a missing provider: %v", err)
+	}
+	var ok bool
+	for _, pi := range r.List() {
+		if pi.IAName == "gone" {
+			ok = !pi.Available && pi.Reason != ""
+		}
+	}
+	if !ok {
+		t.Fatal("List does not show the IA of a missing provider as unavailable with a reason")
+	}
+	if _, err := r.Open(context.Background(), "g", WithAsyncEVDQLen(0)); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Fatalf("async qlen 0: %v", err)
+	}
+}

@@ -1,0 +1,240 @@
+// Package registry is godat's static registry (dat.conf(5),
+// dat_registry_list_providers(3DAT), dat_ia_open(3DAT)): it reads the
+// configuration, maps IA names to registered providers, opens IAs and wraps
+// every object a provider returns in the guard layer, which enforces what
+// the DAT pages require of every provider (see package api's doc for the
+// split of duties).
+//
+// Providers register themselves from their package init with Register, the
+// way database/sql drivers do; consumers import registry/all (or single
+// providers for their side effect) and call Open with an IA name.
+package registry
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/godat/godat/api"
+)
+
+var (
+	provMu    sync.RWMutex
+	providers = map[string]api.Provider{}
+)
+
+// Register makes a provider available under name. It is called from the
+// provider package's init; registering a nil provider or one name twice
+// panics (DAT_PROVIDER_ALREADY_REGISTERED), as a programming error.
+func Register(name string, p api.Provider) {
+	provMu.Lock()
+	defer provMu.Unlock()
+	if p == nil {
+		panic("registry: Register of nil provider " + name)
+	}
+	if _, dup := providers[name]; dup {
+		panic(api.Errorf(api.ProviderAlreadyRegistered, api.NoSubtype, "provider "+name+" registered twice").Error())
+	}
+	providers[name] = p
+}
+
+// Providers returns the names of the registered providers, sorted.
+func Providers() []string {
+	provMu.RLock()
+	defer provMu.RUnlock()
+	names := make([]string, 0, len(providers))
+	for n := range providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func lookupProvider(name string) (api.Provider, bool) {
+	provMu.RLock()
+	defer provMu.RUnlock()
+	p, ok := providers[name]
+	return p, ok
+}
+
+// ProviderInfo is one row of the registry listing
+// (dat_registry_list_providers(3DAT)): a configured IA, the provider behind
+// it, and whether it can be opened.
+type ProviderInfo struct {
+	IAName          string
+	Provider        string
+	ProviderVersion string
+	APIVersion      string
+	ThreadSafe      bool
+	Default         bool
+	Available       bool
+	Reason          string // why the IA is unavailable; empty when available
+	IAParams        string
+	PlatformParams  string
+	Pos             Position // where the IA is configured
+}
+
+// Registry is a loaded configuration bound to the registered providers.
+// It is safe for concurrent use.
+type Registry struct {
+	cfg *Config
+}
+
+// New returns a registry over cfg.
+func New(cfg *Config) *Registry { return &Registry{cfg: cfg} }
+
+// Load reads the configuration by the search order of LoadConfig (path,
+// then $DAT_OVERRIDE, then /etc/dat.conf, then the embedded default) and
+// returns a registry over it.
+func Load(path string) (*Registry, error) {
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg), nil
+}
+
+var (
+	defOnce sync.Once
+	defReg  *Registry
+	defErr  error
+)
+
+// Default returns the registry of the default search order, loaded once
+// per process.
+func Default() (*Registry, error) {
+	defOnce.Do(func() { defReg, defErr = Load("") })
+	return defReg, defErr
+}
+
+// Config returns the configuration the registry was built from.
+func (r *Registry) Config() *Config { return r.cfg }
+
+// List returns every configured IA, in file order, with its availability.
+func (r *Registry) List() []ProviderInfo {
+	out := make([]ProviderInfo, 0, len(r.cfg.IAs))
+	for _, e := range r.cfg.IAs {
+		pi := ProviderInfo{
+			IAName: e.Name, Provider: e.Provider, ProviderVersion: e.ProviderVersion,
+			APIVersion: e.APIVersion, ThreadSafe: e.ThreadSafe, Default: e.Default,
+			IAParams: e.IAParams, PlatformParams: e.PlatformParams, Pos: e.Pos,
+		}
+		pi.Reason = unavailable(e)
+		pi.Available = pi.Reason == ""
+		out = append(out, pi)
+	}
+	return out
+}
+
+// unavailable says why entry e cannot be opened, or "" if it can be tried.
+func unavailable(e IAEntry) string {
+	if e.Unavailable != "" {
+		return e.Unavailable
+	}
+	if _, ok := lookupProvider(e.Provider); !ok {
+		known := strings.Join(Providers(), ", ")
+		if known == "" {
+			known = "none"
+		}
+		return fmt.Sprintf("no provider named %q is built in (have: %s)", e.Provider, known)
+	}
+	return ""
+}
+
+// OpenOption adjusts how Open opens an IA.
+type OpenOption func(*openOptions)
+
+type openOptions struct {
+	asyncQLen int
+}
+
+// DefaultAsyncEVDQLen is the async EVD queue length Open asks for unless
+// WithAsyncEVDQLen says otherwise.
+const DefaultAsyncEVDQLen = 64
+
+// WithAsyncEVDQLen sets the minimum queue length of the IA's async EVD
+// (the async_evd_min_qlen argument of dat_ia_open(3DAT)).
+func WithAsyncEVDQLen(n int) OpenOption { return func(o *openOptions) { o.asyncQLen = n } }
+
+// Open opens the IA called name (dat_ia_open(3DAT)) and returns it wrapped
+// in the guard layer. An unknown name is ErrProviderNotFound
+// (DAT_NAME_NOT_REGISTERED); an unavailable IA is ErrProviderNotFound with
+// the reason.
+func (r *Registry) Open(ctx context.Context, name string, opts ...OpenOption) (api.IA, error) {
+	i := slices.IndexFunc(r.cfg.IAs, func(e IAEntry) bool { return e.Name == name })
+	if i < 0 {
+		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered,
+			fmt.Sprintf("no IA named %q in %s", name, r.cfg.File))
+	}
+	return r.open(ctx, r.cfg.IAs[i], opts)
+}
+
+// OpenDefault opens the IA marked default in the configuration, or the
+// first IA if none is marked.
+func (r *Registry) OpenDefault(ctx context.Context, opts ...OpenOption) (api.IA, error) {
+	if len(r.cfg.IAs) == 0 {
+		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered, "no IA configured in "+r.cfg.File)
+	}
+	e := r.cfg.IAs[0]
+	for _, x := range r.cfg.IAs {
+		if x.Default {
+			e = x
+			break
+		}
+	}
+	return r.open(ctx, e, opts)
+}
+
+func (r *Registry) open(ctx context.Context, e IAEntry, opts []OpenOption) (api.IA, error) {
+	if why := unavailable(e); why != "" {
+		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered,
+			fmt.Sprintf("IA %q (%s) is unavailable: %s", e.Name, e.Pos, why))
+	}
+	o := openOptions{asyncQLen: DefaultAsyncEVDQLen}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.asyncQLen <= 0 {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d must be positive", o.asyncQLen))
+	}
+	p, _ := lookupProvider(e.Provider)
+	ia, err := p.Open(ctx, api.OpenParams{
+		Name: e.Name, Params: e.IAParams, PlatformParams: e.PlatformParams,
+		AsyncEVDQLen: o.asyncQLen, ThreadSafe: e.ThreadSafe,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wrapIA(ia, e)
+}
+
+// ListProviders lists the IAs of the default registry
+// (dat_registry_list_providers(3DAT)).
+func ListProviders() ([]ProviderInfo, error) {
+	r, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	return r.List(), nil
+}
+
+// Open opens the IA called name from the default registry.
+func Open(ctx context.Context, name string, opts ...OpenOption) (api.IA, error) {
+	r, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	return r.Open(ctx, name, opts...)
+}
+
+// OpenDefault opens the default IA of the default registry.
+func OpenDefault(ctx context.Context, opts ...OpenOption) (api.IA, error) {
+	r, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	return r.OpenDefault(ctx, opts...)
+}
