@@ -396,13 +396,19 @@ func checkTimeout(t api.Timeout, sub api.Subtype) error {
 
 // --- api.IA ---
 
+// Query returns the provider's attributes with the adapter name set to the
+// IA name the consumer opened, as dat_ia_query(3DAT) defines it.
 func (ia *gIA) Query() (api.IAAttr, api.ProviderAttr, error) {
 	if err := ia.live(); err != nil {
 		return api.IAAttr{}, api.ProviderAttr{}, err
 	}
 	ia.enter()
-	defer ia.leave()
-	return ia.p.Query()
+	attr, pattr, err := ia.p.Query()
+	ia.leave()
+	if err == nil {
+		attr.AdapterName = ia.entry.Name
+	}
+	return attr, pattr, err
 }
 
 func (ia *gIA) AsyncEVD() (api.EVD, error) {
