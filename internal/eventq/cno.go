@@ -1,0 +1,171 @@
+package eventq
+
+import (
+	"context"
+	"sync"
+
+	"github.com/godat/godat/api"
+)
+
+// CNO is a consumer notification object (dat_cno_create(3DAT),
+// dat_cno_wait(3DAT)): the queues attached to it trigger it, its waiters
+// learn which EVD triggered, and its wait agent is called for every trigger.
+//
+// A trigger that finds no waiter is latched: the next Wait returns at once
+// with that EVD. Several goroutines may wait; one trigger releases one of
+// them. The agent runs on a goroutine the CNO starts when there is a call to
+// make and that ends when there is none, so the agent is never called
+// concurrently with itself and no goroutine is left behind once the CNO is
+// idle; Close waits for it.
+//
+// CNO is safe for concurrent use.
+type CNO struct {
+	mu      sync.Mutex
+	pending api.EVD       // latched trigger
+	sig     chan struct{} // closed to wake all waiters; nil when none wait
+	waiters int
+	nullGen uint64 // bumped to release waiters with a nil EVD
+
+	agent   api.WaitAgent
+	calls   []api.EVD // agent calls still to make
+	running bool
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+// NewCNO returns a CNO with the given wait agent (nil for none).
+func NewCNO(agent api.WaitAgent) *CNO { return &CNO{agent: agent} }
+
+// SetAgent replaces the wait agent (dat_cno_modify_agent(3DAT)); nil
+// removes it. Calls already scheduled use the agent current when they run.
+func (c *CNO) SetAgent(agent api.WaitAgent) {
+	c.mu.Lock()
+	c.agent = agent
+	c.mu.Unlock()
+}
+
+// Agent returns the current wait agent.
+func (c *CNO) Agent() api.WaitAgent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.agent
+}
+
+// Waiters returns the number of goroutines blocked in Wait.
+func (c *CNO) Waiters() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiters
+}
+
+// Trigger records that evd received a notification event: it releases a
+// waiter (or latches the EVD for the next Wait) and schedules an agent call.
+func (c *CNO) Trigger(evd api.EVD) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.pending = evd
+	c.broadcast()
+	if c.agent != nil {
+		c.calls = append(c.calls, evd)
+		if !c.running {
+			c.running = true
+			c.wg.Add(1)
+			go c.runAgent()
+		}
+	}
+}
+
+// broadcast wakes every waiter; they re-check the state. c.mu is held.
+func (c *CNO) broadcast() {
+	if c.sig != nil {
+		close(c.sig)
+		c.sig = nil
+	}
+}
+
+func (c *CNO) runAgent() {
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		if len(c.calls) == 0 || c.closed {
+			c.calls = c.calls[:0]
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		evd := c.calls[0]
+		n := copy(c.calls, c.calls[1:])
+		c.calls[n] = nil
+		c.calls = c.calls[:n]
+		agent := c.agent
+		c.mu.Unlock()
+		if agent != nil {
+			agent(evd)
+		}
+	}
+}
+
+// ReleaseWaiters wakes every current waiter with a nil EVD and no error, as
+// dat_cno_wait(3DAT) requires when the last EVD feeding the CNO is freed.
+func (c *CNO) ReleaseWaiters() {
+	c.mu.Lock()
+	if c.waiters > 0 {
+		c.nullGen++
+		c.broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// Wait blocks until the CNO is triggered and returns the EVD that triggered
+// it (dat_cno_wait(3DAT)). The EVD is a hint: its event may already have
+// been taken. Waiters released by ReleaseWaiters or Close get (nil, nil).
+// The end of ctx gives api.ContextError: ErrTimeoutExpired for a deadline,
+// ErrInterruptedCall for a cancel, both wrapping ctx.Err() (the project's
+// rule for every blocking call; the page calls the timeout DAT_QUEUE_EMPTY).
+func (c *CNO) Wait(ctx context.Context) (api.EVD, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gen := c.nullGen
+	for {
+		switch {
+		case c.closed || c.nullGen != gen:
+			return nil, nil
+		case c.pending != nil:
+			evd := c.pending
+			c.pending = nil
+			return evd, nil
+		case ctx.Err() != nil:
+			return nil, api.ContextError(ctx)
+		}
+		if c.sig == nil {
+			c.sig = make(chan struct{})
+		}
+		sig := c.sig
+		c.waiters++
+		c.mu.Unlock()
+		select {
+		case <-sig:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		c.waiters--
+	}
+}
+
+// Close releases every waiter with a nil EVD, drops scheduled agent calls
+// and makes later triggers no-ops. It does not wait for an agent call in
+// progress; WaitIdle does. Close must not be called from the agent.
+func (c *CNO) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.pending = nil
+	c.broadcast()
+	c.mu.Unlock()
+}
+
+// WaitIdle waits until no agent call is running. Call it after Close,
+// without holding locks the agent may need.
+func (c *CNO) WaitIdle() { c.wg.Wait() }

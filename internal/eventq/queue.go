@@ -1,0 +1,385 @@
+// Package eventq is the event machinery shared by godat's providers: Queue,
+// the bounded event queue behind an EVD (dat_evd_wait(3DAT),
+// dat_evd_dequeue(3DAT), dat_evd_post_se(3DAT)), and CNO, the consumer
+// notification object an EVD may feed (dat_cno_wait(3DAT)).
+//
+// # Queue
+//
+// A Queue is a preallocated ring of api.Event values under one mutex.
+// Posting copies the event into the ring and dequeuing copies it out, so
+// neither allocates. A blocked waiter sleeps on a one-slot channel that the
+// queue owns for its whole life (no channel per event, no CPU while blocked);
+// a post wakes it only when the event notifies and the queue holds at least
+// the waiter's threshold.
+//
+// Overflow: a post to a full queue does not queue the event. The event is
+// discarded and counted, and the post reports it: OverflowBegan for the
+// first event lost since the queue was last not full, Overflowed for the
+// ones after it. The provider reports OverflowBegan as an
+// ASYNC_ERROR_EVD_OVERFLOW event on the IA's async EVD, so each overflow
+// episode is reported once; Dropped gives the total. The episode ends when
+// a dequeue or resize makes room.
+//
+// # Notification
+//
+// Post takes a notify flag: false for completions that must not wake anyone
+// (DAT_COMPLETION_UNSIGNALLED_FLAG, a receive of an EP configured for
+// solicited wait whose matching send was not solicited). A notifying event
+// wakes the direct waiter when the threshold is met; with no direct waiter,
+// it triggers the queue's CNO if the queue is enabled (dat_evd_enable(3DAT)).
+// Non-notifying events are queued all the same and count toward the
+// threshold.
+package eventq
+
+import (
+	"context"
+	"sync"
+
+	"github.com/godat/godat/api"
+)
+
+// PostResult says what happened to a posted event.
+type PostResult int
+
+// Results of Queue.Post.
+const (
+	// Posted: the event is queued.
+	Posted PostResult = iota
+	// OverflowBegan: the queue was full and the event was discarded; it is
+	// the first loss since the queue last had room, so the owner must report
+	// an overflow (ASYNC_ERROR_EVD_OVERFLOW).
+	OverflowBegan
+	// Overflowed: the queue was full and the event was discarded; the
+	// overflow was already reported.
+	Overflowed
+	// Closed: the queue is closed and the event was discarded.
+	Closed
+)
+
+var (
+	errEmpty      = api.Errorf(api.QueueEmpty, api.NoSubtype, "EVD queue is empty")
+	errFull       = api.Errorf(api.QueueFull, api.NoSubtype, "EVD queue is full")
+	errWaiter     = api.Errorf(api.InvalidState, api.SubStateEVDWaiter, "a waiter is blocked on the EVD")
+	errUnwaitable = api.Errorf(api.InvalidState, api.SubStateEVDUnwaitable, "EVD is unwaitable")
+	errAborted    = api.Errorf(api.Abort, api.NoSubtype, "EVD destroyed")
+)
+
+// Queue is a bounded FIFO of events with at most one blocked waiter. It is
+// safe for concurrent use.
+type Queue struct {
+	mu    sync.Mutex
+	buf   []api.Event
+	head  int
+	n     int
+	owner api.EVD // stored in Event.EVD of every posted event
+
+	wake       chan struct{} // capacity 1: wakes the blocked waiter
+	waiting    bool
+	threshold  int
+	disabled   bool
+	unwaitable bool
+	closed     bool
+	overflowed bool
+	dropped    uint64
+	cno        *CNO
+}
+
+// New returns a queue of qlen events (qlen >= 1) whose events name owner as
+// their EVD. The queue starts enabled and waitable.
+func New(qlen int, owner api.EVD) *Queue {
+	if qlen < 1 {
+		qlen = 1
+	}
+	return &Queue{buf: make([]api.Event, qlen), owner: owner, wake: make(chan struct{}, 1)}
+}
+
+// Cap returns the queue length (the EVD's qlen).
+func (q *Queue) Cap() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.buf)
+}
+
+// Len returns the number of queued events.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// Dropped returns how many events were discarded because the queue was
+// full.
+func (q *Queue) Dropped() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.dropped
+}
+
+// Post queues a copy of *ev (with EVD set to the owner) and reports what
+// happened. notify says whether the event may wake a waiter or trigger the
+// CNO. A full queue discards the event (see the package doc on overflow).
+func (q *Queue) Post(ev *api.Event, notify bool) PostResult {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return Closed
+	}
+	if q.n == len(q.buf) {
+		q.dropped++
+		r := Overflowed
+		if !q.overflowed {
+			q.overflowed = true
+			r = OverflowBegan
+		}
+		q.mu.Unlock()
+		return r
+	}
+	cno := q.push(ev, notify)
+	q.mu.Unlock()
+	if cno != nil {
+		cno.Trigger(q.owner)
+	}
+	return Posted
+}
+
+// TryPost queues a copy of *ev like Post, but only if there is room: a full
+// queue returns false and is not marked overflowed. It serves
+// dat_evd_post_se(3DAT) and events whose producer can refuse instead (a
+// connection request when the service point's backlog is full).
+func (q *Queue) TryPost(ev *api.Event, notify bool) bool {
+	q.mu.Lock()
+	if q.closed || q.n == len(q.buf) {
+		q.mu.Unlock()
+		return false
+	}
+	cno := q.push(ev, notify)
+	q.mu.Unlock()
+	if cno != nil {
+		cno.Trigger(q.owner)
+	}
+	return true
+}
+
+// PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull if
+// the queue is full, with no overflow reported.
+func (q *Queue) PostSE(ev *api.Event) error {
+	if !q.TryPost(ev, true) {
+		return errFull
+	}
+	return nil
+}
+
+// push stores *ev and returns the CNO to trigger, if any. q.mu is held and
+// the queue has room.
+func (q *Queue) push(ev *api.Event, notify bool) *CNO {
+	i := q.head + q.n
+	if i >= len(q.buf) {
+		i -= len(q.buf)
+	}
+	q.buf[i] = *ev
+	q.buf[i].EVD = q.owner
+	q.n++
+	if !notify {
+		return nil
+	}
+	if q.waiting {
+		if q.n >= q.threshold {
+			select {
+			case q.wake <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	}
+	if !q.disabled {
+		return q.cno
+	}
+	return nil
+}
+
+// pop moves the front event into *ev. q.mu is held and q.n > 0.
+func (q *Queue) pop(ev *api.Event) {
+	*ev = q.buf[q.head]
+	q.buf[q.head] = api.Event{}
+	q.head++
+	if q.head == len(q.buf) {
+		q.head = 0
+	}
+	q.n--
+	q.overflowed = false
+}
+
+// Dequeue removes the front event into *ev without blocking
+// (dat_evd_dequeue(3DAT)): ErrQueueEmpty if there is none, ErrInvalidState
+// (SubStateEVDWaiter) while a waiter is blocked on the queue.
+func (q *Queue) Dequeue(ev *api.Event) error {
+	q.mu.Lock()
+	if q.waiting {
+		q.mu.Unlock()
+		return errWaiter
+	}
+	if q.n == 0 {
+		q.mu.Unlock()
+		return errEmpty
+	}
+	q.pop(ev)
+	q.mu.Unlock()
+	return nil
+}
+
+// Wait blocks until at least threshold events are queued, removes the front
+// one into *ev and returns how many remain (dat_evd_wait(3DAT)). Only one
+// waiter at a time: another gets ErrInvalidState (SubStateEVDWaiter). An
+// unwaitable queue, or one made unwaitable during the wait, gives
+// ErrInvalidState (SubStateEVDUnwaitable); a closed one ErrAbort. The end of
+// ctx gives api.ContextError (TimeoutExpired for a deadline,
+// InterruptedCall for a cancel) with nothing dequeued; nmore is then the
+// number of queued events. A threshold outside [1, Cap] is
+// ErrInvalidParameter.
+func (q *Queue) Wait(ctx context.Context, threshold int, ev *api.Event) (nmore int, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed:
+		return 0, errAborted
+	case q.waiting:
+		return 0, errWaiter
+	case q.unwaitable:
+		return 0, errUnwaitable
+	case threshold < 1 || threshold > len(q.buf):
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg3, "EVD wait threshold must be between 1 and the queue length")
+	}
+	select { // discard a wake-up left over from an earlier wait
+	case <-q.wake:
+	default:
+	}
+	for {
+		if q.n >= threshold {
+			q.pop(ev)
+			return q.n, nil
+		}
+		if ctx.Err() != nil {
+			return q.n, api.ContextError(ctx)
+		}
+		q.waiting, q.threshold = true, threshold
+		q.mu.Unlock()
+		select {
+		case <-q.wake:
+		case <-ctx.Done():
+		}
+		q.mu.Lock()
+		q.waiting = false
+		switch {
+		case q.closed:
+			return 0, errAborted
+		case q.unwaitable:
+			return q.n, errUnwaitable
+		}
+	}
+}
+
+// Resize changes the queue length to qlen (dat_evd_resize(3DAT)), keeping
+// every queued event in order. It fails with ErrInvalidState if more than
+// qlen events are queued, and ErrInvalidParameter if qlen < 1 or a blocked
+// waiter's threshold exceeds qlen.
+func (q *Queue) Resize(qlen int) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case qlen < 1:
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "EVD queue length must be positive")
+	case qlen < q.n:
+		return api.Errorf(api.InvalidState, api.NoSubtype, "more events are queued than the requested EVD queue length")
+	case q.waiting && q.threshold > qlen:
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "requested EVD queue length is below the blocked waiter's threshold")
+	}
+	nb := make([]api.Event, qlen)
+	for i := 0; i < q.n; i++ {
+		j := q.head + i
+		if j >= len(q.buf) {
+			j -= len(q.buf)
+		}
+		nb[i] = q.buf[j]
+	}
+	q.buf, q.head = nb, 0
+	if q.n < qlen {
+		q.overflowed = false
+	}
+	return nil
+}
+
+// SetEnabled enables or disables CNO triggering (dat_evd_enable(3DAT),
+// dat_evd_disable(3DAT)); it has no effect on direct waiters.
+func (q *Queue) SetEnabled(on bool) {
+	q.mu.Lock()
+	q.disabled = !on
+	q.mu.Unlock()
+}
+
+// SetUnwaitable makes the queue unwaitable, waking a blocked waiter with
+// ErrInvalidState, or waitable again (dat_evd_set_unwaitable(3DAT),
+// dat_evd_clear_unwaitable(3DAT)). Dequeue and CNO triggering are not
+// affected.
+func (q *Queue) SetUnwaitable(on bool) {
+	q.mu.Lock()
+	q.unwaitable = on
+	if on && q.waiting {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+}
+
+// SetCNO changes the CNO notifying events trigger; nil detaches it
+// (dat_evd_modify_cno(3DAT)).
+func (q *Queue) SetCNO(c *CNO) {
+	q.mu.Lock()
+	q.cno = c
+	q.mu.Unlock()
+}
+
+// State returns the queue's state bits as dat_evd_query(3DAT) reports them.
+func (q *Queue) State() api.EVDState {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := api.EVDStateConfigNotify
+	if q.disabled {
+		s |= api.EVDStateDisabled
+	} else {
+		s |= api.EVDStateEnabled
+	}
+	if q.unwaitable {
+		s |= api.EVDStateUnwaitable
+	} else {
+		s |= api.EVDStateWaitable
+	}
+	return s
+}
+
+// Waiting reports whether a waiter is blocked on the queue.
+func (q *Queue) Waiting() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting
+}
+
+// Close discards the queued events, detaches the CNO, wakes a blocked
+// waiter with ErrAbort and makes every later post report Closed
+// (dat_evd_free(3DAT), dat_ia_close(3DAT)).
+func (q *Queue) Close() {
+	q.mu.Lock()
+	q.closed = true
+	for i := range q.buf {
+		q.buf[i] = api.Event{}
+	}
+	q.n, q.head, q.cno = 0, 0, nil
+	if q.waiting {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+}

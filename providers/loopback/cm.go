@@ -1,0 +1,586 @@
+package loopback
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/godat/godat/api"
+)
+
+// Connection management: service points, connection requests, and the
+// active side of the EP state machine.
+
+// servicePoint is a PSP or an RSP listed in fab.quals.
+type servicePoint interface {
+	owner() *ia
+	// arrive delivers a new connection request; false means the service
+	// point cannot take it (its EVD is full: the backlog is exhausted).
+	arrive(c *cr) bool
+}
+
+// Connect starts an active connection to the service point listening on q
+// (dat_ep_connect(3DAT)). remote must be the Addr of a loopback IA
+// (ErrInvalidAddress otherwise). Connection qualifiers are process-wide, as
+// ports are on one host: remote names the host, any open loopback IA will
+// do. The EP moves to ACTIVE_CONNECTION_PENDING and the outcome arrives on
+// its connect EVD: ESTABLISHED (with the acceptor's private data),
+// PEER_REJECTED (with the rejector's), NON_PEER_REJECTED (nobody listens
+// on q, or the listener's backlog is full, or its IA closed),
+// UNREACHABLE (remote is not an open IA) or TIMED_OUT (nobody answered
+// within timeout). An EP not in UNCONNECTED gets ErrInvalidState.
+func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) error {
+	addr, err := addrOf(remote)
+	if err != nil {
+		return err
+	}
+	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
+		return err
+	}
+	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
+	}
+	if flags&api.ConnectMultipathRequired != 0 {
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, "loopback connections have a single path")
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return errEPFreed
+	}
+	if p.state != api.EPUnconnected {
+		return p.stateErr("Connect")
+	}
+	p.startConnect(addr, q, timeout, privateData)
+	return nil
+}
+
+// DupConnect connects to the remote end of the connected EP dup
+// (dat_ep_dup_connect(3DAT)): the same address and connection qualifier.
+// dup must be CONNECTED (ErrInvalidState with its state otherwise).
+func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
+	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
+		return err
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return errEPFreed
+	}
+	dup, err := asEP(dupArg, p.ia)
+	if err != nil || dup == nil {
+		return api.Errorf(api.InvalidHandle, api.SubHandle2, "duplicate EP is not a live EP of this IA")
+	}
+	if p.state != api.EPUnconnected {
+		return p.stateErr("DupConnect")
+	}
+	if dup.state != api.EPConnected {
+		return api.Errorf(api.InvalidState, dup.state.StateSubtype(), "the EP to duplicate is not connected")
+	}
+	addr, _ := addrOf(dup.remoteAddr)
+	p.startConnect(addr, dup.remotePort, timeout, privateData)
+	return nil
+}
+
+func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
+	switch {
+	case timeout < 0 && timeout != api.TimeoutInfinite:
+		return api.Errorf(api.InvalidParameter, api.SubArg4, "timeout is negative")
+	case len(pd) > maxPrivateData:
+		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPrivateData))
+	case qos&^qosSupported != 0:
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(qos)))
+	}
+	return nil
+}
+
+// startConnect moves p to ACTIVE_CONNECTION_PENDING and delivers the
+// request; failures are reported as events. fab.mu is held.
+func (p *ep) startConnect(addr Addr, q api.ConnQual, timeout api.Timeout, pd []byte) {
+	fab.nextPort++
+	p.state = api.EPActiveConnectionPending
+	p.localPort, p.remoteAddr, p.remotePort, p.peerPD = fab.nextPort, addr, q, nil
+	if t := fab.ias[addr]; t == nil {
+		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
+		return
+	}
+	sp := fab.quals[q]
+	c := &cr{active: p, pd: bytes.Clone(pd), remoteAddr: p.ia.addr, remotePort: p.localPort}
+	if sp == nil || !sp.arrive(c) {
+		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
+		return
+	}
+	p.cr = c
+	if timeout != api.TimeoutInfinite {
+		p.armTimer(timeout)
+	}
+}
+
+// armTimer starts the connection timeout. fab.mu is held.
+func (p *ep) armTimer(d time.Duration) {
+	p.twg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		defer p.twg.Done()
+		fab.mu.Lock()
+		defer fab.mu.Unlock()
+		if p.timer != t {
+			return // stopped, or a later attempt's timer
+		}
+		p.timer = nil
+		if p.state == api.EPActiveConnectionPending {
+			p.abandonRequest()
+			p.toDisconnected(api.ConnectionTimedOutEvent, nil)
+		}
+	})
+	p.timer = t
+}
+
+// stopTimer cancels the connection timeout. fab.mu is held.
+func (p *ep) stopTimer() {
+	if p.timer == nil {
+		return
+	}
+	if p.timer.Stop() {
+		p.twg.Done()
+	}
+	p.timer = nil
+}
+
+// abandonRequest detaches p from its pending request: the passive side can
+// still accept it, and then gets ACCEPT_COMPLETION_ERROR. fab.mu is held.
+func (p *ep) abandonRequest() {
+	if p.cr != nil {
+		p.cr.active = nil
+		p.cr = nil
+	}
+	p.stopTimer()
+}
+
+// psp is a Public Service Point (dat_psp_create(3DAT)).
+type psp struct {
+	api.ContextSlot
+	ia    *ia
+	qual  api.ConnQual
+	evd   *evd
+	flags api.PSPFlags
+	freed bool
+}
+
+var errPSPFreed = api.Errorf(api.InvalidHandle, api.SubHandlePSP, "PSP was freed")
+
+// CreatePSP listens for connection requests on q, delivering them to evd
+// (dat_psp_create(3DAT)). Connection qualifiers are process-wide:
+// ErrConnQualInUse if any loopback service point has q. The backlog is the
+// EVD's free space: a request arriving when it is full is refused with
+// NON_PEER_REJECTED. With PSPProvider, each request comes with an EP the
+// provider created (see CRParam.LocalEP).
+func (i *ia) CreatePSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (api.PSP, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	s, err := i.newPSP(evdArg, flags)
+	if err != nil {
+		return nil, err
+	}
+	if fab.quals[q] != nil {
+		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
+	}
+	s.list(q)
+	return s, nil
+}
+
+// CreatePSPAny is CreatePSP on a free connection qualifier of the
+// provider's choice, which it returns (dat_psp_create_any(3DAT)).
+func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	s, err := i.newPSP(evdArg, flags)
+	if err != nil {
+		return nil, 0, err
+	}
+	q, ok := freeQual()
+	if !ok {
+		return nil, 0, api.Errorf(api.ConnQualUnavailable, api.NoSubtype, "no free connection qualifier")
+	}
+	s.list(q)
+	return s, q, nil
+}
+
+// newPSP checks the arguments of a PSP. fab.mu is held.
+func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
+	if i.closed {
+		return nil, errIAClosed
+	}
+	if flags != api.PSPConsumer && flags != api.PSPProvider {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
+	}
+	e, err := asEVD(evdArg, i)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	if len(i.psps) >= maxObjects {
+		return nil, tooMany("PSPs")
+	}
+	return &psp{ia: i, evd: e, flags: flags}, nil
+}
+
+func (s *psp) list(q api.ConnQual) {
+	s.qual = q
+	fab.quals[q] = s
+	s.evd.use(1)
+	s.ia.psps[s] = struct{}{}
+}
+
+func (s *psp) unlist() {
+	if fab.quals[s.qual] == servicePoint(s) {
+		delete(fab.quals, s.qual)
+	}
+}
+
+func (s *psp) owner() *ia { return s.ia }
+
+func (s *psp) arrive(c *cr) bool {
+	c.ia, c.psp, c.qual = s.ia, s, s.qual
+	if s.flags == api.PSPProvider {
+		c.local = s.ia.newProviderEP(c.active)
+	}
+	ev := api.Event{Number: api.ConnectionRequestEvent,
+		CR: api.CRArrivalData{PSP: s, LocalAddr: s.ia.addr, ConnQual: s.qual, CR: c}}
+	if !s.evd.q.TryPost(&ev, true) {
+		if c.local != nil {
+			c.local.destroy()
+			c.local = nil
+		}
+		return false
+	}
+	s.ia.crs[c] = struct{}{}
+	return true
+}
+
+// HandleType reports HandlePSP (dat_get_handle_type(3DAT)).
+func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
+
+// Query returns the PSP's parameters (dat_psp_query(3DAT)).
+func (s *psp) Query() (api.PSPParam, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if s.freed {
+		return api.PSPParam{}, errPSPFreed
+	}
+	return api.PSPParam{IA: s.ia, ConnQual: s.qual, EVD: s.evd, Flags: s.flags}, nil
+}
+
+// Free stops listening (dat_psp_free(3DAT)); later requests on its
+// qualifier get NON_PEER_REJECTED. Requests already delivered are not
+// affected.
+func (s *psp) Free() error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if s.freed {
+		return errPSPFreed
+	}
+	s.unlist()
+	s.freed = true
+	s.evd.use(-1)
+	delete(s.ia.psps, s)
+	return nil
+}
+
+// rsp is a Reserved Service Point (dat_rsp_create(3DAT)).
+type rsp struct {
+	api.ContextSlot
+	ia       *ia
+	qual     api.ConnQual
+	ep       *ep
+	evd      *evd
+	consumed bool // a request arrived; the RSP no longer listens
+	freed    bool
+}
+
+var errRSPFreed = api.Errorf(api.InvalidHandle, api.SubHandleRSP, "RSP was freed")
+
+// CreateRSP listens on q for one connection request for ep, which moves
+// from UNCONNECTED to RESERVED (dat_rsp_create(3DAT)); ErrInvalidState if
+// ep is not UNCONNECTED, ErrConnQualInUse if q is taken. When the request
+// arrives the EP moves to PASSIVE_CONNECTION_PENDING and the RSP stops
+// listening.
+func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed
+	}
+	p, err := asEP(epArg, i)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
+	}
+	e, err := asEVD(evdArg, i)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	if p.state != api.EPUnconnected {
+		return nil, p.stateErr("CreateRSP")
+	}
+	if fab.quals[q] != nil {
+		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
+	}
+	if len(i.rsps) >= maxObjects {
+		return nil, tooMany("RSPs")
+	}
+	r := &rsp{ia: i, qual: q, ep: p, evd: e}
+	fab.quals[q] = r
+	p.state = api.EPReserved
+	e.use(1)
+	i.rsps[r] = struct{}{}
+	return r, nil
+}
+
+func (r *rsp) owner() *ia { return r.ia }
+
+func (r *rsp) arrive(c *cr) bool {
+	c.ia, c.rsp, c.qual, c.local = r.ia, r, r.qual, r.ep
+	ev := api.Event{Number: api.ConnectionRequestEvent,
+		CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.qual, CR: c}}
+	if !r.evd.q.TryPost(&ev, true) {
+		return false
+	}
+	r.unlist()
+	r.consumed = true
+	r.ep.state = api.EPPassiveConnectionPending
+	r.ia.crs[c] = struct{}{}
+	return true
+}
+
+func (r *rsp) unlist() {
+	if fab.quals[r.qual] == servicePoint(r) {
+		delete(fab.quals, r.qual)
+	}
+}
+
+// HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
+func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
+
+// Query returns the RSP's parameters (dat_rsp_query(3DAT)).
+func (r *rsp) Query() (api.RSPParam, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if r.freed {
+		return api.RSPParam{}, errRSPFreed
+	}
+	prm := api.RSPParam{IA: r.ia, ConnQual: r.qual, EVD: r.evd}
+	if !r.ep.freed {
+		prm.EP = r.ep
+	}
+	return prm, nil
+}
+
+// Free destroys the RSP (dat_rsp_free(3DAT)). If no request has arrived,
+// the EP returns from RESERVED to UNCONNECTED; otherwise the request and
+// its EP are not affected.
+func (r *rsp) Free() error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if r.freed {
+		return errRSPFreed
+	}
+	r.unlist()
+	if !r.consumed && r.ep.state == api.EPReserved {
+		r.ep.state = api.EPUnconnected
+	}
+	r.freed = true
+	r.evd.use(-1)
+	delete(r.ia.rsps, r)
+	return nil
+}
+
+// cr is a pending Connection Request (dat_cr_query(3DAT)).
+type cr struct {
+	api.ContextSlot
+	ia         *ia // the service point's IA
+	psp        *psp
+	rsp        *rsp
+	qual       api.ConnQual
+	active     *ep // the requester; nil once it has given up
+	pd         []byte
+	remoteAddr Addr
+	remotePort api.ConnQual
+	local      *ep // the RSP's EP or the provider-created EP, or nil
+	done       bool
+}
+
+var errCRDone = api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request was already accepted, rejected or handed off")
+
+// HandleType reports HandleCR (dat_get_handle_type(3DAT)).
+func (c *cr) HandleType() api.HandleType { return api.HandleCR }
+
+// Query returns the requester's address, port qualifier and private data,
+// and the EP reserved for the request (dat_cr_query(3DAT)).
+func (c *cr) Query() (api.CRParam, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if c.done {
+		return api.CRParam{}, errCRDone
+	}
+	prm := api.CRParam{RemoteAddr: c.remoteAddr, RemotePortQual: c.remotePort, PrivateData: c.pd}
+	if c.local != nil {
+		prm.LocalEP = c.local
+	}
+	return prm, nil
+}
+
+// pending reports whether the requester still waits for this request.
+func (c *cr) pending() bool {
+	a := c.active
+	return a != nil && a.cr == c && a.state == api.EPActiveConnectionPending
+}
+
+// finish destroys the CR. fab.mu is held.
+func (c *cr) finish() {
+	c.done = true
+	delete(c.ia.crs, c)
+}
+
+// releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
+// provider-created EP back to the provider, which destroys it
+// (dat_cr_reject(3DAT)). fab.mu is held.
+func (c *cr) releaseLocal() {
+	p := c.local
+	c.local = nil
+	switch {
+	case p == nil || p.freed:
+	case p.providerOwned:
+		p.destroy()
+	case p.state == api.EPPassiveConnectionPending:
+		p.state = api.EPUnconnected
+	}
+}
+
+// Accept accepts the request on ep, or on the CR's own EP when ep is nil
+// (dat_cr_accept(3DAT)). A consumer EP must be UNCONNECTED; an EP that the
+// CR names must be nil or that EP. On success both sides move to CONNECTED
+// and get ESTABLISHED; the requester's event carries privateData. If the
+// requester has meanwhile given up (timeout, disconnect, freed), the
+// accepting EP gets ACCEPT_COMPLETION_ERROR and moves to DISCONNECTED. On
+// an error return nothing changes.
+func (c *cr) Accept(epArg api.EP, privateData []byte) error {
+	if len(privateData) > maxPrivateData {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	p, err := asEP(epArg, c.ia)
+	if err != nil {
+		return err
+	}
+	want := api.EPUnconnected // a consumer EP
+	switch {
+	case c.local != nil && p != nil && p != c.local:
+		return api.Errorf(api.InvalidParameter, api.SubHandle2, "the connection request carries its own EP; pass nil")
+	case c.local != nil && c.rsp != nil:
+		p, want = c.local, api.EPPassiveConnectionPending
+	case c.local != nil:
+		p, want = c.local, api.EPTentativeConnectionPending
+	case p == nil:
+		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the connection request has no EP; pass one")
+	}
+	if p.state != want {
+		return p.stateErr("accepting a connection request")
+	}
+	c.finish()
+	c.local = nil
+	p.providerOwned = false
+	p.state = api.EPCompletionPending
+	p.localPort, p.remoteAddr, p.remotePort = c.qual, c.remoteAddr, c.remotePort
+	if !c.pending() {
+		p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
+		return nil
+	}
+	a := c.active
+	a.cr = nil
+	a.stopTimer()
+	a.peerPD = bytes.Clone(privateData)
+	a.remoteAddr = c.ia.addr // the acceptor's IA, whichever address was dialled
+	a.peer, p.peer = p, a
+	a.state, p.state = api.EPConnected, api.EPConnected
+	p.connEvent(api.ConnectionEstablishedEvent, nil)
+	a.connEvent(api.ConnectionEstablishedEvent, a.peerPD)
+	return nil
+}
+
+// Reject rejects the request (dat_cr_reject(3DAT)); the requester gets
+// PEER_REJECTED carrying privateData and moves to DISCONNECTED. An RSP's
+// EP returns to UNCONNECTED; a provider-created EP is destroyed.
+func (c *cr) Reject(privateData []byte) error {
+	if len(privateData) > maxPrivateData {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	c.finish()
+	if c.pending() {
+		a := c.active
+		a.abandonRequest()
+		a.peerPD = bytes.Clone(privateData)
+		a.toDisconnected(api.ConnectionPeerRejectedEvent, a.peerPD)
+	}
+	c.releaseLocal()
+	return nil
+}
+
+// Handoff passes the request to the service point listening on q, which
+// must belong to the same IA (ErrInvalidParameter otherwise); it arrives
+// there as a new CONNECTION_REQUEST with a new CR (dat_cr_handoff(3DAT)).
+// This CR's local EP is released as by Reject. If the target's backlog is
+// full, Handoff fails with ErrInsufficientResources and nothing changes.
+// A request whose requester has already given up is simply destroyed.
+func (c *cr) Handoff(q api.ConnQual) error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	sp := fab.quals[q]
+	if sp == nil || sp.owner() != c.ia {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no service point of this IA listens on %d", q))
+	}
+	if !c.pending() {
+		c.finish()
+		c.releaseLocal()
+		return nil
+	}
+	n := &cr{active: c.active, pd: c.pd, remoteAddr: c.remoteAddr, remotePort: c.remotePort}
+	if !sp.arrive(n) {
+		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the backlog of the target service point is full")
+	}
+	c.active.cr = n
+	c.finish()
+	c.releaseLocal()
+	return nil
+}
+
+// abort ends a pending request because its IA is closing: the requester
+// gets NON_PEER_REJECTED. fab.mu is held.
+func (c *cr) abort() {
+	if c.pending() {
+		a := c.active
+		a.abandonRequest()
+		a.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
+	}
+	c.done = true
+}

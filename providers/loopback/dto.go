@@ -1,0 +1,432 @@
+package loopback
+
+import (
+	"fmt"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/sgl"
+)
+
+// Data transfer operations. A request is executed when it is posted,
+// under fab.mu: the bytes are copied and the completions posted before the
+// post returns. The only exception is a send that finds no receive at the
+// peer (see the package documentation on RNR): it waits at the head of the
+// EP's request queue, and the requests posted after it wait behind it, until
+// the peer posts a receive.
+
+type reqKind uint8
+
+const (
+	reqSend reqKind = iota
+	reqWrite
+	reqRead
+	reqReadToRMR
+	reqBind
+)
+
+var reqNames = [...]string{"posting a send", "posting an RDMA write", "posting an RDMA read", "posting an RDMA read", "binding an RMR"}
+
+func (k reqKind) op() api.DTOOp {
+	switch k {
+	case reqWrite:
+		return api.OpRDMAWrite
+	case reqRead, reqReadToRMR:
+		return api.OpRDMARead
+	case reqBind:
+		return api.OpBindMW
+	}
+	return api.OpSend
+}
+
+// reqWR is a posted request: a DTO or an RMR bind.
+type reqWR struct {
+	kind   reqKind
+	cookie api.Cookie
+	flags  api.CompletionFlags
+	iov    []api.LMRTriplet
+	remote api.RMRTriplet
+	local  api.RMRTriplet // PostRDMAReadToRMR's sink
+	inval  bool           // send with invalidate
+	rctx   api.RMRContext // the context to invalidate; a bind's new context
+	rmr    *rmr           // bind
+	bind   *binding       // bind: what to publish (it holds its LMR's bound count); nil to unbind
+}
+
+// PostSend sends the bytes iov names (dat_ep_post_send(3DAT)). Valid in
+// CONNECTED; in DISCONNECTED the send is flushed at once; otherwise
+// ErrInvalidState. Errors in the data path (an invalid triplet, a receive
+// too small at the peer) complete the send with an error status and break
+// the connection.
+func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov}
+	return p.post(&w)
+}
+
+// PostSendWithInvalidate sends like PostSend and, if invalidate is set,
+// unbinds the peer's RMR whose context is rmr when the message is delivered;
+// the peer's receive completes as OpReceiveWithInvalidate carrying rmr
+// (dat_ep_post_send_with_invalidate, DAT 2.0). A context that does not name
+// an RMR bound in the peer EP's PZ (and, if bound to an EP, to the peer EP)
+// fails the send with DTOErrRemoteAccess and breaks the connection.
+func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov, inval: invalidate, rctx: rmr}
+	return p.post(&w)
+}
+
+// PostRDMAWrite writes the bytes iov names to the peer's memory at remote
+// (dat_ep_post_rdma_write(3DAT)). The total length must not exceed
+// remote.Length (ErrLength). The peer's context must grant remote write in
+// the peer EP's PZ, over the whole range, and if it is an RMR bound to an
+// EP, to the peer EP; otherwise the write completes with
+// DTOErrRemoteAccess, no byte is written, and the connection breaks.
+func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if iovLen(iov) > uint64(remote.Length) {
+		return api.Errorf(api.LengthError, api.NoSubtype, "the local data is longer than the remote buffer")
+	}
+	w := reqWR{kind: reqWrite, cookie: cookie, flags: flags, iov: iov, remote: remote}
+	return p.post(&w)
+}
+
+// PostRDMARead reads remote.Length bytes of the peer's memory into iov
+// (dat_ep_post_rdma_read(3DAT)); iov must hold them (ErrLength). Remote
+// checks are those of PostRDMAWrite, for remote read.
+func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if iovLen(iov) < uint64(remote.Length) {
+		return api.Errorf(api.LengthError, api.NoSubtype, "the local buffer is shorter than the remote data")
+	}
+	w := reqWR{kind: reqRead, cookie: cookie, flags: flags, iov: iov, remote: remote}
+	return p.post(&w)
+}
+
+// PostRDMAReadToRMR reads remote.Length bytes of the peer's memory into a
+// local window (dat_ep_post_rdma_read_to_rmr, DAT 2.0); local.Length must
+// hold them (ErrLength). The local context must be one of this IA's, in the
+// EP's PZ, bound to this EP if it is an RMR bound to an EP, and grant
+// remote write (the read response writes it as a remote peer would);
+// otherwise the read completes with DTOErrLocalProtection.
+func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if local.Length < remote.Length {
+		return api.Errorf(api.LengthError, api.NoSubtype, "the local window is shorter than the remote data")
+	}
+	w := reqWR{kind: reqReadToRMR, cookie: cookie, flags: flags, local: local, remote: remote}
+	return p.post(&w)
+}
+
+func iovLen(iov []api.LMRTriplet) uint64 {
+	var n uint64
+	for i := range iov {
+		n += uint64(iov[i].Length)
+	}
+	return n
+}
+
+// post runs the state rules of a request post and executes or queues it.
+func (p *ep) post(w *reqWR) error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return errEPFreed
+	}
+	return p.postLocked(w)
+}
+
+func (p *ep) postLocked(w *reqWR) error {
+	switch p.state {
+	case api.EPConnected:
+	case api.EPDisconnected:
+		p.complete(w, api.DTOErrFlushed, 0)
+		return nil
+	default:
+		return p.stateErr(reqNames[w.kind])
+	}
+	if p.reqs.Len() == 0 && p.exec(w, false) {
+		return nil
+	}
+	return p.enqueue(w)
+}
+
+// enqueue appends a copy of w, IOV included, to the request queue.
+func (p *ep) enqueue(w *reqWR) error {
+	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+		return api.Errorf(api.InsufficientResources, api.NoSubtype,
+			fmt.Sprintf("%d requests already wait for receives at the peer", p.reqs.Len()))
+	}
+	s := p.reqs.PushBack()
+	iov := append(s.iov[:0], w.iov...)
+	*s = *w
+	s.iov = iov
+	return nil
+}
+
+// pump executes queued requests until one blocks again, after the peer
+// posted a receive; it completes a graceful disconnect waiting for them.
+// fab.mu is held.
+func (p *ep) pump() {
+	for p.reqs.Len() > 0 && (p.state == api.EPConnected || p.state == api.EPDisconnectPending) {
+		if !p.exec(p.reqs.Front(), true) {
+			return
+		}
+	}
+	if p.state == api.EPDisconnectPending && p.reqs.Len() == 0 {
+		p.disconnectPair()
+	}
+}
+
+// exec executes w and reports whether it is done; false means it is a send
+// with no receive at the peer and nothing happened. When queued is set, w
+// is the front of the request queue and is removed from it once it runs.
+// fab.mu is held; p is CONNECTED or DISCONNECT_PENDING.
+func (p *ep) exec(w *reqWR, queued bool) bool {
+	if w.kind == reqSend {
+		if !p.execSend(w, queued) {
+			return false
+		}
+	} else {
+		if queued {
+			p.reqs.PopFront()
+		}
+		switch w.kind {
+		case reqWrite:
+			p.execWrite(w)
+		case reqRead:
+			p.execRead(w)
+		case reqReadToRMR:
+			p.execReadToRMR(w)
+		case reqBind:
+			p.execBind(w)
+		}
+	}
+	w.rmr, w.bind = nil, nil // a reused queue slot must not keep them alive
+	return true
+}
+
+func (p *ep) execSend(w *reqWR, queued bool) bool {
+	src, n, ok := p.ia.gather(fab.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
+	defer clear(src) // the scratch list must not keep consumer memory alive
+	st := api.DTOSuccess
+	switch {
+	case !ok:
+		st = api.DTOErrLocalProtection
+	case n > uint64(p.attr.MaxMessageSize):
+		st = api.DTOErrLocalLength
+	}
+	q := p.peer
+	if st == api.DTOSuccess && q.nextRecv() == nil {
+		return false // receiver not ready: wait for a receive
+	}
+	if queued {
+		p.reqs.PopFront()
+	}
+	if st != api.DTOSuccess {
+		p.fail(w, st)
+		return true
+	}
+	rw := q.takeRecv()
+	dst, room, ok := q.ia.gather(fab.segB[:0], rw.iov, q.recvPZ(), api.MemPrivLocalWrite)
+	defer clear(dst)
+	switch {
+	case !ok:
+		q.completeRecv(rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)
+		p.fail(w, api.DTOErrRemoteResponder)
+	case n > room:
+		q.completeRecv(rw, api.DTOErrLocalLength, 0, api.OpReceive, 0, true)
+		p.fail(w, api.DTOErrRemoteResponder)
+	case w.inval && q.invalidatable(w.rctx) == nil:
+		q.completeRecv(rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)
+		p.fail(w, api.DTOErrRemoteAccess)
+	default:
+		sgl.Copy(dst, src)
+		op, rctx := api.OpReceive, api.RMRContext(0)
+		if w.inval {
+			q.invalidatable(w.rctx).unbind()
+			op, rctx = api.OpReceiveWithInvalidate, w.rctx
+		}
+		q.completeRecv(rw, api.DTOSuccess, n, op, rctx, w.flags&api.CompletionSolicitedWait != 0)
+		p.complete(w, api.DTOSuccess, n)
+	}
+	return true
+}
+
+func (p *ep) execWrite(w *reqWR) {
+	src, n, ok := p.ia.gather(fab.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
+	defer clear(src)
+	switch {
+	case !ok:
+		p.fail(w, api.DTOErrLocalProtection)
+	case n > uint64(p.attr.MaxRDMASize):
+		p.fail(w, api.DTOErrLocalLength)
+	default:
+		dst, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteWrite)
+		if !ok {
+			p.fail(w, api.DTOErrRemoteAccess)
+			return
+		}
+		sgl.Gather(dst, src)
+		p.complete(w, api.DTOSuccess, n)
+	}
+}
+
+func (p *ep) execRead(w *reqWR) {
+	dst, _, ok := p.ia.gather(fab.segA[:0], w.iov, p.pz, api.MemPrivLocalWrite)
+	defer clear(dst)
+	n := uint64(w.remote.Length)
+	switch {
+	case !ok:
+		p.fail(w, api.DTOErrLocalProtection)
+	case n > uint64(p.attr.MaxRDMASize):
+		p.fail(w, api.DTOErrLocalLength)
+	default:
+		src, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteRead)
+		if !ok {
+			p.fail(w, api.DTOErrRemoteAccess)
+			return
+		}
+		sgl.Scatter(dst, src)
+		p.complete(w, api.DTOSuccess, n)
+	}
+}
+
+func (p *ep) execReadToRMR(w *reqWR) {
+	n := uint64(w.remote.Length)
+	dst, ok := p.remoteSpan(w.local, n, api.MemPrivRemoteWrite) // a window of our own IA
+	switch {
+	case !ok:
+		p.fail(w, api.DTOErrLocalProtection)
+	case n > uint64(p.attr.MaxRDMASize):
+		p.fail(w, api.DTOErrLocalLength)
+	default:
+		src, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteRead)
+		if !ok {
+			p.fail(w, api.DTOErrRemoteAccess)
+			return
+		}
+		copy(dst, src)
+		p.complete(w, api.DTOSuccess, n)
+	}
+}
+
+// fail completes w with status st and breaks the connection.
+func (p *ep) fail(w *reqWR, st api.DTOStatus) {
+	if w.kind == reqBind {
+		w.dropBind(p.ia)
+	}
+	p.complete(w, st, 0)
+	p.breakConnection()
+}
+
+// complete posts the completion of request w to the request EVD: no event
+// for a success with CompletionSuppress, no notification for a success
+// with CompletionUnsignalled. fab.mu is held.
+func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
+	if st == api.DTOSuccess && w.flags&api.CompletionSuppress != 0 {
+		return
+	}
+	notify := st != api.DTOSuccess || w.flags&api.CompletionUnsignalled == 0
+	var ev api.Event
+	if w.kind == reqBind {
+		ev.Number = api.RMRBindCompletionEvent
+		ev.RMRBind = api.RMRBindCompletionData{RMR: w.rmr, Cookie: w.cookie, Status: st}
+	} else {
+		if st != api.DTOSuccess {
+			n = 0
+		}
+		ev.Number = api.DTOCompletionEvent
+		ev.DTO = api.DTOCompletionData{EP: p, Cookie: w.cookie, Status: st, Length: uint32(n), Op: w.kind.op()}
+	}
+	p.reqEVD.post(&ev, notify)
+}
+
+// PostRecv posts a receive buffer (dat_ep_post_recv(3DAT)). It is valid in
+// every state: in DISCONNECTED the receive is flushed at once; otherwise it
+// waits for a message, and a send waiting at the peer is delivered into it
+// now. An EP on an SRQ takes no receives of its own (ErrInvalidState); more
+// than MaxRecvDTOs outstanding receives is ErrInsufficientResources. The
+// triplets are checked when a message arrives.
+func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	switch {
+	case p.freed:
+		return errEPFreed
+	case p.srq != nil:
+		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
+	case p.state == api.EPDisconnected:
+		rw := recvWR{cookie: cookie, flags: flags}
+		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+		return nil
+	case p.recvs.Len() >= p.attr.MaxRecvDTOs:
+		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
+	}
+	s := p.recvs.PushBack()
+	s.cookie, s.flags = cookie, flags
+	s.iov = append(s.iov[:0], iov...)
+	if q := p.peer; q != nil && q.reqs.Len() > 0 {
+		q.pump()
+	}
+	return nil
+}
+
+// nextRecv returns the receive the next message to p would use, or nil.
+func (p *ep) nextRecv() *recvWR {
+	if p.srq != nil {
+		return p.srq.recvs.Front()
+	}
+	return p.recvs.Front()
+}
+
+// takeRecv removes and returns the next receive, which must exist. The
+// result stays valid until the next receive is posted.
+func (p *ep) takeRecv() *recvWR {
+	if s := p.srq; s != nil {
+		return s.take()
+	}
+	rw := p.recvs.Front()
+	p.recvs.PopFront()
+	return rw
+}
+
+// recvPZ is the PZ receive buffers are checked against.
+func (p *ep) recvPZ() *pz {
+	if p.srq != nil {
+		return p.srq.pz
+	}
+	return p.pz
+}
+
+// completeRecv posts the completion of a receive to the receive EVD. A
+// successful receive notifies unless it was posted unsignalled, or the EP
+// is configured for solicited wait and the matching send was not
+// solicited. fab.mu is held.
+func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
+	notify := true
+	if st == api.DTOSuccess {
+		if rw.flags&api.CompletionUnsignalled != 0 ||
+			(p.attr.RecvCompletionFlags&api.CompletionSolicitedWait != 0 && !solicited) {
+			notify = false
+		}
+	} else {
+		n, rctx = 0, 0
+	}
+	ev := api.Event{Number: api.DTOCompletionEvent,
+		DTO: api.DTOCompletionData{EP: p, Cookie: rw.cookie, Status: st, Length: uint32(n), Op: op, RMRContext: rctx}}
+	p.recvEVD.post(&ev, notify)
+}
+
+// flush completes every outstanding request, then every posted receive,
+// with DTOErrFlushed, in post order. fab.mu is held.
+func (p *ep) flush() {
+	for p.reqs.Len() > 0 {
+		w := p.reqs.Front()
+		p.reqs.PopFront()
+		if w.kind == reqBind {
+			w.dropBind(p.ia)
+		}
+		p.complete(w, api.DTOErrFlushed, 0)
+		w.rmr, w.bind = nil, nil
+	}
+	for p.recvs.Len() > 0 {
+		rw := p.recvs.Front()
+		p.recvs.PopFront()
+		p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+	}
+}

@@ -1,0 +1,541 @@
+package loopback
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/ring"
+)
+
+// ep is an Endpoint (dat_ep_create(3DAT)). All fields are guarded by
+// fab.mu. The state field follows the DAT state machine; see the package
+// documentation for the transitions.
+type ep struct {
+	api.ContextSlot
+	ia                     *ia
+	pz                     *pz
+	recvEVD, reqEVD, cnEVD *evd
+	srq                    *srq
+	attr                   api.EPAttr
+	state                  api.EPState
+	providerOwned          bool // created for a PSPProvider request and not yet accepted
+	freed                  bool
+	softHW, hardHW         int
+	recvs                  ring.Ring[recvWR] // posted receives (not with an SRQ)
+	reqs                   ring.Ring[reqWR]  // requests waiting behind a send with no receive at the peer
+	peer                   *ep               // the other end while CONNECTED or DISCONNECT_PENDING
+	cr                     *cr               // active side: the pending request
+	timer                  *time.Timer       // active side: connection timeout
+	twg                    sync.WaitGroup    // the timer's callback
+	localPort, remotePort  api.ConnQual
+	remoteAddr             net.Addr
+	peerPD                 []byte // private data of the ESTABLISHED or PEER_REJECTED event
+}
+
+// recvWR is a posted receive.
+type recvWR struct {
+	cookie api.Cookie
+	flags  api.CompletionFlags
+	iov    []api.LMRTriplet
+}
+
+var errEPFreed = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
+
+// stateErr is the error for a call the EP's state does not allow.
+func (p *ep) stateErr(what string) error {
+	return api.Errorf(api.InvalidState, p.state.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, p.state))
+}
+
+// CreateEP creates an Endpoint in the UNCONNECTED state
+// (dat_ep_create(3DAT)). Any EVD may be nil (its events are then
+// discarded); pz may be nil, but the EP cannot move data until it has one.
+// A nil attr gives the provider defaults; in a given attr, zero numeric
+// limits are replaced by the defaults too.
+func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
+	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, nil, attr)
+}
+
+// CreateEPWithSRQ creates an Endpoint that takes its receive buffers from
+// srq (dat_ep_create_with_srq(3DAT)). The SRQ may be in another PZ than
+// the EP: receive buffers are checked against the SRQ's PZ, RDMA against
+// the EP's. attr may not be nil (ErrInvalidParameter), as the page says;
+// its zero limits are replaced by the defaults.
+func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
+	if srqArg == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ handle is nil")
+	}
+	if attr == nil {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, "an EP on an SRQ needs attributes")
+	}
+	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, srqArg, attr)
+}
+
+func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
+	a := defaultEPAttr
+	if attr != nil {
+		a = withDefaults(*attr)
+		if err := checkEPAttr(&a); err != nil {
+			return nil, err
+		}
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed
+	}
+	z, err := asPZ(pzArg, i)
+	if err != nil {
+		return nil, err
+	}
+	var evds [3]*evd
+	for k, x := range [3]api.EVD{recvEVD, requestEVD, connectEVD} {
+		if evds[k], err = asEVD(x, i); err != nil {
+			return nil, err
+		}
+	}
+	var s *srq
+	if srqArg != nil {
+		var ok bool
+		if s, ok = srqArg.(*srq); !ok || s == nil || s.freed || s.ia != i {
+			return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
+		}
+		if len(s.eps) >= maxEPPerSRQ {
+			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
+		}
+	}
+	if len(i.eps) >= maxObjects {
+		return nil, tooMany("EPs")
+	}
+	p := &ep{ia: i, pz: z, recvEVD: evds[0], reqEVD: evds[1], cnEVD: evds[2], srq: s, attr: a,
+		state: api.EPUnconnected, softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+	p.addRefs(1)
+	if s != nil {
+		s.eps = append(s.eps, p)
+	}
+	i.eps[p] = struct{}{}
+	return p, nil
+}
+
+// newProviderEP creates the EP a PSPProvider service point hands out with
+// a connection request from active: no PZ, no EVDs, in the
+// TENTATIVE_CONNECTION_PENDING state, with attributes matching the
+// requester's (its outstanding RDMA reads in and out swapped)
+// (dat_psp_create(3DAT)). fab.mu is held.
+func (i *ia) newProviderEP(active *ep) *ep {
+	a := withDefaults(active.attr)
+	a.MaxRDMAReadIn, a.MaxRDMAReadOut = a.MaxRDMAReadOut, a.MaxRDMAReadIn
+	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true,
+		softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+	i.eps[p] = struct{}{}
+	return p
+}
+
+// addRefs adjusts the in-use counts of the PZ and EVDs the EP uses.
+func (p *ep) addRefs(d int) {
+	if p.pz != nil {
+		p.pz.users += d
+	}
+	p.recvEVD.use(d)
+	p.reqEVD.use(d)
+	p.cnEVD.use(d)
+}
+
+// withDefaults replaces zero limits by the provider defaults.
+func withDefaults(a api.EPAttr) api.EPAttr {
+	d := defaultEPAttr
+	set := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if a.MaxMessageSize == 0 {
+		a.MaxMessageSize = d.MaxMessageSize
+	}
+	if a.MaxRDMASize == 0 {
+		a.MaxRDMASize = d.MaxRDMASize
+	}
+	set(&a.MaxRecvDTOs, d.MaxRecvDTOs)
+	set(&a.MaxRequestDTOs, d.MaxRequestDTOs)
+	set(&a.MaxRecvIOV, d.MaxRecvIOV)
+	set(&a.MaxRequestIOV, d.MaxRequestIOV)
+	set(&a.MaxRDMAReadIOV, d.MaxRDMAReadIOV)
+	set(&a.MaxRDMAWriteIOV, d.MaxRDMAWriteIOV)
+	a.TransportSpecific = slices.Clone(a.TransportSpecific)
+	a.ProviderSpecific = slices.Clone(a.ProviderSpecific)
+	return a
+}
+
+// checkEPAttr checks attributes against the provider's limits.
+func checkEPAttr(a *api.EPAttr) error {
+	bad := func(f string, v, max int) error {
+		if v < 0 || v > max {
+			return api.Errorf(api.InvalidParameter, api.NoSubtype, fmt.Sprintf("EP attribute %s = %d outside 0..%d", f, v, max))
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		f      string
+		v, max int
+	}{
+		{"MaxRecvDTOs", a.MaxRecvDTOs, maxDTOPerEP},
+		{"MaxRequestDTOs", a.MaxRequestDTOs, maxDTOPerEP},
+		{"MaxRecvIOV", a.MaxRecvIOV, maxIOV},
+		{"MaxRequestIOV", a.MaxRequestIOV, maxIOV},
+		{"MaxRDMAReadIOV", a.MaxRDMAReadIOV, maxIOV},
+		{"MaxRDMAWriteIOV", a.MaxRDMAWriteIOV, maxIOV},
+		{"MaxRDMAReadIn", a.MaxRDMAReadIn, maxRDMAReadPerEP},
+		{"MaxRDMAReadOut", a.MaxRDMAReadOut, maxRDMAReadPerEP},
+		{"MaxMessageSize", int(a.MaxMessageSize), maxMessageSize},
+		{"MaxRDMASize", int(a.MaxRDMASize), maxRDMASize},
+	} {
+		if err := bad(c.f, c.v, c.max); err != nil {
+			return err
+		}
+	}
+	switch {
+	case a.ServiceType != api.ServiceRC:
+		return api.Errorf(api.InvalidParameter, api.NoSubtype, "only the reliable connection service is supported")
+	case a.QOS&^qosSupported != 0:
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(a.QOS)))
+	case a.RecvCompletionFlags&^flagsSupported != 0 || a.RequestCompletionFlags&^flagsSupported != 0:
+		return api.Errorf(api.InvalidParameter, api.NoSubtype, "EP completion flags name unknown bits")
+	case a.SRQSoftHighWatermark < api.WatermarkInfinite:
+		return api.Errorf(api.InvalidParameter, api.NoSubtype, "SRQ soft high watermark is negative")
+	}
+	return nil
+}
+
+// HandleType reports HandleEP (dat_get_handle_type(3DAT)).
+func (p *ep) HandleType() api.HandleType { return api.HandleEP }
+
+// Query returns the EP's parameters (dat_ep_query(3DAT)). A freed EP,
+// including a provider-created one whose request was rejected, reports
+// ErrInvalidHandle.
+func (p *ep) Query() (api.EPParam, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return api.EPParam{}, errEPFreed
+	}
+	prm := api.EPParam{
+		IA: p.ia, State: p.state, LocalAddr: p.ia.addr, LocalPortQual: p.localPort,
+		RemoteAddr: p.remoteAddr, RemotePortQual: p.remotePort,
+		PZ: pzOrNil(p.pz), RecvEVD: evdOrNil(p.recvEVD), RequestEVD: evdOrNil(p.reqEVD),
+		ConnectEVD: evdOrNil(p.cnEVD), Attr: p.attr,
+	}
+	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
+	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
+	if p.srq != nil {
+		prm.SRQ = p.srq
+	}
+	return prm, nil
+}
+
+// GetStatus returns the state and whether the receive and request queues
+// are idle (dat_ep_get_status(3DAT)). Receives taken from an SRQ never
+// stay at the EP, so such an EP's receive side is always idle.
+func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return 0, false, false, errEPFreed
+	}
+	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
+}
+
+// Modify changes the parameters mask selects (dat_ep_modify(3DAT)). The
+// IA, state, addresses, port qualifiers and SRQ cannot be changed
+// (ErrInvalidParameter). The PZ may change only in UNCONNECTED and
+// TENTATIVE_CONNECTION_PENDING; the EVDs and attributes also in RESERVED
+// and PASSIVE_CONNECTION_PENDING. Otherwise ErrInvalidState with the
+// state's subtype, and nothing changes.
+func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
+	const fixed = api.EPFieldIA | api.EPFieldState | api.EPFieldLocalAddr | api.EPFieldLocalPortQual |
+		api.EPFieldRemoteAddr | api.EPFieldRemotePortQual | api.EPFieldSRQ
+	const evdFields = api.EPFieldRecvEVD | api.EPFieldRequestEVD | api.EPFieldConnectEVD
+	if prm == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, "EP parameters are nil")
+	}
+	if mask&^api.EPFieldAll != 0 || mask&fixed != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EP parameter mask %#x names fields that cannot be modified", uint64(mask)))
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return errEPFreed
+	}
+	quiescent := p.state == api.EPUnconnected || p.state == api.EPTentativeConnectionPending
+	preAccept := quiescent || p.state == api.EPReserved || p.state == api.EPPassiveConnectionPending
+	if (mask&api.EPFieldPZ != 0 && !quiescent) || (mask&(evdFields|api.EPFieldAttrAll) != 0 && !preAccept) {
+		return p.stateErr("modifying these EP parameters")
+	}
+	z, err := p.pz, error(nil)
+	if mask&api.EPFieldPZ != 0 {
+		if z, err = asPZ(prm.PZ, p.ia); err != nil {
+			return err
+		}
+	}
+	evds := [3]*evd{p.recvEVD, p.reqEVD, p.cnEVD}
+	for k, f := range [3]api.EPParamMask{api.EPFieldRecvEVD, api.EPFieldRequestEVD, api.EPFieldConnectEVD} {
+		if mask&f == 0 {
+			continue
+		}
+		x := [3]api.EVD{prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD}[k]
+		if evds[k], err = asEVD(x, p.ia); err != nil {
+			return err
+		}
+	}
+	a := p.attr
+	if mask&api.EPFieldAttrAll != 0 {
+		mergeAttr(&a, &prm.Attr, mask)
+		if err := checkEPAttr(&a); err != nil {
+			return err
+		}
+		if a.MaxRecvDTOs < p.recvs.Len() {
+			return api.Errorf(api.InvalidParameter, api.NoSubtype, "more receives are posted than the new MaxRecvDTOs")
+		}
+	}
+	p.addRefs(-1)
+	p.pz, p.recvEVD, p.reqEVD, p.cnEVD = z, evds[0], evds[1], evds[2]
+	p.attr = a
+	p.addRefs(1)
+	return nil
+}
+
+// mergeAttr copies the attribute fields mask selects from src into dst.
+func mergeAttr(dst, src *api.EPAttr, mask api.EPParamMask) {
+	if mask&api.EPFieldServiceType != 0 {
+		dst.ServiceType = src.ServiceType
+	}
+	if mask&api.EPFieldMaxMessageSize != 0 {
+		dst.MaxMessageSize = src.MaxMessageSize
+	}
+	if mask&api.EPFieldMaxRDMASize != 0 {
+		dst.MaxRDMASize = src.MaxRDMASize
+	}
+	if mask&api.EPFieldQOS != 0 {
+		dst.QOS = src.QOS
+	}
+	if mask&api.EPFieldRecvCompletionFlags != 0 {
+		dst.RecvCompletionFlags = src.RecvCompletionFlags
+	}
+	if mask&api.EPFieldRequestCompletionFlags != 0 {
+		dst.RequestCompletionFlags = src.RequestCompletionFlags
+	}
+	if mask&api.EPFieldMaxRecvDTOs != 0 {
+		dst.MaxRecvDTOs = src.MaxRecvDTOs
+	}
+	if mask&api.EPFieldMaxRequestDTOs != 0 {
+		dst.MaxRequestDTOs = src.MaxRequestDTOs
+	}
+	if mask&api.EPFieldMaxRecvIOV != 0 {
+		dst.MaxRecvIOV = src.MaxRecvIOV
+	}
+	if mask&api.EPFieldMaxRequestIOV != 0 {
+		dst.MaxRequestIOV = src.MaxRequestIOV
+	}
+	if mask&api.EPFieldMaxRDMAReadIn != 0 {
+		dst.MaxRDMAReadIn = src.MaxRDMAReadIn
+	}
+	if mask&api.EPFieldMaxRDMAReadOut != 0 {
+		dst.MaxRDMAReadOut = src.MaxRDMAReadOut
+	}
+	if mask&api.EPFieldSRQSoftHW != 0 {
+		dst.SRQSoftHighWatermark = src.SRQSoftHighWatermark
+	}
+	if mask&api.EPFieldMaxRDMAReadIOV != 0 {
+		dst.MaxRDMAReadIOV = src.MaxRDMAReadIOV
+	}
+	if mask&api.EPFieldMaxRDMAWriteIOV != 0 {
+		dst.MaxRDMAWriteIOV = src.MaxRDMAWriteIOV
+	}
+}
+
+// Reset returns a DISCONNECTED EP to UNCONNECTED, forgetting its last
+// connection and the private data it received (dat_ep_reset(3DAT)); it is
+// a no-op on an UNCONNECTED EP and ErrInvalidState in any other state.
+func (p *ep) Reset() error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return errEPFreed
+	}
+	switch p.state {
+	case api.EPUnconnected:
+	case api.EPDisconnected:
+		p.state = api.EPUnconnected
+		p.localPort, p.remotePort, p.remoteAddr, p.peerPD = 0, 0, nil, nil
+	default:
+		return p.stateErr("Reset")
+	}
+	return nil
+}
+
+// Free destroys the EP (dat_ep_free(3DAT)): ErrInvalidState in RESERVED,
+// PASSIVE_CONNECTION_PENDING and TENTATIVE_CONNECTION_PENDING. A connected
+// peer sees DISCONNECTED; a pending connection attempt is abandoned.
+// Completions of the EP not yet dequeued stay on their EVDs; outstanding
+// work is dropped without completions. Free returns once the EP's
+// connection timer, if any, has stopped.
+func (p *ep) Free() error {
+	fab.mu.Lock()
+	if p.freed {
+		fab.mu.Unlock()
+		return errEPFreed
+	}
+	switch p.state {
+	case api.EPReserved, api.EPPassiveConnectionPending, api.EPTentativeConnectionPending:
+		err := p.stateErr("Free")
+		fab.mu.Unlock()
+		return err
+	}
+	wait := p.destroy()
+	fab.mu.Unlock()
+	wait()
+	return nil
+}
+
+// destroy tears the EP down and returns what to wait for once fab.mu is
+// released. fab.mu is held.
+func (p *ep) destroy() func() {
+	switch p.state {
+	case api.EPConnected, api.EPDisconnectPending:
+		if q := p.peer; q != nil {
+			p.peer = nil
+			q.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+		}
+	case api.EPActiveConnectionPending:
+		p.abandonRequest()
+	}
+	p.stopTimer()
+	p.state = api.EPDisconnected
+	p.freed = true
+	p.recvs.Clear()
+	p.reqs.Clear()
+	p.addRefs(-1)
+	if s := p.srq; s != nil {
+		s.eps = slices.DeleteFunc(s.eps, func(x *ep) bool { return x == p })
+	}
+	delete(p.ia.eps, p)
+	return p.twg.Wait
+}
+
+// connEvent posts a connection event to the connect EVD.
+func (p *ep) connEvent(n api.EventNumber, pd []byte) {
+	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
+	p.cnEVD.post(&ev, true)
+}
+
+// toDisconnected moves the EP to DISCONNECTED: its outstanding DTOs are
+// flushed (in post order, requests then receives) and event n, carrying
+// pd, is posted to its connect EVD. fab.mu is held.
+func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
+	p.state = api.EPDisconnected
+	p.peer = nil
+	p.stopTimer()
+	p.flush()
+	p.connEvent(n, pd)
+}
+
+// breakConnection ends the connection with BROKEN on both sides, after a
+// DTO error (dat_ep_post_send(3DAT) and friends). fab.mu is held.
+func (p *ep) breakConnection() {
+	q := p.peer
+	p.toDisconnected(api.ConnectionBrokenEvent, nil)
+	if q != nil {
+		q.toDisconnected(api.ConnectionBrokenEvent, nil)
+	}
+}
+
+// disconnectPair ends the connection with DISCONNECTED on both sides.
+// fab.mu is held.
+func (p *ep) disconnectPair() {
+	q := p.peer
+	p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+	if q != nil {
+		q.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+	}
+}
+
+// Disconnect ends the connection or the connection attempt
+// (dat_ep_disconnect(3DAT)). From CONNECTED both sides go to DISCONNECTED
+// with a DISCONNECTED event, after flushing outstanding DTOs; a graceful
+// disconnect with requests still waiting for receives at the peer first
+// moves to DISCONNECT_PENDING and completes when they have completed, or
+// when an abrupt disconnect follows. From ACTIVE_CONNECTION_PENDING the
+// attempt is abandoned (DISCONNECTED event). On a DISCONNECTED EP it does
+// nothing; in UNCONNECTED, RESERVED and the passive pending states it is
+// ErrInvalidState.
+func (p *ep) Disconnect(flags api.CloseFlags) error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return errEPFreed
+	}
+	switch p.state {
+	case api.EPConnected:
+		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
+			p.state = api.EPDisconnectPending
+			return nil
+		}
+		p.disconnectPair()
+	case api.EPDisconnectPending:
+		if flags != api.CloseGraceful {
+			p.disconnectPair()
+		}
+	case api.EPActiveConnectionPending, api.EPCompletionPending:
+		p.abandonRequest()
+		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+	case api.EPDisconnected:
+	default:
+		return p.stateErr("Disconnect")
+	}
+	return nil
+}
+
+// RecvQuery reports the receive buffers held by the EP
+// (dat_ep_recv_query(3DAT)): the posted receives for an EP without SRQ
+// (its span equals the count), and 0 for an EP on an SRQ, which never
+// holds a buffer beyond the post that consumes it.
+func (p *ep) RecvQuery() (int, int, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return 0, 0, errEPFreed
+	}
+	n := p.recvs.Len()
+	return n, n, nil
+}
+
+// SetWatermark sets the soft and hard high watermarks of receive buffers
+// held by the EP (dat_ep_set_watermark(3DAT)). An EP of this provider
+// holds SRQ buffers only for the instant of a delivery, so no watermark
+// event is ever generated; the values are kept.
+func (p *ep) SetWatermark(soft, hard int) error {
+	if (soft < 0 && soft != api.WatermarkInfinite) || (hard < 0 && hard != api.WatermarkInfinite) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "watermarks must be non-negative or WatermarkInfinite")
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if p.freed {
+		return errEPFreed
+	}
+	p.softHW, p.hardHW = soft, hard
+	return nil
+}
+
+// asEP converts an EP argument; nil stays nil.
+func asEP(x api.EP, i *ia) (*ep, error) {
+	if x == nil {
+		return nil, nil
+	}
+	p, ok := x.(*ep)
+	if !ok || p == nil || p.freed || p.ia != i {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "not a live EP of this IA")
+	}
+	return p, nil
+}

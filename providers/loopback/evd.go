@@ -1,0 +1,339 @@
+package loopback
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/eventq"
+)
+
+// evd is an Event Dispatcher over an eventq.Queue. The hot calls (Dequeue,
+// Wait, PostSE) go to the queue without taking fab.mu; the fields below
+// are guarded by fab.mu.
+type evd struct {
+	api.ContextSlot
+	ia    *ia
+	q     *eventq.Queue
+	flags api.EVDFlags
+	cno   *cno
+	users int // EPs, PSPs and RSPs that report to it
+	freed bool
+}
+
+func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
+	e := &evd{ia: i, flags: flags}
+	e.q = eventq.New(qlen, e)
+	return e
+}
+
+var (
+	errEVDFreed  = api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
+	errNoSoftEVD = api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
+)
+
+// CreateEVD creates an EVD of qlen events accepting the streams in flags,
+// feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
+func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
+	if qlen < 1 || qlen > maxEVDQLen {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, maxEVDQLen))
+	}
+	const streams = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
+	if flags == 0 || flags&^streams != 0 {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed
+	}
+	c, err := asCNO(cnoArg, i)
+	if err != nil {
+		return nil, err
+	}
+	if len(i.evds) >= maxObjects {
+		return nil, tooMany("EVDs")
+	}
+	e := newEVD(i, qlen, flags)
+	i.evds[e] = struct{}{}
+	e.setCNO(c)
+	return e, nil
+}
+
+// post delivers an event from a provider stream. A nil EVD (an EP created
+// without one) discards it. An overflow discards the event and, the first
+// time in an episode, posts ASYNC_ERROR_EVD_OVERFLOW naming this EVD to
+// the IA's async EVD (see package eventq). fab.mu is held.
+func (e *evd) post(ev *api.Event, notify bool) {
+	if e == nil {
+		return
+	}
+	if e.q.Post(ev, notify) == eventq.OverflowBegan {
+		if a := e.ia.async; a != e {
+			ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: e, Reason: api.ReasonEVDOverflow}}
+			a.q.Post(&ov, true)
+		}
+	}
+}
+
+// postAsync posts an asynchronous error event about obj to the IA's async
+// EVD. fab.mu is held.
+func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
+	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
+	i.async.post(&ev, true)
+}
+
+// HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
+func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
+
+// Query returns the EVD's queue length, state, CNO and stream flags
+// (dat_evd_query(3DAT)).
+func (e *evd) Query() (api.EVDParam, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if e.freed {
+		return api.EVDParam{}, errEVDFreed
+	}
+	p := api.EVDParam{IA: e.ia, QLen: e.q.Cap(), State: e.q.State(), Flags: e.flags}
+	if e.cno != nil {
+		p.CNO = e.cno
+	}
+	return p, nil
+}
+
+// Resize changes the queue length without losing events
+// (dat_evd_resize(3DAT)); ErrInvalidState if more events are queued.
+func (e *evd) Resize(qlen int) error {
+	if qlen > maxEVDQLen {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d exceeds %d", qlen, maxEVDQLen))
+	}
+	return e.q.Resize(qlen)
+}
+
+// PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull
+// when full, without an overflow event; ErrInvalidParameter if the EVD was
+// not created with EVDSoftware.
+func (e *evd) PostSE(ev *api.Event) error {
+	if e.flags&api.EVDSoftware == 0 {
+		return errNoSoftEVD
+	}
+	if ev == nil {
+		return errNilEvent
+	}
+	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
+	return e.q.PostSE(&se)
+}
+
+var (
+	errNilEvent = api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	errNilCtx   = api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
+)
+
+// Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
+func (e *evd) Dequeue(ev *api.Event) error {
+	if ev == nil {
+		return errNilEvent
+	}
+	return e.q.Dequeue(ev)
+}
+
+// Wait blocks until threshold events are queued and removes the first
+// (dat_evd_wait(3DAT)); see eventq.Queue.Wait for the error cases.
+func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	if ev == nil || ctx == nil {
+		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
+	}
+	return e.q.Wait(ctx, threshold, ev)
+}
+
+// Enable lets notification events trigger the CNO (dat_evd_enable(3DAT)).
+func (e *evd) Enable() error { e.q.SetEnabled(true); return nil }
+
+// Disable stops notification events from triggering the CNO
+// (dat_evd_disable(3DAT)); events are still queued.
+func (e *evd) Disable() error { e.q.SetEnabled(false); return nil }
+
+// SetUnwaitable wakes a blocked waiter with ErrInvalidState and refuses
+// waits until ClearUnwaitable (dat_evd_set_unwaitable(3DAT)).
+func (e *evd) SetUnwaitable() error { e.q.SetUnwaitable(true); return nil }
+
+// ClearUnwaitable makes the EVD waitable again
+// (dat_evd_clear_unwaitable(3DAT)).
+func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
+
+// ModifyCNO changes the CNO the EVD feeds; nil detaches it
+// (dat_evd_modify_cno(3DAT)).
+func (e *evd) ModifyCNO(cnoArg api.CNO) error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if e.freed {
+		return errEVDFreed
+	}
+	c, err := asCNO(cnoArg, e.ia)
+	if err != nil {
+		return err
+	}
+	e.setCNO(c)
+	return nil
+}
+
+// setCNO attaches c (nil detaches). A CNO left without EVDs releases its
+// waiters with a nil EVD, as dat_cno_wait(3DAT) says. fab.mu is held.
+func (e *evd) setCNO(c *cno) {
+	old := e.cno
+	if old == c {
+		return
+	}
+	e.cno = c
+	if c != nil {
+		c.evds++
+		e.q.SetCNO(c.c)
+	} else {
+		e.q.SetCNO(nil)
+	}
+	if old != nil {
+		old.evds--
+		if old.evds == 0 {
+			old.c.ReleaseWaiters()
+		}
+	}
+}
+
+// Free destroys the EVD and its queued events (dat_evd_free(3DAT)):
+// ErrInvalidState (SubStateEVDInUse) while an EP, PSP or RSP reports to it,
+// and always for the async EVD. A blocked waiter returns ErrAbort.
+func (e *evd) Free() error {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if e.freed {
+		return errEVDFreed
+	}
+	if e.users > 0 || e == e.ia.async {
+		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the EVD is in use")
+	}
+	e.setCNO(nil)
+	e.freed = true
+	e.q.Close()
+	delete(e.ia.evds, e)
+	return nil
+}
+
+// asEVD converts an EVD argument; nil stays nil.
+func asEVD(x api.EVD, i *ia) (*evd, error) {
+	if x == nil {
+		return nil, nil
+	}
+	e, ok := x.(*evd)
+	if !ok || e == nil || e.freed || e.ia != i {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "not a live EVD of this IA")
+	}
+	return e, nil
+}
+
+// evdOrNil returns e as an api.EVD, or a nil interface for a nil e.
+func evdOrNil(e *evd) api.EVD {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// use adjusts the user count of a possibly nil EVD. fab.mu is held.
+func (e *evd) use(d int) {
+	if e != nil {
+		e.users += d
+	}
+}
+
+// cno is a Consumer Notification Object over an eventq.CNO.
+type cno struct {
+	api.ContextSlot
+	ia    *ia
+	c     *eventq.CNO
+	evds  int // EVDs feeding it; guarded by fab.mu
+	freed bool
+}
+
+var errCNOFreed = api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
+
+// CreateCNO creates a CNO with wait agent agent (nil for none)
+// (dat_cno_create(3DAT)). The agent is called, on a goroutine of the
+// CNO's, once for every trigger, with the EVD that triggered; calls never
+// overlap.
+func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed
+	}
+	if len(i.cnos) >= maxObjects {
+		return nil, tooMany("CNOs")
+	}
+	c := &cno{ia: i, c: eventq.NewCNO(agent)}
+	i.cnos[c] = struct{}{}
+	return c, nil
+}
+
+// HandleType reports HandleCNO (dat_get_handle_type(3DAT)).
+func (c *cno) HandleType() api.HandleType { return api.HandleCNO }
+
+// Query returns the CNO's IA and agent (dat_cno_query(3DAT)).
+func (c *cno) Query() (api.CNOParam, error) {
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	if c.freed {
+		return api.CNOParam{}, errCNOFreed
+	}
+	return api.CNOParam{IA: c.ia, Agent: c.c.Agent()}, nil
+}
+
+// ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
+func (c *cno) ModifyAgent(agent api.WaitAgent) error {
+	c.c.SetAgent(agent)
+	return nil
+}
+
+// Wait blocks until an attached, enabled EVD without a direct waiter
+// receives a notification event, and returns that EVD
+// (dat_cno_wait(3DAT)). It returns (nil, nil) when the IA is closed or the
+// last EVD is detached; a passed deadline is ErrTimeoutExpired and a
+// cancel ErrInterruptedCall.
+func (c *cno) Wait(ctx context.Context) (api.EVD, error) {
+	if ctx == nil {
+		return nil, errNilCtx
+	}
+	return c.c.Wait(ctx)
+}
+
+// Free destroys the CNO (dat_cno_free(3DAT)): ErrInvalidState
+// (SubStateCNOInUse) while an EVD feeds it or a goroutine waits on it. It
+// returns once no agent call runs; it must not be called from the agent.
+func (c *cno) Free() error {
+	fab.mu.Lock()
+	if c.freed {
+		fab.mu.Unlock()
+		return errCNOFreed
+	}
+	if c.evds > 0 || c.c.Waiters() > 0 {
+		fab.mu.Unlock()
+		return api.Errorf(api.InvalidState, api.SubStateCNOInUse, "an EVD feeds the CNO or a goroutine waits on it")
+	}
+	c.freed = true
+	c.c.Close()
+	delete(c.ia.cnos, c)
+	fab.mu.Unlock()
+	c.c.WaitIdle()
+	return nil
+}
+
+// asCNO converts a CNO argument; nil stays nil.
+func asCNO(x api.CNO, i *ia) (*cno, error) {
+	if x == nil {
+		return nil, nil
+	}
+	c, ok := x.(*cno)
+	if !ok || c == nil || c.freed || c.ia != i {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "not a live CNO of this IA")
+	}
+	return c, nil
+}

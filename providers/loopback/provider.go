@@ -1,0 +1,174 @@
+package loopback
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
+)
+
+func init() { registry.Register("loopback", Provider{}) }
+
+// Provider is the loopback provider. Its Open opens a new loopback IA
+// (dat_ia_open(3DAT)); every IA it opens lives in the same process-wide
+// fabric, so EPs of any two of them can connect. The zero value is ready
+// for use; the package registers one under the name "loopback".
+type Provider struct{}
+
+// Open opens a loopback IA named p.Name with an async EVD of
+// p.AsyncEVDQLen events (dat_ia_open(3DAT)). Each call opens a new IA with
+// an address of its own, even under a name already open. p.Params and
+// p.PlatformParams are ignored. It fails only when ctx has ended.
+func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	if ctx.Err() != nil {
+		return nil, api.ContextError(ctx)
+	}
+	qlen := p.AsyncEVDQLen
+	if qlen < 1 {
+		qlen = 1
+	}
+	if qlen > maxEVDQLen {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxEVDQLen))
+	}
+	fab.mu.Lock()
+	defer fab.mu.Unlock()
+	fab.nextIA++
+	i := newIA(Addr{Name: p.Name, Instance: fab.nextIA})
+	i.async = newEVD(i, qlen, api.EVDAsync)
+	fab.ias[i.addr] = i
+	return i, nil
+}
+
+// Addr is the address of a loopback IA (the net.Addr that
+// dat_ia_query(3DAT) reports and dat_ep_connect(3DAT) takes). Every open
+// IA has a distinct Addr, also when several are opened under one name.
+type Addr struct {
+	Name     string // the configured IA name
+	Instance uint64 // distinguishes IAs opened under the same name
+}
+
+// Network returns "loopback", the network of every loopback IA address
+// (net.Addr; dat_ia_query(3DAT)).
+func (a Addr) Network() string { return "loopback" }
+
+// String formats the address as name#instance, the form ParseAddr reads
+// and datinfo prints (dat_ia_query(3DAT)).
+func (a Addr) String() string { return a.Name + "#" + strconv.FormatUint(a.Instance, 10) }
+
+// ParseAddr reads an address in the form Addr.String writes, for passing
+// to EP.Connect (dat_ep_connect(3DAT)); a malformed string is
+// ErrInvalidAddress (SubAddressMalformed). It does not check that the IA is
+// open: connecting to a closed one gives UNREACHABLE.
+func ParseAddr(s string) (Addr, error) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return Addr{}, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, fmt.Sprintf("loopback address %q has no #instance", s))
+	}
+	n, err := strconv.ParseUint(s[i+1:], 10, 64)
+	if err != nil {
+		return Addr{}, &api.Error{Type: api.InvalidAddress, Sub: api.SubAddressMalformed, Msg: fmt.Sprintf("loopback address %q", s), Cause: err}
+	}
+	return Addr{Name: s[:i], Instance: n}, nil
+}
+
+// addrOf converts a remote address argument to a loopback address.
+func addrOf(a net.Addr) (Addr, error) {
+	switch v := a.(type) {
+	case Addr:
+		return v, nil
+	case *Addr:
+		if v != nil {
+			return *v, nil
+		}
+	case nil:
+	default:
+		return Addr{}, api.Errorf(api.InvalidAddress, api.SubAddressUnsupported,
+			fmt.Sprintf("%s address %q is not a loopback address", a.Network(), a.String()))
+	}
+	return Addr{}, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, "remote address is nil")
+}
+
+// Limits the provider reports in IA.Query and enforces.
+const (
+	maxObjects       = 1 << 16 // of each kind per IA
+	maxEVDQLen       = 1 << 20
+	maxIOV           = 64
+	maxDTOPerEP      = 1 << 16
+	maxMessageSize   = 1 << 30
+	maxRDMASize      = 1 << 30
+	maxPrivateData   = 1024
+	maxRDMAReadPerEP = 64
+	maxRecvPerSRQ    = 1 << 16
+	maxEPPerSRQ      = 1 << 16
+	firstAnyQual     = 0xC000 // CreatePSPAny picks from here up
+
+	qosSupported   = api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium
+	flagsSupported = api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
+		api.CompletionBarrierFence | api.CompletionEVDThreshold
+	remotePriv = api.MemPrivRemoteRead | api.MemPrivRemoteWrite
+)
+
+// defaultEPAttr is what an EP gets for a nil attribute pointer, and what
+// zero numeric fields of a given one are replaced with.
+var defaultEPAttr = api.EPAttr{
+	ServiceType:     api.ServiceRC,
+	MaxMessageSize:  maxMessageSize,
+	MaxRDMASize:     maxRDMASize,
+	MaxRecvDTOs:     1024,
+	MaxRequestDTOs:  1024,
+	MaxRecvIOV:      16,
+	MaxRequestIOV:   16,
+	MaxRDMAReadIn:   16,
+	MaxRDMAReadOut:  16,
+	MaxRDMAReadIOV:  16,
+	MaxRDMAWriteIOV: 16,
+}
+
+// fabric is the process-wide state of the provider. One mutex serialises
+// every object's state; only the event queues (package eventq) have locks
+// of their own, taken after fab.mu when a post delivers an event.
+type fabric struct {
+	mu       sync.Mutex
+	ias      map[Addr]*ia
+	quals    map[api.ConnQual]servicePoint
+	nextIA   uint64
+	nextPort api.ConnQual // active-side port qualifiers
+	nextAny  api.ConnQual
+
+	// Scratch scatter/gather lists for one DTO at a time (under mu).
+	segA, segB [][]byte
+}
+
+var fab = newFabric()
+
+func newFabric() *fabric {
+	return &fabric{
+		ias:      map[Addr]*ia{},
+		quals:    map[api.ConnQual]servicePoint{},
+		nextPort: 1 << 32,
+		nextAny:  firstAnyQual,
+		segA:     make([][]byte, 0, maxIOV),
+		segB:     make([][]byte, 0, maxIOV),
+	}
+}
+
+// freeQual returns an unused connection qualifier for CreatePSPAny, or
+// false if there is none.
+func freeQual() (api.ConnQual, bool) {
+	for range maxObjects * 4 {
+		q := fab.nextAny
+		fab.nextAny++
+		if fab.nextAny == 0 {
+			fab.nextAny = firstAnyQual
+		}
+		if fab.quals[q] == nil {
+			return q, true
+		}
+	}
+	return 0, false
+}
