@@ -1,0 +1,506 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/godat/godat/api"
+)
+
+const rmrRW = api.MemPrivRemoteRead | api.MemPrivRemoteWrite
+
+// rdmaWrite writes data from a fresh client buffer through rt and waits for
+// success.
+func (t *checkT) rdmaWrite(p *pair, rt api.RMRTriplet, data []byte, cookie api.Cookie) {
+	t.T.Helper()
+	src := p.cli.region(len(data), rw)
+	copy(src.b, data)
+	t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, len(data)), cookie, rt, api.CompletionDefault), "PostRDMAWrite")
+	p.cli.expectReq(cookie, api.DTOSuccess, "the RDMA write")
+}
+
+// rdmaRead reads n bytes through rt into a fresh client buffer.
+func (t *checkT) rdmaRead(p *pair, rt api.RMRTriplet, n int, cookie api.Cookie) []byte {
+	t.T.Helper()
+	dst := p.cli.region(n, rw)
+	t.noErr(p.cli.ep.PostRDMARead(dst.iov(0, n), cookie, rt, api.CompletionDefault), "PostRDMARead")
+	p.cli.expectReq(cookie, api.DTOSuccess, "the RDMA read")
+	return bytes.Clone(dst.b[:n])
+}
+
+// writeFault is remoteFault for an RDMA write of 16 bytes through rt.
+func (t *checkT) writeFault(p *pair, target *region, rt api.RMRTriplet) {
+	t.T.Helper()
+	src := p.cli.region(16, rw)
+	src.fill(0, 16, 0xE1)
+	rt.Length = 16
+	t.remoteFault(p, target, func(c api.Cookie) error {
+		return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, rt, api.CompletionDefault)
+	})
+}
+
+func memGroups() []group {
+	return []group{
+		{page: "dat_rmr_bind", checks: []check{
+			{"DESCRIPTION", "the bind completes with its cookie on the request EVD of the EP it was posted on", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x77, api.CompletionDefault)
+				t.noErr(err, "RMR.Bind")
+				p.srv.expectBind(rmr, 0x77, api.DTOSuccess, "the bind completion")
+			}},
+			{"DESCRIPTION", "the bound window grants remote write and read inside it and nothing outside changes", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(512, remote)
+				snap := r.snapshot()
+				_, rt := p.srv.bind(r, 64, 128, rmrRW)
+				data := pattern(128, 0x4F)
+				t.rdmaWrite(p, rt, data, 1)
+				if !bytes.Equal(r.b[64:192], data) {
+					t.Fatalf("the window does not hold the written bytes")
+				}
+				copy(snap[r.page+64:], data)
+				r.unchanged(snap, "bytes of the LMR outside the window")
+				if got := t.rdmaRead(p, rt, 128, 2); !bytes.Equal(got, data) {
+					t.Fatalf("reading the window back gave other bytes")
+				}
+			}},
+			{"DESCRIPTION", "a rebind returns a new context and the old one fails at once (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, old := p.srv.bind(r, 0, 64, rmrRW)
+				nw := p.srv.rebind(rmr, r, 0, 64, rmrRW)
+				if nw.RMRContext == old.RMRContext {
+					t.Fatalf("the rebind returned the same RMR context %#x", old.RMRContext)
+				}
+				t.rdmaWrite(p, nw, pattern(16, 1), 1)
+				t.writeFault(p, r, old)
+			}},
+			{"DESCRIPTION", "RMR contexts differ across binds and across RMRs", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				seen := map[api.RMRContext]bool{r.p.RMRContext: true}
+				for range 3 {
+					rmr, rt := p.srv.bind(r, 0, 64, rmrRW)
+					ctxs := []api.RMRContext{rt.RMRContext}
+					for range 2 {
+						ctxs = append(ctxs, p.srv.rebind(rmr, r, 0, 64, rmrRW).RMRContext)
+					}
+					for _, c := range ctxs {
+						if seen[c] {
+							t.Fatalf("RMR context %#x handed out twice (or equal to the LMR's)", c)
+						}
+						seen[c] = true
+					}
+				}
+			}},
+			{"DESCRIPTION", "binding a zero-length triplet unbinds: the context fails (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, rt := p.srv.bind(r, 0, 64, rmrRW)
+				_, err := rmr.Bind(r.lmr, r.tr(0, 0), rmrRW, api.VATypeVA, p.srv.ep, 0xDE, api.CompletionDefault)
+				t.noErr(err, "RMR.Bind with a zero-length triplet")
+				p.srv.expectBind(rmr, 0xDE, api.DTOSuccess, "the unbind completion")
+				t.writeFault(p, r, rt)
+			}},
+			{"DESCRIPTION", "the bind fences later DTOs: a Send carrying the context, posted right after the bind, lets the peer use it at once", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rr := p.cli.region(8, rw)
+				p.cli.postRecv(rr, 0, 8, 1)
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				ctx, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0xF0, api.CompletionDefault)
+				t.noErr(err, "RMR.Bind")
+				msg := p.srv.region(8, rw)
+				binary.LittleEndian.PutUint32(msg.b, uint32(ctx))
+				p.srv.postSend(msg, 0, 4, 0xF1) // no wait for the bind completion
+				p.cli.expectRecv(1, api.DTOSuccess, "the context message")
+				got := api.RMRContext(binary.LittleEndian.Uint32(rr.b))
+				data := pattern(32, 0x2E)
+				t.rdmaWrite(p, api.RMRTriplet{Addr: r.addr(0), Length: 32, RMRContext: got}, data, 2)
+				if !bytes.Equal(r.b[:32], data) {
+					t.Fatalf("the write through the just-bound context did not land")
+				}
+				p.srv.expectBind(rmr, 0xF0, api.DTOSuccess, "the bind completion, before the send's")
+				p.srv.expectReq(0xF1, api.DTOSuccess, "the send completion, after the bind's")
+			}},
+			{"PARAMETERS", "a window bound with remote read only refuses an RDMA write (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				_, rt := p.srv.bind(r, 0, 64, api.MemPrivRemoteRead)
+				t.writeFault(p, r, rt)
+			}},
+			{"DESCRIPTION", "access outside the window but inside the LMR fails (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(256, remote)
+				_, rt := p.srv.bind(r, 64, 64, rmrRW)
+				rt.Addr = r.addr(120) // 8 bytes inside, 8 bytes past the window
+				t.writeFault(p, r, rt)
+			}},
+			{"RETURN VALUES", "a triplet outside the LMR is DAT_INVALID_PARAMETER", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(r.lmr, r.tr(len(r.b)-8, 16), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				t.wantErr(err, api.ErrInvalidParameter, "Bind over a triplet running past the LMR")
+				t.works(p.cli, p.srv, "after the refused bind")
+			}},
+			{"RETURN VALUES", "a bind on an UNCONNECTED EP is DAT_INVALID_STATE", func(t *checkT) {
+				n := t.node()
+				e := n.end(nil)
+				r := n.region(64, remote)
+				rmr, err := n.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, e.ep, 1, api.CompletionDefault)
+				t.wantErr(err, api.ErrInvalidState, "Bind on an UNCONNECTED EP")
+			}},
+			{"DESCRIPTION", "a bind posted on a DISCONNECTED EP is accepted and flushed at once", func(t *checkT) {
+				p := t.disconnectedPair()
+				r := p.cli.region(64, remote)
+				rmr, err := p.cli.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.cli.ep, 0x42, api.CompletionDefault)
+				t.noErr(err, "Bind on a DISCONNECTED EP")
+				p.cli.expectBind(rmr, 0x42, api.DTOErrFlushed, "the flushed bind")
+			}},
+			{"RETURN VALUES", "a nil LMR (with a non-zero length) or a nil EP is DAT_INVALID_HANDLE", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(nil, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				t.wantErr(err, api.ErrInvalidHandle, "Bind with a nil LMR")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, nil, 1, api.CompletionDefault)
+				t.wantErr(err, api.ErrInvalidHandle, "Bind with a nil EP")
+			}},
+			{"RETURN VALUES", "an LMR of another IA is DAT_INVALID_HANDLE", func(t *checkT) {
+				p := t.pair()
+				foreign := p.cli.region(64, remote)
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(foreign.lmr, foreign.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				t.wantErr(err, api.ErrInvalidHandle, "Bind with an LMR of another IA")
+			}},
+			{"RETURN VALUES", "an RMR of another PZ than the EP and LMR does not bind", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				pz2, err := p.srv.ia.CreatePZ()
+				t.noErr(err, "IA.CreatePZ")
+				rmr, err := pz2.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR in a second PZ")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x33, api.CompletionDefault)
+				if err != nil {
+					t.wantOneOf(err, "Bind of an RMR of another PZ", api.ErrProtectionViolation, api.ErrInvalidParameter, api.ErrInvalidHandle)
+					return
+				}
+				ev := t.wait(p.srv.req, "the completion of the cross-PZ bind")
+				if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
+					(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
+					t.Fatalf("an RMR of another PZ bound successfully (%s)", describe(&ev))
+				}
+			}},
+			{"DESCRIPTION (DESIGN §4)", "an RMR context works on the connections its scope allows and on no other", func(t *checkT) {
+				srv, cli := t.node(), t.node()
+				_, q := srv.listen(api.PSPConsumer)
+				c1, s1 := t.connectTo(cli, srv, q)
+				c2, s2 := t.connectTo(cli, srv, q)
+				r := srv.region(64, remote)
+				rmr, rt := s1.bind(r, 0, 64, rmrRW)
+				rp, err := rmr.Query()
+				t.noErr(err, "RMR.Query")
+				p1 := &pair{cli: c1, srv: s1}
+				t.rdmaWrite(p1, rt, pattern(16, 3), 1)
+				p2 := &pair{cli: c2, srv: s2}
+				switch rp.Scope {
+				case api.RMRScopeEP:
+					t.writeFault(p2, r, rt)
+				case api.RMRScopePZ:
+					data := pattern(16, 4)
+					t.rdmaWrite(p2, rt, data, 2)
+					if !bytes.Equal(r.b[:16], data) {
+						t.Fatalf("a PZ-scope RMR context did not work on another connection of the PZ")
+					}
+				default:
+					t.Fatalf("RMR.Query Scope %d, want RMRScopeEP or RMRScopePZ for a bound RMR", rp.Scope)
+				}
+			}},
+		}},
+
+		{page: "dat_rmr_free", checks: []check{
+			{"DESCRIPTION", "freeing a bound RMR invalidates its context (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, rt := p.srv.bind(r, 0, 64, rmrRW)
+				t.noErr(rmr.Free(), "RMR.Free of a bound RMR")
+				t.writeFault(p, r, rt)
+			}},
+			{"DESCRIPTION", "calls on a freed RMR are DAT_INVALID_HANDLE", func(t *checkT) {
+				n := t.node()
+				rmr, err := n.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				t.noErr(rmr.Free(), "RMR.Free")
+				_, err = rmr.Query()
+				t.wantErr(err, api.ErrInvalidHandle, "RMR.Query after Free")
+				_, err = rmr.ConsumerContext()
+				t.wantErr(err, api.ErrInvalidHandle, "RMR.ConsumerContext after Free")
+			}},
+		}},
+
+		{page: "dat_rmr_query", checks: []check{
+			{"DESCRIPTION", "a bound RMR reports its triplet, privileges, context, PZ and IA", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(128, remote)
+				rmr, rt := p.srv.bind(r, 32, 64, api.MemPrivRemoteRead)
+				rp, err := rmr.Query()
+				t.noErr(err, "RMR.Query")
+				if rp.LMRTriplet != r.tr(32, 64) {
+					t.Errorf("RMR triplet %+v, want %+v", rp.LMRTriplet, r.tr(32, 64))
+				}
+				if rp.Priv != api.MemPrivRemoteRead {
+					t.Errorf("RMR privileges %#x, want %#x", rp.Priv, api.MemPrivRemoteRead)
+				}
+				if rp.RMRContext != rt.RMRContext {
+					t.Errorf("RMR context %#x, the bind returned %#x", rp.RMRContext, rt.RMRContext)
+				}
+				if rp.PZ != p.srv.pz || rp.IA != p.srv.ia {
+					t.Errorf("RMR.Query names another PZ or IA")
+				}
+			}},
+			{"DESCRIPTION", "an unbound RMR reports a zero-length triplet", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, _ := p.srv.bind(r, 0, 64, rmrRW)
+				_, err := rmr.Bind(r.lmr, r.tr(0, 0), rmrRW, api.VATypeVA, p.srv.ep, 0xDE, api.CompletionDefault)
+				t.noErr(err, "RMR.Bind with a zero-length triplet")
+				p.srv.expectBind(rmr, 0xDE, api.DTOSuccess, "the unbind completion")
+				rp, err := rmr.Query()
+				t.noErr(err, "RMR.Query")
+				if rp.LMRTriplet.Length != 0 {
+					t.Fatalf("an unbound RMR reports a triplet of %d bytes", rp.LMRTriplet.Length)
+				}
+			}},
+		}},
+
+		{page: "dat_lmr_create", checks: []check{
+			{"DESCRIPTION", "Query reports the length, PZ, privileges and IA, and the registered range covers the region", func(t *checkT) {
+				n := t.node()
+				r := n.region(3*4096, rw|api.MemPrivRemoteRead)
+				p := r.p
+				if p.Length != uint64(len(r.b)) || p.PZ != n.pz || p.Priv != rw|api.MemPrivRemoteRead || p.IA != n.ia || p.VAType != api.VATypeVA {
+					t.Errorf("LMR.Query = {length %d, privileges %#x, VA type %d, same PZ %v, same IA %v}, want {%d, %#x, %d, true, true}",
+						p.Length, p.Priv, p.VAType, p.PZ == n.pz, p.IA == n.ia, len(r.b), rw|api.MemPrivRemoteRead, api.VATypeVA)
+				}
+				start, end := api.AddrOf(r.b), api.AddrOf(r.b)+api.VAddr(len(r.b))
+				if p.RegisteredAddress > start || p.RegisteredAddress+api.VAddr(p.RegisteredSize) < end {
+					t.Errorf("registered range [%#x, +%d) does not cover the region [%#x, %#x)", p.RegisteredAddress, p.RegisteredSize, start, end)
+				}
+			}},
+			{"DESCRIPTION", "different LMRs have different LMR contexts", func(t *checkT) {
+				n := t.node()
+				seen := map[api.LMRContext]bool{}
+				for range 4 {
+					r := n.region(64, rw)
+					if seen[r.p.LMRContext] {
+						t.Fatalf("LMR context %#x handed out twice", r.p.LMRContext)
+					}
+					seen[r.p.LMRContext] = true
+				}
+			}},
+			{"DESCRIPTION", "an LMR without remote privileges grants no remote access through its rmr_context", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, rw)
+				t.writeFault(p, r, r.rtr(0, 16))
+			}},
+			{"DESCRIPTION", "DAT_MEM_TYPE_LMR registers an existing LMR again with its own context, usable for DTOs", func(t *checkT) {
+				p := t.pair()
+				if p.cli.pattr.LMRMemTypesSupported&api.MemTypeLMR == 0 {
+					t.Skipf("the provider does not list DAT_MEM_TYPE_LMR in LMRMemTypesSupported")
+				}
+				r := p.cli.region(64, rw)
+				want := r.fill(0, 32, 0x3C)
+				lmr2, err := p.cli.ia.CreateLMR(p.cli.pz, api.Region{Type: api.MemTypeLMR, LMR: r.lmr}, rw, api.VATypeVA)
+				t.noErr(err, "IA.CreateLMR(DAT_MEM_TYPE_LMR)")
+				lp, err := lmr2.Query()
+				t.noErr(err, "LMR.Query")
+				if lp.LMRContext == r.p.LMRContext {
+					t.Fatalf("the second registration has the same LMR context")
+				}
+				rr := p.srv.region(64, rw)
+				p.srv.postRecv(rr, 0, 64, 1)
+				tr := r.tr(0, 32)
+				tr.LMRContext = lp.LMRContext
+				t.noErr(p.cli.ep.PostSend([]api.LMRTriplet{tr}, 2, api.CompletionDefault), "PostSend through the second registration")
+				p.cli.expectReq(2, api.DTOSuccess, "the send")
+				p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+				if !bytes.Equal(rr.b[:32], want) {
+					t.Fatalf("the send through the second registration carried other bytes")
+				}
+			}},
+			{"DESCRIPTION", "DAT_MEM_TYPE_SHARED_VIRTUAL registers AllocMemory memory usable for DTOs", func(t *checkT) {
+				p := t.pair()
+				if p.cli.pattr.LMRMemTypesSupported&api.MemTypeSharedVirtual == 0 {
+					t.Skipf("the provider does not list DAT_MEM_TYPE_SHARED_VIRTUAL in LMRMemTypesSupported")
+				}
+				m := t.alloc(4096)
+				want := pattern(32, 0x3D)
+				copy(m.Bytes(), want)
+				lmr, err := p.cli.ia.CreateLMR(p.cli.pz, api.Region{Type: api.MemTypeSharedVirtual, Bytes: m.Bytes()}, rw, api.VATypeVA)
+				t.noErr(err, "IA.CreateLMR(DAT_MEM_TYPE_SHARED_VIRTUAL)")
+				lp, err := lmr.Query()
+				t.noErr(err, "LMR.Query")
+				rr := p.srv.region(64, rw)
+				p.srv.postRecv(rr, 0, 64, 1)
+				tr := api.LMRTriplet{Addr: api.AddrOf(m.Bytes()), Length: 32, LMRContext: lp.LMRContext}
+				t.noErr(p.cli.ep.PostSend([]api.LMRTriplet{tr}, 2, api.CompletionDefault), "PostSend from shared memory")
+				p.cli.expectReq(2, api.DTOSuccess, "the send")
+				p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+				if !bytes.Equal(rr.b[:32], want) {
+					t.Fatalf("the send from shared memory carried other bytes")
+				}
+			}},
+			{"DESCRIPTION (DAT 2.0 dat.h)", "a zero-based LMR takes offsets from the region start in its triplets", func(t *checkT) {
+				p := t.pair()
+				if !p.cli.attr.ZBSupported {
+					t.Skipf("the IA does not support zero-based virtual addresses")
+				}
+				r, err := p.cli.tryRegion(p.cli.pz, 64, rw, api.VATypeZB)
+				t.noErr(err, "IA.CreateLMR(VATypeZB)")
+				want := r.fill(8, 16, 0x3E)
+				rr := p.srv.region(64, rw)
+				p.srv.postRecv(rr, 0, 64, 1)
+				t.noErr(p.cli.ep.PostSend(r.iov(8, 16), 2, api.CompletionDefault), "PostSend at zero-based offset 8")
+				p.cli.expectReq(2, api.DTOSuccess, "the send")
+				p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+				if !bytes.Equal(rr.b[:16], want) {
+					t.Fatalf("the send from offset 8 of a zero-based LMR carried other bytes")
+				}
+			}},
+			{"RETURN VALUES", "a nil PZ is DAT_INVALID_HANDLE", func(t *checkT) {
+				n := t.node()
+				_, err := n.tryRegion(nil, 64, rw, api.VATypeVA)
+				t.wantErr(err, api.ErrInvalidHandle, "CreateLMR with a nil PZ")
+			}},
+			{"RETURN VALUES", "a PZ of another IA is DAT_INVALID_HANDLE", func(t *checkT) {
+				a, b := t.node(), t.node()
+				_, err := a.tryRegion(b.pz, 64, rw, api.VATypeVA)
+				t.wantErr(err, api.ErrInvalidHandle, "CreateLMR with a PZ of another IA")
+			}},
+			{"RETURN VALUES", "an empty region is DAT_INVALID_PARAMETER", func(t *checkT) {
+				n := t.node()
+				_, err := n.ia.CreateLMR(n.pz, api.Region{Type: api.MemTypeVirtual}, rw, api.VATypeVA)
+				t.wantErr(err, api.ErrInvalidParameter, "CreateLMR of an empty region")
+			}},
+		}},
+
+		{page: "dat_lmr_free", checks: []check{
+			{"DESCRIPTION", "an LMR with a bound RMR cannot be freed (DAT_INVALID_STATE_LMR_IN_USE) until the RMR is freed", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rmr, rt := p.srv.bind(r, 0, 64, rmrRW)
+				t.wantErr(r.lmr.Free(), sub(api.InvalidState, api.SubStateLMRInUse), "LMR.Free with a bound RMR")
+				t.rdmaWrite(p, rt, pattern(8, 1), 1) // the refused Free changed nothing
+				t.noErr(rmr.Free(), "RMR.Free")
+				t.noErr(r.lmr.Free(), "LMR.Free once the RMR is gone")
+			}},
+			{"DESCRIPTION", "a DTO using a freed LMR's context is refused or fails with a protection error", func(t *checkT) {
+				p := t.pair()
+				r := p.cli.region(64, rw)
+				r.fill(0, 64, 0x17)
+				t.noErr(r.lmr.Free(), "LMR.Free")
+				t.sendFault(p, func(c api.Cookie) error {
+					return p.cli.ep.PostSend(r.iov(0, 16), c, api.CompletionDefault)
+				})
+			}},
+			{"DESCRIPTION", "remote use of a freed LMR's rmr_context fails (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, remote)
+				rt := r.rtr(0, 16)
+				t.rdmaWrite(p, rt, pattern(16, 2), 1)
+				t.noErr(r.lmr.Free(), "LMR.Free")
+				t.writeFault(p, r, rt)
+			}},
+			{"DESCRIPTION", "calls on a freed LMR are DAT_INVALID_HANDLE", func(t *checkT) {
+				n := t.node()
+				r := n.region(64, rw)
+				t.noErr(r.lmr.Free(), "LMR.Free")
+				_, err := r.lmr.Query()
+				t.wantErr(err, api.ErrInvalidHandle, "LMR.Query after Free")
+				_, err = r.lmr.ConsumerContext()
+				t.wantErr(err, api.ErrInvalidHandle, "LMR.ConsumerContext after Free")
+			}},
+		}},
+
+		{page: "dat_pz_free", checks: []check{
+			{"DESCRIPTION", "a PZ used by an LMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE)", func(t *checkT) {
+				n := t.node()
+				r := n.region(64, rw)
+				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an LMR")
+				t.noErr(r.lmr.Free(), "LMR.Free")
+			}},
+			{"DESCRIPTION", "a PZ used by an EP cannot be freed (DAT_INVALID_STATE_PZ_IN_USE)", func(t *checkT) {
+				n := t.node()
+				n.end(nil)
+				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an EP")
+			}},
+			{"DESCRIPTION", "a PZ used by an RMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE)", func(t *checkT) {
+				n := t.node()
+				_, err := n.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an RMR")
+			}},
+			{"DESCRIPTION", "an unused PZ frees, and calls on it or creating objects in it are DAT_INVALID_HANDLE", func(t *checkT) {
+				n := t.node()
+				pz, err := n.ia.CreatePZ()
+				t.noErr(err, "IA.CreatePZ")
+				t.noErr(pz.Free(), "PZ.Free of an unused PZ")
+				_, err = pz.Query()
+				t.wantErr(err, api.ErrInvalidHandle, "PZ.Query after Free")
+				_, err = pz.CreateRMR()
+				t.wantErr(err, api.ErrInvalidHandle, "PZ.CreateRMR after Free")
+				_, err = n.ia.CreateEP(pz, n.recv, n.req, n.conn, nil)
+				t.wantErr(err, api.ErrInvalidHandle, "CreateEP in a freed PZ")
+				_, err = n.tryRegion(pz, 64, rw, api.VATypeVA)
+				t.wantErr(err, api.ErrInvalidHandle, "CreateLMR in a freed PZ")
+			}},
+		}},
+
+		{page: "dat_lmr_sync_rdma_read", checks: syncChecks(func(ia api.IA, segs []api.LMRTriplet) error { return ia.SyncRDMARead(segs) })},
+		{page: "dat_lmr_sync_rdma_write", checks: syncChecks(func(ia api.IA, segs []api.LMRTriplet) error { return ia.SyncRDMAWrite(segs) })},
+
+		{page: "dat_pz_query", checks: []check{
+			{"DESCRIPTION", "a PZ reports the IA it belongs to", func(t *checkT) {
+				n := t.node()
+				pp, err := n.pz.Query()
+				t.noErr(err, "PZ.Query")
+				if pp.IA != n.ia {
+					t.Fatalf("PZ.Query names another IA")
+				}
+			}},
+		}},
+	}
+}
+
+// syncChecks are the checks shared by dat_lmr_sync_rdma_read(3DAT) and
+// dat_lmr_sync_rdma_write(3DAT).
+func syncChecks(sync func(api.IA, []api.LMRTriplet) error) []check {
+	return []check{
+		{"DESCRIPTION", "segments of several LMRs and PZs are synchronized in one call", func(t *checkT) {
+			n := t.node()
+			pz2, err := n.ia.CreatePZ()
+			t.noErr(err, "IA.CreatePZ")
+			a := n.region(64, remote)
+			b, err := n.tryRegion(pz2, 64, remote, api.VATypeVA)
+			t.noErr(err, "IA.CreateLMR in a second PZ")
+			t.noErr(sync(n.ia, []api.LMRTriplet{a.tr(0, 64), b.tr(8, 16)}), "synchronizing two segments")
+		}},
+		{"RETURN VALUES", "a segment outside its LMR is DAT_INVALID_PARAMETER", func(t *checkT) {
+			n := t.node()
+			r := n.region(64, remote)
+			t.wantErr(sync(n.ia, []api.LMRTriplet{r.tr(len(r.b)-8, 16)}), api.ErrInvalidParameter, "synchronizing a segment running past its LMR")
+		}},
+	}
+}
