@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
+)
+
+// Two test providers: one whose IAs open and report known limits, one
+// whose Open always fails.
+type infoProvider struct{}
+
+func (infoProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	return &infoIA{params: p.Params}, nil
+}
+
+type failProvider struct{}
+
+func (failProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, "no device "+p.Params)
+}
+
+func init() {
+	registry.Register("datinfo-test", infoProvider{})
+	registry.Register("datinfo-fail", failProvider{})
+}
+
+// infoIA implements the part of api.IA that datinfo and the registry's
+// guard use; any other call would panic on the nil embedded interface.
+type infoIA struct {
+	api.IA
+	ctx    api.ContextSlot
+	params string
+}
+
+func (ia *infoIA) ConsumerContext() (any, error)  { return ia.ctx.ConsumerContext() }
+func (ia *infoIA) SetConsumerContext(v any) error { return ia.ctx.SetConsumerContext(v) }
+
+func (*infoIA) HandleType() api.HandleType { return api.HandleIA }
+
+func (ia *infoIA) Query() (api.IAAttr, api.ProviderAttr, error) {
+	return api.IAAttr{
+			AdapterName: "test adapter", Address: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 4791},
+			MaxEPs: 77, MaxEVDQLen: 4096, MaxMessageSize: 1 << 20, MaxRDMASize: 1<<30 + 1,
+			MaxIOVSegmentsPerDTO: 8, MaxLMRVirtualAddress: 1<<64 - 1,
+			TransportAttrs: []api.NamedAttr{{Name: "mtu", Value: "4096"}},
+		}, api.ProviderAttr{
+			ProviderName: "datinfo-test", MaxPrivateDataSize: 256, ThreadSafe: true,
+			CompletionFlagsSupported: api.CompletionSuppress | api.CompletionBarrierFence,
+			EPCreator:                api.PSPCreatesEPIfAsked,
+			ProviderSpecific:         []api.NamedAttr{{Name: "a", Value: "1"}, {Name: "b", Value: "x y"}},
+		}, nil
+}
+
+func (ia *infoIA) AsyncEVD() (api.EVD, error) { return &infoEVD{}, nil }
+
+func (ia *infoIA) Close(api.CloseFlags) error { return nil }
+
+type infoEVD struct{ api.EVD }
+
+func (*infoEVD) HandleType() api.HandleType { return api.HandleEVD }
+
+func (*infoEVD) Query() (api.EVDParam, error) {
+	return api.EVDParam{QLen: 64, Flags: api.EVDAsync}, nil
+}
+
+const testConfig = `# datinfo test configuration
+[[ia]]
+name = "good0"
+provider = "datinfo-test"
+api_version = "u2.0"
+threadsafe = true
+ia_params = "dev0"
+
+[[ia]]
+name = "broken0"
+provider = "datinfo-fail"
+api_version = "u2.0"
+default = true
+ia_params = "dev9"
+
+[[ia]]
+name = "missing0"
+provider = "nosuch"
+api_version = "u2.0"
+`
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runDatinfo(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// isolate makes the search order find nothing but what a test sets.
+func isolate(t *testing.T) {
+	t.Setenv(registry.EnvOverride, "")
+	old := registry.SystemConfigPath
+	registry.SystemConfigPath = filepath.Join(t.TempDir(), "no-dat.conf")
+	t.Cleanup(func() { registry.SystemConfigPath = old })
+}
+
+// row returns the table line of IA name.
+func row(t *testing.T, table, name string) string {
+	t.Helper()
+	for _, l := range strings.Split(table, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && (f[0] == name || (f[0] == "*" && f[1] == name)) {
+			return l
+		}
+	}
+	t.Fatalf("no row for %s in:\n%s", name, table)
+	return ""
+}
+
+func TestTable(t *testing.T) {
+	isolate(t)
+	cfg := writeFile(t, "dat.conf", testConfig)
+	code, out, errs := runDatinfo(t, "-f", cfg)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if !strings.Contains(out, "Configuration: "+cfg+" (toml form, from -f)") {
+		t.Errorf("no configuration line:\n%s", out)
+	}
+	if got := strings.Fields(row(t, out, "good0")); !slices.Equal(got,
+		[]string{"good0", "datinfo-test", "192.0.2.1:4791", "77", "4096", "1MiB", "1073741825", "8", "256", "available"}) {
+		t.Errorf("good0 row: %q", got)
+	}
+	if r := row(t, out, "broken0"); !strings.HasPrefix(r, "* broken0") || !strings.Contains(r, "dev9") ||
+		!strings.Contains(r, "unavailable: DAT_PROVIDER_NOT_FOUND: no device dev9") {
+		t.Errorf("broken0 row: %q", r)
+	}
+	if r := row(t, out, "missing0"); !strings.Contains(r, `unavailable: no provider named "nosuch"`) {
+		t.Errorf("missing0 row: %q", r)
+	}
+	if !strings.Contains(out, "OpenDefault opens broken0") {
+		t.Errorf("no default line:\n%s", out)
+	}
+
+	// $DAT_OVERRIDE picks the file when -f does not.
+	t.Setenv(registry.EnvOverride, cfg)
+	code, out, _ = runDatinfo(t)
+	if code != 0 || !strings.Contains(out, "from $DAT_OVERRIDE") || !strings.Contains(out, "good0") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestVerbose(t *testing.T) {
+	isolate(t)
+	cfg := writeFile(t, "dat.conf", testConfig)
+	code, out, errs := runDatinfo(t, "-v", "-f", cfg)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	for _, want := range []string{
+		"IA good0", `ia_params         "dev0"`, "status            available",
+		"AdapterName                    \"test adapter\"",
+		"Address                        tcp 192.0.2.1:4791",
+		"MaxLMRVirtualAddress           0xffffffffffffffff",
+		"TransportAttrs                 mtu = \"4096\"",
+		"CompletionFlagsSupported       0x9 (SUPPRESS|BARRIER_FENCE)",
+		"EPCreator                      IF_ASKED (1)",
+		"ProviderSpecific               a = \"1\"",
+		"                               b = \"x y\"",
+		"VendorAttrs                    (none)",
+		"IA broken0", "status            unavailable: DAT_PROVIDER_NOT_FOUND: no device dev9",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	// Every field of both attribute structs is printed.
+	for _, v := range []any{api.IAAttr{}, api.ProviderAttr{}} {
+		for name := range attrMap(v) {
+			if !strings.Contains(out, "    "+name+" ") {
+				t.Errorf("field %s not printed", name)
+			}
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	isolate(t)
+	cfg := writeFile(t, "dat.conf", testConfig)
+	code, out, errs := runDatinfo(t, "--json", "-f", cfg)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	var got struct {
+		Config    map[string]string `json:"config"`
+		Providers []string          `json:"providers"`
+		IAs       []map[string]any  `json:"ias"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if got.Config["file"] != cfg || got.Config["format"] != "toml" || got.Config["source"] != "argument" {
+		t.Errorf("config %v", got.Config)
+	}
+	if !slices.Contains(got.Providers, "datinfo-test") || len(got.IAs) != 3 {
+		t.Fatalf("providers %v, %d IAs", got.Providers, len(got.IAs))
+	}
+	good := got.IAs[0]
+	for k, v := range map[string]any{"name": "good0", "provider": "datinfo-test", "api_version": "u2.0",
+		"threadsafe": true, "default": false, "ia_params": "dev0", "platform_params": "", "provider_version": "",
+		"available": true, "position": cfg + ":2:1"} {
+		if good[k] != v {
+			t.Errorf("good0[%s] = %v, want %v", k, good[k], v)
+		}
+	}
+	if _, ok := good["reason"]; ok {
+		t.Error("an available IA has a reason")
+	}
+	ia, _ := good["ia_attr"].(map[string]any)
+	pa, _ := good["provider_attr"].(map[string]any)
+	if ia["MaxEPs"] != 77.0 || ia["Address"] != "192.0.2.1:4791" || pa["MaxPrivateDataSize"] != 256.0 {
+		t.Errorf("attrs %v / %v", ia, pa)
+	}
+	if l, _ := pa["ProviderSpecific"].([]any); len(l) != 2 || l[1].(map[string]any)["value"] != "x y" {
+		t.Errorf("ProviderSpecific %v", pa["ProviderSpecific"])
+	}
+	bad := got.IAs[1]
+	if bad["available"] != false || !strings.Contains(bad["reason"].(string), "no device dev9") || bad["ia_attr"] != nil {
+		t.Errorf("broken0 %v", bad)
+	}
+}
+
+const brokenConfig = `[[ia]]
+name = "x"
+provider = "datinfo-test"
+api_version = "1.2"
+threadsafe = "yes"
+`
+
+func TestCheck(t *testing.T) {
+	isolate(t)
+	bad := writeFile(t, "bad.conf", brokenConfig)
+	code, out, errs := runDatinfo(t, "check", bad)
+	want := bad + `:4:15: api_version "1.2" is malformed; expected "u2.<minor>" such as "u2.0" (godat implements the uDAPL 2.x API)` + "\n" +
+		bad + `:5:14: threadsafe is the string "yes"; expected true or false (a TOML boolean, not quoted)` + "\n"
+	if code != 1 || out != "" || errs != want {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s\nwant:\n%s", code, out, errs, want)
+	}
+
+	good := writeFile(t, "good.conf", testConfig)
+	code, out, errs = runDatinfo(t, "check", good)
+	if code != 0 || errs != "" || !strings.HasPrefix(out, good+": ok: toml form, 3 IAs\n") ||
+		!strings.Contains(out, good+`:16:1: note: IA missing0 is unavailable: no provider named "nosuch"`) {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+
+	// Several files: one bad one fails the whole check.
+	code, out, errs = runDatinfo(t, "check", good, bad, filepath.Join(t.TempDir(), "none"))
+	if code != 1 || !strings.Contains(out, good+": ok") || strings.Count(errs, "\n") != 3 ||
+		!strings.Contains(errs, "datinfo: DAT_INTERNAL_ERROR: cannot read the configuration file") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+
+	// Without a file: the search order, here the built-in default.
+	code, out, _ = runDatinfo(t, "check")
+	if code != 0 || !strings.HasPrefix(out, "<embedded> (no configuration file found; godat's built-in default): ok: embedded form, 1 IA\n") {
+		t.Fatalf("exit %d, stdout:\n%s", code, out)
+	}
+
+	code, out, errs = runDatinfo(t, "--json", "check", good, bad)
+	var res []checkJSON
+	if err := json.Unmarshal([]byte(out), &res); code != 1 || errs != "" || err != nil || len(res) != 2 {
+		t.Fatalf("exit %d, %v, stderr %q, stdout:\n%s", code, err, errs, out)
+	}
+	if !res[0].Valid || res[0].IAs != 3 || len(res[0].Problems) != 0 || len(res[0].Unavailable) != 1 {
+		t.Errorf("good: %+v", res[0])
+	}
+	if res[1].Valid || len(res[1].Problems) != 2 || res[1].Problems[1] != (problemJSON{File: bad, Line: 5, Column: 14,
+		Message: `threadsafe is the string "yes"; expected true or false (a TOML boolean, not quoted)`}) {
+		t.Errorf("bad: %+v", res[1])
+	}
+	if !strings.Contains(out, `"column": 14`) {
+		t.Errorf("field names changed:\n%s", out)
+	}
+}
+
+func TestInvalidConfigListing(t *testing.T) {
+	isolate(t)
+	bad := writeFile(t, "bad.conf", "x u2.0 threadsafe maybe libgodat-loopback.so v \"\" \"\"\n")
+	code, out, errs := runDatinfo(t, "-f", bad)
+	if code != 1 || out != "" || errs != bad+":1:19: default is \"maybe\"; expected default or nondefault\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{{"--bogus"}, {"frobnicate"}, {"check", "--bogus"}, {"-f"}} {
+		code, out, errs := runDatinfo(t, args...)
+		if code != 2 || out != "" || !strings.Contains(errs, "usage:") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"check", "-h"}} {
+		code, out, _ := runDatinfo(t, args...)
+		if code != 0 || !strings.Contains(out, "exit status:") || !strings.Contains(out, "2  usage error") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, out)
+		}
+	}
+}
+
+// On a machine with no configuration file, datinfo lists the built-in
+// default.
+func TestEmbeddedDefault(t *testing.T) {
+	isolate(t)
+	code, out, errs := runDatinfo(t)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if !strings.Contains(out, "Configuration: godat's built-in default (no configuration file found)") {
+		t.Errorf("output:\n%s", out)
+	}
+	r := row(t, out, "loopback")
+	if !strings.HasPrefix(r, "* loopback") {
+		t.Errorf("loopback row %q", r)
+	}
+	if slices.Contains(registry.Providers(), "loopback") && !strings.HasSuffix(r, "available") {
+		t.Errorf("loopback is built in but its row says %q", r)
+	}
+}
+
+func TestSize(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0", 1: "1", 1024: "1KiB", 1536: "1536", 1 << 20: "1MiB",
+		3 << 30: "3GiB", 1<<32 - 1: "4294967295", 1 << 40: "1024GiB"} {
+		if got := size(n); got != want {
+			t.Errorf("size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestFlagNames(t *testing.T) {
+	if got := flagNames(0, []string{"A"}, "NONE"); got != "0x0 (NONE)" {
+		t.Error(got)
+	}
+	if got := flagNames(0x13, []string{"A", "B"}, "NONE"); got != "0x13 (A|B|0x10)" {
+		t.Error(got)
+	}
+	if got := enumName(7, "X"); got != "7" {
+		t.Error(got)
+	}
+}

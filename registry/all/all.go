@@ -1,0 +1,13 @@
+// Package all registers every provider built into godat. Import it for its
+// side effect, in a program that wants whichever IA its configuration
+// names without listing providers itself:
+//
+//	import _ "github.com/godat/godat/registry/all"
+//
+// After the import, registry.Providers names each built-in provider, and
+// registry.Open can open any IA the configuration maps to one of them.
+package all
+
+import (
+	_ "github.com/godat/godat/providers/loopback" // in-process provider
+)
