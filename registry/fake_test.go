@@ -67,8 +67,12 @@ func (ia *fakeIA) Query() (api.IAAttr, api.ProviderAttr, error) {
 		}, nil
 }
 func (ia *fakeIA) AsyncEVD() (api.EVD, error) { return ia.async, nil }
-func (ia *fakeIA) Close(api.CloseFlags) error { defer ia.hit().done(); ia.closed.Store(true); return nil }
-func (ia *fakeIA) CreatePZ() (api.PZ, error)  { defer ia.hit().done(); return &fakePZ{ia: ia}, nil }
+func (ia *fakeIA) Close(api.CloseFlags) error {
+	defer ia.hit().done()
+	ia.closed.Store(true)
+	return nil
+}
+func (ia *fakeIA) CreatePZ() (api.PZ, error) { defer ia.hit().done(); return &fakePZ{ia: ia}, nil }
 func (ia *fakeIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
 	defer ia.hit().done()
 	return &fakeEVD{ia: ia, qlen: qlen, flags: flags, cno: cno}, nil
@@ -118,7 +122,10 @@ type fakePZ struct {
 	ia *fakeIA
 }
 
-func (p *fakePZ) Query() (api.PZParam, error) { defer p.ia.hit().done(); return api.PZParam{IA: p.ia}, nil }
+func (p *fakePZ) Query() (api.PZParam, error) {
+	defer p.ia.hit().done()
+	return api.PZParam{IA: p.ia}, nil
+}
 func (p *fakePZ) CreateRMR() (api.RMR, error) {
 	defer p.ia.hit().done()
 	return &fakeRMR{ia: p.ia, pz: p}, nil
@@ -176,8 +183,12 @@ type fakeCNO struct {
 	agent api.WaitAgent
 }
 
-func (c *fakeCNO) Query() (api.CNOParam, error)      { return api.CNOParam{IA: c.ia, Agent: c.agent}, nil }
-func (c *fakeCNO) ModifyAgent(a api.WaitAgent) error { defer c.ia.hit().done(); c.agent = a; return nil }
+func (c *fakeCNO) Query() (api.CNOParam, error) { return api.CNOParam{IA: c.ia, Agent: c.agent}, nil }
+func (c *fakeCNO) ModifyAgent(a api.WaitAgent) error {
+	defer c.ia.hit().done()
+	c.agent = a
+	return nil
+}
 func (c *fakeCNO) Wait(ctx context.Context) (api.EVD, error) {
 	c.ia.calls.Add(1)
 	return c.ia.async, nil
@@ -316,8 +327,11 @@ type fakeSRQ struct {
 	prm api.SRQParam
 }
 
-func (s *fakeSRQ) Query() (api.SRQParam, error)                      { return s.prm, nil }
-func (s *fakeSRQ) PostRecv(iov []api.LMRTriplet, c api.Cookie) error { defer s.ia.hit().done(); return nil }
-func (s *fakeSRQ) Resize(n int) error                                { defer s.ia.hit().done(); return nil }
-func (s *fakeSRQ) SetLW(n int) error                                 { defer s.ia.hit().done(); return nil }
-func (s *fakeSRQ) Free() error                                       { defer s.ia.hit().done(); return nil }
+func (s *fakeSRQ) Query() (api.SRQParam, error) { return s.prm, nil }
+func (s *fakeSRQ) PostRecv(iov []api.LMRTriplet, c api.Cookie) error {
+	defer s.ia.hit().done()
+	return nil
+}
+func (s *fakeSRQ) Resize(n int) error { defer s.ia.hit().done(); return nil }
+func (s *fakeSRQ) SetLW(n int) error  { defer s.ia.hit().done(); return nil }
+func (s *fakeSRQ) Free() error        { defer s.ia.hit().done(); return nil }
