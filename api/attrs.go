@@ -6,7 +6,7 @@ import "net"
 // dat_ia_query(3DAT). Providers report their real limits and the registry's
 // guard enforces them.
 type IAAttr struct {
-	AdapterName          string
+	AdapterName          string // the IA name the consumer opened (dat_ia_query(3DAT)); set by the registry
 	VendorName           string
 	HardwareVersionMajor uint32
 	HardwareVersionMinor uint32
@@ -211,8 +211,8 @@ type SRQParam struct {
 	MaxRecvDTOs         int
 	MaxRecvIOV          int
 	LowWatermark        int
-	AvailableDTOCount   int // receives posted and not yet consumed
-	OutstandingDTOCount int // receives consumed and not yet completed
+	AvailableDTOCount   int // receives posted that an EP may still take
+	OutstandingDTOCount int // occupied entries (posted, not yet completed); they limit new posts
 }
 
 // PZParam is what dat_pz_query(3DAT) reports (DAT_PZ_PARAM).

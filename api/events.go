@@ -49,6 +49,8 @@ var eventNames = map[EventNumber]string{
 	SoftwareEvent:                        "SOFTWARE",
 }
 
+// String returns the event name without its DAT_ prefix, e.g.
+// "CONNECTION_ESTABLISHED".
 func (n EventNumber) String() string {
 	if s, ok := eventNames[n]; ok {
 		return s
@@ -102,6 +104,8 @@ var dtoStatusNames = [...]string{
 	"ERR_RECEIVER_NOT_READY", "ERR_PARTIAL_PACKET", "RMR_OPERATION_FAILED",
 }
 
+// String returns the status name without its DAT_DTO_ prefix, e.g.
+// "ERR_FLUSHED".
 func (s DTOStatus) String() string {
 	if int(s) < len(dtoStatusNames) {
 		return dtoStatusNames[s]

@@ -90,6 +90,8 @@ const (
 
 var dtoOpNames = [...]string{"SEND", "RDMA_WRITE", "RDMA_READ", "RECEIVE", "RECEIVE_WITH_INVALIDATE", "BIND_MW"}
 
+// String returns the operation name without its DAT_DTO_ prefix, e.g.
+// "RDMA_WRITE".
 func (o DTOOp) String() string {
 	if int(o) < len(dtoOpNames) {
 		return dtoOpNames[o]
@@ -225,6 +227,7 @@ const (
 
 var handleTypeNames = [...]string{"CR", "EP", "EVD", "IA", "LMR", "PSP", "PZ", "RMR", "RSP", "CNO", "SRQ", "CSP"}
 
+// String returns the handle type name, e.g. "EP".
 func (h HandleType) String() string {
 	if int(h) < len(handleTypeNames) {
 		return handleTypeNames[h]
@@ -263,6 +266,8 @@ var epStateNames = [...]string{
 	"CONNECTED_MULTI_PATH",
 }
 
+// String returns the state name without its DAT_EP_STATE_ prefix, e.g.
+// "CONNECTED".
 func (s EPState) String() string {
 	if int(s) < len(epStateNames) {
 		return epStateNames[s]

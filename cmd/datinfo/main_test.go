@@ -172,7 +172,7 @@ func TestVerbose(t *testing.T) {
 	}
 	for _, want := range []string{
 		"IA good0", `ia_params         "dev0"`, "status            available",
-		"AdapterName                    \"test adapter\"",
+		"AdapterName                    \"good0\"", // the registry reports the opened IA name (dat_ia_query(3DAT))
 		"Address                        tcp 192.0.2.1:4791",
 		"MaxLMRVirtualAddress           0xffffffffffffffff",
 		"TransportAttrs                 mtu = \"4096\"",
