@@ -23,7 +23,8 @@
 //     (the guard answers ErrInvalidState with the in-use subtype);
 //   - EVDs given to CreateEP, CreatePSP and CreateRSP accept the event
 //     streams the page requires;
-//   - posts respect the EP's IOV limits and completion-flag attributes,
+//   - posts respect the EP's IOV limits and completion-flag attributes, and
+//     an RDMA operation's local and remote lengths fit each other,
 //     private data respects ProviderAttr.MaxPrivateDataSize, timeouts and
 //     EVD thresholds are in range;
 //   - calls are serialized when the configuration marks the IA

@@ -25,7 +25,18 @@ var (
 	errTooManySegs    = api.Errorf(api.InvalidParameter, api.SubArg2, "more IOV segments than the EP attributes allow")
 	errBadFlags       = api.Errorf(api.InvalidParameter, api.SubArg5, "completion flags not allowed for this operation")
 	errUnsignalledReq = api.Errorf(api.InvalidParameter, api.SubArg5, "unsignalled completion needs the EP's completion-flag attribute to allow it")
+	errWriteTooLong   = api.Errorf(api.LengthError, api.NoSubtype, "the local data is longer than the remote segment")
+	errReadTooLong    = api.Errorf(api.LengthError, api.NoSubtype, "the local buffer is shorter than the remote segment")
 )
+
+// iovLen is the number of bytes an IOV names.
+func iovLen(iov []api.LMRTriplet) uint64 {
+	var n uint64
+	for i := range iov {
+		n += uint64(iov[i].Length)
+	}
+	return n
+}
 
 // epLimits is the part of an EP's attributes the post path checks. It is
 // replaced as a whole when the EP is modified, so a post reads it with one
@@ -336,6 +347,9 @@ func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.
 	if err := g.checkRequest(flags, len(iov), rdmaFlags, g.lim.Load().writeIOV); err != nil {
 		return err
 	}
+	if iovLen(iov) > uint64(remote.Length) {
+		return errWriteTooLong
+	}
 	if s := g.ia.serial; s != nil {
 		s.Lock()
 		defer s.Unlock()
@@ -350,6 +364,9 @@ func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.R
 	if err := g.checkRequest(flags, len(iov), rdmaFlags, g.lim.Load().readIOV); err != nil {
 		return err
 	}
+	if iovLen(iov) < uint64(remote.Length) {
+		return errReadTooLong
+	}
 	if s := g.ia.serial; s != nil {
 		s.Lock()
 		defer s.Unlock()
@@ -363,6 +380,9 @@ func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote 
 	}
 	if err := g.checkRequest(flags, 1, rdmaFlags, -1); err != nil {
 		return err
+	}
+	if local.Length < remote.Length {
+		return errReadTooLong
 	}
 	if s := g.ia.serial; s != nil {
 		s.Lock()

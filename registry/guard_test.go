@@ -244,6 +244,13 @@ func TestGuardPostArguments(t *testing.T) {
 	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostRecv(nil, 1, api.CompletionSolicitedWait) })
 	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostRDMAWrite(nil, 1, api.RMRTriplet{}, api.CompletionSolicitedWait) })
 	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error { return e.ep.PostSend(nil, 1, 0x40) })
+	// The local and remote lengths of an RDMA operation must fit each other.
+	seg := []api.LMRTriplet{{Length: 32}}
+	e.rejects(t, api.LengthError, api.NoSubtype, func() error { return e.ep.PostRDMAWrite(seg, 1, api.RMRTriplet{Length: 31}, 0) })
+	e.rejects(t, api.LengthError, api.NoSubtype, func() error { return e.ep.PostRDMARead(seg, 1, api.RMRTriplet{Length: 33}, 0) })
+	e.rejects(t, api.LengthError, api.NoSubtype, func() error {
+		return e.ep.PostRDMAReadToRMR(api.RMRTriplet{Length: 8}, 1, api.RMRTriplet{Length: 9}, 0)
+	})
 
 	// An EP whose attributes allow unsignalled completions may use them.
 	ep2, err := e.ia.CreateEP(e.pz, e.dto, e.dto, e.conn, &api.EPAttr{MaxRecvIOV: 1, MaxRequestIOV: 1,

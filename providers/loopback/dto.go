@@ -74,50 +74,34 @@ func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, fla
 }
 
 // PostRDMAWrite writes the bytes iov names to the peer's memory at remote
-// (dat_ep_post_rdma_write(3DAT)). The total length must not exceed
-// remote.Length (ErrLength). The peer's context must grant remote write in
+// (dat_ep_post_rdma_write(3DAT)). The registry's guard has refused an IOV
+// longer than remote.Length (ErrLength). The peer's context must grant remote write in
 // the peer EP's PZ, over the whole range, and if it is an RMR bound to an
 // EP, to the peer EP; otherwise the write completes with
 // DTOErrRemoteAccess, no byte is written, and the connection breaks.
 func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	if iovLen(iov) > uint64(remote.Length) {
-		return api.Errorf(api.LengthError, api.NoSubtype, "the local data is longer than the remote buffer")
-	}
 	w := reqWR{kind: reqWrite, cookie: cookie, flags: flags, iov: iov, remote: remote}
 	return p.post(&w)
 }
 
 // PostRDMARead reads remote.Length bytes of the peer's memory into iov
-// (dat_ep_post_rdma_read(3DAT)); iov must hold them (ErrLength). Remote
+// (dat_ep_post_rdma_read(3DAT)); the guard has refused an iov too short to
+// hold them (ErrLength). Remote
 // checks are those of PostRDMAWrite, for remote read.
 func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	if iovLen(iov) < uint64(remote.Length) {
-		return api.Errorf(api.LengthError, api.NoSubtype, "the local buffer is shorter than the remote data")
-	}
 	w := reqWR{kind: reqRead, cookie: cookie, flags: flags, iov: iov, remote: remote}
 	return p.post(&w)
 }
 
 // PostRDMAReadToRMR reads remote.Length bytes of the peer's memory into a
-// local window (dat_ep_post_rdma_read_to_rmr, DAT 2.0); local.Length must
-// hold them (ErrLength). The local context must be one of this IA's, in the
+// local window (dat_ep_post_rdma_read_to_rmr, DAT 2.0); the guard has
+// refused a local.Length too short to hold them (ErrLength). The local context must be one of this IA's, in the
 // EP's PZ, bound to this EP if it is an RMR bound to an EP, and grant
 // remote write (the read response writes it as a remote peer would);
 // otherwise the read completes with DTOErrLocalProtection.
 func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	if local.Length < remote.Length {
-		return api.Errorf(api.LengthError, api.NoSubtype, "the local window is shorter than the remote data")
-	}
 	w := reqWR{kind: reqReadToRMR, cookie: cookie, flags: flags, local: local, remote: remote}
 	return p.post(&w)
-}
-
-func iovLen(iov []api.LMRTriplet) uint64 {
-	var n uint64
-	for i := range iov {
-		n += uint64(iov[i].Length)
-	}
-	return n
 }
 
 // post runs the state rules of a request post and executes or queues it.

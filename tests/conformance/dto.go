@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"errors"
 
 	"github.com/godat/godat/api"
 )
@@ -604,6 +605,34 @@ func dtoGroups() []group {
 				t.remoteFault(p, src, func(c api.Cookie) error {
 					return p.cli.ep.PostRDMARead(dst.iov(0, 16), c, src.rtr(0, 16), api.CompletionDefault)
 				})
+			}},
+			{"RETURN VALUES", "a remote segment longer than the local IOV is DAT_LENGTH_ERROR or a local length error, and nothing outside the IOV is written", func(t *checkT) {
+				p := t.pair()
+				src := p.srv.region(64, remote)
+				src.fill(0, 64, 0x65)
+				dst := p.cli.region(64, rw)
+				// The IOV names the first 16 bytes; nothing outside them may change.
+				snap := dst.snapshot()
+				err := p.cli.ep.PostRDMARead(dst.iov(0, 16), 3, src.rtr(0, 64), api.CompletionDefault)
+				switch {
+				case errors.Is(err, api.ErrLength):
+					// Refused at post time: nothing queued, the connection goes on.
+					t.works(p.cli, p.srv, "after the refused RDMA read")
+				case err != nil:
+					t.Fatalf("PostRDMARead: %v, want success or DAT_LENGTH_ERROR", err)
+				default:
+					ev := p.cli.expectReq(3, api.DTOErrLocalLength, "the RDMA read into a too-small IOV")
+					if ev.DTO.Op != api.OpRDMARead {
+						t.Errorf("completion op %v, want %v", ev.DTO.Op, api.OpRDMARead)
+					}
+					p.cli.expectConnEnd("the connection after a local length error", api.ConnectionBrokenEvent)
+				}
+				all := dst.mem.Bytes()
+				for i := range all {
+					if off := i - dst.page; (off < 0 || off >= 16) && all[i] != snap[i] {
+						t.Fatalf("the read wrote at offset %d, outside the 16-byte local IOV", off)
+					}
+				}
 			}},
 			{"RETURN VALUES", "a local buffer without local write privilege is refused or fails locally, and is not written", func(t *checkT) {
 				p := t.pair()
