@@ -1,0 +1,139 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+// The numeric values below were printed by a C program compiled against
+// the reference headers (/usr/include/dat2, libdapl-dev); they pin the Go
+// enumerations to the C ABI.
+func TestNumericValuesMatchTheCHeaders(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uint32
+	}{
+		{"DAT_INVALID_HANDLE_EP", uint32(SubHandleEP), 12},
+		{"DAT_INVALID_ARG1", uint32(SubArg1), 37},
+		{"DAT_INVALID_STATE_EP_UNCONNECTED", uint32(SubStateEPUnconnected), 47},
+		{"DAT_INVALID_STATE_PZ_IN_USE", uint32(SubStatePZInUse), 83},
+		{"DAT_PROTECTION_RDMA_WRITE", uint32(SubProtectionRDMAWrite), 96},
+		{"DAT_INVALID_ADDRESS_MALFORMED", uint32(SubAddressMalformed), 99},
+		{"DAT_THREAD_SAFETY_NOT_FOUND", uint32(SubThreadSafetyNotFound), 103},
+		{"DAT_HANDLE_TYPE_SRQ", uint32(HandleSRQ), 10},
+		{"DAT_EP_STATE_COMPLETION_PENDING", uint32(EPCompletionPending), 12},
+		{"DAT_DTO_BIND_MW", uint32(OpBindMW), 5},
+		{"DAT_CONNECTION_EVENT_BROKEN", uint32(ConnectionBrokenEvent), 0x04006},
+		{"DAT_MEM_PRIV_ALL_FLAG", uint32(MemPrivAll), 0x33},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, the C header says %d", c.name, c.got, c.want)
+		}
+	}
+	if n := len(subtypeNames); n != int(SubThreadSafetyNotFound)+1 {
+		t.Errorf("%d subtype names for %d subtypes", n, SubThreadSafetyNotFound+1)
+	}
+}
+
+func TestErrorCodeAndMatching(t *testing.T) {
+	err := error(Errorf(InvalidState, SubStatePZInUse, "PZ has 2 LMRs"))
+	if got, want := CodeOf(err), uint32(0x80000000|0x00070000|83); got != want {
+		t.Fatalf("code %#x, want %#x", got, want)
+	}
+	if !errors.Is(err, ErrInvalidState) {
+		t.Fatal("an InvalidState error does not match ErrInvalidState")
+	}
+	if !errors.Is(err, &Error{Type: InvalidState, Sub: SubStatePZInUse}) {
+		t.Fatal("does not match its own type and subtype")
+	}
+	if errors.Is(err, &Error{Type: InvalidState, Sub: SubStateLMRInUse}) || errors.Is(err, ErrInvalidParameter) {
+		t.Fatal("matches another subtype or type")
+	}
+	if got := err.Error(); got != "DAT_INVALID_STATE(DAT_INVALID_STATE_PZ_IN_USE): PZ has 2 LMRs" {
+		t.Fatalf("message %q", got)
+	}
+	if CodeOf(nil) != 0 || CodeOf(errors.New("x")) != 0x80040000 {
+		t.Fatal("CodeOf of nil or a foreign error")
+	}
+	if (*Error)(nil).Code() != 0 {
+		t.Fatal("nil *Error code")
+	}
+}
+
+func TestContextError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	err := ContextError(ctx)
+	if !errors.Is(err, ErrTimeoutExpired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	err = ContextError(ctx)
+	if !errors.Is(err, ErrInterruptedCall) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancel: %v", err)
+	}
+}
+
+func TestEventStreams(t *testing.T) {
+	for n, want := range map[EventNumber]EVDFlags{
+		DTOCompletionEvent: EVDDTO, RMRBindCompletionEvent: EVDRMRBind, ConnectionRequestEvent: EVDCR,
+		ConnectionEstablishedEvent: EVDConnection, ConnectionUnreachableEvent: EVDConnection,
+		AsyncEVDOverflowEvent: EVDAsync, AsyncProviderInternalErrorEvent: EVDAsync, SoftwareEvent: EVDSoftware,
+	} {
+		if got := n.Stream(); got != want {
+			t.Errorf("%v.Stream() = %#x, want %#x", n, got, want)
+		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(es)
+}
+
+func TestAllocMemory(t *testing.T) {
+	fds := openFDs(t)
+	m, err := AllocMemory(5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := os.Getpagesize()
+	if m.Len() != (5000+page-1)/page*page || uint64(AddrOf(m.Bytes()))%uint64(page) != 0 {
+		t.Fatalf("length %d at %#x is not whole aligned pages", m.Len(), AddrOf(m.Bytes()))
+	}
+	b := m.Bytes()
+	b[0], b[len(b)-1] = 1, 2
+	if got, off, ok := MemoryOf(b[10:20]); !ok || got != m || off != 10 {
+		t.Fatalf("MemoryOf inside: %v %d %v", got, off, ok)
+	}
+	if _, _, ok := MemoryOf(make([]byte, 10)); ok {
+		t.Fatal("MemoryOf claims Go heap memory")
+	}
+	if m.FD() < 0 {
+		t.Fatal("no descriptor")
+	}
+	if err := m.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Free(); err != nil {
+		t.Fatalf("second Free: %v", err)
+	}
+	if _, _, ok := MemoryOf(b[10:20]); ok {
+		t.Fatal("MemoryOf finds freed memory")
+	}
+	if n := openFDs(t); n != fds {
+		t.Fatalf("%d descriptors open after Free, %d before", n, fds)
+	}
+	if _, err := AllocMemory(0); !errors.Is(err, ErrInvalidParameter) {
+		t.Fatalf("AllocMemory(0): %v", err)
+	}
+}
