@@ -414,15 +414,30 @@ func TestConcurrentPostersOneWaiter(t *testing.T) {
 	wg.Wait()
 }
 
+// BenchmarkPostDequeue measures a post and a dequeue of one event, beside
+// the same through a buffered Go channel of events, the plain-Go baseline.
 func BenchmarkPostDequeue(b *testing.B) {
-	q := New(64, &fakeEVD{})
-	ev := dto(1)
-	var out api.Event
-	b.ReportAllocs()
-	for b.Loop() {
-		q.Post(ev, true)
-		q.Dequeue(&out)
-	}
+	b.Run("queue", func(b *testing.B) {
+		q := New(64, &fakeEVD{})
+		ev := dto(1)
+		var out api.Event
+		b.ReportAllocs()
+		for b.Loop() {
+			q.Post(ev, true)
+			q.Dequeue(&out)
+		}
+	})
+	b.Run("chan", func(b *testing.B) {
+		c := make(chan api.Event, 64)
+		ev := dto(1)
+		var out api.Event
+		b.ReportAllocs()
+		for b.Loop() {
+			c <- *ev
+			out = <-c
+		}
+		_ = out
+	})
 }
 
 func waitUntil(t *testing.T, cond func() bool) {
