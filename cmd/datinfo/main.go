@@ -536,6 +536,7 @@ func attrMap(attrs any) map[string]any {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "<embedded>" reads better than "\u003cembedded\u003e"
 	return enc.Encode(v)
 }
 
