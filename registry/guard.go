@@ -325,8 +325,9 @@ func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
 	case api.EVDAsync:
 		ev.Async.Object = ia.asObject(ev.Async.Object)
 	case api.EVDCR:
+		providerEP := false
 		if g, ok := ia.guardOf(ev.CR.PSP).(*gPSP); ok {
-			ev.CR.PSP = g
+			ev.CR.PSP, providerEP = g, g.flags == api.PSPProvider
 		} else {
 			ev.CR.PSP = nil
 		}
@@ -335,19 +336,21 @@ func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
 		} else {
 			ev.CR.RSP = nil
 		}
-		ev.CR.CR = ia.adoptCR(ev.CR.CR)
+		ev.CR.CR = ia.adoptCR(ev.CR.CR, providerEP)
 	}
 }
 
-// adoptCR wraps a CR the provider created for a connection request.
-func (ia *gIA) adoptCR(p api.CR) api.CR {
+// adoptCR wraps a CR the provider created for a connection request;
+// providerEP says that it arrived on a PSPProvider service point, whose
+// EP returns to the provider if the request is rejected or handed off.
+func (ia *gIA) adoptCR(p api.CR, providerEP bool) api.CR {
 	if p == nil {
 		return nil
 	}
 	if g, ok := ia.guardOf(p).(*gCR); ok {
 		return g
 	}
-	g := &gCR{p: p}
+	g := &gCR{p: p, providerEP: providerEP}
 	g.ia, g.typ = ia, api.HandleCR
 	if actual, loaded := ia.objs.LoadOrStore(any(p), g); loaded {
 		return actual.(*gCR)
@@ -671,7 +674,7 @@ func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.P
 	if err != nil {
 		return nil, err
 	}
-	return ia.newPSP(p, g), nil
+	return ia.newPSP(p, g, flags), nil
 }
 
 func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
@@ -685,7 +688,7 @@ func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQ
 	if err != nil {
 		return nil, 0, err
 	}
-	return ia.newPSP(p, g), q, nil
+	return ia.newPSP(p, g, flags), q, nil
 }
 
 func (ia *gIA) pspArgs(evd api.EVD, flags api.PSPFlags) (*gEVD, error) {
@@ -711,8 +714,8 @@ func (ia *gIA) pspArgs(evd api.EVD, flags api.PSPFlags) (*gEVD, error) {
 	return g, nil
 }
 
-func (ia *gIA) newPSP(p api.PSP, evd *gEVD) *gPSP {
-	g := &gPSP{p: p, evd: evd}
+func (ia *gIA) newPSP(p api.PSP, evd *gEVD, flags api.PSPFlags) *gPSP {
+	g := &gPSP{p: p, evd: evd, flags: flags}
 	ia.register(p, g, api.HandlePSP)
 	evd.users.Add(1)
 	return g

@@ -250,8 +250,9 @@ func (g *gCNO) Free() error { return release(g, g.p, api.SubStateCNOInUse, g.p.F
 // gPSP guards a public service point.
 type gPSP struct {
 	hdr
-	p   api.PSP
-	evd *gEVD
+	p     api.PSP
+	evd   *gEVD
+	flags api.PSPFlags
 }
 
 func (g *gPSP) Query() (api.PSPParam, error) {
@@ -306,7 +307,34 @@ func (g *gRSP) Free() error {
 // accepted, rejected or handed off, as dat_cr_accept(3DAT) destroys it.
 type gCR struct {
 	hdr
-	p api.CR
+	p          api.CR
+	providerEP bool // the CR's local EP was created by the provider for a PSP
+}
+
+// dropProviderEP retires the guard of the provider-created local EP of a
+// CR that is being rejected or handed off: dat_cr_reject(3DAT) returns that
+// EP to the provider, so the consumer's handle dies and stops holding its
+// PZ and EVDs in use. ep is the provider's EP, read before the call.
+func (g *gCR) dropProviderEP(ep api.EP) {
+	if !g.providerEP || ep == nil {
+		return
+	}
+	if e, ok := g.ia.guardOf(ep).(*gEP); ok {
+		g.ia.retire(ep, e)
+		e.use(-1)
+	}
+}
+
+// localEP returns the provider's local EP of the request, if any.
+func (g *gCR) localEP() api.EP {
+	if !g.providerEP {
+		return nil
+	}
+	prm, err := g.p.Query()
+	if err != nil {
+		return nil
+	}
+	return prm.LocalEP
 }
 
 func (g *gCR) Query() (api.CRParam, error) {
@@ -345,11 +373,24 @@ func (g *gCR) Reject(privateData []byte) error {
 	if err := g.ia.checkPrivateData(privateData, api.SubArg2); err != nil {
 		return err
 	}
-	return release(g, g.p, api.NoSubtype, func() error { return g.p.Reject(privateData) })
+	ep := g.localEP()
+	err := release(g, g.p, api.NoSubtype, func() error { return g.p.Reject(privateData) })
+	if err == nil {
+		g.dropProviderEP(ep)
+	}
+	return err
 }
 
 func (g *gCR) Handoff(q api.ConnQual) error {
-	return release(g, g.p, api.NoSubtype, func() error { return g.p.Handoff(q) })
+	if err := g.live(); err != nil {
+		return err
+	}
+	ep := g.localEP()
+	err := release(g, g.p, api.NoSubtype, func() error { return g.p.Handoff(q) })
+	if err == nil {
+		g.dropProviderEP(ep)
+	}
+	return err
 }
 
 // gLMR guards a local memory region.

@@ -509,3 +509,33 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatalf("async qlen 0: %v", err)
 	}
 }
+
+func TestGuardRejectReturnsProviderEP(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	pz2, _ := e.ia.CreatePZ()
+	psp, err := e.ia.CreatePSP(6, e.cr, api.PSPProvider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The provider creates an EP in pz2 for the request.
+	pep, _ := e.fake.CreateEP(pz2.(*gPZ).p, nil, nil, nil, nil)
+	psp.(*gPSP).p.(*fakePSP).arrive(&fakeCR{ia: e.fake, ep: pep})
+	var ev api.Event
+	if err := e.cr.Dequeue(&ev); err != nil {
+		t.Fatal(err)
+	}
+	prm, err := ev.CR.CR.Query()
+	if err != nil || prm.LocalEP == nil {
+		t.Fatalf("CR local EP: %v %v", prm.LocalEP, err)
+	}
+	local := prm.LocalEP
+	e.rejects(t, api.InvalidState, api.SubStatePZInUse, pz2.Free)
+	if err := ev.CR.CR.Reject(nil); err != nil {
+		t.Fatal(err)
+	}
+	// dat_cr_reject(3DAT): the EP went back to the provider.
+	e.rejects(t, api.InvalidHandle, api.SubHandleEP, func() error { _, err := local.Query(); return err })
+	if err := pz2.Free(); err != nil {
+		t.Fatalf("PZ still held by the returned EP: %v", err)
+	}
+}
