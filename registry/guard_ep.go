@@ -38,12 +38,14 @@ func iovLen(iov []api.LMRTriplet) uint64 {
 	return n
 }
 
-// epLimits is the part of an EP's attributes the post path checks. It is
-// replaced as a whole when the EP is modified, so a post reads it with one
-// atomic load.
+// epLimits is what the post path checks: the EP's limits and flags and
+// whether it has the EVDs its queues need. It is replaced as a whole when
+// the EP is modified, so a post reads it with one atomic load and a
+// concurrent Modify never shows it half changed.
 type epLimits struct {
 	recvIOV, reqIOV, readIOV, writeIOV int
 	recvFlags, reqFlags                api.CompletionFlags
+	hasRecv, hasReq, hasConn           bool
 }
 
 // gEP guards an Endpoint.
@@ -61,6 +63,7 @@ func (g *gEP) setLimits(a api.EPAttr) {
 		recvIOV: a.MaxRecvIOV, reqIOV: a.MaxRequestIOV,
 		readIOV: orIOV(a.MaxRDMAReadIOV, a.MaxRequestIOV), writeIOV: orIOV(a.MaxRDMAWriteIOV, a.MaxRequestIOV),
 		recvFlags: a.RecvCompletionFlags, reqFlags: a.RequestCompletionFlags,
+		hasRecv: g.recv != nil, hasReq: g.req != nil, hasConn: g.conn != nil,
 	})
 }
 
@@ -98,10 +101,10 @@ func (g *gEP) use(delta int32) {
 
 // checkRequest applies the common checks of a request-queue post.
 func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.CompletionFlags, maxSeg int) error {
-	if g.req == nil {
+	l := g.lim.Load()
+	if !l.hasReq {
 		return errNoRequestEVD
 	}
-	l := g.lim.Load()
 	if maxSeg >= 0 && nseg > maxSeg {
 		return errTooManySegs
 	}
@@ -226,7 +229,7 @@ func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priv
 	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
 		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
 	}
-	if g.conn == nil {
+	if !g.lim.Load().hasConn {
 		return errNoConnectEVD
 	}
 	g.ia.enter()
@@ -248,7 +251,7 @@ func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qo
 	if err := g.ia.checkPrivateData(privateData, api.SubArg4); err != nil {
 		return err
 	}
-	if g.conn == nil {
+	if !g.lim.Load().hasConn {
 		return errNoConnectEVD
 	}
 	g.ia.enter()
@@ -320,10 +323,10 @@ func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Comple
 	if g.freed.Load() {
 		return errFreedEP
 	}
-	if g.recv == nil {
+	l := g.lim.Load()
+	if !l.hasRecv {
 		return errNoRecvEVD
 	}
-	l := g.lim.Load()
 	if len(iov) > l.recvIOV {
 		return errTooManySegs
 	}
