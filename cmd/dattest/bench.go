@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/godat/godat/api"
+)
+
+// benchParams says what to measure.
+type benchParams struct {
+	ops   []string // "lat", "bw"
+	sizes []int
+	iters int
+	poll  bool
+}
+
+func (p benchParams) mode() string {
+	if p.poll {
+		return "poll"
+	}
+	return "wait"
+}
+
+// warmup is the number of untimed iterations before the timed ones.
+func warmup(iters int) int { return min(max(iters/10, 10), 1000) }
+
+// benchRow is one row of the benchmark table and of its JSON output.
+// Latency rows (op "lat") give the one-way latency in microseconds (half
+// the round trip) and ratio = godat ÷ raw (> 1: godat is slower);
+// bandwidth rows (op "bw") give GB/s (10^9 bytes per second) and ratio =
+// godat ÷ raw (> 1: godat is faster). Unit says which ("us" or "GB/s").
+type benchRow struct {
+	Op    string  `json:"op"`
+	Size  int     `json:"size"`
+	Mode  string  `json:"mode"`
+	Godat float64 `json:"godat"`
+	Raw   float64 `json:"raw"`
+	Ratio float64 `json:"ratio"`
+	Unit  string  `json:"unit"`
+	Iters int     `json:"iters"`
+}
+
+// maxWindow bounds the RDMA writes a bandwidth run keeps outstanding.
+const maxWindow = 16
+
+// runBench measures every op and size: godat, then the raw TCP baseline
+// between the same two processes.
+func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benchRow, err error) {
+	n, err := openNode(ctx, cfg.reg, cfg.ia)
+	if err != nil {
+		return nil, err
+	}
+	defer n.close()
+	maxSize := 0
+	for _, s := range p.sizes {
+		maxSize = max(maxSize, s)
+	}
+	dctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	c, err := dial(dctx, n, cfg, sessionBench, maxSize)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := c.close(ctx); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	var w remoteWindow
+	for _, op := range p.ops {
+		if op == "bw" {
+			if w, err = c.window(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	prog := newProgress(cfg.stderr)
+	raw := rawClient{addr: cfg.rawAddr(c.rawPort), prog: prog}
+	warm := warmup(p.iters)
+	for _, op := range p.ops {
+		for _, size := range p.sizes {
+			row := benchRow{Op: op, Size: size, Mode: p.mode(), Iters: p.iters}
+			label := fmt.Sprintf("%s %s %s", op, sizeName(size), p.mode())
+			switch op {
+			case "lat":
+				if err := c.checkSize(size, false); err != nil {
+					return nil, err
+				}
+				prog.begin(label+" godat", size, p.iters, false)
+				d, err := c.lat(ctx, size, warm, p.iters, p.poll, prog)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s godat: %w", label, err)
+				}
+				prog.begin(label+" raw TCP", size, p.iters, false)
+				r, err := raw.lat(ctx, size, warm, p.iters, p.poll)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", label, err)
+				}
+				row.Unit, row.Godat, row.Raw = "us", us(d), us(r)
+				row.Ratio = ratio(row.Godat, row.Raw)
+			case "bw":
+				if err := c.checkSize(size, true); err != nil {
+					return nil, err
+				}
+				prog.begin(label+" godat", size, p.iters, true)
+				g, err := c.bw(ctx, w, size, warm, p.iters, p.poll, prog)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s godat: %w", label, err)
+				}
+				prog.begin(label+" raw TCP", size, p.iters, true)
+				r, err := raw.bw(ctx, size, warm, p.iters, p.poll)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", label, err)
+				}
+				row.Unit, row.Godat, row.Raw = "GB/s", g/1e9, r/1e9
+				row.Ratio = ratio(row.Godat, row.Raw)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// checkSize refuses a message size the EP cannot carry.
+func (c *client) checkSize(size int, rdma bool) error {
+	lim, what := c.epAttr.MaxMessageSize, "message"
+	if rdma {
+		lim, what = c.epAttr.MaxRDMASize, "RDMA"
+	}
+	if lim > 0 && uint64(size) > uint64(lim) {
+		return fmt.Errorf("size %d exceeds the EP's maximum %s size %d", size, what, lim)
+	}
+	return nil
+}
+
+// lat runs a send/recv ping-pong of warm+iters round trips of size-byte
+// messages and returns the one-way latency (half the round trip) of the
+// timed ones. Both sides post their next receive before they send.
+func (c *client) lat(ctx context.Context, size, warm, iters int, poll bool, prog *progress) (time.Duration, error) {
+	req := newMsg(kindLat).u64(tagLength, uint64(size)).u64(tagCount, uint64(warm+iters))
+	if poll {
+		req.u64(tagPoll, 1)
+	}
+	if _, err := c.call(ctx, req, 1, nil); err != nil {
+		return 0, err
+	}
+	recv := []api.LMRTriplet{c.local.tri(0, size)}
+	send := []api.LMRTriplet{c.local.tri(c.slot, size)}
+	sends := 0 // sends posted and not completed
+	var ev api.Event
+	var t0 time.Time
+	for i := 0; i < warm+iters; i++ {
+		if i == warm {
+			t0 = time.Now()
+			prog.start()
+		}
+		if err := c.ep.PostRecv(recv, 1, api.CompletionDefault); err != nil {
+			return 0, fmt.Errorf("PostRecv: %w", err)
+		}
+		if err := c.ep.PostSend(send, 2, api.CompletionDefault); err != nil {
+			return 0, fmt.Errorf("PostSend: %w", err)
+		}
+		sends++
+		for got := false; !got || sends > maxWindow; {
+			if err := c.next(ctx, poll, &ev); err != nil {
+				return 0, err
+			}
+			if err := c.dtoOK(&ev); err != nil {
+				return 0, err
+			}
+			switch ev.DTO.Op {
+			case api.OpSend:
+				sends--
+			case api.OpReceive:
+				if ev.DTO.Length != uint32(size) {
+					return 0, fmt.Errorf("received %d bytes, want %d", ev.DTO.Length, size)
+				}
+				got = true
+			}
+		}
+		prog.add(1)
+	}
+	d := time.Since(t0) / time.Duration(2*iters)
+	for sends > 0 {
+		if err := c.next(ctx, false, &ev); err != nil {
+			return 0, err
+		}
+		if err := c.dtoOK(&ev); err != nil {
+			return 0, err
+		}
+		sends--
+	}
+	return d, nil
+}
+
+// dtoOK checks that ev is a successful DTO completion.
+func (c *client) dtoOK(ev *api.Event) error {
+	if ev.Number != api.DTOCompletionEvent {
+		return fmt.Errorf("unexpected event %v", ev.Number)
+	}
+	if ev.DTO.Status != api.DTOSuccess {
+		return &dtoError{d: ev.DTO, conn: c.connState()}
+	}
+	return nil
+}
+
+// bw streams warm+iters RDMA writes of size bytes into the server's window,
+// keeping up to maxWindow outstanding, and returns the throughput of the
+// timed ones in bytes per second: from the first timed post to the last
+// completion (a write's completion means its data is placed at the peer).
+// A SYNC round trip afterwards checks that the connection is healthy.
+func (c *client) bw(ctx context.Context, w remoteWindow, size, warm, iters int, poll bool, prog *progress) (float64, error) {
+	if size > w.len {
+		return 0, fmt.Errorf("size %d exceeds the server's %d-byte window", size, w.len)
+	}
+	win := maxWindow
+	if m := c.epAttr.MaxRequestDTOs; m > 0 {
+		win = max(min(win, m/2), 1)
+	}
+	src := []api.LMRTriplet{c.local.tri(c.slot, size)}
+	dst := w.at(0, size)
+	stream := func(count int, timed bool) error {
+		var ev api.Event
+		posted, done := 0, 0
+		for done < count {
+			for posted < count && posted-done < win {
+				if err := c.ep.PostRDMAWrite(src, api.Cookie(posted), dst, api.CompletionDefault); err != nil {
+					return fmt.Errorf("PostRDMAWrite: %w", err)
+				}
+				posted++
+			}
+			if err := c.next(ctx, poll, &ev); err != nil {
+				return err
+			}
+			if err := c.dtoOK(&ev); err != nil {
+				return err
+			}
+			done++
+			if timed {
+				prog.add(1)
+			}
+		}
+		return nil
+	}
+	if err := stream(warm, false); err != nil {
+		return 0, err
+	}
+	prog.start()
+	t0 := time.Now()
+	if err := stream(iters, true); err != nil {
+		return 0, err
+	}
+	el := time.Since(t0)
+	if _, err := c.call(ctx, newMsg(kindSync), 1, nil); err != nil {
+		return 0, err
+	}
+	return float64(size) * float64(iters) / el.Seconds(), nil
+}
+
+// parseSizes parses a list like "64,4K,1M" (K, M, G: binary units).
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		mult := 1
+		if f != "" {
+			switch strings.ToUpper(f[len(f)-1:]) {
+			case "K":
+				mult = 1 << 10
+			case "M":
+				mult = 1 << 20
+			case "G":
+				mult = 1 << 30
+			}
+			if mult != 1 {
+				f = f[:len(f)-1]
+			}
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 || v*mult > maxBenchSize {
+			return nil, fmt.Errorf("bad size %q: want a positive number of bytes up to %s, with an optional K, M suffix", f, sizeName(maxBenchSize))
+		}
+		out = append(out, v*mult)
+	}
+	return out, nil
+}
+
+// sizeName formats a size the way -size takes it: 64, 4K, 1M.
+func sizeName(n int) string {
+	for _, u := range []struct {
+		s string
+		b int
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.b && n%u.b == 0 {
+			return strconv.Itoa(n/u.b) + u.s
+		}
+	}
+	return strconv.Itoa(n)
+}

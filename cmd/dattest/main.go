@@ -1,0 +1,467 @@
+// Command dattest checks and measures a DAT connection between two
+// processes, in the manner of the reference tool dtest(1). It works with
+// any IA that godat's configuration names: it only uses the DAT API.
+//
+// Usage:
+//
+//	dattest -s [-d IA] [-p PORT] [-raw-port PORT]
+//	dattest -h HOST [-d IA] [-p PORT] [--json]
+//	dattest -h HOST -bench lat|bw|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+//	dattest -demo [-mode poll|wait] [-size LIST] [-iters N] [--json]
+//
+// Common flags: -f FILE reads that configuration file, -embedded uses
+// godat's built-in configuration; otherwise the search order of datinfo
+// applies ($DAT_OVERRIDE, /etc/dat.conf, the built-in default). Without
+// -d, dattest opens the IA named "tcp" when the configuration has an
+// available one, else the IA marked default.
+//
+// # Server
+//
+// "dattest -s" opens the IA, creates a public service point on PORT (the
+// connection qualifier; for the tcp provider, the TCP port; 0 picks a free
+// one), listens for the raw TCP baseline on a second TCP port (the IA's IP,
+// -raw-port, default any free port), prints one line saying where it
+// listens, and serves clients one at a time, printing a line per session,
+// until SIGINT or SIGTERM; then it frees everything and exits 0.
+//
+// # Validated sequence
+//
+// "dattest -h HOST" connects to the server and prints a table of steps,
+// each PASS, FAIL or SKIP with a detail:
+//
+//	connect            connection with private data both ways: the server checks the
+//	                   client's HELLO and echoes its nonce in the accept's WELCOME
+//	send/recv          a patterned payload each way, verified by each receiver
+//	rdma write         into the server's window; the server verifies after a send
+//	rdma read          the server fills part of its window; the client reads and verifies
+//	rmr bind           the server binds an RMR over part of its window; a write through
+//	                   its context is verified; the server unbinds it
+//	iov send/recv      a send gathered from several segments into a receive scattered
+//	                   over several, and back
+//	iov rdma           an RDMA write gathered from, and a read scattered into, several
+//	                   segments
+//	disconnect         graceful disconnect: DISCONNECTED, a posted receive is flushed
+//	stale rmr context  on a second connection: bind, write, unbind, then a write
+//	                   through the old context must complete with ERR_REMOTE_ACCESS
+//	                   and break the connection
+//
+// Steps after a lost connection are skipped. Every buffer comes from
+// api.AllocMemory, so the sequence suits every provider.
+//
+// # Benchmarks
+//
+// "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw", "all"
+// or a comma list) at each size of -size (default 64,4K,1M), -iters timed
+// iterations (default 1000) after an untimed warm-up of iters/10 (at least
+// 10, at most 1000):
+//
+//   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
+//     only memory polling can see, so it would have no "wait" mode). Both
+//     sides post their next receive before they send. The figure is the
+//     one-way latency, half the mean round trip, in microseconds.
+//   - bw: the client streams RDMA writes of size bytes into the server's
+//     window, keeping up to 16 outstanding; the figure is size × iters over
+//     the time from the first timed post to the last completion, in GB/s
+//     (10^9 bytes per second).
+//
+// -mode poll makes the client (and the server, in a latency run) spin on
+// EVD.Dequeue; -mode wait (the default) blocks in EVD.Wait.
+//
+// Each row is measured again with raw TCP between the same two processes:
+// the server's second port, a ping-pong of the same message size or a
+// stream of the same messages. In poll mode both raw sides busy-poll
+// non-blocking read(2) and write(2) inside syscall.RawConn callbacks (the
+// socket stays in Go's netpoller); in wait mode they use plain blocking Go
+// reads and writes. The table shows op, size, mode, godat, raw and ratio
+// = godat ÷ raw: a time ratio for latency (> 1: godat slower), a
+// throughput ratio for bandwidth (> 1: godat faster). While a row runs, a
+// progress line on stderr reports every half second (rewritten in place on
+// a terminal).
+//
+// # Demo
+//
+// "dattest -demo" uses the built-in configuration: it starts a server
+// on the "tcp" IA as a child process (dattest -s, re-executed) and runs
+// the validated sequence and a short benchmark against it from the parent;
+// the child is stopped on every path. When the built-in configuration has
+// no tcp IA, it runs server and client as goroutines on the in-process
+// loopback IA.
+//
+// # JSON
+//
+// --json prints JSON on stdout instead of tables. The sequence is an
+// object {"client_ia", "server", "steps": [{"step", "result", "detail"}],
+// "passed"}; a benchmark is an array of rows {"op", "size", "mode",
+// "godat", "raw", "ratio", "unit", "iters"}: size in bytes, mode "poll" or
+// "wait", unit "us" (one-way latency, microseconds) for op "lat" and
+// "GB/s" (10^9 bytes per second) for op "bw". The demo prints {"check":
+// the sequence, "bench": the rows}.
+//
+// # Wire format of the control messages
+//
+// Client and server exchange addresses, RMR contexts and lengths in small
+// self-describing messages, carried as connection private data (HELLO,
+// WELCOME, REJECT) and as sends (the rest). Integers are little endian:
+//
+//	offset 0  magic    "GDT1"
+//	offset 4  kind     u16   request kind; a reply has the request's kind | 0x8000
+//	offset 6  nfields  u16
+//	offset 8  fields   nfields × { tag u16, len u16, value [len]byte }
+//
+// Integer fields are 8 bytes. Tags: 1 nonce, 2 session kind (1 check,
+// 2 bench, 3 stale-context check), 3 status (0 ok, else failed and tag 4,
+// text, says why), 5 address, 6 length, 7 RMR context, 8 pattern seed,
+// 9 window offset, 11 count, 12 raw TCP port, 13 payload, 15 poll (1),
+// 16 largest benchmark size. Kinds: 1 HELLO {nonce, session, max size},
+// 2 WELCOME {nonce echoed, status, raw port}, 3 REJECT {text}; requests
+// 10 PING {seed, payload} (the reply carries seed+1 and its own payload),
+// 11 WINDOW (reply: address, length, RMR context of the server's window),
+// 12 VERIFY and 13 FILL {offset, length, seed}, 14 BIND {offset, length}
+// (reply: address, length, context), 15 UNBIND (reply: the old context),
+// 16 IOV_PREP {length, count} (the server posts its next receive as count
+// segments; the reply says how many), 17 IOV_DATA (a PING taken and
+// answered in several segments), 20 BENCH_LAT {length, count, poll} (the
+// next count messages are pings of that length, each answered by a
+// message of the same length; no header), 22 SYNC. The client has one
+// request outstanding at a time, and the server always has exactly one
+// receive posted, which is how IOV_PREP can shape it.
+//
+// Exit status:
+//
+//	0  every step passed (client), benchmark done, or clean shutdown (server)
+//	1  a step failed, or an error (the IA does not open, the server cannot be reached)
+//	2  usage error
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
+	_ "github.com/godat/godat/registry/all"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// defaultPort is the connection qualifier the server listens on and the
+// client connects to unless -p says otherwise.
+const defaultPort = 18515
+
+const usageText = `usage:
+  dattest -s [-d IA] [-p PORT] [-raw-port PORT]      serve until interrupted
+  dattest -h HOST [-d IA] [-p PORT] [--json]         run the validated sequence
+  dattest -h HOST -bench lat|bw|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+  dattest -demo [-mode M] [-size LIST] [-iters N] [--json]   server and client here
+
+flags:
+  -s            run as server
+  -h HOST       run as client against the server on HOST
+  -d IA         the IA to open (default: "tcp" if configured, else the default IA)
+  -p PORT       connection qualifier (TCP port for the tcp provider; default 18515;
+                0 with -s picks a free one)
+  -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)
+  -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write), or all
+  -size LIST    message sizes, comma separated, K/M suffixes (default 64,4K,1M)
+  -iters N      timed iterations per size (default 1000)
+  -mode M       poll (spin on EVD.Dequeue) or wait (EVD.Wait; default)
+  -demo         start a server (a child process; in-process for loopback) and a
+                client on godat's built-in configuration
+  -f FILE       read this configuration file
+  -embedded     use godat's built-in configuration
+  --json        print JSON instead of tables
+
+exit status:
+  0  all steps passed, benchmark done, or server shut down cleanly
+  1  a step failed, or an error
+  2  usage error
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the parsed flags.
+type options struct {
+	serve    bool
+	host     string
+	ia       string
+	port     uint64
+	rawPort  int
+	bench    string
+	sizes    string
+	iters    int
+	mode     string
+	demo     bool
+	file     string
+	embedded bool
+	json     bool
+
+	params             benchParams
+	setSizes, setIters bool // -size, -iters were given
+}
+
+// run is dattest: it parses args, writes its output to stdout and its
+// diagnostics and progress to stderr, and returns the exit status. SIGINT
+// and SIGTERM end it cleanly.
+func run(args []string, stdout, stderr io.Writer) int {
+	o, code, ok := parseArgs(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runWith(ctx, o, stdout, stderr)
+}
+
+// parseArgs parses and checks the flags; ok false means run must return
+// code now.
+func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok bool) {
+	fs := flag.NewFlagSet("dattest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usageText) }
+	fs.BoolVar(&o.serve, "s", false, "run as server")
+	fs.StringVar(&o.host, "h", "", "server `HOST`")
+	fs.StringVar(&o.ia, "d", "", "`IA` name")
+	fs.Uint64Var(&o.port, "p", defaultPort, "connection qualifier")
+	fs.IntVar(&o.rawPort, "raw-port", 0, "raw TCP baseline port")
+	fs.StringVar(&o.bench, "bench", "", "lat, bw or all")
+	fs.StringVar(&o.sizes, "size", "64,4K,1M", "message sizes")
+	fs.IntVar(&o.iters, "iters", 1000, "timed iterations")
+	fs.StringVar(&o.mode, "mode", "wait", "poll or wait")
+	fs.BoolVar(&o.demo, "demo", false, "server and client on this host")
+	fs.StringVar(&o.file, "f", "", "configuration `FILE`")
+	fs.BoolVar(&o.embedded, "embedded", false, "use the built-in configuration")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return o, exitOK, false
+	case err != nil:
+		return o, exitUsage, false // the flag package printed the problem
+	}
+	usage := func(format string, a ...any) (options, int, bool) {
+		fmt.Fprintf(stderr, "dattest: "+format+"\n%s", append(a, usageText)...)
+		return o, exitUsage, false
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if fs.NArg() > 0 {
+		return usage("unexpected argument %q", fs.Arg(0))
+	}
+	roles := 0
+	for _, r := range []bool{o.serve, o.host != "", o.demo} {
+		if r {
+			roles++
+		}
+	}
+	if roles != 1 {
+		return usage("give exactly one of -s, -h HOST and -demo")
+	}
+	if o.file != "" && o.embedded {
+		return usage("-f and -embedded exclude each other")
+	}
+	if o.demo && (o.file != "" || set["d"] || set["p"]) {
+		return usage("-demo uses the built-in configuration: no -f, -d or -p")
+	}
+	if o.serve {
+		for _, f := range []string{"bench", "size", "iters", "mode", "json"} {
+			if set[f] {
+				return usage("-%s is for the client", f)
+			}
+		}
+	} else if set["raw-port"] {
+		return usage("-raw-port is for the server")
+	}
+	if o.port > 1<<32-1 {
+		return usage("bad -p %d", o.port)
+	}
+	if o.host != "" && o.port == 0 {
+		return usage("-p 0 means any port, for the server only")
+	}
+	if o.rawPort < 0 || o.rawPort > 65535 {
+		return usage("bad -raw-port %d", o.rawPort)
+	}
+	if o.bench == "" && !o.demo {
+		for _, f := range []string{"size", "iters", "mode"} {
+			if set[f] {
+				return usage("-%s needs -bench", f)
+			}
+		}
+	}
+	switch o.mode {
+	case "poll", "wait":
+	default:
+		return usage("bad -mode %q: want poll or wait", o.mode)
+	}
+	if o.iters <= 0 {
+		return usage("bad -iters %d: want a positive number", o.iters)
+	}
+	sizes, err := parseSizes(o.sizes)
+	if err != nil {
+		return usage("%v", err)
+	}
+	o.params = benchParams{sizes: sizes, iters: o.iters, poll: o.mode == "poll"}
+	o.setSizes, o.setIters = set["size"], set["iters"]
+	if o.bench != "" {
+		for _, op := range strings.Split(o.bench, ",") {
+			switch op = strings.TrimSpace(op); op {
+			case "all":
+				o.params.ops = append(o.params.ops, "lat", "bw")
+			case "lat", "bw":
+				o.params.ops = append(o.params.ops, op)
+			default:
+				return usage("bad -bench %q: want lat, bw, all or a comma list", op)
+			}
+		}
+		o.params.ops = slices.Compact(o.params.ops)
+	}
+	return o, 0, true
+}
+
+// loadRegistry returns the registry the flags select.
+func loadRegistry(o options) (*registry.Registry, error) {
+	switch {
+	case o.embedded:
+		return registry.New(registry.EmbeddedConfig()), nil
+	case o.file != "":
+		return registry.Load(o.file)
+	}
+	return registry.Default()
+}
+
+// runWith runs what the options ask for until ctx ends.
+func runWith(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	if o.demo {
+		return demo(ctx, o, stdout, stderr)
+	}
+	reg, err := loadRegistry(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "dattest:", err)
+		return exitFailure
+	}
+	if o.serve {
+		err := serve(ctx, serverConfig{reg: reg, ia: o.ia, port: o.port, rawPort: o.rawPort, out: stdout, diag: stderr})
+		if err != nil {
+			fmt.Fprintln(stderr, "dattest:", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	cfg := clientConfig{reg: reg, ia: o.ia, host: o.host, port: api.ConnQual(o.port), stderr: stderr}
+	if len(o.params.ops) > 0 {
+		return benchMain(ctx, cfg, o, stdout, stderr)
+	}
+	return checkMain(ctx, cfg, o, stdout, stderr)
+}
+
+func checkMain(ctx context.Context, cfg clientConfig, o options, stdout, stderr io.Writer) int {
+	rep, err := runCheck(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "dattest:", err)
+		return exitFailure
+	}
+	if o.json {
+		err = writeJSON(stdout, rep)
+	} else {
+		err = writeCheck(stdout, rep)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "dattest:", err)
+		return exitFailure
+	}
+	if !rep.Passed {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func benchMain(ctx context.Context, cfg clientConfig, o options, stdout, stderr io.Writer) int {
+	rows, err := runBench(ctx, cfg, o.params)
+	if err != nil {
+		fmt.Fprintln(stderr, "dattest:", err)
+		return exitFailure
+	}
+	if o.json {
+		err = writeJSON(stdout, rows)
+	} else {
+		err = writeBench(stdout, rows)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "dattest:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// writeCheck prints the validated sequence as a table.
+func writeCheck(w io.Writer, rep *checkReport) error {
+	fmt.Fprintf(w, "client IA %s, server %s\n\n", rep.ClientIA, rep.Server)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tRESULT\tDETAIL")
+	passed := 0
+	for _, s := range rep.Steps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Step, s.Result, s.Detail)
+		if s.Result == resPass {
+			passed++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d of %d steps passed\n", passed, len(rep.Steps))
+	return err
+}
+
+// writeBench prints benchmark rows as a table.
+func writeBench(w io.Writer, rows []benchRow) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "OP\tSIZE\tMODE\tGODAT\tRAW TCP\tRATIO\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s %s\t%.2f\t\n", r.Op, sizeName(r.Size), r.Mode,
+			num(r.Godat), r.Unit, num(r.Raw), r.Unit, r.Ratio)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "\nlat: one-way latency (half a send/recv round trip), ratio = godat/raw time (>1: godat slower)\n"+
+		"bw:  streaming RDMA write, 10^9 B/s, ratio = godat/raw throughput (>1: godat faster)")
+	return err
+}
+
+// num formats a measurement with three significant digits.
+func num(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f", x)
+	case x >= 1:
+		return fmt.Sprintf("%.2f", x)
+	}
+	return fmt.Sprintf("%.3g", x)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,514 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
+)
+
+// envRunMain makes the test binary behave as dattest: the demo and the
+// two-process tests re-execute it as the server.
+const envRunMain = "DATTEST_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// testTimeout bounds every test that talks to a server; no test asserts
+// on timing.
+const testTimeout = 60 * time.Second
+
+// asChild makes child processes of the test run dattest, and keeps the
+// race detector from pausing a second at their exit.
+func asChild(t *testing.T) {
+	t.Setenv(envRunMain, "1")
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+}
+
+func embedded() *registry.Registry { return registry.New(registry.EmbeddedConfig()) }
+
+// inProcess starts a server on the loopback IA in this process and
+// returns the client configuration that reaches it; the server stops at
+// the end of the test and must have shut down cleanly.
+func inProcess(t *testing.T) clientConfig {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	reg := embedded()
+	cfg, stop, err := startInProcess(ctx, reg, "loopback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	cfg.reg, cfg.ia, cfg.stderr = reg, "loopback", &bytes.Buffer{}
+	return cfg
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var allSteps = []string{"connect", "send/recv", "rdma write", "rdma read", "rmr bind",
+	"iov send/recv", "iov rdma", "disconnect", "stale rmr context"}
+
+func checkAllPass(t *testing.T, rep *checkReport) {
+	t.Helper()
+	var names []string
+	for _, s := range rep.Steps {
+		names = append(names, s.Step)
+		if s.Result != resPass {
+			t.Errorf("step %s: %s: %s", s.Step, s.Result, s.Detail)
+		}
+	}
+	if !slices.Equal(names, allSteps) {
+		t.Errorf("steps %q, want %q", names, allSteps)
+	}
+	if !rep.Passed {
+		t.Error("report not passed")
+	}
+}
+
+func TestCheckSequenceLoopback(t *testing.T) {
+	cfg := inProcess(t)
+	ctx := testCtx(t)
+	// Twice against the same server: it serves one client after another.
+	for range 2 {
+		rep, err := runCheck(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAllPass(t, rep)
+	}
+	var out bytes.Buffer
+	rep, _ := runCheck(ctx, cfg)
+	if err := writeCheck(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "9 of 9 steps passed") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+func TestBenchLoopback(t *testing.T) {
+	cfg := inProcess(t)
+	ctx := testCtx(t)
+	for _, poll := range []bool{false, true} {
+		p := benchParams{ops: []string{"lat", "bw"}, sizes: []int{64, 4096}, iters: 20, poll: poll}
+		rows, err := runBench(ctx, cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 4 {
+			t.Fatalf("%d rows, want 4", len(rows))
+		}
+		for i, r := range rows {
+			wantOp, wantUnit := "lat", "us"
+			if i >= 2 {
+				wantOp, wantUnit = "bw", "GB/s"
+			}
+			if r.Op != wantOp || r.Unit != wantUnit || r.Size != p.sizes[i%2] || r.Mode != p.mode() ||
+				!(r.Godat > 0) || !(r.Raw > 0) || !(r.Ratio > 0) {
+				t.Errorf("row %d: %+v", i, r)
+			}
+		}
+		var out bytes.Buffer
+		if err := writeBench(&out, rows); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "RATIO") || strings.Count(out.String(), "\n") < 5 {
+			t.Errorf("table:\n%s", out.String())
+		}
+	}
+}
+
+// TestServerSurvivesVanishingClient: a client that frees its EP in the
+// middle of a session, and one the server rejects, do not stop the server.
+func TestServerSurvivesVanishingClient(t *testing.T) {
+	cfg := inProcess(t)
+	ctx := testCtx(t)
+	n, err := openNode(ctx, cfg.reg, "loopback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dial(ctx, n, cfg, sessionCheck, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ping(ctx, kindPing, 100, 1, nil, 7); err != nil {
+		t.Fatal(err)
+	}
+	// A request without the reply awaited, then the EP goes away.
+	if _, err := c.call(ctx, newMsg(kindSync), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.free(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = dial(ctx, n, cfg, sessionBench, maxBenchSize+1)
+	if err == nil || !strings.Contains(err.Error(), "rejected") || !strings.Contains(err.Error(), "exceeds") {
+		t.Fatalf("dial with an oversized benchmark: %v, want a rejection", err)
+	}
+	if err := n.close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runCheck(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAllPass(t, rep)
+}
+
+func TestClientNoServer(t *testing.T) {
+	ctx := testCtx(t)
+	reg := embedded()
+	n, err := openNode(ctx, reg, "loopback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nobody listens on this qualifier of the client's own IA.
+	cfg := clientConfig{reg: reg, ia: "loopback", port: 7, target: n.attr.Address, stderr: &bytes.Buffer{}}
+	rep, err := runCheck(ctx, cfg)
+	n.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed || rep.Steps[0].Result != resFail || rep.Steps[1].Result != resSkip {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func runDattest(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDemoJSON(t *testing.T) {
+	// With a tcp IA in the built-in configuration the demo re-executes
+	// this binary as the server.
+	asChild(t)
+	code, out, errs := runDattest(t, "-demo", "--json", "-size", "64,4K", "-iters", "20", "-mode", "poll")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s\nstdout:\n%s", code, errs, out)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if _, ok := raw["check"]; !ok {
+		t.Fatalf("no check in %s", out)
+	}
+	var check checkReport
+	if err := json.Unmarshal(raw["check"], &check); err != nil {
+		t.Fatal(err)
+	}
+	checkAllPass(t, &check)
+	var rows []map[string]any
+	if err := json.Unmarshal(raw["bench"], &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d bench rows, want 4:\n%s", len(rows), out)
+	}
+	keys := []string{"godat", "iters", "mode", "op", "ratio", "raw", "size", "unit"}
+	for _, r := range rows {
+		var got []string
+		for k := range r {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, keys) {
+			t.Errorf("row keys %q, want %q", got, keys)
+		}
+		if r["mode"] != "poll" {
+			t.Errorf("row %v: mode", r)
+		}
+		for _, k := range []string{"godat", "raw", "ratio", "size"} {
+			if v, ok := r[k].(float64); !ok || v <= 0 {
+				t.Errorf("row %v: %s not a positive number", r, k)
+			}
+		}
+	}
+}
+
+func TestDemoText(t *testing.T) {
+	asChild(t)
+	code, out, errs := runDattest(t, "-demo", "-size", "64", "-iters", "10")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s\nstdout:\n%s", code, errs, out)
+	}
+	for _, want := range []string{"9 of 9 steps passed", "RAW TCP", "stale rmr context"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-s", "-h", "x"},
+		{"-demo", "-s"},
+		{"-nosuch"},
+		{"-h", "x", "extra"},
+		{"-h", "x", "-bench", "nope"},
+		{"-h", "x", "-bench", "lat", "-size", "0"},
+		{"-h", "x", "-bench", "lat", "-size", "4Q"},
+		{"-h", "x", "-bench", "lat", "-size", "1G"},
+		{"-h", "x", "-bench", "lat", "-iters", "0"},
+		{"-h", "x", "-bench", "lat", "-mode", "spin"},
+		{"-h", "x", "-size", "64"},
+		{"-h", "x", "-p", "0"},
+		{"-h", "x", "-raw-port", "5"},
+		{"-s", "-bench", "lat"},
+		{"-s", "--json"},
+		{"-s", "-raw-port", "70000"},
+		{"-demo", "-d", "tcp"},
+		{"-demo", "-f", "x.conf"},
+		{"-h", "x", "-f", "a", "-embedded"},
+	} {
+		code, out, errs := runDattest(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "usage:") {
+			t.Errorf("dattest %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	code, out, _ := runDattest(t, "-help")
+	if code != exitOK || !strings.Contains(out, "exit status:") {
+		t.Errorf("-help: exit %d, %q", code, out)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	code, _, errs := runDattest(t, "-h", "127.0.0.1", "-f", filepath.Join(t.TempDir(), "missing.conf"))
+	if code != exitFailure || !strings.Contains(errs, "missing.conf") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runDattest(t, "-h", "127.0.0.1", "-embedded", "-d", "nosuch")
+	if code != exitFailure || !strings.Contains(errs, "nosuch") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestLoopbackHostRefused: -h with an IA whose addresses are not IP
+// addresses fails at connect with an explanation.
+func TestLoopbackHostRefused(t *testing.T) {
+	code, out, _ := runDattest(t, "-h", "127.0.0.1", "-embedded", "-d", "loopback", "--json")
+	if code != exitFailure {
+		t.Fatalf("exit %d", code)
+	}
+	var rep checkReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed || len(rep.Steps) != len(allSteps) || !strings.Contains(rep.Steps[0].Detail, "not IP addresses") {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+// TestChildServerStops: the demo's child-process machinery starts a
+// server (on loopback, which no other process can reach), reads its ready
+// line and stops it with SIGTERM; the server exits 0 after freeing
+// everything.
+func TestChildServerStops(t *testing.T) {
+	asChild(t)
+	ctx := testCtx(t)
+	cfg, stop, err := startChild(ctx, []string{"-s", "-embedded", "-d", "loopback", "-p", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.port == 0 || cfg.rawHost != "127.0.0.1" {
+		t.Errorf("client config %+v", cfg)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// A server that cannot start is reported with its stderr.
+	_, _, err = startChild(ctx, []string{"-s", "-embedded", "-d", "nosuch"})
+	if err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("starting a bad server: %v", err)
+	}
+}
+
+// TestTCPTwoProcesses runs the sequence and a tiny benchmark against a
+// server in another process over the tcp provider on 127.0.0.1.
+func TestTCPTwoProcesses(t *testing.T) {
+	if !slices.Contains(registry.Providers(), "tcp") {
+		t.Skip("the tcp provider is not built in (registry.Providers() has no \"tcp\")")
+	}
+	asChild(t)
+	conf := filepath.Join(t.TempDir(), "dat.conf")
+	err := os.WriteFile(conf, []byte(`[[ia]]
+name = "tcp"
+provider = "tcp"
+api_version = "u2.0"
+threadsafe = true
+default = true
+ia_params = "127.0.0.1"
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	cfg, stop, err := startChild(ctx, []string{"-s", "-f", conf, "-d", "tcp", "-p", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	reg, err := registry.Load(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.reg, cfg.ia, cfg.stderr = reg, "tcp", &bytes.Buffer{}
+	rep, err := runCheck(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAllPass(t, rep)
+	for _, poll := range []bool{false, true} {
+		rows, err := runBench(ctx, cfg, benchParams{ops: []string{"lat", "bw"}, sizes: []int{64, 64 << 10}, iters: 20, poll: poll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 4 {
+			t.Fatalf("rows %+v", rows)
+		}
+	}
+}
+
+func TestWire(t *testing.T) {
+	m := newMsg(kindBind).u64(tagOffset, 1<<40).bytes(tagPayload, []byte("abc")).text(tagText, "")
+	b := m.marshal()
+	if len(b) != m.size() {
+		t.Fatalf("encoded %d bytes, size says %d", len(b), m.size())
+	}
+	d, err := decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.kind != kindBind || d.getOr(tagOffset, 0) != 1<<40 {
+		t.Fatalf("decoded %+v", d)
+	}
+	if p, _ := d.find(tagPayload); string(p) != "abc" {
+		t.Fatalf("payload %q", p)
+	}
+	if _, err := d.get(tagPayload); err == nil {
+		t.Error("a 3-byte field read as an integer")
+	}
+	for i := range len(b) {
+		if _, err := decode(b[:i]); err == nil {
+			t.Errorf("truncated to %d bytes: decoded", i)
+		}
+	}
+	if err := failure(kindPing, "bad %d", 7).status(); err == nil || !strings.Contains(err.Error(), "bad 7") {
+		t.Errorf("failure status: %v", err)
+	}
+	if err := reply(kindPing).status(); err != nil {
+		t.Error(err)
+	}
+	if kindName(kindSync|replyBit) != "SYNC reply" {
+		t.Error(kindName(kindSync | replyBit))
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	sizes, err := parseSizes("64, 4K,1m,3")
+	if err != nil || !slices.Equal(sizes, []int{64, 4096, 1 << 20, 3}) {
+		t.Fatalf("parseSizes: %v %v", sizes, err)
+	}
+	for _, n := range []int{64, 4096, 1 << 20, 1000} {
+		if got, err := parseSizes(sizeName(n)); err != nil || got[0] != n {
+			t.Errorf("sizeName(%d) = %s does not parse back", n, sizeName(n))
+		}
+	}
+	for _, total := range []int{1, 3, 100, 2524} {
+		for k := 1; k <= 5; k++ {
+			lens := splitLens(total, k)
+			sum := 0
+			for _, l := range lens {
+				if l < 0 {
+					t.Fatalf("splitLens(%d, %d) = %v", total, k, lens)
+				}
+				sum += l
+			}
+			if len(lens) != k || sum != total {
+				t.Fatalf("splitLens(%d, %d) = %v", total, k, lens)
+			}
+			data := make([]byte, total)
+			fillPattern(data, uint64(k))
+			segs := make([][]byte, k)
+			for i, l := range lens {
+				segs[i] = make([]byte, l)
+			}
+			spread(segs, data)
+			if checkPattern(gather(segs, total), uint64(k)) >= 0 {
+				t.Fatal("spread/gather lost bytes")
+			}
+		}
+	}
+	b := make([]byte, 100)
+	fillPattern(b, 1)
+	if checkPattern(b, 2) < 0 {
+		t.Error("patterns of different seeds match")
+	}
+	if iovLimit(4, 0, 2, 8) != 2 || iovLimit(4) != 4 || iovLimit(0) != 1 {
+		t.Error("iovLimit")
+	}
+}
+
+// TestProgress checks the progress lines without a terminal.
+func TestProgress(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&out)
+	p.begin("lat 64 wait godat", 64, 10, false)
+	p.report()
+	p.start()
+	p.add(5)
+	p.report()
+	p.end()
+	s := out.String()
+	if !strings.Contains(s, "lat 64 wait godat: warming up\n") || !strings.Contains(s, "5/10 iterations") {
+		t.Errorf("progress output %q", s)
+	}
+	var nilp *progress
+	nilp.begin("x", 1, 1, true)
+	nilp.start()
+	nilp.add(1)
+	nilp.end()
+}
+
+// TestConnQualAPI pins the address conversion the client uses for IP
+// providers.
+func TestRemoteAddress(t *testing.T) {
+	ctx := testCtx(t)
+	n := &node{name: "x", attr: api.IAAttr{}}
+	cfg := clientConfig{host: "127.0.0.1", port: 4791}
+	a, err := cfg.remote(ctx, n)
+	if err != nil || a.String() != "127.0.0.1:4791" || a.Network() != "tcp" {
+		t.Fatalf("remote %v, %v", a, err)
+	}
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// The raw TCP baseline: the same work as a benchmark row, done with plain
+// TCP between the same two processes. A connection starts with a request
+// header (rawHdrLen bytes):
+//
+//	0  "GDTR"
+//	4  op      u8   rawLat or rawBW
+//	5  poll    u8   1: both sides busy-poll reads
+//	6  (zero)  u16
+//	8  size    u32  message size
+//	12 count   u64  messages, warm-up included
+//
+// rawLat: count times, the client writes size bytes and the server writes
+// size bytes back. rawBW: the client writes count messages of size bytes
+// back to back; the server reads them all and answers one byte.
+
+const (
+	rawHdrLen = 20
+	rawLat    = 1
+	rawBW     = 2
+	// rawMaxCount bounds a peer-supplied count.
+	rawMaxCount = 1 << 40
+)
+
+var rawMagic = [4]byte{'G', 'D', 'T', 'R'}
+
+type rawReq struct {
+	op    uint8
+	poll  bool
+	size  uint32
+	count uint64
+}
+
+func (r rawReq) marshal() []byte {
+	b := make([]byte, rawHdrLen)
+	copy(b, rawMagic[:])
+	b[4] = r.op
+	if r.poll {
+		b[5] = 1
+	}
+	binary.LittleEndian.PutUint32(b[8:], r.size)
+	binary.LittleEndian.PutUint64(b[12:], r.count)
+	return b
+}
+
+// rawConn moves bytes over one TCP connection: with plain blocking Go
+// reads and writes (wait), or busy-polling non-blocking read(2) and
+// write(2) inside syscall.RawConn callbacks (poll). In poll mode the socket
+// stays registered with Go's netpoller; the callbacks never return false,
+// so the goroutine never parks.
+type rawConn struct {
+	c    *net.TCPConn
+	rc   syscall.RawConn
+	poll bool
+	done <-chan struct{}
+}
+
+var errRawStopped = errors.New("raw TCP: stopped")
+
+func newRawConn(c *net.TCPConn, poll bool, done <-chan struct{}) (*rawConn, error) {
+	r := &rawConn{c: c, poll: poll, done: done}
+	if poll {
+		rc, err := c.SyscallConn()
+		if err != nil {
+			return nil, err
+		}
+		r.rc = rc
+	}
+	return r, nil
+}
+
+func (r *rawConn) readFull(p []byte) error {
+	if !r.poll {
+		_, err := io.ReadFull(r.c, p)
+		return err
+	}
+	var err error
+	got := 0
+	cerr := r.rc.Read(func(fd uintptr) bool {
+		for spins := 0; got < len(p); {
+			n, e := syscall.Read(int(fd), p[got:])
+			switch {
+			case n > 0:
+				got += n
+			case e == syscall.EAGAIN || e == syscall.EINTR:
+				if spins++; spins&63 == 0 {
+					// Let another goroutine of this process run (the
+					// peer, when both ends share one P); never park.
+					runtime.Gosched()
+					if r.stopped() {
+						err = errRawStopped
+						return true
+					}
+				}
+			case e == nil:
+				err = io.ErrUnexpectedEOF
+				return true
+			default:
+				err = e
+				return true
+			}
+		}
+		return true
+	})
+	return errors.Join(cerr, err)
+}
+
+func (r *rawConn) write(p []byte) error {
+	if !r.poll {
+		_, err := r.c.Write(p)
+		return err
+	}
+	var err error
+	put := 0
+	cerr := r.rc.Write(func(fd uintptr) bool {
+		for spins := 0; put < len(p); {
+			n, e := syscall.Write(int(fd), p[put:])
+			switch {
+			case n > 0:
+				put += n
+			case e == syscall.EAGAIN || e == syscall.EINTR:
+				if spins++; spins&63 == 0 {
+					// Let another goroutine of this process run (the
+					// peer, when both ends share one P); never park.
+					runtime.Gosched()
+					if r.stopped() {
+						err = errRawStopped
+						return true
+					}
+				}
+			default:
+				err = e
+				return true
+			}
+		}
+		return true
+	})
+	return errors.Join(cerr, err)
+}
+
+func (r *rawConn) stopped() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// serveRaw answers one raw baseline connection until the client leaves or
+// done is closed. (Closing c alone would not end a poll loop: the runtime
+// defers the close of a descriptor that a RawConn callback is using.)
+func serveRaw(c *net.TCPConn, done <-chan struct{}) {
+	c.SetNoDelay(true)
+	hdr := make([]byte, rawHdrLen)
+	if _, err := io.ReadFull(c, hdr); err != nil || [4]byte(hdr[:4]) != rawMagic {
+		return
+	}
+	req := rawReq{op: hdr[4], poll: hdr[5] == 1, size: binary.LittleEndian.Uint32(hdr[8:]), count: binary.LittleEndian.Uint64(hdr[12:])}
+	if req.size == 0 || req.size > maxBenchSize || req.count > rawMaxCount {
+		return
+	}
+	rc, err := newRawConn(c, req.poll, done)
+	if err != nil {
+		return
+	}
+	b := make([]byte, req.size)
+	switch req.op {
+	case rawLat:
+		for i := uint64(0); i < req.count; i++ {
+			if rc.readFull(b) != nil || rc.write(b) != nil {
+				return
+			}
+		}
+	case rawBW:
+		for i := uint64(0); i < req.count; i++ {
+			if rc.readFull(b) != nil {
+				return
+			}
+		}
+		rc.write(b[:1])
+	}
+}
+
+// rawClient runs one raw baseline row.
+type rawClient struct {
+	addr string
+	prog *progress
+}
+
+// dial connects and sends the request header.
+func (rc rawClient) dial(ctx context.Context, req rawReq) (*rawConn, func(), error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", rc.addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("raw TCP baseline: %w", err)
+	}
+	tc := c.(*net.TCPConn)
+	tc.SetNoDelay(true)
+	if _, err := tc.Write(req.marshal()); err != nil {
+		tc.Close()
+		return nil, nil, fmt.Errorf("raw TCP baseline: %w", err)
+	}
+	// ctx ends the run: closing the connection ends blocking calls, done
+	// ends poll loops.
+	stop := context.AfterFunc(ctx, func() { tc.SetDeadline(time.Unix(1, 0)) })
+	r, err := newRawConn(tc, req.poll, ctx.Done())
+	if err != nil {
+		stop()
+		tc.Close()
+		return nil, nil, err
+	}
+	return r, func() { stop(); tc.Close() }, nil
+}
+
+// lat runs a ping-pong of warm+iters round trips and returns the one-way
+// latency of the timed ones.
+func (rc rawClient) lat(ctx context.Context, size, warm, iters int, poll bool) (time.Duration, error) {
+	r, closeFn, err := rc.dial(ctx, rawReq{op: rawLat, poll: poll, size: uint32(size), count: uint64(warm + iters)})
+	if err != nil {
+		return 0, err
+	}
+	defer closeFn()
+	b := make([]byte, size)
+	var t0 time.Time
+	for i := 0; i < warm+iters; i++ {
+		if i == warm {
+			t0 = time.Now()
+			rc.prog.start()
+		}
+		if err := r.write(b); err != nil {
+			return 0, fmt.Errorf("raw TCP baseline: %w", err)
+		}
+		if err := r.readFull(b); err != nil {
+			return 0, fmt.Errorf("raw TCP baseline: %w", err)
+		}
+		rc.prog.add(1)
+	}
+	return time.Since(t0) / time.Duration(2*iters), nil
+}
+
+// bw streams warm+iters messages and returns the throughput of the timed
+// ones in bytes per second. The warm-up messages are not timed; the
+// server's one-byte answer ends the run.
+func (rc rawClient) bw(ctx context.Context, size, warm, iters int, poll bool) (float64, error) {
+	r, closeFn, err := rc.dial(ctx, rawReq{op: rawBW, poll: poll, size: uint32(size), count: uint64(warm + iters)})
+	if err != nil {
+		return 0, err
+	}
+	defer closeFn()
+	b := make([]byte, size)
+	var t0 time.Time
+	for i := 0; i < warm+iters; i++ {
+		if i == warm {
+			t0 = time.Now()
+			rc.prog.start()
+		}
+		if err := r.write(b); err != nil {
+			return 0, fmt.Errorf("raw TCP baseline: %w", err)
+		}
+		rc.prog.add(1)
+	}
+	if err := r.readFull(b[:1]); err != nil {
+		return 0, fmt.Errorf("raw TCP baseline: %w", err)
+	}
+	return float64(size) * float64(iters) / time.Since(t0).Seconds(), nil
+}

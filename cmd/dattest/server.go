@@ -1,0 +1,562 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
+)
+
+// minWindow is the smallest RDMA window a server session exposes; the
+// validated sequence uses its first 96 KiB.
+const minWindow = 128 << 10
+
+// serverConfig configures serve.
+type serverConfig struct {
+	reg     *registry.Registry
+	ia      string                // IA name; "" for chooseIA's pick
+	port    uint64                // connection qualifier; 0 for any free one
+	rawPort int                   // TCP port of the raw baseline; 0 for any free one
+	out     io.Writer             // one line when ready, one per session
+	diag    io.Writer             // notes for people (may be nil)
+	ready   func(info serverInfo) // called once the server listens (may be nil)
+}
+
+// serverInfo says where a server listens.
+type serverInfo struct {
+	IA       string
+	Addr     net.Addr // the IA's address
+	ConnQual api.ConnQual
+	Raw      *net.TCPAddr // the raw TCP baseline listener
+}
+
+// readyLine is the first line a server prints; the demo parses it.
+func (si serverInfo) readyLine() string {
+	addr := "-"
+	if si.Addr != nil {
+		addr = si.Addr.String()
+	}
+	return fmt.Sprintf("dattest: serving IA %s at %s on port %d (raw TCP baseline on %s)", si.IA, addr, si.ConnQual, si.Raw)
+}
+
+// serve runs the server until ctx ends, one client at a time, and frees
+// everything before it returns. It returns nil after a clean shutdown.
+func serve(ctx context.Context, cfg serverConfig) (err error) {
+	n, err := openNode(ctx, cfg.reg, cfg.ia)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, n.close()) }()
+
+	crEVD, err := n.ia.CreateEVD(cmEVDQLen, nil, api.EVDCR)
+	if err != nil {
+		return fmt.Errorf("CreateEVD: %w", err)
+	}
+	defer func() { err = errors.Join(err, crEVD.Free()) }()
+	var psp api.PSP
+	q := api.ConnQual(cfg.port)
+	if cfg.port == 0 {
+		psp, q, err = n.ia.CreatePSPAny(crEVD, api.PSPConsumer)
+	} else {
+		psp, err = n.ia.CreatePSP(q, crEVD, api.PSPConsumer)
+	}
+	if err != nil {
+		return fmt.Errorf("creating a PSP on port %d: %w", cfg.port, err)
+	}
+	defer func() { err = errors.Join(err, psp.Free()) }()
+
+	raw, err := startRawServer(rawListenAddr(n.attr.Address, cfg.rawPort))
+	if err != nil {
+		return err
+	}
+	defer raw.stop()
+
+	info := serverInfo{IA: n.name, Addr: n.attr.Address, ConnQual: q, Raw: raw.addr()}
+	if _, ip := ipAddr(n.attr.Address); !ip && n.attr.Address != nil && cfg.diag != nil {
+		fmt.Fprintf(cfg.diag, "dattest: note: IA %s has %s addresses, not IP addresses: only clients in this process can reach it\n",
+			n.name, n.attr.Address.Network())
+	}
+	fmt.Fprintln(cfg.out, info.readyLine())
+	if cfg.ready != nil {
+		cfg.ready(info)
+	}
+	var ev api.Event
+	for seq := 1; ; seq++ {
+		if _, err := crEVD.Wait(ctx, 1, &ev); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("waiting for connection requests: %w", err)
+		}
+		if ev.Number != api.ConnectionRequestEvent {
+			continue
+		}
+		line := runSession(ctx, n, ev.CR.CR, seq, raw.port())
+		fmt.Fprintln(cfg.out, line)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// session is the server side of one connection.
+type session struct {
+	*link
+	local   *buf // recv slot, then send slot
+	slot    int
+	win     *buf // the RDMA window (remote read and write)
+	rmr     api.RMR
+	rmrCtx  api.RMRContext // the current binding's context, 0 when unbound
+	poll    bool
+	kind    uint64
+	nreq    int
+	lat     int // pings still expected in a latency run
+	latSize int
+
+	// The one receive posted: its segments. A receive is always posted
+	// before the reply that lets the client send again.
+	recvSegs [][]byte
+	// nextSegs, when set, is the shape (segment lengths) of the next
+	// receive; nextGather is how many segments the next reply uses.
+	nextLens   []int
+	nextGather int
+}
+
+// runSession accepts (or rejects) one connection request, serves it until
+// the peer leaves or ctx ends, frees it, and returns a line for the log.
+func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int) string {
+	prm, err := cr.Query()
+	from := "?"
+	if err == nil && prm.RemoteAddr != nil {
+		from = prm.RemoteAddr.String()
+	}
+	prefix := fmt.Sprintf("session %d from %s", seq, from)
+	if err != nil {
+		cr.Reject(nil)
+		return prefix + ": CR.Query: " + err.Error()
+	}
+	hello, herr := decode(prm.PrivateData)
+	if herr == nil && hello.kind != kindHello {
+		herr = fmt.Errorf("private data is a %s message, not HELLO", kindName(hello.kind))
+	}
+	var nonce, maxSize uint64
+	if herr == nil {
+		nonce, herr = hello.get(tagNonce)
+	}
+	if herr == nil {
+		maxSize = hello.getOr(tagMaxSize, 0)
+		if maxSize > maxBenchSize {
+			herr = fmt.Errorf("benchmark size %d exceeds the server's limit of %d", maxSize, maxBenchSize)
+		}
+	}
+	if herr != nil {
+		cr.Reject(newMsg(kindReject).text(tagText, truncate(herr.Error(), 40)).marshal())
+		return prefix + ": rejected: " + herr.Error()
+	}
+	s, err := newSession(n, int(maxSize))
+	if err != nil {
+		cr.Reject(newMsg(kindReject).text(tagText, "server out of resources").marshal())
+		return prefix + ": rejected: " + err.Error()
+	}
+	s.kind = hello.getOr(tagSession, sessionCheck)
+	prefix += " (" + sessionName(s.kind) + ")"
+	defer s.free()
+
+	if err := s.postRecv(nil); err != nil {
+		cr.Reject(nil)
+		return prefix + ": " + err.Error()
+	}
+	welcome := newMsg(kindWelcome).u64(tagNonce, nonce).u64(tagStatus, 0).u64(tagRawPort, uint64(rawPort))
+	if err := cr.Accept(s.ep, welcome.marshal()); err != nil {
+		return prefix + ": Accept: " + err.Error()
+	}
+	ev, err := s.cmEvent(ctx, connectTimeout)
+	if err != nil {
+		return prefix + ": waiting for the connection: " + err.Error()
+	}
+	if ev.Number != api.ConnectionEstablishedEvent {
+		return prefix + ": connection " + ev.Number.String()
+	}
+	s.refresh()
+	err = s.loop(ctx)
+	end := fmt.Sprintf("%s: %d requests, ", prefix, s.nreq)
+	switch {
+	case ctx.Err() != nil:
+		return end + "ended by shutdown"
+	case err != nil:
+		return end + "failed: " + err.Error()
+	}
+	ev, cerr := s.cmEvent(ctx, connectTimeout)
+	switch {
+	case cerr != nil:
+		return end + "receive flushed"
+	case ev.Number == api.ConnectionBrokenEvent && s.kind == sessionStale:
+		return end + "connection BROKEN, as the stale-context check expects"
+	}
+	return end + "connection " + ev.Number.String()
+}
+
+func sessionName(k uint64) string {
+	switch k {
+	case sessionCheck:
+		return "check"
+	case sessionBench:
+		return "bench"
+	case sessionStale:
+		return "stale-context check"
+	}
+	return "session " + strconv.FormatUint(k, 10)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func newSession(n *node, maxSize int) (_ *session, err error) {
+	l, err := newLink(n)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{link: l, slot: max(ctrlSize, maxSize)}
+	defer func() {
+		if err != nil {
+			s.free()
+		}
+	}()
+	if s.local, err = newBuf(n, 2*s.slot, api.MemPrivLocalRead|api.MemPrivLocalWrite); err != nil {
+		return nil, err
+	}
+	if s.win, err = newBuf(n, max(minWindow, maxSize), api.MemPrivAll); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// free breaks the connection and frees everything of the session.
+func (s *session) free() error {
+	var errs []error
+	if s.ep != nil {
+		s.ep.Disconnect(api.CloseAbrupt)
+	}
+	if s.rmr != nil {
+		errs = append(errs, s.rmr.Free())
+	}
+	errs = append(errs, s.link.free(), s.local.free(), s.win.free())
+	return errors.Join(errs...)
+}
+
+// postRecv posts the session's one receive: one segment over the whole
+// slot, or the segments lens names, with gaps between them.
+func (s *session) postRecv(lens []int) error {
+	var iov []api.LMRTriplet
+	if lens == nil {
+		iov, s.recvSegs = s.local.scatter(0, []int{s.slot}, 0)
+	} else {
+		iov, s.recvSegs = s.local.scatter(0, lens, 61)
+	}
+	if err := s.ep.PostRecv(iov, s.nextCookie(), api.CompletionDefault); err != nil {
+		return fmt.Errorf("PostRecv: %w", err)
+	}
+	return nil
+}
+
+// send sends m from the send slot, in k segments.
+func (s *session) send(m *msg, k int) error {
+	b := m.marshal()
+	iov, segs := s.local.scatter(s.slot, splitLens(len(b), k), 37)
+	spread(segs, b)
+	return s.ep.PostSend(iov, s.nextCookie(), api.CompletionDefault)
+}
+
+// loop answers requests until the receive is flushed (the peer
+// disconnected) or ctx ends.
+func (s *session) loop(ctx context.Context) error {
+	var ev api.Event
+	for {
+		if err := s.next(ctx, s.poll, &ev); err != nil {
+			return err
+		}
+		if ev.Number != api.DTOCompletionEvent {
+			continue
+		}
+		d := ev.DTO
+		if d.Status == api.DTOErrFlushed {
+			return nil
+		}
+		if d.Status != api.DTOSuccess {
+			return &dtoError{d: d, conn: s.connState()}
+		}
+		if d.Op != api.OpReceive {
+			continue
+		}
+		if s.lat > 0 {
+			if err := s.pong(d.Length); err != nil {
+				return err
+			}
+			continue
+		}
+		data := gather(s.recvSegs, int(d.Length))
+		s.nreq++
+		m, err := decode(data)
+		var rep *msg
+		if err != nil {
+			rep = failure(0, "undecodable request of %d bytes: %v", len(data), err)
+		} else {
+			rep = s.handle(ctx, m)
+		}
+		lens, k := s.nextLens, max(s.nextGather, 1)
+		s.nextLens, s.nextGather = nil, 0
+		if err := s.postRecv(lens); err != nil {
+			return err
+		}
+		if err := s.send(rep, k); err != nil {
+			return fmt.Errorf("PostSend: %w", err)
+		}
+	}
+}
+
+// pong answers one ping of a latency run.
+func (s *session) pong(n uint32) error {
+	if int(n) != s.latSize {
+		return fmt.Errorf("latency run: got a %d-byte message, want %d", n, s.latSize)
+	}
+	s.lat--
+	if s.lat == 0 {
+		s.poll = false
+	}
+	if err := s.postRecv(nil); err != nil {
+		return err
+	}
+	return s.ep.PostSend([]api.LMRTriplet{s.local.tri(s.slot, s.latSize)}, s.nextCookie(), api.CompletionDefault)
+}
+
+// window returns the window bytes [off, off+n) a request names, or an
+// error for a range outside it.
+func (s *session) window(m *msg) (off, n int, err error) {
+	o, err1 := m.get(tagOffset)
+	l, err2 := m.get(tagLength)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, err
+	}
+	if o > uint64(len(s.win.b)) || l > uint64(len(s.win.b))-o {
+		return 0, 0, fmt.Errorf("range %d+%d is outside the %d-byte window", o, l, len(s.win.b))
+	}
+	return int(o), int(l), nil
+}
+
+// handle answers one request.
+func (s *session) handle(ctx context.Context, m *msg) *msg {
+	k := m.kind
+	switch k {
+	case kindPing:
+		p, _ := m.find(tagPayload)
+		seed, err := m.get(tagSeed)
+		if err != nil {
+			return failure(k, "%v", err)
+		}
+		if i := checkPattern(p, seed); i >= 0 {
+			return failure(k, "payload byte %d of %d is wrong", i, len(p))
+		}
+		out := make([]byte, len(p))
+		fillPattern(out, seed+1)
+		return reply(k).u64(tagSeed, seed+1).bytes(tagPayload, out)
+	case kindWindow:
+		return reply(k).u64(tagAddr, uint64(s.win.prm.RegisteredAddress)).
+			u64(tagLength, uint64(len(s.win.b))).u64(tagRMR, uint64(s.win.prm.RMRContext))
+	case kindVerify:
+		off, n, err := s.window(m)
+		seed, err2 := m.get(tagSeed)
+		if err = errors.Join(err, err2); err != nil {
+			return failure(k, "%v", err)
+		}
+		s.n.ia.SyncRDMARead([]api.LMRTriplet{s.win.tri(off, n)})
+		if i := checkPattern(s.win.b[off:off+n], seed); i >= 0 {
+			return failure(k, "window byte %d of %d+%d is wrong", i, off, n)
+		}
+		return reply(k)
+	case kindFill:
+		off, n, err := s.window(m)
+		seed, err2 := m.get(tagSeed)
+		if err = errors.Join(err, err2); err != nil {
+			return failure(k, "%v", err)
+		}
+		fillPattern(s.win.b[off:off+n], seed)
+		s.n.ia.SyncRDMAWrite([]api.LMRTriplet{s.win.tri(off, n)})
+		return reply(k)
+	case kindBind:
+		off, n, err := s.window(m)
+		if err != nil {
+			return failure(k, "%v", err)
+		}
+		if s.rmr == nil {
+			if s.rmr, err = s.n.pz.CreateRMR(); err != nil {
+				return failure(k, "CreateRMR: %v", err)
+			}
+		}
+		c, err := s.bind(ctx, s.win.lmr, s.win.tri(off, n), api.MemPrivRemoteRead|api.MemPrivRemoteWrite)
+		if err != nil {
+			return failure(k, "%v", err)
+		}
+		s.rmrCtx = c
+		return reply(k).u64(tagAddr, uint64(s.win.prm.RegisteredAddress)+uint64(off)).
+			u64(tagLength, uint64(n)).u64(tagRMR, uint64(c))
+	case kindUnbind:
+		if s.rmr == nil || s.rmrCtx == 0 {
+			return failure(k, "no RMR is bound")
+		}
+		if _, err := s.bind(ctx, nil, api.LMRTriplet{}, api.MemPrivNone); err != nil {
+			return failure(k, "%v", err)
+		}
+		old := s.rmrCtx
+		s.rmrCtx = 0
+		if prm, err := s.rmr.Query(); err != nil || prm.LMRTriplet.Length != 0 {
+			return failure(k, "RMR still bound after unbind (%v)", err)
+		}
+		return reply(k).u64(tagRMR, uint64(old))
+	case kindIOVPrep:
+		n, err1 := m.get(tagLength)
+		c, err2 := m.get(tagCount)
+		if err := errors.Join(err1, err2); err != nil {
+			return failure(k, "%v", err)
+		}
+		segs := iovLimit(int(c), s.epAttr.MaxRecvIOV, s.epAttr.MaxRequestIOV, s.n.attr.MaxIOVSegmentsPerDTO)
+		if n == 0 || n > ctrlSize/2 {
+			return failure(k, "IOV message length %d out of range", n)
+		}
+		s.nextLens = splitLens(int(n), segs)
+		return reply(k).u64(tagCount, uint64(segs))
+	case kindIOVData:
+		rep := s.handle(ctx, &msg{kind: kindPing, fields: m.fields})
+		rep.kind = kindIOVData | replyBit
+		s.nextGather = len(s.recvSegs)
+		return rep
+	case kindLat:
+		size, err1 := m.get(tagLength)
+		count, err2 := m.get(tagCount)
+		if err := errors.Join(err1, err2); err != nil {
+			return failure(k, "%v", err)
+		}
+		if size == 0 || size > uint64(s.slot) {
+			return failure(k, "size %d out of range (the session was opened for %d)", size, s.slot)
+		}
+		s.lat, s.latSize, s.poll = int(count), int(size), m.getOr(tagPoll, 0) == 1 && count > 0
+		return reply(k)
+	case kindSync:
+		return reply(k)
+	}
+	return failure(k, "unknown request %s", kindName(k))
+}
+
+// bind binds (or, with a nil lmr, unbinds) the session's RMR and waits for
+// the bind to complete.
+func (s *session) bind(ctx context.Context, lmr api.LMR, t api.LMRTriplet, priv api.MemPriv) (api.RMRContext, error) {
+	ck := s.nextCookie()
+	c, err := s.rmr.Bind(lmr, t, priv, api.VATypeVA, s.ep, ck, api.CompletionDefault)
+	if err != nil {
+		return 0, fmt.Errorf("RMR.Bind: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	var ev api.Event
+	for {
+		if err := s.next(ctx, false, &ev); err != nil {
+			return 0, fmt.Errorf("waiting for the bind: %w", err)
+		}
+		switch {
+		case ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Cookie == ck:
+			if ev.RMRBind.Status != api.DTOSuccess {
+				return 0, fmt.Errorf("bind completed with %v", ev.RMRBind.Status)
+			}
+			return c, nil
+		case ev.Number == api.DTOCompletionEvent && ev.DTO.Op == api.OpSend && ev.DTO.Status == api.DTOSuccess:
+			// an earlier reply
+		default:
+			return 0, fmt.Errorf("unexpected %v while waiting for the bind", ev.Number)
+		}
+	}
+}
+
+// rawListenAddr is where the raw TCP baseline listens: the IA's IP when it
+// has one, else 127.0.0.1 (an in-process provider).
+func rawListenAddr(a net.Addr, port int) string {
+	ip, ok := ipAddr(a)
+	host := "127.0.0.1"
+	if ok && ip != nil {
+		host = ip.String()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// rawServer is the raw TCP baseline: it serves connections concurrently
+// until stop.
+type rawServer struct {
+	ln    *net.TCPListener
+	mu    sync.Mutex
+	conns map[*net.TCPConn]struct{}
+	done  chan struct{} // closed by stop
+	wg    sync.WaitGroup
+}
+
+func startRawServer(addr string) (*rawServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("raw TCP baseline: %w", err)
+	}
+	r := &rawServer{ln: ln.(*net.TCPListener), conns: map[*net.TCPConn]struct{}{}, done: make(chan struct{})}
+	r.wg.Add(1)
+	go r.accept()
+	return r, nil
+}
+
+func (r *rawServer) addr() *net.TCPAddr { return r.ln.Addr().(*net.TCPAddr) }
+func (r *rawServer) port() int          { return r.addr().Port }
+
+func (r *rawServer) accept() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.AcceptTCP()
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		if r.conns == nil {
+			r.mu.Unlock()
+			c.Close()
+			return
+		}
+		r.conns[c] = struct{}{}
+		r.mu.Unlock()
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			serveRaw(c, r.done)
+			r.mu.Lock()
+			delete(r.conns, c)
+			r.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// stop closes the listener and every connection and waits for their
+// goroutines.
+func (r *rawServer) stop() {
+	close(r.done)
+	r.ln.Close()
+	r.mu.Lock()
+	for c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+	r.mu.Unlock()
+	r.wg.Wait()
+}
