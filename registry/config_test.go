@@ -331,13 +331,18 @@ func TestConfigFileLimits(t *testing.T) {
 
 func TestConfigEmbedded(t *testing.T) {
 	cfg := EmbeddedConfig()
-	if cfg.File != "<embedded>" || cfg.Format != "embedded" || cfg.Source != "embedded" || len(cfg.IAs) != 1 {
+	if cfg.File != "<embedded>" || cfg.Format != "embedded" || cfg.Source != "embedded" || len(cfg.IAs) != 2 {
 		t.Fatalf("%+v", cfg)
 	}
 	want := IAEntry{Name: "loopback", Provider: "loopback", APIVersion: "u2.0", ThreadSafe: true, Default: true,
 		ProviderVersion: "godat.1.0", Pos: cfg.IAs[0].Pos}
 	if cfg.IAs[0] != want || cfg.IAs[0].Pos.File != "<embedded>" || cfg.IAs[0].Pos.Line < 1 {
 		t.Fatalf("got %+v", cfg.IAs[0])
+	}
+	wantTCP := IAEntry{Name: "tcp", Provider: "tcp", APIVersion: "u2.0", ThreadSafe: true,
+		ProviderVersion: "godat.1.0", IAParams: "127.0.0.1", Pos: cfg.IAs[1].Pos}
+	if cfg.IAs[1] != wantTCP {
+		t.Fatalf("got %+v", cfg.IAs[1])
 	}
 	cfg.IAs[0].Name = "changed"
 	if EmbeddedConfig().IAs[0].Name != "loopback" {
@@ -421,7 +426,7 @@ func TestConfigLoadOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cfg.IAs) != 1 || cfg.IAs[0].Name != wantName || cfg.Source != wantSource || cfg.Format != wantFormat {
+		if len(cfg.IAs) == 0 || cfg.IAs[0].Name != wantName || cfg.Source != wantSource || cfg.Format != wantFormat {
 			t.Fatalf("LoadConfig(%q) = %+v", path, cfg)
 		}
 	}

@@ -276,7 +276,7 @@ func TestCheck(t *testing.T) {
 
 	// Without a file: the search order, here the built-in default.
 	code, out, _ = runDatinfo(t, "check")
-	if code != 0 || !strings.HasPrefix(out, "<embedded> (no configuration file found; godat's built-in default): ok: embedded form, 1 IA\n") {
+	if code != 0 || !strings.HasPrefix(out, "<embedded> (no configuration file found; godat's built-in default): ok: embedded form, 2 IAs\n") {
 		t.Fatalf("exit %d, stdout:\n%s", code, out)
 	}
 

@@ -10,4 +10,5 @@ package all
 
 import (
 	_ "github.com/godat/godat/providers/loopback" // in-process provider
+	_ "github.com/godat/godat/providers/tcp"      // RDMA semantics over TCP
 )

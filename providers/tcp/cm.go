@@ -1,0 +1,779 @@
+package tcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/godat/godat/api"
+)
+
+// Connection management: the active side's connect, service points,
+// connection requests and the handshake.
+
+func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
+	switch {
+	case timeout < 0 && timeout != api.TimeoutInfinite:
+		return api.Errorf(api.InvalidParameter, api.SubArg4, "timeout is negative")
+	case len(pd) > maxPrivateData:
+		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPrivateData))
+	case qos&^qosSupported != 0:
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(qos)))
+	}
+	return nil
+}
+
+// Connect starts a connection to the service point listening on TCP port q
+// of remote, a *net.IPAddr or *net.TCPAddr (dat_ep_connect(3DAT)). The EP
+// moves to ACTIVE_CONNECTION_PENDING and the outcome arrives on its
+// connect EVD: ESTABLISHED with the acceptor's private data, PEER_REJECTED
+// with the rejector's, NON_PEER_REJECTED (nobody listens on q, the
+// listener's backlog is full, its IA closed, or it speaks another wire
+// version), UNREACHABLE (no route, another address family) or TIMED_OUT
+// (no answer within timeout, which covers the TCP connect and the
+// handshake). A q above 65535 is ErrInvalidParameter; an EP not
+// UNCONNECTED gets ErrInvalidState.
+func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) error {
+	ip, err := remoteIP(remote)
+	if err != nil {
+		return err
+	}
+	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
+		return err
+	}
+	if q > maxConnQual {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("connection qualifier %d is not a TCP port", q))
+	}
+	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
+	}
+	if flags&api.ConnectMultipathRequired != 0 {
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, "tcp connections have a single path")
+	}
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if p.state != api.EPUnconnected {
+		return p.stateErr("Connect")
+	}
+	p.startConnect(ip, q, timeout, privateData)
+	return nil
+}
+
+// DupConnect connects to the remote address and connection qualifier of
+// the connected EP dup (dat_ep_dup_connect(3DAT)).
+func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
+	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
+		return err
+	}
+	dup, _ := dupArg.(*ep)
+	if dup == nil || dup.ia != p.ia {
+		return api.Errorf(api.InvalidHandle, api.SubHandle2, "duplicate EP is not a live EP of this IA")
+	}
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if p.state != api.EPUnconnected {
+		return p.stateErr("DupConnect")
+	}
+	if dup.state != api.EPConnected {
+		return api.Errorf(api.InvalidState, dup.state.StateSubtype(), "the EP to duplicate is not connected")
+	}
+	ip, _ := remoteIP(dup.remoteAddr)
+	p.startConnect(ip, dup.remotePort, timeout, privateData)
+	return nil
+}
+
+// startConnect moves p to ACTIVE_CONNECTION_PENDING and starts the
+// connection's goroutine, which dials, shakes hands and becomes the
+// reader. ia.mu is held.
+func (p *ep) startConnect(ip net.IP, q api.ConnQual, timeout api.Timeout, pd []byte) {
+	p.state = api.EPActiveConnectionPending
+	p.localPort, p.remoteAddr, p.remotePort, p.peerPD = nextPortQual(), &net.IPAddr{IP: ip}, q, nil
+	c := newConn(p.ia)
+	c.ep = p
+	p.adopt(c)
+	var deadline time.Time // zero: no deadline
+	if timeout != api.TimeoutInfinite {
+		deadline = time.Now().Add(timeout)
+	}
+	ctx, cancel := contextUntil(deadline)
+	c.cancel = cancel
+	hello := helloFor(p, hsHello, len(pd))
+	msg := make([]byte, hsLen+len(pd))
+	encodeHS(msg, &hello)
+	copy(msg[hsLen:], pd)
+	addr := net.JoinHostPort(ip.String(), strconv.FormatUint(uint64(q), 10))
+	local := p.ia.ip
+	c.goRun(func() {
+		defer cancel()
+		c.dial(ctx, deadline, local, addr, msg)
+	})
+}
+
+// contextUntil returns a cancellable context ending at deadline, or
+// never for a zero deadline.
+func contextUntil(deadline time.Time) (context.Context, context.CancelFunc) {
+	if deadline.IsZero() {
+		return context.WithCancel(context.Background())
+	}
+	return context.WithDeadline(context.Background(), deadline)
+}
+
+// dial is the active side's connection goroutine.
+func (c *conn) dial(ctx context.Context, deadline time.Time, local net.IP, addr string, hello []byte) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local}}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	mu := &c.ia.mu
+	if err != nil {
+		ev := dialEvent(ctx, err)
+		mu.Lock()
+		c.failConnect(ev, nil)
+		mu.Unlock()
+		return
+	}
+	mu.Lock()
+	if c.aborted {
+		mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	c.nc = nc
+	mu.Unlock()
+	_ = nc.SetDeadline(deadline)
+	m, err := c.exchange(hello)
+	mu.Lock()
+	if err != nil || c.aborted {
+		ev := api.ConnectionNonPeerRejectedEvent
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !c.aborted {
+			ev = api.ConnectionTimedOutEvent
+		}
+		c.failConnect(ev, nil)
+		mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	switch m.Type {
+	case hsAccept:
+	case hsReject:
+		c.failConnect(api.ConnectionPeerRejectedEvent, c.pd)
+		mu.Unlock()
+		_ = nc.Close()
+		return
+	default:
+		c.failConnect(api.ConnectionNonPeerRejectedEvent, nil)
+		mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	mu.Unlock()
+	var ready [hsLen]byte
+	encodeHS(ready[:], &hsMsg{Version: wireVersion, Type: hsReady})
+	_, err = nc.Write(ready[:])
+	mu.Lock()
+	p := c.ep
+	if err != nil || c.aborted || p.c != c || p.state != api.EPActiveConnectionPending {
+		c.failConnect(api.ConnectionNonPeerRejectedEvent, nil)
+		mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
+	c.negotiate(&p.attr, &c.hs)
+	p.state = api.EPConnected
+	p.peerPD = c.pd
+	p.connEvent(api.ConnectionEstablishedEvent, p.peerPD)
+	c.begin(p)
+	mu.Unlock()
+	c.readLoop()
+}
+
+// dialEvent maps a dial error to the connection event the requester gets:
+// TIMED_OUT when the connect timeout passed, UNREACHABLE when there is no
+// way to the address (no route, network down, an address of another
+// family), and NON_PEER_REJECTED otherwise (refused or reset: the host is
+// there but nothing listens).
+func dialEvent(ctx context.Context, err error) api.EventNumber {
+	var ae *net.AddrError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return api.ConnectionTimedOutEvent
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ENETDOWN),
+		errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EAFNOSUPPORT),
+		errors.As(err, &ae):
+		return api.ConnectionUnreachableEvent
+	}
+	return api.ConnectionNonPeerRejectedEvent
+}
+
+// failConnect ends a connection attempt with event ev, unless it was
+// abandoned. ia.mu is held.
+func (c *conn) failConnect(ev api.EventNumber, pd []byte) {
+	p := c.ep
+	if c.aborted || p.c != c || p.state != api.EPActiveConnectionPending {
+		return
+	}
+	c.aborted = true
+	p.peerPD = pd
+	p.toDisconnected(ev, pd)
+}
+
+// exchange writes the HELLO and reads the listener's answer, keeping the
+// private data of an ACCEPT or REJECT in c.pd.
+func (c *conn) exchange(hello []byte) (hsMsg, error) {
+	if _, err := c.nc.Write(hello); err != nil {
+		return hsMsg{}, err
+	}
+	m, pd, err := c.readHS()
+	if err != nil {
+		return m, err
+	}
+	if m.Type != hsAccept && m.Type != hsReject && m.Type != hsNonPeer && m.Type != hsVersion {
+		return m, errBadHS
+	}
+	c.hs, c.pd = m, bytes.Clone(pd)
+	return m, nil
+}
+
+// readHS reads one handshake message into the connection's fixed buffer;
+// the private data it returns is valid until the next call.
+func (c *conn) readHS() (hsMsg, []byte, error) {
+	b := c.hsbuf[:]
+	if _, err := io.ReadFull(c.nc, b[:hsLen]); err != nil {
+		return hsMsg{}, nil, err
+	}
+	m, err := decodeHS(b[:hsLen], maxPrivateData)
+	if err != nil {
+		return m, nil, err
+	}
+	pd := b[hsLen : hsLen+int(m.PDLen)]
+	if _, err := io.ReadFull(c.nc, pd); err != nil {
+		return m, nil, err
+	}
+	if len(pd) == 0 {
+		pd = nil
+	}
+	return m, pd, nil
+}
+
+// ---------------------------------------------------------------------
+// Service points.
+
+// listener is what PSPs and RSPs share: a TCP listener and its accept
+// goroutine.
+type listener struct {
+	ln      *net.TCPListener
+	qual    api.ConnQual
+	stopped bool
+}
+
+// listen opens a TCP listener on port q of the IA's address. ia.mu is held.
+func (i *ia) listen(q api.ConnQual) (listener, error) {
+	if q > maxConnQual {
+		return listener{}, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("connection qualifier %d is not a TCP port", q))
+	}
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: i.ip, Port: int(q)})
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return listener{}, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
+		}
+		return listener{}, &api.Error{Type: api.ConnQualUnavailable, Msg: fmt.Sprintf("listening on %d", q), Cause: err}
+	}
+	return listener{ln: ln, qual: api.ConnQual(ln.Addr().(*net.TCPAddr).Port)}, nil
+}
+
+// servicePoint is a PSP or RSP: it takes the requests its listener accepts.
+type servicePoint interface {
+	// arrive delivers a request; false means it cannot be taken (the
+	// service point stopped, or its EVD is full). ia.mu is held.
+	arrive(pr *pendingReq) bool
+	// port is the connection qualifier.
+	port() api.ConnQual
+}
+
+// acceptLoop is a service point's accept goroutine; it ends when the
+// listener is closed.
+func (i *ia) acceptLoop(ln *net.TCPListener, sp servicePoint) {
+	defer i.wg.Done()
+	for {
+		nc, err := ln.AcceptTCP()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		i.mu.Lock()
+		if i.closed {
+			i.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		c := newConn(i)
+		c.nc = nc
+		c.goRun(func() { c.passive(sp) })
+		i.mu.Unlock()
+	}
+}
+
+// pendingReq is a connection request waiting for the consumer's decision.
+// Handoff moves it from one CR to another.
+type pendingReq struct {
+	c        *conn
+	cr       *cr
+	decided  chan struct{} // closed once decision is set
+	decision uint16        // hsAccept, hsReject or hsNonPeer
+	pd       []byte        // the private data of the answer
+}
+
+// decide records the answer to the request and wakes its goroutine.
+// ia.mu is held.
+func (pr *pendingReq) decide(d uint16, pd []byte) {
+	if pr.decision != 0 {
+		return
+	}
+	pr.decision, pr.pd = d, bytes.Clone(pd)
+	close(pr.decided)
+}
+
+// passive is the passive side's connection goroutine: it reads the HELLO,
+// delivers the request, waits for the consumer's answer, and after an
+// accept becomes the reader.
+func (c *conn) passive(sp servicePoint) {
+	nc := c.nc
+	_ = nc.SetDeadline(time.Now().Add(hsTimeout))
+	m, pd, err := c.readHS()
+	if errors.Is(err, errBadVersion) {
+		var b [hsLen]byte
+		encodeHS(b[:], &hsMsg{Version: wireVersion, Type: hsVersion})
+		_, _ = nc.Write(b[:])
+	}
+	if err != nil || m.Type != hsHello {
+		_ = nc.Close()
+		return
+	}
+	c.hs, c.pd = m, bytes.Clone(pd)
+	pr := &pendingReq{c: c, decided: make(chan struct{})}
+	c.pr = pr
+	mu := &c.ia.mu
+	mu.Lock()
+	if !sp.arrive(pr) {
+		pr.decide(hsNonPeer, nil)
+	}
+	mu.Unlock()
+	<-pr.decided
+	mu.Lock()
+	d, out := pr.decision, c.out
+	mu.Unlock()
+	b := c.hsbuf[:]
+	switch d {
+	case hsAccept:
+		out.PDLen = uint16(len(pr.pd))
+		encodeHS(b, &out)
+		copy(b[hsLen:], pr.pd)
+		_ = nc.SetDeadline(time.Now().Add(hsTimeout))
+		_, err = nc.Write(b[:hsLen+len(pr.pd)])
+		var r hsMsg
+		if err == nil {
+			r, _, err = c.readHS()
+		}
+		mu.Lock()
+		p := c.ep
+		if err != nil || r.Type != hsReady || c.aborted || p.c != c || p.state != api.EPCompletionPending {
+			if p.c == c && p.state == api.EPCompletionPending {
+				p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
+			}
+			mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		_ = nc.SetDeadline(time.Time{})
+		c.negotiate(&p.attr, &c.hs)
+		p.state = api.EPConnected
+		p.connEvent(api.ConnectionEstablishedEvent, nil)
+		c.begin(p)
+		mu.Unlock()
+		c.readLoop()
+		return
+	case hsReject:
+		encodeHS(b, &hsMsg{Version: wireVersion, Type: hsReject, PDLen: uint16(len(pr.pd))})
+		copy(b[hsLen:], pr.pd)
+		_ = nc.SetDeadline(time.Now().Add(finalTimeout))
+		_, _ = nc.Write(b[:hsLen+len(pr.pd)])
+	default:
+		encodeHS(b, &hsMsg{Version: wireVersion, Type: hsNonPeer})
+		_ = nc.SetDeadline(time.Now().Add(finalTimeout))
+		_, _ = nc.Write(b[:hsLen])
+	}
+	_ = nc.Close()
+}
+
+// psp is a Public Service Point (dat_psp_create(3DAT)).
+type psp struct {
+	api.ContextSlot
+	ia    *ia
+	l     listener
+	evd   *evd
+	flags api.PSPFlags
+}
+
+// CreatePSP listens on TCP port q of the IA's address, delivering requests
+// to evd (dat_psp_create(3DAT)): ErrConnQualInUse if the port is taken (by
+// anyone on the host), ErrInvalidParameter above 65535. The backlog is
+// the EVD's free space: a request that finds it full is refused
+// (NON_PEER_REJECTED). With PSPProvider each request comes with an EP the
+// provider created.
+func (i *ia) CreatePSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (api.PSP, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.createPSP(q, evdArg, flags)
+}
+
+// CreatePSPAny is CreatePSP on a free TCP port the kernel picks, which it
+// returns (dat_psp_create_any(3DAT)).
+func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	s, err := i.createPSP(0, evdArg, flags)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s, s.l.qual, nil
+}
+
+func (i *ia) createPSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
+	if flags != api.PSPConsumer && flags != api.PSPProvider {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
+	}
+	e := evdOf(evdArg)
+	if e == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	if len(i.psps) >= maxObjects {
+		return nil, tooMany("PSPs")
+	}
+	l, err := i.listen(q)
+	if err != nil {
+		return nil, err
+	}
+	s := &psp{ia: i, l: l, evd: e, flags: flags}
+	i.psps[s] = struct{}{}
+	i.wg.Add(1)
+	go i.acceptLoop(l.ln, s)
+	return s, nil
+}
+
+func (s *psp) port() api.ConnQual { return s.l.qual }
+
+func (s *psp) arrive(pr *pendingReq) bool {
+	if s.l.stopped {
+		return false
+	}
+	c := &cr{ia: s.ia, psp: s, qual: s.l.qual, pr: pr}
+	if s.flags == api.PSPProvider {
+		c.local = s.ia.newProviderEP(&pr.c.hs)
+	}
+	ev := api.Event{Number: api.ConnectionRequestEvent,
+		CR: api.CRArrivalData{PSP: s, LocalAddr: &net.IPAddr{IP: s.ia.ip}, ConnQual: s.l.qual, CR: c}}
+	if !s.evd.q.TryPost(&ev, true) {
+		if c.local != nil {
+			c.local.destroy()
+		}
+		return false
+	}
+	pr.cr = c
+	s.ia.crs[c] = struct{}{}
+	return true
+}
+
+// stop closes the listener. ia.mu is held.
+func (s *psp) stop() {
+	if !s.l.stopped {
+		s.l.stopped = true
+		_ = s.l.ln.Close()
+	}
+}
+
+// HandleType reports HandlePSP (dat_get_handle_type(3DAT)).
+func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
+
+// Query returns the PSP's parameters (dat_psp_query(3DAT)).
+func (s *psp) Query() (api.PSPParam, error) {
+	return api.PSPParam{IA: s.ia, ConnQual: s.l.qual, EVD: s.evd, Flags: s.flags}, nil
+}
+
+// Free stops listening (dat_psp_free(3DAT)); later connects to its port
+// are refused (NON_PEER_REJECTED). Requests already delivered stay valid.
+func (s *psp) Free() error {
+	s.ia.mu.Lock()
+	defer s.ia.mu.Unlock()
+	s.stop()
+	delete(s.ia.psps, s)
+	return nil
+}
+
+// rsp is a Reserved Service Point (dat_rsp_create(3DAT)).
+type rsp struct {
+	api.ContextSlot
+	ia       *ia
+	l        listener
+	ep       *ep
+	evd      *evd
+	consumed bool
+}
+
+// CreateRSP listens on TCP port q for one request for ep, which moves from
+// UNCONNECTED to RESERVED (dat_rsp_create(3DAT)). When the request arrives
+// the EP moves to PASSIVE_CONNECTION_PENDING and the RSP stops listening.
+func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
+	p, _ := epArg.(*ep)
+	if p == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
+	}
+	e := evdOf(evdArg)
+	if e == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if p.state != api.EPUnconnected {
+		return nil, p.stateErr("CreateRSP")
+	}
+	if len(i.rsps) >= maxObjects {
+		return nil, tooMany("RSPs")
+	}
+	l, err := i.listen(q)
+	if err != nil {
+		return nil, err
+	}
+	r := &rsp{ia: i, l: l, ep: p, evd: e}
+	p.state = api.EPReserved
+	i.rsps[r] = struct{}{}
+	i.wg.Add(1)
+	go i.acceptLoop(l.ln, r)
+	return r, nil
+}
+
+func (r *rsp) port() api.ConnQual { return r.l.qual }
+
+func (r *rsp) arrive(pr *pendingReq) bool {
+	if r.l.stopped || r.consumed || r.ep.state != api.EPReserved {
+		return false
+	}
+	c := &cr{ia: r.ia, rsp: r, qual: r.l.qual, pr: pr, local: r.ep}
+	ev := api.Event{Number: api.ConnectionRequestEvent,
+		CR: api.CRArrivalData{RSP: r, LocalAddr: &net.IPAddr{IP: r.ia.ip}, ConnQual: r.l.qual, CR: c}}
+	if !r.evd.q.TryPost(&ev, true) {
+		return false
+	}
+	r.stop()
+	r.consumed = true
+	r.ep.state = api.EPPassiveConnectionPending
+	pr.cr = c
+	r.ia.crs[c] = struct{}{}
+	return true
+}
+
+func (r *rsp) stop() {
+	if !r.l.stopped {
+		r.l.stopped = true
+		_ = r.l.ln.Close()
+	}
+}
+
+// HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
+func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
+
+// Query returns the RSP's parameters (dat_rsp_query(3DAT)).
+func (r *rsp) Query() (api.RSPParam, error) {
+	r.ia.mu.Lock()
+	defer r.ia.mu.Unlock()
+	prm := api.RSPParam{IA: r.ia, ConnQual: r.l.qual, EVD: r.evd}
+	if !r.ep.freed {
+		prm.EP = r.ep
+	}
+	return prm, nil
+}
+
+// Free destroys the RSP (dat_rsp_free(3DAT)). If no request has arrived
+// the EP returns from RESERVED to UNCONNECTED.
+func (r *rsp) Free() error {
+	r.ia.mu.Lock()
+	defer r.ia.mu.Unlock()
+	r.stop()
+	if !r.consumed && r.ep.state == api.EPReserved {
+		r.ep.state = api.EPUnconnected
+	}
+	delete(r.ia.rsps, r)
+	return nil
+}
+
+// cr is a pending Connection Request (dat_cr_query(3DAT)).
+type cr struct {
+	api.ContextSlot
+	ia    *ia
+	psp   *psp
+	rsp   *rsp
+	qual  api.ConnQual
+	pr    *pendingReq
+	local *ep
+	done  bool
+}
+
+var errCRDone = api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request was already accepted, rejected or handed off")
+
+// HandleType reports HandleCR (dat_get_handle_type(3DAT)).
+func (c *cr) HandleType() api.HandleType { return api.HandleCR }
+
+// Query returns the requester's IP address, port qualifier and private
+// data, and the EP reserved for the request (dat_cr_query(3DAT)).
+func (c *cr) Query() (api.CRParam, error) {
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return api.CRParam{}, errCRDone
+	}
+	prm := api.CRParam{RemoteAddr: c.remoteAddr(), RemotePortQual: api.ConnQual(c.pr.c.hs.PortQual), PrivateData: c.pr.c.pd}
+	if c.local != nil {
+		prm.LocalEP = c.local
+	}
+	return prm, nil
+}
+
+func (c *cr) remoteAddr() net.Addr {
+	if ta, ok := c.pr.c.nc.RemoteAddr().(*net.TCPAddr); ok {
+		return &net.IPAddr{IP: ta.IP, Zone: ta.Zone}
+	}
+	return c.pr.c.nc.RemoteAddr()
+}
+
+func (c *cr) finish() {
+	c.done = true
+	delete(c.ia.crs, c)
+}
+
+// releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
+// provider-created EP to the provider, which destroys it. ia.mu is held.
+func (c *cr) releaseLocal() {
+	p := c.local
+	c.local = nil
+	switch {
+	case p == nil || p.freed:
+	case p.providerOwned:
+		p.destroy()
+	case p.state == api.EPPassiveConnectionPending:
+		p.state = api.EPUnconnected
+	}
+}
+
+// Accept accepts the request on ep, or on the CR's own EP when ep is nil
+// (dat_cr_accept(3DAT)). The EP moves to COMPLETION_PENDING and the
+// ACCEPT, with privateData and the EP's attributes, is sent; when the
+// requester's READY arrives the EP is CONNECTED with ESTABLISHED. If the
+// requester has given up meanwhile, the EP gets ACCEPT_COMPLETION_ERROR
+// and moves to DISCONNECTED. On an error return nothing changes.
+func (c *cr) Accept(epArg api.EP, privateData []byte) error {
+	if len(privateData) > maxPrivateData {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	}
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	p, _ := epArg.(*ep)
+	if p != nil && p.ia != c.ia {
+		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the EP belongs to another IA")
+	}
+	want := api.EPUnconnected
+	switch {
+	case c.local != nil && p != nil && p != c.local:
+		return api.Errorf(api.InvalidParameter, api.SubHandle2, "the connection request carries its own EP; pass nil")
+	case c.local != nil && c.rsp != nil:
+		p, want = c.local, api.EPPassiveConnectionPending
+	case c.local != nil:
+		p, want = c.local, api.EPTentativeConnectionPending
+	case p == nil:
+		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the connection request has no EP; pass one")
+	}
+	if p.state != want {
+		return p.stateErr("accepting a connection request")
+	}
+	c.finish()
+	c.local = nil
+	k := c.pr.c
+	p.providerOwned = false
+	p.state = api.EPCompletionPending
+	p.localPort, p.remoteAddr, p.remotePort = c.qual, c.remoteAddr(), api.ConnQual(k.hs.PortQual)
+	k.ep = p
+	p.adopt(k)
+	k.out = helloFor(p, hsAccept, 0)
+	k.out.PortQual = uint64(c.qual)
+	c.pr.decide(hsAccept, privateData)
+	return nil
+}
+
+// Reject rejects the request (dat_cr_reject(3DAT)); the requester gets
+// PEER_REJECTED carrying privateData. An RSP's EP returns to UNCONNECTED;
+// a provider-created EP is destroyed.
+func (c *cr) Reject(privateData []byte) error {
+	if len(privateData) > maxPrivateData {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	}
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	c.finish()
+	c.pr.decide(hsReject, privateData)
+	c.releaseLocal()
+	return nil
+}
+
+// Handoff passes the request to the service point of this IA listening on
+// q, where it arrives as a new CONNECTION_REQUEST with a new CR
+// (dat_cr_handoff(3DAT)); ErrInvalidParameter if none of this IA listens
+// there, ErrInsufficientResources (nothing changed) if its backlog is
+// full. This CR's local EP is released as by Reject.
+func (c *cr) Handoff(q api.ConnQual) error {
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	var sp servicePoint
+	for s := range c.ia.psps {
+		if s.l.qual == q && !s.l.stopped {
+			sp = s
+		}
+	}
+	for r := range c.ia.rsps {
+		if r.l.qual == q && !r.l.stopped {
+			sp = r
+		}
+	}
+	if sp == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no service point of this IA listens on %d", q))
+	}
+	if !sp.arrive(c.pr) {
+		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the backlog of the target service point is full")
+	}
+	c.finish()
+	c.releaseLocal()
+	return nil
+}
+
+// abort refuses the request because its IA is closing: the requester gets
+// NON_PEER_REJECTED. ia.mu is held.
+func (c *cr) abort() {
+	c.done = true
+	c.pr.decide(hsNonPeer, nil)
+}

@@ -1,0 +1,423 @@
+package tcp
+
+import (
+	"fmt"
+
+	"github.com/godat/godat/api"
+)
+
+// Data transfer. A posted request joins the EP's request queue (ep.reqs)
+// and stays there until it completes, so completions come out in post
+// order. pump starts the requests in order as far as the credits, the RDMA
+// read limit and barrier fences allow: it checks the local triplets, takes
+// a sequence number and queues the frame for the writer. Requests complete
+// from the front of the queue when the peer acknowledges them (ACK), when
+// their read response has been placed, or, for binds, at once.
+
+type reqKind uint8
+
+const (
+	reqSend reqKind = iota
+	reqWrite
+	reqRead
+	reqReadToRMR
+	reqBind
+)
+
+var reqNames = [...]string{"posting a send", "posting an RDMA write", "posting an RDMA read", "posting an RDMA read", "binding an RMR"}
+
+func (k reqKind) op() api.DTOOp {
+	switch k {
+	case reqWrite:
+		return api.OpRDMAWrite
+	case reqRead, reqReadToRMR:
+		return api.OpRDMARead
+	case reqBind:
+		return api.OpBindMW
+	}
+	return api.OpSend
+}
+
+// reqWR is a posted request: a DTO or an RMR bind.
+type reqWR struct {
+	kind   reqKind
+	cookie api.Cookie
+	flags  api.CompletionFlags
+	iov    []api.LMRTriplet
+	remote api.RMRTriplet
+	local  api.RMRTriplet // PostRDMAReadToRMR's sink
+	inval  bool
+	rctx   api.RMRContext // the context to invalidate; a bind's new context
+	rmr    *rmr
+	bind   *binding
+
+	seq    uint64   // sequence number once sent
+	n      uint64   // bytes transferred
+	segs   [][]byte // a read's local memory
+	sent   bool     // the frame is queued or written
+	done   bool     // complete; waits to reach the front
+	failed bool     // completes with status
+	status api.DTOStatus
+}
+
+// recvWR is a posted receive.
+type recvWR struct {
+	cookie api.Cookie
+	flags  api.CompletionFlags
+	iov    []api.LMRTriplet
+}
+
+// PostSend sends the bytes iov names (dat_ep_post_send(3DAT)). Valid in
+// CONNECTED; in DISCONNECTED the send is flushed at once; otherwise
+// ErrInvalidState. The send completes once the peer has placed the message
+// in a receive (the peer's ACK), or with the peer's error status; a send
+// waits while the peer has no receive posted (receive credits), and the
+// requests posted after it wait behind it.
+func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov}
+	return p.post(&w)
+}
+
+// PostSendWithInvalidate sends like PostSend and, if invalidate is set,
+// unbinds the peer's RMR rmr when the message is placed; the peer's receive
+// completes as OpReceiveWithInvalidate (dat_ep_post_send_with_invalidate,
+// DAT 2.0). A context naming no RMR the peer EP may invalidate fails the
+// send with DTOErrRemoteAccess and breaks the connection.
+func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov, inval: invalidate, rctx: rmr}
+	return p.post(&w)
+}
+
+// PostRDMAWrite writes the bytes iov names to the peer's window at remote
+// (dat_ep_post_rdma_write(3DAT)); it completes once the peer has placed
+// them. A context the peer refuses completes it with DTOErrRemoteAccess,
+// changes no byte and breaks the connection.
+func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	w := reqWR{kind: reqWrite, cookie: cookie, flags: flags, iov: iov, remote: remote}
+	return p.post(&w)
+}
+
+// PostRDMARead reads remote.Length bytes of the peer's window into iov
+// (dat_ep_post_rdma_read(3DAT)); the response is read from the socket
+// straight into iov.
+func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	w := reqWR{kind: reqRead, cookie: cookie, flags: flags, iov: iov, remote: remote}
+	return p.post(&w)
+}
+
+// PostRDMAReadToRMR reads remote.Length bytes of the peer's window into a
+// window of this EP's IA that the EP could reach with remote write
+// (dat_ep_post_rdma_read_to_rmr, DAT 2.0); otherwise the read completes
+// with DTOErrLocalProtection.
+func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	w := reqWR{kind: reqReadToRMR, cookie: cookie, flags: flags, local: local, remote: remote}
+	return p.post(&w)
+}
+
+func (p *ep) post(w *reqWR) error {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	return p.postLocked(w)
+}
+
+// postLocked queues w and starts what can start. ia.mu is held.
+func (p *ep) postLocked(w *reqWR) error {
+	switch p.state {
+	case api.EPConnected:
+	case api.EPDisconnected:
+		p.complete(w, api.DTOErrFlushed)
+		return nil
+	default:
+		return p.stateErr(reqNames[w.kind])
+	}
+	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+		return api.Errorf(api.InsufficientResources, api.NoSubtype,
+			fmt.Sprintf("%d requests are outstanding, the EP's maximum", p.reqs.Len()))
+	}
+	s := p.reqs.PushBack()
+	iov, segs := append(s.iov[:0], w.iov...), s.segs[:0]
+	*s = *w
+	s.iov, s.segs = iov, segs
+	p.pump()
+	return nil
+}
+
+// pump starts queued requests in order while it may. ia.mu is held.
+func (p *ep) pump() {
+	c := p.c
+	if c == nil || !c.up || c.closing {
+		return
+	}
+	for c.nextTx < p.reqs.Len() {
+		w := p.reqs.At(c.nextTx)
+		if w.flags&api.CompletionBarrierFence != 0 && c.inFlight > 0 {
+			return
+		}
+		switch w.kind {
+		case reqSend:
+			if !c.peerSRQ && c.sendsSent >= c.credits {
+				return
+			}
+		case reqRead, reqReadToRMR:
+			if c.inFlight >= c.readsOut {
+				return
+			}
+		}
+		c.nextTx++
+		if st := p.start(c, w); st != api.DTOSuccess {
+			w.failed, w.status = true, st
+			p.breakConn(c, true)
+			return
+		}
+	}
+	p.reap()
+}
+
+// start checks w's local memory and queues its frame, or runs a bind. It
+// returns the status a failed request completes with. ia.mu is held.
+func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
+	i := p.ia
+	switch w.kind {
+	case reqBind:
+		w.done = true
+		if st := w.publishBind(i); st != api.DTOSuccess {
+			w.failed, w.status = true, st
+		}
+		return api.DTOSuccess
+	case reqSend, reqWrite:
+		src, n, ok := i.mem.Gather(c.txsegs[:0], w.iov, p.pz, api.MemPrivLocalRead)
+		c.txsegs = src[:0]
+		defer clear(src)
+		limit, f := c.maxMsg, frame{Type: frSend, Len: uint32(n)}
+		if w.kind == reqWrite {
+			limit = c.maxRDMA
+			f = frame{Type: frWrite, Len: uint32(n), Addr: uint64(w.remote.Addr), RKey: uint32(w.remote.RMRContext)}
+		} else if w.inval {
+			f.Type, f.RKey = frSendInv, uint32(w.rctx)
+		}
+		switch {
+		case !ok:
+			return api.DTOErrLocalProtection
+		case n > uint64(limit):
+			return api.DTOErrLocalLength
+		}
+		if w.flags&api.CompletionSolicitedWait != 0 {
+			f.Flags = frFlagSolicited
+		}
+		c.txSeq++
+		f.Seq, w.seq, w.n, w.sent = c.txSeq, c.txSeq, n, true
+		if w.kind == reqSend {
+			c.sendsSent++
+		}
+		c.enqueue(&f, src)
+	case reqRead, reqReadToRMR:
+		n := uint64(w.remote.Length)
+		if w.kind == reqRead {
+			dst, _, ok := i.mem.Gather(w.segs[:0], w.iov, p.pz, api.MemPrivLocalWrite)
+			w.segs = dst
+			if !ok {
+				return api.DTOErrLocalProtection
+			}
+			trim(&w.segs, n)
+		} else {
+			dst, ok := i.mem.Remote(w.local, n, api.MemPrivRemoteWrite, p.pz, p)
+			if !ok {
+				return api.DTOErrLocalProtection
+			}
+			w.segs = append(w.segs[:0], dst)
+		}
+		if n > uint64(c.maxRDMA) {
+			return api.DTOErrLocalLength
+		}
+		c.txSeq++
+		w.seq, w.n, w.sent = c.txSeq, n, true
+		c.inFlight++
+		c.enqueue(&frame{Type: frReadReq, Seq: c.txSeq, Addr: uint64(w.remote.Addr), RKey: uint32(w.remote.RMRContext), RLen: w.remote.Length}, nil)
+	}
+	return api.DTOSuccess
+}
+
+// trim shortens segs to n bytes in all.
+func trim(segs *[][]byte, n uint64) {
+	s := *segs
+	for k := range s {
+		if uint64(len(s[k])) >= n {
+			s[k] = s[k][:n]
+			clear(s[k+1:])
+			*segs = s[:k+1]
+			return
+		}
+		n -= uint64(len(s[k]))
+	}
+}
+
+// acknowledge applies a cumulative acknowledgement of every request up to
+// seq and completes what reached the front. It reports false for an
+// acknowledgement the protocol does not allow (beyond what was sent,
+// behind an earlier one, or past a read without its response). ia.mu is
+// held.
+func (p *ep) acknowledge(c *conn, seq uint64) bool {
+	if seq > c.txSeq || seq < c.acked {
+		return false
+	}
+	c.acked = seq
+	for k := 0; k < c.nextTx; k++ {
+		w := p.reqs.At(k)
+		if !w.sent || w.done {
+			continue
+		}
+		if w.seq > seq {
+			break
+		}
+		if w.kind == reqRead || w.kind == reqReadToRMR {
+			return false
+		}
+		w.done = true
+	}
+	p.reap()
+	return true
+}
+
+// reap completes the finished requests at the front of the queue; a
+// graceful disconnect waiting for them goes ahead once none is left.
+// ia.mu is held.
+func (p *ep) reap() {
+	c := p.c
+	for p.reqs.Len() > 0 {
+		w := p.reqs.Front()
+		if !w.done {
+			break
+		}
+		st := api.DTOSuccess
+		if w.failed {
+			st = w.status
+		}
+		p.complete(w, st)
+		w.release()
+		p.reqs.PopFront()
+		if c != nil && c.nextTx > 0 {
+			c.nextTx--
+		}
+	}
+	if p.state == api.EPDisconnectPending && p.reqs.Len() == 0 {
+		p.disconnectNow()
+	}
+}
+
+// release drops what a finished request refers to, so that a reused slot
+// keeps no memory alive.
+func (w *reqWR) release() {
+	clear(w.segs)
+	w.segs = w.segs[:0]
+	w.rmr, w.bind = nil, nil
+	w.sent, w.done, w.failed = false, false, false
+}
+
+// complete posts the completion of request w: no event for a success with
+// CompletionSuppress, no notification for a success with
+// CompletionUnsignalled. ia.mu is held.
+func (p *ep) complete(w *reqWR, st api.DTOStatus) {
+	if st == api.DTOSuccess && w.flags&api.CompletionSuppress != 0 {
+		return
+	}
+	notify := st != api.DTOSuccess || w.flags&api.CompletionUnsignalled == 0
+	var ev api.Event
+	if w.kind == reqBind {
+		ev.Number = api.RMRBindCompletionEvent
+		ev.RMRBind = api.RMRBindCompletionData{RMR: w.rmr, Cookie: w.cookie, Status: st}
+	} else {
+		n := w.n
+		if st != api.DTOSuccess {
+			n = 0
+		}
+		ev.Number = api.DTOCompletionEvent
+		ev.DTO = api.DTOCompletionData{EP: p, Cookie: w.cookie, Status: st, Length: uint32(n), Op: w.kind.op()}
+	}
+	p.reqEVD.post(&ev, notify)
+}
+
+// PostRecv posts a receive buffer (dat_ep_post_recv(3DAT)). It is valid in
+// every state: in DISCONNECTED the receive is flushed at once; otherwise it
+// waits for a message. Each receive is one credit for the peer's sends.
+// An EP on an SRQ takes no receives of its own (ErrInvalidState); more
+// than MaxRecvDTOs outstanding is ErrInsufficientResources. The triplets
+// are checked when a message arrives.
+func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	switch {
+	case p.srq != nil:
+		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
+	case p.state == api.EPDisconnected:
+		rw := recvWR{cookie: cookie, flags: flags}
+		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+		return nil
+	case p.recvs.Len() >= p.attr.MaxRecvDTOs:
+		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
+	}
+	s := p.recvs.PushBack()
+	s.cookie, s.flags = cookie, flags
+	s.iov = append(s.iov[:0], iov...)
+	if c := p.c; c != nil && c.up && !c.closing {
+		c.recvPosted++
+		c.wake()
+	}
+	return nil
+}
+
+// recvPZ is the PZ receive buffers are checked against.
+func (p *ep) recvPZ() *pz {
+	if p.srq != nil {
+		return p.srq.pz
+	}
+	return p.pz
+}
+
+// completeRecv posts the completion of a receive. A success notifies
+// unless posted unsignalled, or the EP is configured for solicited wait
+// and the send was not solicited. ia.mu is held.
+func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
+	notify := true
+	if st == api.DTOSuccess {
+		if rw.flags&api.CompletionUnsignalled != 0 ||
+			(p.attr.RecvCompletionFlags&api.CompletionSolicitedWait != 0 && !solicited) {
+			notify = false
+		}
+	} else {
+		n, rctx = 0, 0
+	}
+	ev := api.Event{Number: api.DTOCompletionEvent,
+		DTO: api.DTOCompletionData{EP: p, Cookie: rw.cookie, Status: st, Length: uint32(n), Op: op, RMRContext: rctx}}
+	p.recvEVD.post(&ev, notify)
+}
+
+// flush completes every outstanding request (with its failure status if it
+// has one, else DTOErrFlushed), then the receive being filled, then every
+// posted receive, in post order. ia.mu is held.
+func (p *ep) flush() {
+	for p.reqs.Len() > 0 {
+		w := p.reqs.Front()
+		st := api.DTOErrFlushed
+		if w.failed {
+			st = w.status
+		}
+		if w.kind == reqBind {
+			w.dropBind(p.ia)
+		}
+		p.complete(w, st)
+		w.release()
+		p.reqs.PopFront()
+	}
+	if c := p.c; c != nil {
+		c.nextTx = 0
+		if c.inRecv {
+			c.inRecv = false
+			p.completeRecv(&c.cur, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+		}
+	}
+	for p.recvs.Len() > 0 {
+		rw := p.recvs.Front()
+		p.recvs.PopFront()
+		p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+	}
+}

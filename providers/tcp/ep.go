@@ -1,0 +1,467 @@
+package tcp
+
+import (
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/ring"
+)
+
+// ep is an Endpoint (dat_ep_create(3DAT)); its fields are guarded by
+// ia.mu. See the package documentation for the state machine.
+type ep struct {
+	api.ContextSlot
+	ia                     *ia
+	pz                     *pz
+	recvEVD, reqEVD, cnEVD *evd
+	srq                    *srq
+	attr                   api.EPAttr
+	state                  api.EPState
+	providerOwned          bool
+	freed                  bool
+	softHW, hardHW         int
+	recvs                  ring.Ring[recvWR]
+	reqs                   ring.Ring[reqWR]
+	c                      *conn   // the current connection or attempt
+	conns                  []*conn // every connection whose goroutines may still run
+	localPort, remotePort  api.ConnQual
+	remoteAddr             net.Addr
+	peerPD                 []byte
+}
+
+func (p *ep) stateErr(what string) error {
+	return api.Errorf(api.InvalidState, p.state.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, p.state))
+}
+
+// CreateEP creates an Endpoint in the UNCONNECTED state
+// (dat_ep_create(3DAT)). Any EVD may be nil (its events are discarded). A
+// nil attr gives the provider defaults; zero numeric limits of a given one
+// are replaced by the defaults.
+func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
+	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, nil, attr)
+}
+
+// CreateEPWithSRQ creates an Endpoint that takes its receive buffers from
+// srq (dat_ep_create_with_srq(3DAT)); attr may not be nil. Its peer sends
+// without receive credits (see the package documentation).
+func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
+	if srqArg == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ handle is nil")
+	}
+	if attr == nil {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, "an EP on an SRQ needs attributes")
+	}
+	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, srqArg, attr)
+}
+
+func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
+	a := defaultEPAttr
+	if attr != nil {
+		a = withDefaults(*attr)
+		if err := checkEPAttr(&a); err != nil {
+			return nil, err
+		}
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	var s *srq
+	if srqArg != nil {
+		s, _ = srqArg.(*srq)
+		if s == nil || s.ia != i {
+			return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
+		}
+		if s.eps >= maxEPPerSRQ {
+			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
+		}
+	}
+	if len(i.eps) >= maxObjects {
+		return nil, tooMany("EPs")
+	}
+	p := &ep{ia: i, pz: pzOf(pzArg), recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD),
+		srq: s, attr: a, state: api.EPUnconnected, softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+	if s != nil {
+		s.eps++
+	}
+	i.eps[p] = struct{}{}
+	return p, nil
+}
+
+// newProviderEP creates the EP a PSPProvider service point hands out with
+// a request: no PZ, no EVDs, TENTATIVE_CONNECTION_PENDING, attributes
+// matching the requester's (dat_psp_create(3DAT)). ia.mu is held.
+func (i *ia) newProviderEP(h *hsMsg) *ep {
+	a := defaultEPAttr
+	a.MaxMessageSize = min(h.MaxMsg, maxMessageSize)
+	a.MaxRDMASize = min(h.MaxRDMA, maxRDMASize)
+	a.MaxRDMAReadIn = int(min(h.ReadsOut, maxRDMAReadPerEP))
+	a.MaxRDMAReadOut = int(min(h.ReadsIn, maxRDMAReadPerEP))
+	a = withDefaults(a)
+	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true,
+		softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+	i.eps[p] = struct{}{}
+	return p
+}
+
+// withDefaults replaces zero limits by the provider defaults.
+func withDefaults(a api.EPAttr) api.EPAttr {
+	d := defaultEPAttr
+	set := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if a.MaxMessageSize == 0 {
+		a.MaxMessageSize = d.MaxMessageSize
+	}
+	if a.MaxRDMASize == 0 {
+		a.MaxRDMASize = d.MaxRDMASize
+	}
+	set(&a.MaxRecvDTOs, d.MaxRecvDTOs)
+	set(&a.MaxRequestDTOs, d.MaxRequestDTOs)
+	set(&a.MaxRecvIOV, d.MaxRecvIOV)
+	set(&a.MaxRequestIOV, d.MaxRequestIOV)
+	set(&a.MaxRDMAReadIOV, d.MaxRDMAReadIOV)
+	set(&a.MaxRDMAWriteIOV, d.MaxRDMAWriteIOV)
+	a.TransportSpecific = slices.Clone(a.TransportSpecific)
+	a.ProviderSpecific = slices.Clone(a.ProviderSpecific)
+	return a
+}
+
+// checkEPAttr checks attributes against the provider's limits.
+func checkEPAttr(a *api.EPAttr) error {
+	for _, c := range []struct {
+		f      string
+		v, max int
+	}{
+		{"MaxRecvDTOs", a.MaxRecvDTOs, maxDTOPerEP},
+		{"MaxRequestDTOs", a.MaxRequestDTOs, maxDTOPerEP},
+		{"MaxRecvIOV", a.MaxRecvIOV, maxIOV},
+		{"MaxRequestIOV", a.MaxRequestIOV, maxIOV},
+		{"MaxRDMAReadIOV", a.MaxRDMAReadIOV, maxIOV},
+		{"MaxRDMAWriteIOV", a.MaxRDMAWriteIOV, maxIOV},
+		{"MaxRDMAReadIn", a.MaxRDMAReadIn, maxRDMAReadPerEP},
+		{"MaxRDMAReadOut", a.MaxRDMAReadOut, maxRDMAReadPerEP},
+		{"MaxMessageSize", int(a.MaxMessageSize), maxMessageSize},
+		{"MaxRDMASize", int(a.MaxRDMASize), maxRDMASize},
+	} {
+		if c.v < 0 || c.v > c.max {
+			return api.Errorf(api.InvalidParameter, api.NoSubtype, fmt.Sprintf("EP attribute %s = %d outside 0..%d", c.f, c.v, c.max))
+		}
+	}
+	switch {
+	case a.ServiceType != api.ServiceRC:
+		return api.Errorf(api.InvalidParameter, api.NoSubtype, "only the reliable connection service is supported")
+	case a.QOS&^qosSupported != 0:
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(a.QOS)))
+	case a.RecvCompletionFlags&^flagsSupported != 0 || a.RequestCompletionFlags&^flagsSupported != 0:
+		return api.Errorf(api.InvalidParameter, api.NoSubtype, "EP completion flags name unknown bits")
+	case a.SRQSoftHighWatermark < api.WatermarkInfinite:
+		return api.Errorf(api.InvalidParameter, api.NoSubtype, "SRQ soft high watermark is negative")
+	}
+	return nil
+}
+
+// HandleType reports HandleEP (dat_get_handle_type(3DAT)).
+func (p *ep) HandleType() api.HandleType { return api.HandleEP }
+
+var errEPFreed = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
+
+// Query returns the EP's parameters (dat_ep_query(3DAT)). LocalAddr is the
+// IA's address; the port qualifiers are the listener's TCP port on the
+// passive side and a provider-assigned number on the active side.
+func (p *ep) Query() (api.EPParam, error) {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if p.freed {
+		return api.EPParam{}, errEPFreed
+	}
+	prm := api.EPParam{
+		IA: p.ia, State: p.state, LocalAddr: &net.IPAddr{IP: p.ia.ip}, LocalPortQual: p.localPort,
+		RemoteAddr: p.remoteAddr, RemotePortQual: p.remotePort,
+		PZ: pzOrNil(p.pz), RecvEVD: evdOrNil(p.recvEVD), RequestEVD: evdOrNil(p.reqEVD),
+		ConnectEVD: evdOrNil(p.cnEVD), Attr: p.attr,
+	}
+	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
+	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
+	if p.srq != nil {
+		prm.SRQ = p.srq
+	}
+	return prm, nil
+}
+
+// GetStatus returns the state and whether the receive and request queues
+// are idle (dat_ep_get_status(3DAT)).
+func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if p.freed {
+		return 0, false, false, errEPFreed
+	}
+	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
+}
+
+// Modify changes the parameters mask selects (dat_ep_modify(3DAT)), with
+// the rules of the loopback provider: the IA, state, addresses, port
+// qualifiers and SRQ are fixed (ErrInvalidParameter); the PZ may change in
+// UNCONNECTED and TENTATIVE_CONNECTION_PENDING, the EVDs and attributes
+// also in RESERVED and PASSIVE_CONNECTION_PENDING; otherwise
+// ErrInvalidState and nothing changes.
+func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
+	const fixed = api.EPFieldIA | api.EPFieldState | api.EPFieldLocalAddr | api.EPFieldLocalPortQual |
+		api.EPFieldRemoteAddr | api.EPFieldRemotePortQual | api.EPFieldSRQ
+	const evdFields = api.EPFieldRecvEVD | api.EPFieldRequestEVD | api.EPFieldConnectEVD
+	if prm == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, "EP parameters are nil")
+	}
+	if mask&^api.EPFieldAll != 0 || mask&fixed != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EP parameter mask %#x names fields that cannot be modified", uint64(mask)))
+	}
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	quiescent := p.state == api.EPUnconnected || p.state == api.EPTentativeConnectionPending
+	preAccept := quiescent || p.state == api.EPReserved || p.state == api.EPPassiveConnectionPending
+	if (mask&api.EPFieldPZ != 0 && !quiescent) || (mask&(evdFields|api.EPFieldAttrAll) != 0 && !preAccept) {
+		return p.stateErr("modifying these EP parameters")
+	}
+	a := p.attr
+	if mask&api.EPFieldAttrAll != 0 {
+		mergeAttr(&a, &prm.Attr, mask)
+		if err := checkEPAttr(&a); err != nil {
+			return err
+		}
+		if a.MaxRecvDTOs < p.recvs.Len() {
+			return api.Errorf(api.InvalidParameter, api.NoSubtype, "more receives are posted than the new MaxRecvDTOs")
+		}
+	}
+	if mask&api.EPFieldPZ != 0 {
+		p.pz = pzOf(prm.PZ)
+	}
+	if mask&api.EPFieldRecvEVD != 0 {
+		p.recvEVD = evdOf(prm.RecvEVD)
+	}
+	if mask&api.EPFieldRequestEVD != 0 {
+		p.reqEVD = evdOf(prm.RequestEVD)
+	}
+	if mask&api.EPFieldConnectEVD != 0 {
+		p.cnEVD = evdOf(prm.ConnectEVD)
+	}
+	p.attr = a
+	return nil
+}
+
+// mergeAttr copies the attribute fields mask selects from src into dst.
+func mergeAttr(dst, src *api.EPAttr, mask api.EPParamMask) {
+	for _, f := range []struct {
+		bit api.EPParamMask
+		set func()
+	}{
+		{api.EPFieldServiceType, func() { dst.ServiceType = src.ServiceType }},
+		{api.EPFieldMaxMessageSize, func() { dst.MaxMessageSize = src.MaxMessageSize }},
+		{api.EPFieldMaxRDMASize, func() { dst.MaxRDMASize = src.MaxRDMASize }},
+		{api.EPFieldQOS, func() { dst.QOS = src.QOS }},
+		{api.EPFieldRecvCompletionFlags, func() { dst.RecvCompletionFlags = src.RecvCompletionFlags }},
+		{api.EPFieldRequestCompletionFlags, func() { dst.RequestCompletionFlags = src.RequestCompletionFlags }},
+		{api.EPFieldMaxRecvDTOs, func() { dst.MaxRecvDTOs = src.MaxRecvDTOs }},
+		{api.EPFieldMaxRequestDTOs, func() { dst.MaxRequestDTOs = src.MaxRequestDTOs }},
+		{api.EPFieldMaxRecvIOV, func() { dst.MaxRecvIOV = src.MaxRecvIOV }},
+		{api.EPFieldMaxRequestIOV, func() { dst.MaxRequestIOV = src.MaxRequestIOV }},
+		{api.EPFieldMaxRDMAReadIn, func() { dst.MaxRDMAReadIn = src.MaxRDMAReadIn }},
+		{api.EPFieldMaxRDMAReadOut, func() { dst.MaxRDMAReadOut = src.MaxRDMAReadOut }},
+		{api.EPFieldSRQSoftHW, func() { dst.SRQSoftHighWatermark = src.SRQSoftHighWatermark }},
+		{api.EPFieldMaxRDMAReadIOV, func() { dst.MaxRDMAReadIOV = src.MaxRDMAReadIOV }},
+		{api.EPFieldMaxRDMAWriteIOV, func() { dst.MaxRDMAWriteIOV = src.MaxRDMAWriteIOV }},
+	} {
+		if mask&f.bit != 0 {
+			f.set()
+		}
+	}
+}
+
+// Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)); a
+// no-op on an UNCONNECTED EP, ErrInvalidState otherwise.
+func (p *ep) Reset() error {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	switch p.state {
+	case api.EPUnconnected:
+	case api.EPDisconnected:
+		p.state = api.EPUnconnected
+		p.localPort, p.remotePort, p.remoteAddr, p.peerPD = 0, 0, nil, nil
+		p.c = nil
+	default:
+		return p.stateErr("Reset")
+	}
+	return nil
+}
+
+// Free destroys the EP (dat_ep_free(3DAT)): ErrInvalidState in RESERVED
+// and the passive pending states. A connected peer is sent DISCONNECT; a
+// connection attempt is abandoned. Free returns once the goroutines of
+// the EP's connections have ended.
+func (p *ep) Free() error {
+	p.ia.mu.Lock()
+	switch p.state {
+	case api.EPReserved, api.EPPassiveConnectionPending, api.EPTentativeConnectionPending:
+		err := p.stateErr("Free")
+		p.ia.mu.Unlock()
+		return err
+	}
+	conns := p.destroy()
+	p.ia.mu.Unlock()
+	for _, c := range conns {
+		c.wg.Wait()
+	}
+	return nil
+}
+
+// destroy tears the EP down and returns the connections to wait for.
+// ia.mu is held.
+func (p *ep) destroy() []*conn {
+	switch p.state {
+	case api.EPConnected, api.EPDisconnectPending:
+		p.c.shutdown(true, true, true, true)
+	case api.EPActiveConnectionPending, api.EPCompletionPending:
+		p.c.abort()
+	}
+	for _, c := range p.conns {
+		if c.up {
+			c.shutdown(true, false, true, true)
+		} else {
+			c.abort()
+		}
+	}
+	p.state = api.EPDisconnected
+	p.freed = true
+	p.recvs.Clear()
+	for p.reqs.Len() > 0 {
+		p.reqs.Front().dropBind(p.ia)
+		p.reqs.Front().release()
+		p.reqs.PopFront()
+	}
+	if s := p.srq; s != nil {
+		s.eps--
+	}
+	delete(p.ia.eps, p)
+	conns := p.conns
+	p.conns = nil
+	return conns
+}
+
+// adopt records c as p's current connection, forgetting connections
+// whose goroutines have all ended. ia.mu is held.
+func (p *ep) adopt(c *conn) {
+	p.conns = slices.DeleteFunc(p.conns, func(x *conn) bool { return x.live == 0 })
+	p.c = c
+	p.conns = append(p.conns, c)
+}
+
+// connEvent posts a connection event to the connect EVD.
+func (p *ep) connEvent(n api.EventNumber, pd []byte) {
+	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
+	p.cnEVD.post(&ev, true)
+}
+
+// toDisconnected moves the EP to DISCONNECTED, flushes its outstanding
+// DTOs and posts event n. ia.mu is held.
+func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
+	p.state = api.EPDisconnected
+	p.flush()
+	p.connEvent(n, pd)
+}
+
+// live reports whether c is p's connection in the data transfer phase.
+func (p *ep) live(c *conn) bool {
+	return p.c == c && (p.state == api.EPConnected || p.state == api.EPDisconnectPending)
+}
+
+// breakConn ends the connection after a DTO error: BROKEN, and the peer
+// sees the connection close without a DISCONNECT (after a NAK, if one is
+// queued). ia.mu is held.
+func (p *ep) breakConn(c *conn, _ bool) {
+	if !p.live(c) {
+		c.shutdown(true, false, false, true)
+		return
+	}
+	c.shutdown(false, false, false, true)
+	p.toDisconnected(api.ConnectionBrokenEvent, nil)
+}
+
+// lost ends the connection when the peer is gone or broke the protocol:
+// BROKEN. ia.mu is held.
+func (p *ep) lost(c *conn) {
+	c.shutdown(true, false, false, true)
+	if p.live(c) {
+		p.toDisconnected(api.ConnectionBrokenEvent, nil)
+	}
+}
+
+// peerDisconnected handles the peer's DISCONNECT. ia.mu is held.
+func (p *ep) peerDisconnected(c *conn) {
+	c.shutdown(true, false, false, true)
+	if p.live(c) {
+		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+	}
+}
+
+// disconnectNow ends the connection locally: the peer is sent DISCONNECT.
+// ia.mu is held.
+func (p *ep) disconnectNow() {
+	p.c.shutdown(true, true, false, true)
+	p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+}
+
+// Disconnect ends the connection or the attempt (dat_ep_disconnect(3DAT)).
+// From CONNECTED both sides go to DISCONNECTED with a DISCONNECTED event
+// after the outstanding DTOs are flushed; a graceful disconnect with
+// requests outstanding waits for them in DISCONNECT_PENDING (an abrupt one
+// that follows does not). A connection attempt, or an accepted request
+// waiting for the requester's READY, is abandoned with DISCONNECTED. On a
+// DISCONNECTED EP it does nothing; in UNCONNECTED, RESERVED and the
+// passive pending states it is ErrInvalidState.
+func (p *ep) Disconnect(flags api.CloseFlags) error {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	switch p.state {
+	case api.EPConnected:
+		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
+			p.state = api.EPDisconnectPending
+			return nil
+		}
+		p.disconnectNow()
+	case api.EPDisconnectPending:
+		if flags != api.CloseGraceful {
+			p.disconnectNow()
+		}
+	case api.EPActiveConnectionPending, api.EPCompletionPending:
+		p.c.abort()
+		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+	case api.EPDisconnected:
+	default:
+		return p.stateErr("Disconnect")
+	}
+	return nil
+}
+
+// RecvQuery reports the receive buffers held by the EP
+// (dat_ep_recv_query(3DAT)).
+func (p *ep) RecvQuery() (int, int, error) {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	n := p.recvs.Len()
+	return n, n, nil
+}
+
+// SetWatermark sets the soft and hard high watermarks of an EP on an SRQ
+// (dat_ep_set_watermark(3DAT)). An EP holds at most the one SRQ buffer it
+// is filling, so no watermark event is generated; the values are kept.
+func (p *ep) SetWatermark(soft, hard int) error {
+	if (soft < 0 && soft != api.WatermarkInfinite) || (hard < 0 && hard != api.WatermarkInfinite) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "watermarks must be non-negative or WatermarkInfinite")
+	}
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	p.softHW, p.hardHW = soft, hard
+	return nil
+}

@@ -1,0 +1,252 @@
+package tcp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/eventq"
+)
+
+// evd is an Event Dispatcher over an eventq.Queue (dat_evd_wait(3DAT)).
+// Dequeue, Wait and PostSE go to the queue without the IA's lock.
+type evd struct {
+	api.ContextSlot
+	ia    *ia
+	q     *eventq.Queue
+	flags api.EVDFlags
+	cno   *cno // guarded by ia.mu
+}
+
+func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
+	e := &evd{ia: i, flags: flags}
+	e.q = eventq.New(qlen, e)
+	return e
+}
+
+// CreateEVD creates an EVD of qlen events accepting the streams in flags,
+// feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
+func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
+	if qlen < 1 || qlen > maxEVDQLen {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, maxEVDQLen))
+	}
+	const streams = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
+	if flags == 0 || flags&^streams != 0 {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.evds) >= maxObjects {
+		return nil, tooMany("EVDs")
+	}
+	e := newEVD(i, qlen, flags)
+	i.evds[e] = struct{}{}
+	c, _ := cnoArg.(*cno)
+	e.setCNO(c)
+	return e, nil
+}
+
+// post delivers a provider event; a nil EVD discards it. An overflow is
+// reported once per episode on the async EVD (package eventq).
+func (e *evd) post(ev *api.Event, notify bool) {
+	if e == nil {
+		return
+	}
+	if e.q.Post(ev, notify) == eventq.OverflowBegan {
+		if a := e.ia.async; a != e {
+			ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: e, Reason: api.ReasonEVDOverflow}}
+			a.q.Post(&ov, true)
+		}
+	}
+}
+
+// postAsync posts an asynchronous event about obj to the async EVD.
+func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
+	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
+	i.async.post(&ev, true)
+}
+
+// HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
+func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
+
+// Query returns the EVD's queue length, state, CNO and flags
+// (dat_evd_query(3DAT)).
+func (e *evd) Query() (api.EVDParam, error) {
+	e.ia.mu.Lock()
+	defer e.ia.mu.Unlock()
+	p := api.EVDParam{IA: e.ia, QLen: e.q.Cap(), State: e.q.State(), Flags: e.flags}
+	if e.cno != nil {
+		p.CNO = e.cno
+	}
+	return p, nil
+}
+
+// Resize changes the queue length without losing events
+// (dat_evd_resize(3DAT)).
+func (e *evd) Resize(qlen int) error {
+	if qlen > maxEVDQLen {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d exceeds %d", qlen, maxEVDQLen))
+	}
+	return e.q.Resize(qlen)
+}
+
+// PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull on
+// a full queue, without an overflow event.
+func (e *evd) PostSE(ev *api.Event) error {
+	if e.flags&api.EVDSoftware == 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
+	}
+	if ev == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	}
+	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
+	return e.q.PostSE(&se)
+}
+
+// Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
+func (e *evd) Dequeue(ev *api.Event) error {
+	if ev == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	}
+	return e.q.Dequeue(ev)
+}
+
+// Wait blocks until threshold events are queued and removes the first
+// (dat_evd_wait(3DAT)); a blocked Wait uses no CPU.
+func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	if ev == nil || ctx == nil {
+		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
+	}
+	return e.q.Wait(ctx, threshold, ev)
+}
+
+// Enable lets notification events trigger the CNO (dat_evd_enable(3DAT)).
+func (e *evd) Enable() error { e.q.SetEnabled(true); return nil }
+
+// Disable stops notification events from triggering the CNO
+// (dat_evd_disable(3DAT)).
+func (e *evd) Disable() error { e.q.SetEnabled(false); return nil }
+
+// SetUnwaitable wakes a blocked waiter with ErrInvalidState and refuses
+// waits (dat_evd_set_unwaitable(3DAT)).
+func (e *evd) SetUnwaitable() error { e.q.SetUnwaitable(true); return nil }
+
+// ClearUnwaitable makes the EVD waitable again (dat_evd_clear_unwaitable(3DAT)).
+func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
+
+// ModifyCNO changes the CNO the EVD feeds; nil detaches it
+// (dat_evd_modify_cno(3DAT)).
+func (e *evd) ModifyCNO(cnoArg api.CNO) error {
+	e.ia.mu.Lock()
+	defer e.ia.mu.Unlock()
+	c, _ := cnoArg.(*cno)
+	e.setCNO(c)
+	return nil
+}
+
+// setCNO attaches c (nil detaches); a CNO left without EVDs releases its
+// waiters (dat_cno_wait(3DAT)). ia.mu is held.
+func (e *evd) setCNO(c *cno) {
+	old := e.cno
+	if old == c {
+		return
+	}
+	e.cno = c
+	if c != nil {
+		c.evds++
+		e.q.SetCNO(c.c)
+	} else {
+		e.q.SetCNO(nil)
+	}
+	if old != nil {
+		old.evds--
+		if old.evds == 0 {
+			old.c.ReleaseWaiters()
+		}
+	}
+}
+
+// Free destroys the EVD (dat_evd_free(3DAT)); the guard refuses it while
+// in use. The async EVD cannot be freed (ErrInvalidState).
+func (e *evd) Free() error {
+	e.ia.mu.Lock()
+	defer e.ia.mu.Unlock()
+	if e == e.ia.async {
+		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
+	}
+	e.setCNO(nil)
+	e.q.Close()
+	delete(e.ia.evds, e)
+	return nil
+}
+
+// evdOf returns the provider EVD of an EVD argument; nil stays nil.
+func evdOf(x api.EVD) *evd {
+	e, _ := x.(*evd)
+	return e
+}
+
+func evdOrNil(e *evd) api.EVD {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// cno is a Consumer Notification Object over an eventq.CNO
+// (dat_cno_create(3DAT)).
+type cno struct {
+	api.ContextSlot
+	ia   *ia
+	c    *eventq.CNO
+	evds int // guarded by ia.mu
+}
+
+// CreateCNO creates a CNO with wait agent agent, nil for none
+// (dat_cno_create(3DAT)); the agent runs on a goroutine of the CNO's.
+func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.cnos) >= maxObjects {
+		return nil, tooMany("CNOs")
+	}
+	c := &cno{ia: i, c: eventq.NewCNO(agent)}
+	i.cnos[c] = struct{}{}
+	return c, nil
+}
+
+// HandleType reports HandleCNO (dat_get_handle_type(3DAT)).
+func (c *cno) HandleType() api.HandleType { return api.HandleCNO }
+
+// Query returns the CNO's IA and agent (dat_cno_query(3DAT)).
+func (c *cno) Query() (api.CNOParam, error) {
+	return api.CNOParam{IA: c.ia, Agent: c.c.Agent()}, nil
+}
+
+// ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
+func (c *cno) ModifyAgent(agent api.WaitAgent) error { c.c.SetAgent(agent); return nil }
+
+// Wait blocks until an attached EVD is triggered and returns it
+// (dat_cno_wait(3DAT)); (nil, nil) when the IA closes or the last EVD is
+// detached.
+func (c *cno) Wait(ctx context.Context) (api.EVD, error) {
+	if ctx == nil {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
+	}
+	return c.c.Wait(ctx)
+}
+
+// Free destroys the CNO (dat_cno_free(3DAT)): ErrInvalidState while an EVD
+// feeds it or a goroutine waits on it. It returns once no agent call runs.
+func (c *cno) Free() error {
+	c.ia.mu.Lock()
+	if c.evds > 0 || c.c.Waiters() > 0 {
+		c.ia.mu.Unlock()
+		return api.Errorf(api.InvalidState, api.SubStateCNOInUse, "an EVD feeds the CNO or a goroutine waits on it")
+	}
+	c.c.Close()
+	delete(c.ia.cnos, c)
+	c.ia.mu.Unlock()
+	c.c.WaitIdle()
+	return nil
+}

@@ -1,0 +1,273 @@
+package tcp
+
+import (
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/memreg"
+)
+
+// ia is an open tcp Interface Adapter (dat_ia_open(3DAT)). Its mutex
+// guards the state of every object of the IA, the connections' queues
+// included; each EVD has its own lock, taken after it.
+type ia struct {
+	api.ContextSlot
+	mu     sync.Mutex
+	ip     net.IP
+	addr   *net.IPAddr
+	closed bool
+	async  *evd
+	wg     sync.WaitGroup // every goroutine of the IA: acceptors, readers, writers
+
+	srqCond *sync.Cond // readers waiting for an SRQ receive; on mu
+
+	pzs  map[*pz]struct{}
+	evds map[*evd]struct{} // without the async EVD
+	cnos map[*cno]struct{}
+	eps  map[*ep]struct{}
+	psps map[*psp]struct{}
+	rsps map[*rsp]struct{}
+	crs  map[*cr]struct{}
+	lmrs map[*lmr]struct{}
+	rmrs map[*rmr]struct{}
+	srqs map[*srq]struct{}
+	mem  *memreg.Table[*pz, *ep]
+}
+
+func newIA(ip net.IP) *ia {
+	i := &ia{
+		ip: ip, addr: &net.IPAddr{IP: ip},
+		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
+		eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{},
+		crs: map[*cr]struct{}{}, lmrs: map[*lmr]struct{}{}, rmrs: map[*rmr]struct{}{},
+		srqs: map[*srq]struct{}{}, mem: memreg.New[*pz, *ep](),
+	}
+	i.srqCond = sync.NewCond(&i.mu)
+	return i
+}
+
+var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
+
+// HandleType reports HandleIA (dat_get_handle_type(3DAT)).
+func (i *ia) HandleType() api.HandleType { return api.HandleIA }
+
+// Query returns the IA's attributes and limits, which the provider
+// enforces, and the provider's attributes (dat_ia_query(3DAT)). The
+// address is a *net.IPAddr: the IA's local IP.
+func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
+	i.mu.Lock()
+	closed := i.closed
+	i.mu.Unlock()
+	if closed {
+		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
+	}
+	a := api.IAAttr{
+		AdapterName:                   "tcp",
+		VendorName:                    "godat",
+		HardwareVersionMajor:          1,
+		FirmwareVersionMajor:          1,
+		Address:                       &net.IPAddr{IP: i.ip},
+		MaxEPs:                        maxObjects,
+		MaxDTOPerEP:                   maxDTOPerEP,
+		MaxRDMAReadPerEPIn:            maxRDMAReadPerEP,
+		MaxRDMAReadPerEPOut:           maxRDMAReadPerEP,
+		MaxEVDs:                       maxObjects,
+		MaxEVDQLen:                    maxEVDQLen,
+		MaxIOVSegmentsPerDTO:          maxIOV,
+		MaxLMRs:                       maxObjects,
+		MaxLMRBlockSize:               1 << 48,
+		MaxLMRVirtualAddress:          api.VAddr(1<<64 - 1),
+		MaxPZs:                        maxObjects,
+		MaxMessageSize:                maxMessageSize,
+		MaxRDMASize:                   maxRDMASize,
+		MaxRMRs:                       maxObjects,
+		MaxRMRTargetAddress:           api.VAddr(1<<64 - 1),
+		MaxSRQs:                       maxObjects,
+		MaxEPPerSRQ:                   maxEPPerSRQ,
+		MaxRecvPerSRQ:                 maxRecvPerSRQ,
+		MaxIOVSegmentsPerRDMARead:     maxIOV,
+		MaxIOVSegmentsPerRDMAWrite:    maxIOV,
+		MaxRDMAReadIn:                 maxRDMAReadPerEP * maxObjects,
+		MaxRDMAReadOut:                maxRDMAReadPerEP * maxObjects,
+		MaxRDMAReadPerEPInGuaranteed:  true,
+		MaxRDMAReadPerEPOutGuaranteed: true,
+		ZBSupported:                   true,
+		TransportAttrs:                []api.NamedAttr{{Name: "transport", Value: "tcp"}, {Name: "wire_version", Value: fmt.Sprint(wireVersion)}},
+	}
+	p := api.ProviderAttr{
+		ProviderName:                  "tcp",
+		ProviderVersionMajor:          1,
+		DAPLVersionMajor:              2,
+		DAPLVersionMinor:              0,
+		LMRMemTypesSupported:          api.MemTypeVirtual | api.MemTypeLMR | api.MemTypeSharedVirtual,
+		IOVOwnershipOnReturn:          api.IOVConsumer,
+		QOSSupported:                  qosSupported,
+		CompletionFlagsSupported:      flagsSupported,
+		ThreadSafe:                    true,
+		MaxPrivateDataSize:            maxPrivateData,
+		EPCreator:                     api.PSPCreatesEPIfAsked,
+		PZSupport:                     api.PZUnique,
+		OptimalBufferAlignment:        64,
+		SRQSupported:                  true,
+		SRQWatermarksSupported:        1,
+		SRQEPPZDifferenceSupported:    true,
+		SRQInfoSupported:              1,
+		EPRecvInfoSupported:           1,
+		DTOAsyncReturnGuaranteed:      true,
+		RMRScopeSupported:             api.RMRScopeEP,
+		RDMAReadLMRRMRContextExposure: false,
+	}
+	return a, p, nil
+}
+
+// AsyncEVD returns the IA's async EVD (dat_ia_open(3DAT)).
+func (i *ia) AsyncEVD() (api.EVD, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed
+	}
+	return i.async, nil
+}
+
+func (i *ia) objectCount() int {
+	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.eps) + len(i.psps) + len(i.rsps) +
+		len(i.crs) + len(i.lmrs) + len(i.rmrs) + len(i.srqs)
+}
+
+// Close closes the IA (dat_ia_close(3DAT)). CloseGraceful fails with
+// ErrInvalidState (SubStateIAInUse) while any object other than the async
+// EVD exists. CloseAbrupt destroys everything: listeners close, pending
+// requests are refused (the requesters see NON_PEER_REJECTED), connected
+// peers get DISCONNECTED (or BROKEN if the DISCONNECT frame cannot be
+// written), EVD waiters return ErrAbort and CNO waiters a nil EVD. Close
+// returns once every goroutine of the IA has ended.
+func (i *ia) Close(flags api.CloseFlags) error {
+	i.mu.Lock()
+	if i.closed {
+		i.mu.Unlock()
+		return errIAClosed
+	}
+	if flags == api.CloseGraceful && i.objectCount() > 0 {
+		n := i.objectCount()
+		i.mu.Unlock()
+		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
+	}
+	i.closed = true
+	for s := range i.psps {
+		s.stop()
+	}
+	for r := range i.rsps {
+		r.stop()
+	}
+	for c := range i.crs {
+		c.abort()
+	}
+	for p := range i.eps {
+		p.destroy()
+	}
+	for e := range i.evds {
+		e.q.Close()
+	}
+	i.async.q.Close()
+	var cnos []*cno
+	for c := range i.cnos {
+		c.c.Close()
+		cnos = append(cnos, c)
+	}
+	i.srqCond.Broadcast()
+	clear(i.pzs)
+	clear(i.evds)
+	clear(i.cnos)
+	clear(i.eps)
+	clear(i.psps)
+	clear(i.rsps)
+	clear(i.crs)
+	clear(i.lmrs)
+	clear(i.rmrs)
+	clear(i.srqs)
+	i.mem.Clear()
+	i.mu.Unlock()
+	i.wg.Wait()
+	for _, c := range cnos {
+		c.c.WaitIdle()
+	}
+	return nil
+}
+
+// SyncRDMARead checks that every segment lies inside an LMR of the IA and
+// does nothing more: the memory is coherent (dat_lmr_sync_rdma_read(3DAT)).
+func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
+
+// SyncRDMAWrite is SyncRDMARead for dat_lmr_sync_rdma_write(3DAT).
+func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
+
+func (i *ia) checkSegments(segs []api.LMRTriplet) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for k, t := range segs {
+		if t.Length == 0 {
+			continue
+		}
+		r := i.mem.LMR(t.LMRContext)
+		if r == nil {
+			return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("segment %d names no LMR of the IA", k))
+		}
+		if _, ok := memreg.Span(r.Mem, r.Base, t.Addr, uint64(t.Length)); !ok {
+			return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("segment %d lies outside its LMR", k))
+		}
+	}
+	return nil
+}
+
+func tooMany(what string) error {
+	return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the IA has the maximum number of %s (%d)", what, maxObjects))
+}
+
+// CreatePZ creates a protection zone (dat_pz_create(3DAT)).
+func (i *ia) CreatePZ() (api.PZ, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.pzs) >= maxObjects {
+		return nil, tooMany("PZs")
+	}
+	z := &pz{ia: i}
+	i.pzs[z] = struct{}{}
+	return z, nil
+}
+
+// pz is a protection zone (dat_pz_create(3DAT)).
+type pz struct {
+	api.ContextSlot
+	ia *ia
+}
+
+// HandleType reports HandlePZ (dat_get_handle_type(3DAT)).
+func (z *pz) HandleType() api.HandleType { return api.HandlePZ }
+
+// Query returns the PZ's IA (dat_pz_query(3DAT)).
+func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
+
+// Free destroys the PZ (dat_pz_free(3DAT)); the registry's guard refuses
+// it while objects use the PZ.
+func (z *pz) Free() error {
+	z.ia.mu.Lock()
+	defer z.ia.mu.Unlock()
+	delete(z.ia.pzs, z)
+	return nil
+}
+
+// pzOf returns the provider PZ of a PZ argument; nil stays nil.
+func pzOf(x api.PZ) *pz {
+	z, _ := x.(*pz)
+	return z
+}
+
+func pzOrNil(z *pz) api.PZ {
+	if z == nil {
+		return nil
+	}
+	return z
+}

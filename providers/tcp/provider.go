@@ -1,0 +1,157 @@
+package tcp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
+)
+
+func init() { registry.Register("tcp", Provider{}) }
+
+// Provider is the tcp provider: RDMA semantics over TCP
+// (dat_provider_init(3DAT), dat_ia_open(3DAT)). The zero value is ready
+// for use; the package registers one under the name "tcp".
+type Provider struct{}
+
+// Open opens a tcp IA on the local address that p.Params names
+// (dat_ia_open(3DAT)): an IPv4 or IPv6 address ("127.0.0.1", "::1",
+// "[::1]") or a network interface name ("eth0"), whose first IPv4 address,
+// else first IPv6 address, is used. An address that is not configured on
+// this host, or an interface without addresses, is ErrProviderNotFound
+// with the reason. Each call opens a new, independent IA.
+func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	if ctx.Err() != nil {
+		return nil, api.ContextError(ctx)
+	}
+	qlen := p.AsyncEVDQLen
+	if qlen < 1 {
+		qlen = 1
+	}
+	if qlen > maxEVDQLen {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxEVDQLen))
+	}
+	ip, err := localIP(p.Params)
+	if err != nil {
+		return nil, err
+	}
+	i := newIA(ip)
+	i.async = newEVD(i, qlen, api.EVDAsync)
+	return i, nil
+}
+
+// localIP resolves ia_params to an IP address configured on this host.
+func localIP(s string) (net.IP, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, "tcp: ia_params must name a local address or interface")
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.IsLoopback() || ip.IsUnspecified() {
+			return ip, nil
+		}
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return nil, &api.Error{Type: api.ProviderNotFound, Msg: "tcp: listing the host's addresses", Cause: err}
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return ip, nil
+			}
+		}
+		return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, fmt.Sprintf("tcp: %s is not an address of this host", ip))
+	}
+	ifc, err := net.InterfaceByName(s)
+	if err != nil {
+		return nil, &api.Error{Type: api.ProviderNotFound, Msg: fmt.Sprintf("tcp: ia_params %q is neither an IP address nor an interface", s), Cause: err}
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return nil, &api.Error{Type: api.ProviderNotFound, Msg: fmt.Sprintf("tcp: addresses of %s", s), Cause: err}
+	}
+	var v6 net.IP
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		if n.IP.To4() != nil {
+			return n.IP.To4(), nil
+		}
+		if v6 == nil && !n.IP.IsLinkLocalUnicast() {
+			v6 = n.IP
+		}
+	}
+	if v6 == nil {
+		return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, fmt.Sprintf("tcp: interface %s has no usable IP address", s))
+	}
+	return v6, nil
+}
+
+// remoteIP converts the remote address of Connect: a *net.IPAddr or a
+// *net.TCPAddr (whose port is ignored: the connection qualifier is the
+// port).
+func remoteIP(a net.Addr) (net.IP, error) {
+	switch v := a.(type) {
+	case *net.IPAddr:
+		if v != nil && v.IP != nil {
+			return v.IP, nil
+		}
+	case *net.TCPAddr:
+		if v != nil && v.IP != nil {
+			return v.IP, nil
+		}
+	case nil:
+	default:
+		return nil, api.Errorf(api.InvalidAddress, api.SubAddressUnsupported,
+			fmt.Sprintf("%s address %q is not an IP address", a.Network(), a.String()))
+	}
+	return nil, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, "remote address is nil or has no IP")
+}
+
+// Limits the provider reports in IA.Query and enforces.
+const (
+	maxObjects       = 1 << 16 // of each kind per IA
+	maxEVDQLen       = 1 << 20
+	maxIOV           = 64
+	maxDTOPerEP      = 1 << 14
+	maxMessageSize   = 1 << 30
+	maxRDMASize      = 1 << 30
+	maxPrivateData   = 1024
+	maxRDMAReadPerEP = 64
+	maxRecvPerSRQ    = 1 << 16
+	maxEPPerSRQ      = 1 << 16
+	maxConnQual      = 65535
+
+	qosSupported   = api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium
+	flagsSupported = api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
+		api.CompletionBarrierFence | api.CompletionEVDThreshold
+	remotePriv = api.MemPrivRemoteRead | api.MemPrivRemoteWrite
+)
+
+// defaultEPAttr is what an EP gets for a nil attribute pointer, and what
+// zero numeric fields of a given one are replaced with.
+var defaultEPAttr = api.EPAttr{
+	ServiceType:     api.ServiceRC,
+	MaxMessageSize:  maxMessageSize,
+	MaxRDMASize:     maxRDMASize,
+	MaxRecvDTOs:     1024,
+	MaxRequestDTOs:  1024,
+	MaxRecvIOV:      16,
+	MaxRequestIOV:   16,
+	MaxRDMAReadIn:   16,
+	MaxRDMAReadOut:  16,
+	MaxRDMAReadIOV:  16,
+	MaxRDMAWriteIOV: 16,
+}
+
+// portQuals numbers the port qualifiers of active EPs, process-wide. They
+// start above every TCP port so that they are never mistaken for one.
+var portQuals atomic.Uint64
+
+func nextPortQual() api.ConnQual { return api.ConnQual(1<<32 + portQuals.Add(1)) }

@@ -1,0 +1,243 @@
+package tcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
+)
+
+// startHelperProc starts this test binary as the helper server.
+func startHelperProc(t *testing.T) *helperProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helperProc{stdin: stdin, proc: cmd.Process, done: make(chan error, 1)}
+	q, err := readPort(stdout)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper did not report its port: %v", err)
+	}
+	h.port = q
+	go func() { h.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = h.stdin.Close()
+		select {
+		case <-h.done:
+		case <-time.After(20 * time.Second):
+			_ = h.proc.Kill()
+			<-h.done
+		}
+	})
+	return h
+}
+
+// client is one client EP with its own EVDs and buffers.
+type client struct {
+	t               testing.TB
+	ia              api.IA
+	pz              api.PZ
+	ep              api.EP
+	recv, req, conn api.EVD
+	buf             []byte
+	lmr             api.LMRParam
+}
+
+func newClient(t testing.TB, ia api.IA) *client {
+	t.Helper()
+	c := &client{t: t, ia: ia, buf: make([]byte, 256<<10)}
+	var err error
+	if c.pz, err = ia.CreatePZ(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*api.EVD{&c.recv, &c.req, &c.conn} {
+		if *e, err = ia.CreateEVD(64, nil, api.EVDDTO|api.EVDConnection|api.EVDRMRBind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.ep, err = ia.CreateEP(c.pz, c.recv, c.req, c.conn, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: c.buf}, api.MemPrivLocalRead|api.MemPrivLocalWrite, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.lmr, err = l.Query(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *client) next(e api.EVD, what string) api.Event {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ev api.Event
+	if _, err := e.Wait(ctx, 1, &ev); err != nil {
+		c.t.Fatalf("%s: %v", what, err)
+	}
+	return ev
+}
+
+func (c *client) expect(e api.EVD, n api.EventNumber, what string) api.Event {
+	c.t.Helper()
+	ev := c.next(e, what)
+	if ev.Number != n {
+		c.t.Fatalf("%s: got %v (DTO status %v), want %v", what, ev.Number, ev.DTO.Status, n)
+	}
+	return ev
+}
+
+func (c *client) dto(e api.EVD, cookie api.Cookie, st api.DTOStatus, what string) api.Event {
+	c.t.Helper()
+	ev := c.expect(e, api.DTOCompletionEvent, what)
+	if ev.DTO.Cookie != cookie || ev.DTO.Status != st {
+		c.t.Fatalf("%s: cookie %d status %v, want cookie %d status %v", what, ev.DTO.Cookie, ev.DTO.Status, cookie, st)
+	}
+	return ev
+}
+
+func (c *client) connect(q api.ConnQual, pd string) {
+	c.t.Helper()
+	a, _, err := c.ia.Query()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.ep.Connect(a.Address, q, 20*time.Second, []byte(pd), api.QOSBestEffort, api.ConnectDefault); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// TestTwoProcess runs the core connection and data transfer checks between
+// this process and a helper process: the conformance suite itself opens
+// both ends in one process (see the package tests' README in the report).
+func TestTwoProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a second process")
+	}
+	h := startHelperProc(t)
+	ia, err := registry.Open(context.Background(), "tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ia.Close(api.CloseAbrupt)
+
+	// Accept with private data both ways, then the server's window message.
+	c := newClient(t, ia)
+	if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	c.connect(h.port, "hi")
+	ev := c.expect(c.conn, api.ConnectionEstablishedEvent, "ESTABLISHED")
+	if string(ev.Conn.PrivateData) != "welcome hi" {
+		t.Fatalf("accept private data %q", ev.Conn.PrivateData)
+	}
+	ev = c.dto(c.recv, 1, api.DTOSuccess, "the window message")
+	if ev.DTO.Length != 16 {
+		t.Fatalf("window message of %d bytes", ev.DTO.Length)
+	}
+	win := api.RMRTriplet{RMRContext: api.RMRContext(binary.BigEndian.Uint32(c.buf[0:])),
+		Addr: api.VAddr(binary.BigEndian.Uint64(c.buf[4:])), Length: binary.BigEndian.Uint32(c.buf[12:])}
+
+	// RDMA write the whole window, read it back.
+	src, dst := c.buf[64<<10:128<<10], c.buf[128<<10:192<<10]
+	for i := range src {
+		src[i] = byte(i*7 + i>>9)
+	}
+	if err := c.ep.PostRDMAWrite([]api.LMRTriplet{c.lmr.Triplet(64<<10, win.Length)}, 10, win, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	c.dto(c.req, 10, api.DTOSuccess, "RDMA write across processes")
+	if err := c.ep.PostRDMARead([]api.LMRTriplet{c.lmr.Triplet(128<<10, win.Length)}, 11, win, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	c.dto(c.req, 11, api.DTOSuccess, "RDMA read across processes")
+	if !bytes.Equal(src, dst) {
+		t.Fatal("the window read back differs from what was written")
+	}
+
+	// Echo: a send and the receive of its echo.
+	msg := c.buf[192<<10 : 192<<10+1000]
+	copy(msg, src)
+	if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(200<<10, 4096)}, 2, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ep.PostSend([]api.LMRTriplet{c.lmr.Triplet(192<<10, 1000)}, 12, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	c.dto(c.req, 12, api.DTOSuccess, "the send")
+	ev = c.dto(c.recv, 2, api.DTOSuccess, "the echo")
+	if ev.DTO.Length != 1000 || !bytes.Equal(c.buf[200<<10:200<<10+1000], msg) {
+		t.Fatal("the echo differs")
+	}
+
+	// A wrong RMR context: REMOTE_ACCESS and BROKEN.
+	bad := win
+	bad.RMRContext ^= 0x5A5A5A5A
+	bad.Length = 16
+	if err := c.ep.PostRDMAWrite([]api.LMRTriplet{c.lmr.Triplet(64<<10, 16)}, 13, bad, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	c.dto(c.req, 13, api.DTOErrRemoteAccess, "the refused RDMA write")
+	c.expect(c.conn, api.ConnectionBrokenEvent, "BROKEN after the remote access error")
+
+	// Reject with private data.
+	r := newClient(t, ia)
+	r.connect(h.port, "reject")
+	ev = r.expect(r.conn, api.ConnectionPeerRejectedEvent, "PEER_REJECTED")
+	if string(ev.Conn.PrivateData) != "no thanks" {
+		t.Fatalf("reject private data %q", ev.Conn.PrivateData)
+	}
+
+	// Nobody listens: NON_PEER_REJECTED.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := api.ConnQual(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	n := newClient(t, ia)
+	n.connect(free, "")
+	n.expect(n.conn, api.ConnectionNonPeerRejectedEvent, "connecting to a port nobody listens on")
+
+	// The peer process dies: BROKEN, and the posted receive is flushed.
+	k := newClient(t, ia)
+	k.connect(h.port, "k")
+	k.expect(k.conn, api.ConnectionEstablishedEvent, "ESTABLISHED before the kill")
+	if err := k.ep.PostRecv([]api.LMRTriplet{k.lmr.Triplet(0, 64)}, 7, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	k.dto(k.recv, 7, api.DTOSuccess, "the window message")
+	if err := k.ep.PostRecv([]api.LMRTriplet{k.lmr.Triplet(0, 64)}, 8, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	k.expect(k.conn, api.ConnectionBrokenEvent, "BROKEN when the peer process is killed")
+	k.dto(k.recv, 8, api.DTOErrFlushed, "the receive posted before the kill")
+}
