@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -194,22 +195,22 @@ func (c *conn) dial(ctx context.Context, deadline time.Time, local net.IP, addr 
 }
 
 // dialEvent maps a dial error to the connection event the requester gets:
-// TIMED_OUT when the connect timeout passed, UNREACHABLE when there is no
-// way to the address (no route, network down, an address of another
-// family), and NON_PEER_REJECTED otherwise (refused or reset: the host is
-// there but nothing listens).
+// TIMED_OUT when the connect timeout passed (the context's deadline, or the
+// dialer's own timeout, which can fire first), NON_PEER_REJECTED when the
+// host answered but nothing listens (refused or reset), and UNREACHABLE for
+// every other failure to reach the address: no route, an unreachable,
+// blackhole or prohibit route, a network that is down, an address of
+// another family (dat_ep_connect(3DAT)).
 func dialEvent(ctx context.Context, err error) api.EventNumber {
-	var ae *net.AddrError
+	var ne net.Error
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded),
+		errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return api.ConnectionTimedOutEvent
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
-		errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ENETDOWN),
-		errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EAFNOSUPPORT),
-		errors.As(err, &ae):
-		return api.ConnectionUnreachableEvent
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+		return api.ConnectionNonPeerRejectedEvent
 	}
-	return api.ConnectionNonPeerRejectedEvent
+	return api.ConnectionUnreachableEvent
 }
 
 // failConnect ends a connection attempt with event ev, unless it was
