@@ -1,10 +1,16 @@
 package tcp
 
 import (
+	"errors"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/ring"
@@ -69,18 +75,57 @@ type conn struct {
 	tx     ring.Ring[txItem]
 	txsegs [][]byte // scratch of pump, under ia.mu
 
-	// Writer scratch: only the writer goroutine uses these.
-	wh    [maxBatchSegs][frameLen]byte // copies of the headers of one batch
-	whdr  [2][frameLen]byte            // ACK and DISCONNECT
-	wvec  [][]byte
-	wbufs net.Buffers
+	// The send side. Whoever sets wbusy (under ia.mu) owns the socket's
+	// send side and the scratch below until it clears wbusy: the writer
+	// goroutine, or a goroutine that posts, or the reader (direct writes,
+	// see flush).
+	rc        syscall.RawConn              // nil: no direct writes
+	wbusy     bool                         // a goroutine is writing
+	wrem      bool                         // wvec holds the unwritten rest of a direct write
+	deferWake int                          // goroutines that flush before they release ia.mu
+	wh        [maxBatchSegs][frameLen]byte // copies of the headers of one batch
+	whdr      [2][frameLen]byte            // ACK and DISCONNECT
+	wvec      [][]byte
+	wvec0     [][]byte // wvec's full backing array
+	wbufs     net.Buffers
+	wiov      []syscall.Iovec
+	wrFn      func(uintptr) bool // writeNB's callback (made once: no allocation)
+	wrN       uintptr
+	wrErr     syscall.Errno
+	credTimer *time.Timer // sends a credit update or ACK that nothing carried
+	credArmed bool
+	rxWoke    bool // the reader completed a receive with a notification
 
 	// Reader scratch: only the reader goroutine uses these.
 	rhdr    [frameLen]byte
 	rsegs   [][]byte
 	scratch [512]byte
 	hsbuf   [hsLen + maxPrivateData]byte
+	rb      [rxBufLen]byte // read-ahead: rb[rr:rw] is read and not yet consumed
+	rr, rw  int
+
+	// The receive side's ownership (see "Polling" in the package
+	// documentation). rxTok is 1 while a goroutine consumes the stream:
+	// the reader, or a consumer polling an EVD the connection feeds. The
+	// reader scratch above belongs to the token's holder.
+	pollable  bool               // pollers may drive the receive side (set by begin)
+	rxFn      func(uintptr) bool // waitRx's callback (made once: no allocation)
+	pollFn    func(uintptr)      // pollStream's read
+	pollDirFn func(uintptr)      // fillNB's read
+	rxN       int
+	rxErr     error
+	rxDst     []byte
+	pl        payload
+	rxTok     atomic.Int32
+	rxMissed  atomic.Int32 // the reader found data while a poller held the token
+	rxKick    atomic.Bool  // a poller left the end of the stream to the reader: pollers keep off
+	rxClosed  atomic.Bool  // the connection is closing: pollers keep off
 }
+
+// rxBufLen is the reader's read-ahead buffer: a frame header and a small
+// payload arrive with one read system call. Payload bytes beyond it are
+// read straight into their destination.
+const rxBufLen = 16 << 10
 
 // requester is the sending side's sequence and credit state.
 type requester struct {
@@ -107,7 +152,9 @@ type responder struct {
 func newConn(i *ia) *conn {
 	c := &conn{ia: i, wdone: make(chan struct{})}
 	c.cond = sync.NewCond(&i.mu)
-	c.wvec = make([][]byte, 0, maxBatchSegs+maxIOV+2)
+	c.wvec0 = make([][]byte, 0, maxBatchSegs+maxIOV+2)
+	c.wvec = c.wvec0
+	c.wiov = make([]syscall.Iovec, 0, cap(c.wvec0))
 	c.rsegs = make([][]byte, 0, maxIOV)
 	return c
 }
@@ -155,12 +202,35 @@ func helloFor(p *ep, typ uint16, pdLen int) hsMsg {
 func (c *conn) begin(p *ep) {
 	c.up = true
 	c.recvPosted = uint64(p.recvs.Len())
+	c.credTimer = time.AfterFunc(time.Hour, c.creditDue)
+	c.credTimer.Stop()
+	if sc, ok := c.nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.rc = rc
+		}
+	}
+	c.wrFn, c.rxFn, c.pollFn, c.pollDirFn = c.writevFD, c.waitFD, c.pollFD, c.pollDirFD
+	c.rxTok.Store(1) // the reader's, until it waits
+	if c.rc != nil && p.srq == nil {
+		// An EP on an SRQ is not polled: its reader may have to wait
+		// for an SRQ buffer, which a poller must not do.
+		c.pollable = true
+		p.recvEVD.addFeed(c)
+		if p.reqEVD != p.recvEVD {
+			p.reqEVD.addFeed(c)
+		}
+	}
 	c.goRun(c.writeLoop)
 	p.pump()
 }
 
-// wake tells the writer there is something to send. ia.mu is held.
-func (c *conn) wake() { c.cond.Signal() }
+// wake tells the writer there is something to send, unless the calling
+// goroutine promised to flush (deferWake). ia.mu is held.
+func (c *conn) wake() {
+	if c.deferWake == 0 {
+		c.cond.Signal()
+	}
+}
 
 // shutdown ends the data transfer phase. drop discards queued frames, disc
 // sends DISCONNECT after them, hard closes the socket once they are
@@ -174,6 +244,15 @@ func (c *conn) shutdown(drop, disc, hard, kick bool) {
 	if !c.closing {
 		c.closing, c.drop, c.disc = true, drop, disc
 		_ = c.nc.SetWriteDeadline(time.Now().Add(drainTimeout))
+		if c.credTimer != nil {
+			c.credTimer.Stop()
+			c.credArmed = false
+		}
+		c.rxClosed.Store(true)
+		if c.pollable {
+			c.ep.recvEVD.dropFeed(c)
+			c.ep.reqEVD.dropFeed(c)
+		}
 	}
 	if hard && !c.hard {
 		c.hard = true
@@ -216,14 +295,29 @@ func (c *conn) enqueue(f *frame, segs [][]byte) *txItem {
 func (c *conn) ackDue() bool { return c.placed != c.ackSent || c.recvPosted != c.credSent }
 
 // writeLoop is the connection's writer: it sends queued frames in order,
-// several per writev, straight from their memory, then an ACK if one is
-// owed once the queue is empty.
+// several per writev, straight from their memory, with an ACK if one is
+// owed, whenever no other goroutine is writing directly (flush); it
+// finishes what a direct write left unwritten; it ends the connection's
+// sending side when the connection closes.
 func (c *conn) writeLoop() {
 	mu := &c.ia.mu
 	mu.Lock()
 	for {
-		for c.tx.Len() == 0 && !c.ackDue() && !c.closing {
+		for c.wbusy || (!c.wrem && c.tx.Len() == 0 && !c.ackDue() && !c.closing) {
 			c.cond.Wait()
+		}
+		if c.wrem {
+			// The rest of a direct write: always finished, even when
+			// closing, so that the stream stays whole.
+			c.wrem, c.wbusy = false, true
+			mu.Unlock()
+			err := c.writeVec()
+			mu.Lock()
+			c.wbusy = false
+			if err != nil && !c.closing {
+				c.ep.lost(c)
+			}
+			continue
 		}
 		if c.closing && c.drop {
 			for c.tx.Len() > 0 {
@@ -253,54 +347,216 @@ func (c *conn) writeLoop() {
 			close(c.wdone)
 			return
 		}
-		c.wvec = c.wvec[:0]
-		nsegs, nitems := 0, 0
-		for c.tx.Len() > 0 && nsegs < maxBatchSegs {
-			t := c.tx.Front()
-			h := &c.wh[nitems]
-			*h = t.hdr
-			nitems++
-			c.wvec = append(c.wvec, h[:])
-			for _, s := range t.segs {
-				if len(s) > 0 {
-					c.wvec = append(c.wvec, s)
-				}
-			}
-			nsegs += 1 + len(t.segs)
-			if t.readResp {
-				c.respQueued--
-			}
-			clear(t.segs)
-			c.tx.PopFront()
-		}
-		if c.tx.Len() == 0 && c.ackDue() && !c.closing {
-			c.ackSent, c.credSent = c.placed, c.recvPosted
-			encodeFrame(c.whdr[1][:], &frame{Type: frAck, Seq: c.placed, Addr: c.recvPosted})
-			c.wvec = append(c.wvec, c.whdr[1][:])
-		}
+		c.wbusy = true
+		c.batch()
 		// The batch refers to header copies and to the DTOs' memory only:
 		// the ring's slots may be reused while it is written.
 		mu.Unlock()
 		err := c.writeVec()
 		mu.Lock()
+		c.wbusy = false
 		if err != nil && !c.closing {
 			c.ep.lost(c)
 		}
 	}
 }
 
-// writeVec writes c.wvec with one vectored write.
+// batch moves queued frames into wvec, after an ACK if one is owed. ia.mu
+// is held and the caller set wbusy.
+func (c *conn) batch() {
+	c.wvec = c.wvec0[:0]
+	ack := c.ackDue() && !c.closing
+	if ack && c.respQueued == 0 {
+		// The ACK goes first: the peer learns of its completions and
+		// credits before it sees the frames that follow (which may
+		// prompt it to send). Not while a READ_RESP is queued: an ACK
+		// must not overtake the response of a read it covers.
+		c.appendAck()
+		ack = false
+	}
+	nsegs, nitems := 0, 0
+	for c.tx.Len() > 0 && nsegs < maxBatchSegs {
+		t := c.tx.Front()
+		h := &c.wh[nitems]
+		*h = t.hdr
+		nitems++
+		c.wvec = append(c.wvec, h[:])
+		for _, s := range t.segs {
+			if len(s) > 0 {
+				c.wvec = append(c.wvec, s)
+			}
+		}
+		nsegs += 1 + len(t.segs)
+		if t.readResp {
+			c.respQueued--
+		}
+		clear(t.segs)
+		c.tx.PopFront()
+	}
+	if ack && c.tx.Len() == 0 {
+		c.appendAck()
+	}
+}
+
+// credDelay is how long a credit update (when the peer may be out of
+// credits) or the ACK of a polled receive waits for a frame to ride on.
+const credDelay = 20 * time.Microsecond
+
+// armCredit schedules the owed ACK and credit update. ia.mu is held.
+func (c *conn) armCredit() {
+	if !c.credArmed {
+		c.credArmed = true
+		c.credTimer.Reset(credDelay)
+	}
+}
+
+// creditDue sends the credit update owed, if nothing carried it.
+func (c *conn) creditDue() {
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	c.credArmed = false
+	if c.up && !c.closing && c.ackDue() {
+		c.flush(true)
+	}
+}
+
+// appendAck adds the ACK owed to the batch. ia.mu is held.
+func (c *conn) appendAck() {
+	if c.credArmed {
+		c.credArmed = false
+		c.credTimer.Stop()
+	}
+	c.ackSent, c.credSent = c.placed, c.recvPosted
+	encodeFrame(c.whdr[1][:], &frame{Type: frAck, Seq: c.placed, Addr: c.recvPosted})
+	c.wvec = append(c.wvec, c.whdr[1][:])
+}
+
+// flush sends what is queued, and the ACK if one is owed and ack is set,
+// from the calling goroutine with non-blocking writes, if no other
+// goroutine is writing: a post then costs no hand-off to the writer.
+// What the socket does not take at once is left to the writer goroutine,
+// so flush never waits for the peer. ia.mu is held; flush releases it
+// while it writes.
+func (c *conn) flush(ack bool) {
+	mu := &c.ia.mu
+	for range 4 {
+		work := c.tx.Len() > 0 || (ack && c.ackDue())
+		if !work {
+			return
+		}
+		if c.wbusy || c.wrem {
+			return // the writer in progress (or due) looks at the queue again
+		}
+		if c.rc == nil || !c.up || c.closing {
+			c.cond.Signal()
+			return
+		}
+		c.wbusy = true
+		c.batch()
+		mu.Unlock()
+		done, err := c.writeNB()
+		mu.Lock()
+		c.wbusy = false
+		switch {
+		case err != nil:
+			c.wvec = c.wvec0[:0]
+			if !c.closing {
+				c.ep.lost(c)
+			}
+			c.cond.Broadcast()
+			return
+		case !done:
+			c.wrem = true
+			c.cond.Signal()
+			return
+		case c.closing:
+			c.cond.Broadcast()
+			return
+		}
+	}
+	if c.tx.Len() > 0 || c.ackDue() {
+		c.cond.Signal()
+	}
+}
+
+// writeNB writes wvec with one non-blocking writev and drops what was
+// written from it; done reports that nothing is left.
+func (c *conn) writeNB() (done bool, err error) {
+	iov := c.wiov[:0]
+	for _, b := range c.wvec {
+		v := syscall.Iovec{Base: &b[0]}
+		v.SetLen(len(b))
+		iov = append(iov, v)
+	}
+	c.wiov = iov
+	c.wrN, c.wrErr = 0, 0
+	err = c.rc.Write(c.wrFn)
+	n, errno := c.wrN, c.wrErr
+	clear(iov)
+	if err != nil {
+		return false, err
+	}
+	switch errno {
+	case 0:
+	case syscall.EAGAIN, syscall.EINTR:
+		n = 0
+	default:
+		return false, errno
+	}
+	k := int(n)
+	for len(c.wvec) > 0 && k >= len(c.wvec[0]) {
+		k -= len(c.wvec[0])
+		c.wvec[0] = nil
+		c.wvec = c.wvec[1:]
+	}
+	if len(c.wvec) == 0 {
+		c.wvec = c.wvec0[:0]
+		return true, nil
+	}
+	c.wvec[0] = c.wvec[0][k:]
+	return false, nil
+}
+
+// writevFD is writeNB's non-blocking writev of wiov.
+func (c *conn) writevFD(fd uintptr) bool {
+	c.wrN, _, c.wrErr = syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wiov))), uintptr(len(c.wiov)))
+	return true
+}
+
+// writeVec writes wvec with one vectored write.
 func (c *conn) writeVec() error {
 	c.wbufs = net.Buffers(c.wvec)
 	_, err := c.wbufs.WriteTo(c.nc)
 	clear(c.wvec)
+	c.wvec = c.wvec0[:0]
 	return err
 }
 
-// readFull reads exactly len(b) bytes.
+// readFull reads exactly len(b) bytes: what the read-ahead buffer holds,
+// then from the socket, straight into b for a large remainder, else
+// through the buffer (one read for this and the frames that follow).
 func (c *conn) readFull(b []byte) error {
-	_, err := io.ReadFull(c.nc, b)
-	return err
+	n := copy(b, c.rb[c.rr:c.rw])
+	c.rr += n
+	b = b[n:]
+	for len(b) > 0 {
+		if len(b) >= rxBufLen/2 {
+			k, err := c.nc.Read(b)
+			b = b[k:]
+			if err != nil && len(b) > 0 && !c.kicked(err) {
+				return err
+			}
+			continue
+		}
+		k, err := c.nc.Read(c.rb[:])
+		m := copy(b, c.rb[:k])
+		c.rr, c.rw = m, k
+		b = b[m:]
+		if err != nil && len(b) > 0 && !c.kicked(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // readInto reads n bytes into the segments, in order.
@@ -340,22 +596,252 @@ func (c *conn) drain() {
 	_ = c.nc.Close()
 }
 
+// kicked reports whether a read error is a poller's kick (see poll)
+// rather than the end of the connection, and if so clears it. Only the
+// holder of the receive token calls it.
+func (c *conn) kicked(err error) bool {
+	if !c.pollable || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.rxKick.Store(false)
+	_ = c.nc.SetReadDeadline(time.Time{})
+	return true
+}
+
+// waitRx waits, at a frame boundary with nothing buffered, until there is
+// something to read, and reads it into the read-ahead buffer. The reader
+// holds the receive token on entry and on return; while it waits in the
+// netpoller it does not, and a polling consumer may take the stream
+// meanwhile.
+func (c *conn) waitRx() error {
+	for {
+		c.rxErr = nil
+		c.rxTok.Store(0)
+		err := c.rc.Read(c.rxFn)
+		if err != nil {
+			// The token is not held when the wait fails.
+			if !c.rxTok.CompareAndSwap(0, 1) {
+				c.rxMissed.Store(1)
+				for !c.rxTok.CompareAndSwap(0, 1) {
+					runtime.Gosched() // a poller is finishing
+				}
+			}
+			if c.kicked(err) {
+				continue
+			}
+			return err
+		}
+		if c.rxErr != nil {
+			return c.rxErr
+		}
+		if c.rr != c.rw || c.pl.active {
+			return nil
+		}
+	}
+}
+
+// waitFD is waitRx's callback: it takes the receive token and reads
+// without waiting; false (wait for the socket) if there is nothing to
+// read or a poller has the stream.
+func (c *conn) waitFD(fd uintptr) bool {
+	if !c.rxTok.CompareAndSwap(0, 1) {
+		// A poller has the stream. It looks at rxMissed after it lets
+		// go, so data that woke us is not left unread.
+		c.rxMissed.Store(1)
+		if !c.rxTok.CompareAndSwap(0, 1) {
+			return false
+		}
+	}
+	if c.rr != c.rw || c.pl.active {
+		return true // a poller left part of a frame
+	}
+	k, e := syscall.Read(int(fd), c.rb[:])
+	switch {
+	case e == syscall.EAGAIN || e == syscall.EINTR:
+		c.rxTok.Store(0)
+		return false
+	case e != nil:
+		c.rxErr = e
+	case k == 0:
+		c.rxErr = io.EOF
+	default:
+		c.rr, c.rw = 0, k
+	}
+	return true
+}
+
+// pollDirFD is fillNB's read, straight into payload memory.
+func (c *conn) pollDirFD(fd uintptr) {
+	c.rxN, c.rxErr = syscall.Read(int(fd), c.rxDst)
+}
+
+// pollFD is pollStream's read, into the free end of the buffer.
+func (c *conn) pollFD(fd uintptr) {
+	c.rxN, c.rxErr = syscall.Read(int(fd), c.rb[c.rw:])
+}
+
 // readLoop is the connection's reader in the data transfer phase.
 func (c *conn) readLoop() {
 	defer c.drain()
 	for {
+		if c.pl.active {
+			// A poller left a payload unfinished.
+			if !c.step(false, true) {
+				return
+			}
+			continue
+		}
+		if c.pollable && c.rr == c.rw {
+			if err := c.waitRx(); err != nil {
+				c.readFailed(err)
+				return
+			}
+			continue
+		}
 		if err := c.readFull(c.rhdr[:]); err != nil {
 			c.readFailed(err)
 			return
 		}
-		f, err := decodeFrame(c.rhdr[:], &c.lim)
-		if err != nil {
-			c.violation()
+		if !c.step(false, false) {
 			return
 		}
-		if !c.handle(&f) {
+	}
+}
+
+// step processes the frame whose header is in rhdr: it decodes it, runs
+// its handler and sends what that queued; false ends the connection's
+// reading. The caller holds the receive token; polled says it is a
+// polling consumer.
+func (c *conn) step(polled, resume bool) bool {
+	{
+		var f frame
+		if !resume {
+			var err error
+			f, err = decodeFrame(c.rhdr[:], &c.lim)
+			if err != nil {
+				c.violation()
+				return false
+			}
+		}
+		mu := &c.ia.mu
+		mu.Lock()
+		c.deferWake++
+		mu.Unlock()
+		var ok bool
+		if resume {
+			ok = c.continuePayload(polled)
+		} else {
+			ok = c.handle(&f, polled)
+		}
+		mu.Lock()
+		if c.rxWoke && !polled && ok && c.rr == c.rw && c.ackDue() && c.tx.Len() == 0 {
+			// A receive completed with a notification: its consumer
+			// may answer at once, and its frames would carry the ACK.
+			// Let it run first rather than write the ACK alone now.
+			mu.Unlock()
+			runtime.Gosched()
+			mu.Lock()
+		}
+		ack := c.rr == c.rw
+		if polled && c.rxWoke && ack && c.ackDue() && c.tx.Len() == 0 {
+			// The same: the polling consumer is about to see the
+			// receive and may answer; the ACK waits for its frames,
+			// for credDelay at most.
+			c.armCredit()
+			ack = false
+		}
+		c.rxWoke = false
+		c.deferWake--
+		if ok {
+			// Frames the handler queued go out now; an owed ACK too,
+			// unless more of the stream is already here (ACKs are
+			// cumulative: the next one covers both).
+			c.flush(ack)
+		} else {
+			c.cond.Broadcast()
+		}
+		mu.Unlock()
+		return ok
+	}
+}
+
+// poll lets a consumer polling an EVD drive the connection's receive side
+// (evd.Dequeue): if nobody else consumes the stream, it reads what the
+// socket holds without waiting and processes it (pollStream). The end of
+// the stream is left to the reader, kicked out of its netpoller wait for
+// it.
+func (c *conn) poll() {
+	if c.rxKick.Load() || c.rxClosed.Load() || !c.rxTok.CompareAndSwap(0, 1) {
+		return
+	}
+	for {
+		c.rxMissed.Store(0)
+		more := c.pollStream()
+		if more {
+			// The stream ended or a read failed: the reader takes
+			// over and sees it for itself (it would not be woken
+			// otherwise).
+			c.rxKick.Store(true)
+			c.rxTok.Store(0)
+			_ = c.nc.SetReadDeadline(past)
 			return
 		}
+		c.rxTok.Store(0)
+		if c.rxMissed.Load() == 0 || !c.rxTok.CompareAndSwap(0, 1) {
+			return
+		}
+	}
+}
+
+// pollStream reads without waiting and processes what it can: whole
+// headers, and as much of a payload as is here (the rest is read by the
+// next holder of the token); it reports whether the reader must take
+// over. The caller holds the receive token.
+func (c *conn) pollStream() bool {
+	for {
+		if c.pl.active {
+			if !c.step(true, true) {
+				return false // the connection ends; its reader was kicked
+			}
+			if c.pl.active {
+				return false // the rest of the payload is not here yet
+			}
+		}
+		for c.rw-c.rr >= frameLen {
+			c.rr += copy(c.rhdr[:], c.rb[c.rr:c.rw])
+			if !c.step(true, false) {
+				return false
+			}
+			if c.pl.active {
+				return false
+			}
+		}
+		if c.rr == c.rw {
+			c.rr, c.rw = 0, 0
+		} else if c.rr > 0 {
+			c.rw = copy(c.rb[:], c.rb[c.rr:c.rw])
+			c.rr = 0
+		}
+		c.rxN, c.rxErr = 0, nil
+		if err := c.rc.Control(c.pollFn); err != nil {
+			return true
+		}
+		k, e := c.rxN, c.rxErr
+		c.rxErr = nil
+		switch {
+		case e == syscall.EAGAIN || e == syscall.EINTR:
+			// Part of a header may stay buffered: its rest wakes the
+			// reader, or the next poll reads it.
+			return false
+		case e != nil || k == 0:
+			return true // the reader sees the error or EOF for itself
+		}
+		c.rw += k
 	}
 }
 
@@ -381,16 +867,26 @@ func (c *conn) violation() {
 }
 
 // handle processes one frame; false ends the reader.
-func (c *conn) handle(f *frame) bool {
+func (c *conn) handle(f *frame, polled bool) bool {
 	switch f.Type {
-	case frSend, frSendInv:
-		return c.onSend(f)
-	case frWrite:
-		return c.onWrite(f)
+	case frSend, frSendInv, frWrite, frReadResp:
+		var dst [][]byte
+		var ok bool
+		switch f.Type {
+		case frWrite:
+			dst, ok = c.beginWrite(f)
+		case frReadResp:
+			dst, ok = c.beginReadResp(f)
+		default:
+			dst, ok = c.beginSend(f)
+		}
+		if !ok {
+			return false
+		}
+		c.pl = payload{active: true, f: *f, all: dst, dst: dst, left: uint64(f.Len)}
+		return c.continuePayload(polled)
 	case frReadReq:
 		return c.onReadReq(f)
-	case frReadResp:
-		return c.onReadResp(f)
 	case frAck:
 		return c.onAck(f)
 	case frNak:
@@ -400,6 +896,85 @@ func (c *conn) handle(f *frame) bool {
 	}
 	c.violation()
 	return false
+}
+
+// payload is the frame whose payload is being read: where the rest of it
+// goes. It belongs to the holder of the receive token; a poller may leave
+// it unfinished (active) for the next holder.
+type payload struct {
+	active bool
+	f      frame
+	all    [][]byte // the destination segments, cleared at the end
+	dst    [][]byte // what is left of them
+	left   uint64
+}
+
+// continuePayload reads the rest of the current payload, to the end (the
+// reader) or as far as the socket has it now (a poller: the payload may
+// stay active), then completes the frame. false ends the connection's
+// reading.
+func (c *conn) continuePayload(polled bool) bool {
+	var err error
+	if polled {
+		var done bool
+		done, err = c.fillNB()
+		if err == nil && !done {
+			return true
+		}
+	} else {
+		err = c.readInto(c.pl.dst, c.pl.left)
+	}
+	f := c.pl.f
+	clear(c.pl.all)
+	c.pl = payload{}
+	switch f.Type {
+	case frWrite:
+		return c.endWrite(&f, err)
+	case frReadResp:
+		return c.endReadResp(&f, err)
+	}
+	return c.endSend(&f, err)
+}
+
+// fillNB reads what it can of the current payload without waiting:
+// buffered bytes, then straight from the socket into the destination.
+func (c *conn) fillNB() (done bool, err error) {
+	for c.pl.left > 0 {
+		if len(c.pl.dst) == 0 {
+			return false, errBadFrame
+		}
+		s := c.pl.dst[0]
+		if len(s) == 0 {
+			c.pl.dst = c.pl.dst[1:]
+			continue
+		}
+		s = s[:min(uint64(len(s)), c.pl.left)]
+		var m int
+		if c.rr < c.rw {
+			m = copy(s, c.rb[c.rr:c.rw])
+			c.rr += m
+		} else {
+			c.rxDst, c.rxN, c.rxErr = s, 0, nil
+			if err := c.rc.Control(c.pollDirFn); err != nil {
+				c.rxDst = nil
+				return false, err
+			}
+			k, e := c.rxN, c.rxErr
+			c.rxDst, c.rxErr = nil, nil
+			switch {
+			case e == syscall.EAGAIN || e == syscall.EINTR:
+				return false, nil
+			case e != nil:
+				return false, e
+			case k == 0:
+				return false, io.EOF
+			}
+			m = k
+		}
+		c.pl.left -= uint64(m)
+		c.pl.dst[0] = c.pl.dst[0][m:]
+	}
+	return true, nil
 }
 
 // nextSeq checks that a request frame carries the next sequence number.
@@ -420,34 +995,39 @@ func (c *conn) refuse(seq uint64, st api.DTOStatus) {
 	c.ep.breakConn(c, false)
 }
 
-func (c *conn) onSend(f *frame) bool {
+// beginSend checks a SEND or SEND_INV and takes its receive; it returns
+// the memory the message goes to.
+func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 	mu := &c.ia.mu
 	mu.Lock()
 	p := c.ep
 	if c.closing {
 		mu.Unlock()
-		return false
+		return nil, false
 	}
 	if !c.nextSeq(f) {
 		p.lost(c)
 		mu.Unlock()
-		return false
+		return nil, false
 	}
 	var rw *recvWR
 	if s := p.srq; s != nil {
+		if s.recvs.Len() == 0 && c.ackDue() {
+			c.cond.Signal() // the ACK owed must not wait for the SRQ
+		}
 		for s.recvs.Len() == 0 && !c.closing {
 			c.ia.srqCond.Wait()
 		}
 		if c.closing {
 			mu.Unlock()
-			return false
+			return nil, false
 		}
 		rw = s.take()
 	} else {
 		if p.recvs.Len() == 0 {
 			p.lost(c) // the peer sent without a credit
 			mu.Unlock()
-			return false
+			return nil, false
 		}
 		rw = p.recvs.Front()
 		p.recvs.PopFront()
@@ -474,14 +1054,21 @@ func (c *conn) onSend(f *frame) bool {
 	if bad != api.DTOSuccess {
 		clear(dst)
 		mu.Unlock()
-		return false
+		return nil, false
 	}
 	c.inRecv = true
 	mu.Unlock()
-	err := c.readInto(dst, uint64(f.Len))
-	clear(dst)
+	return dst, true
+}
+
+// endSend completes the receive of a SEND whose payload was read (err:
+// or not).
+func (c *conn) endSend(f *frame, err error) bool {
+	mu := &c.ia.mu
 	mu.Lock()
 	defer mu.Unlock()
+	p := c.ep
+	inval := f.Type == frSendInv
 	if err != nil {
 		if !c.closing {
 			p.lost(c)
@@ -501,37 +1088,41 @@ func (c *conn) onSend(f *frame) bool {
 	}
 	p.completeRecv(&c.cur, api.DTOSuccess, uint64(f.Len), op, rctx, f.Flags&frFlagSolicited != 0)
 	c.placed = f.Seq
-	c.wake()
 	return true
 }
 
-func (c *conn) onWrite(f *frame) bool {
+// beginWrite checks a WRITE and returns the memory its data goes to.
+func (c *conn) beginWrite(f *frame) ([][]byte, bool) {
 	mu := &c.ia.mu
 	mu.Lock()
+	defer mu.Unlock()
 	p := c.ep
 	if c.closing {
-		mu.Unlock()
-		return false
+		return nil, false
 	}
 	if !c.nextSeq(f) {
 		p.lost(c)
-		mu.Unlock()
-		return false
+		return nil, false
 	}
 	rt := api.RMRTriplet{Addr: api.VAddr(f.Addr), Length: f.Len, RMRContext: api.RMRContext(f.RKey)}
 	dst, ok := p.ia.mem.Remote(rt, uint64(f.Len), api.MemPrivRemoteWrite, p.pz, p)
 	if !ok {
 		c.refuse(f.Seq, api.DTOErrRemoteAccess)
-		mu.Unlock()
-		return false
+		return nil, false
 	}
-	mu.Unlock()
-	var err error
-	if f.Len > 0 {
-		err = c.readFull(dst)
+	if f.Len == 0 {
+		return nil, true
 	}
+	c.rsegs = append(c.rsegs[:0], dst)
+	return c.rsegs, true
+}
+
+// endWrite acknowledges a WRITE whose data was read (err: or not).
+func (c *conn) endWrite(f *frame, err error) bool {
+	mu := &c.ia.mu
 	mu.Lock()
 	defer mu.Unlock()
+	p := c.ep
 	if err != nil {
 		if !c.closing {
 			p.lost(c)
@@ -542,7 +1133,6 @@ func (c *conn) onWrite(f *frame) bool {
 		return false
 	}
 	c.placed = f.Seq
-	c.wake()
 	return true
 }
 
@@ -571,32 +1161,34 @@ func (c *conn) onReadReq(f *frame) bool {
 	return true
 }
 
-func (c *conn) onReadResp(f *frame) bool {
+// beginReadResp checks a READ_RESP and returns the memory of its read.
+func (c *conn) beginReadResp(f *frame) ([][]byte, bool) {
 	mu := &c.ia.mu
 	mu.Lock()
+	defer mu.Unlock()
 	p := c.ep
 	if c.closing {
-		mu.Unlock()
-		return false
+		return nil, false
 	}
 	if f.Seq == 0 || !p.acknowledge(c, f.Seq-1) {
 		p.lost(c)
-		mu.Unlock()
-		return false
+		return nil, false
 	}
 	w := p.reqs.Front()
 	if w == nil || !w.sent || w.seq != f.Seq || (w.kind != reqRead && w.kind != reqReadToRMR) || f.Len != w.remote.Length {
 		p.lost(c)
-		mu.Unlock()
-		return false
+		return nil, false
 	}
-	dst := append(c.rsegs[:0], w.segs...)
-	mu.Unlock()
-	err := c.readInto(dst, uint64(f.Len))
-	clear(dst)
-	c.rsegs = dst[:0]
+	c.rsegs = append(c.rsegs[:0], w.segs...)
+	return c.rsegs, true
+}
+
+// endReadResp completes the read whose response was read (err: or not).
+func (c *conn) endReadResp(f *frame, err error) bool {
+	mu := &c.ia.mu
 	mu.Lock()
 	defer mu.Unlock()
+	p := c.ep
 	if err != nil {
 		if !c.closing {
 			p.lost(c)
@@ -606,7 +1198,7 @@ func (c *conn) onReadResp(f *frame) bool {
 	if c.closing {
 		return false
 	}
-	w = p.reqs.Front()
+	w := p.reqs.Front()
 	w.done = true
 	c.inFlight--
 	c.acked = f.Seq

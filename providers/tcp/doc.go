@@ -92,9 +92,10 @@
 //	send-with-invalidate of no usable RMR       receive: DTOErrLocalProtection, send: DTOErrRemoteAccess (NAK)
 //
 // Every check at the target happens after the frame header is read and
-// before any byte of the payload: a refused frame changes no byte of
-// target memory, its payload is never read (the connection is closed
-// after the NAK), and both sides see BROKEN. Peer-controlled lengths are
+// before any byte of the payload is placed: a refused frame changes no
+// byte of target memory, its payload is never placed (at most part of it
+// was read ahead into the connection's fixed buffer; the connection is
+// closed after the NAK), and both sides see BROKEN. Peer-controlled lengths are
 // checked against the negotiated limits (the receiver's MaxMessageSize and
 // MaxRDMASize, the private data limit, the number of reads it serves)
 // before anything is read, and nothing is ever allocated at a size a peer
@@ -103,17 +104,97 @@
 // without a credit) breaks the connection; a lost peer (EOF, reset) gives
 // BROKEN; in both cases outstanding DTOs are flushed.
 //
-// # Zero copy and goroutines
+// # Zero copy, goroutines and the fast paths
 //
-// Payloads go from LMR memory to the socket with vectored writes
-// (net.Buffers, writev) and come from the socket straight into their
-// destination memory, segment by segment: no intermediate buffer on
-// either side. Each connection has one reader goroutine (which dialled or
-// took the request) and, once connected, one writer goroutine; the writer
-// sends queued frames several per writev and adds the ACK and credit
-// update when its queue is empty. Frame headers, request and receive
-// queues are preallocated rings, so posting and completing allocate
-// nothing in steady state.
+// Payloads go from LMR memory to the socket with vectored writes (writev)
+// and never through an intermediate buffer on the sending side. Each
+// connection has one reader goroutine (which dialled or took the request)
+// and, once connected, one writer goroutine, but in the common case
+// neither is involved in a transfer:
+//
+//   - Direct posting. Whoever posts (PostSend, PostRDMAWrite, ...) writes
+//     the frames itself, with one non-blocking writev from its own
+//     goroutine, when no other goroutine is writing to the connection (a
+//     flag under the IA's lock makes one goroutine at a time the owner of
+//     the sending side; frames queued meanwhile are written by the owner
+//     before it lets go). What the socket does not take at once (a full
+//     send buffer) is finished by the writer goroutine, so a post never
+//     waits for the peer. The writer goroutine otherwise only sends what
+//     nobody else flushed, and ends the sending side when the connection
+//     closes.
+//   - ACKs ride on data. A batch of frames starts with the cumulative ACK
+//     and credit count owed, if any (after them if a queued READ_RESP
+//     would otherwise be overtaken by an ACK that covers its read). The
+//     reader sends an owed ACK by itself only when it has consumed
+//     everything it read (ACKs are cumulative), and after a receive that
+//     notified a consumer it first lets that consumer run (it often
+//     answers at once, and its frames then carry the ACK); a polling
+//     consumer's receive (below) leaves the ACK to the answer for at most
+//     credDelay (20 µs), after which a timer sends it. A receive posted
+//     while the peer may be out of credits arms the same timer; other
+//     credit updates ride on the next frame or ACK.
+//   - One read per small frame. The reader reads into a fixed 16 KiB
+//     read-ahead buffer: a header and a small payload (and often the
+//     frames after it) arrive with one read system call and are copied
+//     out; a payload remainder of 8 KiB or more is read straight into
+//     its destination memory.
+//
+// Frame headers, request and receive queues are preallocated rings and
+// the system-call callbacks are made once per connection, so posting and
+// completing allocate nothing in steady state.
+//
+// # Polling
+//
+// A consumer spinning on EVD.Dequeue drives the connections that feed the
+// EVD itself, so that it needs no other goroutine (and no wake-up) to see
+// its completions, while a consumer blocked in EVD.Wait costs no CPU: the
+// reader goroutine then waits for the socket in Go's netpoller as usual.
+//
+// Each EVD keeps the list of the connections whose receive or request
+// completions it takes (an atomic pointer to an immutable slice, replaced
+// when a connection starts or ends: Dequeue reads it without a lock). An
+// EP on an SRQ is never polled (its reader may have to wait for an SRQ
+// buffer, which Dequeue must not). When Dequeue finds the queue empty it
+// calls poll on each of them and looks again.
+//
+// The receive side of a connection (the stream position, the read-ahead
+// buffer, the frame being processed) belongs to whoever holds its receive
+// token, an atomic flag taken by compare-and-swap:
+//
+//   - The reader goroutine holds it while it processes frames. At a frame
+//     boundary with nothing buffered it lets go and waits in the
+//     netpoller (syscall.RawConn.Read); the callback the runtime calls
+//     when the socket is readable first takes the token again, then
+//     reads without waiting (EAGAIN: let go, wait again).
+//   - poll takes the token only if it is free (the reader keeps it for
+//     the whole of a frame it started), reads without waiting
+//     (RawConn.Control: a plain read(2) on the non-blocking socket,
+//     outside the netpoller and its read lock), processes every frame
+//     whose header is here, reads as much of a payload as the socket
+//     holds (buffered bytes first, then straight into the destination
+//     memory), and lets go at EAGAIN. A payload it could not finish stays
+//     in the connection (its destination and what is left) for the next
+//     holder of the token, poller or reader, to go on with: the rest of
+//     it, when it arrives, wakes the reader as any data does.
+//   - No lost wake-ups: a reader woken by the netpoller while a poller
+//     holds the token sets rxMissed, tries once more and otherwise waits
+//     again; a poller that lets go checks rxMissed and, if set, takes the
+//     token again and reads on. (Either the reader's second attempt
+//     succeeds or the poller sees the flag: both are sequentially
+//     consistent atomics.)
+//   - The end of the stream or a read error seen by a poller is left to
+//     the reader: the poller sets rxKick, lets go and sets a read
+//     deadline in the past, which wakes the reader out of the netpoller;
+//     the reader clears the deadline (under the IA's lock, unless the
+//     connection is closing, whose own deadline must stand), reads for
+//     itself and reports the error. Pollers keep off while rxKick is
+//     set.
+//   - A frame a poller processes that ends the connection (a violation, a
+//     NAK, DISCONNECT) shuts the connection down as the reader would; the
+//     shutdown kicks the reader, which sees the connection closing and
+//     drains as usual.
+//
+// # Closing
 //
 // Disconnect sends DISCONNECT and half-closes; the peer answers by
 // closing, and its EP gets DISCONNECTED. A DTO error half-closes without
@@ -123,7 +204,8 @@
 // closing discards what still arrives for up to 5 seconds, waiting for
 // the peer's FIN. Flushed DTOs are completed at once; a payload being
 // read at that moment may still be written into its buffer for as long
-// as the read system call in progress takes.
+// as the read system call in progress takes (pollers stop driving a
+// connection as soon as it closes).
 //
 // # Concurrency
 //
@@ -131,5 +213,8 @@
 // state of all its objects, its connections' queues included; each EVD
 // has its own lock, taken after it. Payload bytes move without the IA's
 // lock. The only goroutines are the per-connection reader and writer, one
-// accept goroutine per service point and the CNOs' agent callers.
+// accept goroutine per service point, the CNOs' agent callers and the
+// per-connection timer that sends a delayed ACK or credit update; the
+// consumer's own goroutines write frames when they post and read them when
+// they poll (above).
 package tcp

@@ -117,7 +117,22 @@ func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote a
 func (p *ep) post(w *reqWR) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	return p.postLocked(w)
+	c := p.c
+	if c == nil {
+		return p.postLocked(w)
+	}
+	c.deferWake++
+	err := p.postLocked(w)
+	c.deferWake--
+	if c.txSeq-c.acked > 1 && c.tx.Len() > 0 && !c.wbusy {
+		// Earlier requests are in flight: the consumer is streaming.
+		// The writer goroutine batches what it finds queued, several
+		// frames per writev, while the consumer goes on posting.
+		c.cond.Signal()
+		return err
+	}
+	c.flush(true)
+	return err
 }
 
 // postLocked queues w and starts what can start. ia.mu is held.
@@ -360,7 +375,13 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	s.iov = append(s.iov[:0], iov...)
 	if c := p.c; c != nil && c.up && !c.closing {
 		c.recvPosted++
-		c.wake()
+		// The new credit rides on the next frame or ACK this side sends.
+		// If the peer has used every credit it knows of, it may be
+		// waiting for one: the update goes out by itself after
+		// credDelay unless something carries it first.
+		if int64(c.credSent)-int64(c.recvPosted)+int64(p.recvs.Len()) <= 0 {
+			c.armCredit()
+		}
 	}
 	return nil
 }
@@ -389,6 +410,9 @@ func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, 
 	ev := api.Event{Number: api.DTOCompletionEvent,
 		DTO: api.DTOCompletionData{EP: p, Cookie: rw.cookie, Status: st, Length: uint32(n), Op: op, RMRContext: rctx}}
 	p.recvEVD.post(&ev, notify)
+	if notify && p.c != nil {
+		p.c.rxWoke = true
+	}
 }
 
 // flush completes every outstanding request (with its failure status if it

@@ -2,7 +2,10 @@ package tcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/eventq"
@@ -16,6 +19,41 @@ type evd struct {
 	q     *eventq.Queue
 	flags api.EVDFlags
 	cno   *cno // guarded by ia.mu
+
+	// feeds lists the pollable connections whose completions come here,
+	// for Dequeue to drive; replaced (under ia.mu) when one starts or
+	// ends, read without a lock.
+	feeds atomic.Pointer[[]*conn]
+}
+
+// addFeed records that c's completions come to e. ia.mu is held.
+func (e *evd) addFeed(c *conn) {
+	if e == nil {
+		return
+	}
+	var l []*conn
+	if old := e.feeds.Load(); old != nil {
+		l = slices.Clone(*old)
+	}
+	l = append(l, c)
+	e.feeds.Store(&l)
+}
+
+// dropFeed forgets c. ia.mu is held.
+func (e *evd) dropFeed(c *conn) {
+	if e == nil {
+		return
+	}
+	old := e.feeds.Load()
+	if old == nil || !slices.Contains(*old, c) {
+		return
+	}
+	l := slices.DeleteFunc(slices.Clone(*old), func(x *conn) bool { return x == c })
+	if len(l) == 0 {
+		e.feeds.Store(nil)
+		return
+	}
+	e.feeds.Store(&l)
 }
 
 func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
@@ -107,6 +145,19 @@ func (e *evd) PostSE(ev *api.Event) error {
 func (e *evd) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	}
+	err := e.q.Dequeue(ev)
+	if err == nil || !errors.Is(err, api.ErrQueueEmpty) {
+		return err
+	}
+	// Nothing queued: drive the connections that feed the EVD, so that a
+	// consumer spinning on Dequeue needs no other goroutine to run.
+	l := e.feeds.Load()
+	if l == nil {
+		return err
+	}
+	for _, c := range *l {
+		c.poll()
 	}
 	return e.q.Dequeue(ev)
 }

@@ -226,6 +226,9 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		w.dropBind(r.ia)
 		return 0, err
 	}
+	if c := p.c; c != nil {
+		c.flush(false) // what the bind let start goes out now
+	}
 	return w.rctx, nil
 }
 
