@@ -118,14 +118,7 @@ func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.Comp
 }
 
 func (g *gEP) Query() (api.EPParam, error) {
-	if err := g.live(); err != nil {
-		return api.EPParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	g.translateParam(&prm)
-	return prm, err
+	return query(&g.hdr, g.p.Query, g.translateParam)
 }
 
 func (g *gEP) translateParam(prm *api.EPParam) {

@@ -8,6 +8,20 @@ import (
 	"github.com/godat/godat/api"
 )
 
+// query runs a provider Query for a live guard, serialized like any call,
+// and lets fix translate the provider objects in the result into guards.
+func query[P any](h *hdr, q func() (P, error), fix func(*P)) (P, error) {
+	if err := h.live(); err != nil {
+		var zero P
+		return zero, err
+	}
+	h.ia.enter()
+	prm, err := q()
+	h.ia.leave()
+	fix(&prm)
+	return prm, err
+}
+
 // gPZ guards a protection zone.
 type gPZ struct {
 	hdr
@@ -15,14 +29,7 @@ type gPZ struct {
 }
 
 func (g *gPZ) Query() (api.PZParam, error) {
-	if err := g.live(); err != nil {
-		return api.PZParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.PZParam) { p.IA = g.ia.asIA(p.IA) })
 }
 
 func (g *gPZ) CreateRMR() (api.RMR, error) {
@@ -55,15 +62,7 @@ type gEVD struct {
 }
 
 func (g *gEVD) Query() (api.EVDParam, error) {
-	if err := g.live(); err != nil {
-		return api.EVDParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	prm.CNO = g.ia.asCNO(prm.CNO)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = g.ia.asCNO(p.CNO) })
 }
 
 func (g *gEVD) Resize(qlen int) error {
@@ -206,16 +205,10 @@ type gCNO struct {
 	agent atomic.Pointer[api.WaitAgent]
 }
 
+// Query reports the consumer's agent, not the translating wrapper the
+// provider holds.
 func (g *gCNO) Query() (api.CNOParam, error) {
-	if err := g.live(); err != nil {
-		return api.CNOParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	prm.Agent = *g.agent.Load() // the consumer's agent, not the translating wrapper
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.CNOParam) { p.IA = g.ia.asIA(p.IA); p.Agent = *g.agent.Load() })
 }
 
 func (g *gCNO) ModifyAgent(agent api.WaitAgent) error {
@@ -256,15 +249,7 @@ type gPSP struct {
 }
 
 func (g *gPSP) Query() (api.PSPParam, error) {
-	if err := g.live(); err != nil {
-		return api.PSPParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	prm.EVD = g.ia.asEVD(prm.EVD)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD) })
 }
 
 func (g *gPSP) Free() error {
@@ -283,16 +268,7 @@ type gRSP struct {
 }
 
 func (g *gRSP) Query() (api.RSPParam, error) {
-	if err := g.live(); err != nil {
-		return api.RSPParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	prm.EVD = g.ia.asEVD(prm.EVD)
-	prm.EP = g.ia.asEP(prm.EP)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD); p.EP = g.ia.asEP(p.EP) })
 }
 
 func (g *gRSP) Free() error {
@@ -338,14 +314,7 @@ func (g *gCR) localEP() api.EP {
 }
 
 func (g *gCR) Query() (api.CRParam, error) {
-	if err := g.live(); err != nil {
-		return api.CRParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.LocalEP = g.ia.asEP(prm.LocalEP)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.CRParam) { p.LocalEP = g.ia.asEP(p.LocalEP) })
 }
 
 func (g *gCR) Accept(ep api.EP, privateData []byte) error {
@@ -402,15 +371,7 @@ type gLMR struct {
 }
 
 func (g *gLMR) Query() (api.LMRParam, error) {
-	if err := g.live(); err != nil {
-		return api.LMRParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	prm.PZ = g.ia.asPZ(prm.PZ)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
 func (g *gLMR) Free() error {
@@ -432,15 +393,7 @@ type gRMR struct {
 }
 
 func (g *gRMR) Query() (api.RMRParam, error) {
-	if err := g.live(); err != nil {
-		return api.RMRParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	prm.PZ = g.ia.asPZ(prm.PZ)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
 // Bind checks handles, privileges, protection zones and completion flags
@@ -499,15 +452,7 @@ type gSRQ struct {
 }
 
 func (g *gSRQ) Query() (api.SRQParam, error) {
-	if err := g.live(); err != nil {
-		return api.SRQParam{}, err
-	}
-	g.ia.enter()
-	prm, err := g.p.Query()
-	g.ia.leave()
-	prm.IA = g.ia.asIA(prm.IA)
-	prm.PZ = g.ia.asPZ(prm.PZ)
-	return prm, err
+	return query(&g.hdr, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
 func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
