@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/epattr"
 	"github.com/godat/godat/internal/ring"
 )
 
@@ -105,63 +106,17 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 }
 
 // withDefaults replaces zero limits by the provider defaults.
-func withDefaults(a api.EPAttr) api.EPAttr {
-	d := defaultEPAttr
-	set := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	if a.MaxMessageSize == 0 {
-		a.MaxMessageSize = d.MaxMessageSize
-	}
-	if a.MaxRDMASize == 0 {
-		a.MaxRDMASize = d.MaxRDMASize
-	}
-	set(&a.MaxRecvDTOs, d.MaxRecvDTOs)
-	set(&a.MaxRequestDTOs, d.MaxRequestDTOs)
-	set(&a.MaxRecvIOV, d.MaxRecvIOV)
-	set(&a.MaxRequestIOV, d.MaxRequestIOV)
-	set(&a.MaxRDMAReadIOV, d.MaxRDMAReadIOV)
-	set(&a.MaxRDMAWriteIOV, d.MaxRDMAWriteIOV)
-	a.TransportSpecific = slices.Clone(a.TransportSpecific)
-	a.ProviderSpecific = slices.Clone(a.ProviderSpecific)
-	return a
+func withDefaults(a api.EPAttr) api.EPAttr { return epattr.WithDefaults(a, defaultEPAttr) }
+
+// epLimits are the EP attribute limits the provider enforces.
+var epLimits = epattr.Limits{
+	MaxDTOs: maxDTOPerEP, MaxIOV: maxIOV, MaxRDMAReads: maxRDMAReadPerEP,
+	MaxMessageSize: maxMessageSize, MaxRDMASize: maxRDMASize,
+	QOS: qosSupported, Flags: flagsSupported,
 }
 
 // checkEPAttr checks attributes against the provider's limits.
-func checkEPAttr(a *api.EPAttr) error {
-	for _, c := range []struct {
-		f      string
-		v, max int
-	}{
-		{"MaxRecvDTOs", a.MaxRecvDTOs, maxDTOPerEP},
-		{"MaxRequestDTOs", a.MaxRequestDTOs, maxDTOPerEP},
-		{"MaxRecvIOV", a.MaxRecvIOV, maxIOV},
-		{"MaxRequestIOV", a.MaxRequestIOV, maxIOV},
-		{"MaxRDMAReadIOV", a.MaxRDMAReadIOV, maxIOV},
-		{"MaxRDMAWriteIOV", a.MaxRDMAWriteIOV, maxIOV},
-		{"MaxRDMAReadIn", a.MaxRDMAReadIn, maxRDMAReadPerEP},
-		{"MaxRDMAReadOut", a.MaxRDMAReadOut, maxRDMAReadPerEP},
-		{"MaxMessageSize", int(a.MaxMessageSize), maxMessageSize},
-		{"MaxRDMASize", int(a.MaxRDMASize), maxRDMASize},
-	} {
-		if c.v < 0 || c.v > c.max {
-			return api.Errorf(api.InvalidParameter, api.NoSubtype, fmt.Sprintf("EP attribute %s = %d outside 0..%d", c.f, c.v, c.max))
-		}
-	}
-	switch {
-	case a.ServiceType != api.ServiceRC:
-		return api.Errorf(api.InvalidParameter, api.NoSubtype, "only the reliable connection service is supported")
-	case a.QOS&^qosSupported != 0:
-		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(a.QOS)))
-	case a.RecvCompletionFlags&^flagsSupported != 0 || a.RequestCompletionFlags&^flagsSupported != 0:
-		return api.Errorf(api.InvalidParameter, api.NoSubtype, "EP completion flags name unknown bits")
-	case a.SRQSoftHighWatermark < api.WatermarkInfinite:
-		return api.Errorf(api.InvalidParameter, api.NoSubtype, "SRQ soft high watermark is negative")
-	}
-	return nil
-}
+func checkEPAttr(a *api.EPAttr) error { return epattr.Check(a, epLimits) }
 
 // HandleType reports HandleEP (dat_get_handle_type(3DAT)).
 func (p *ep) HandleType() api.HandleType { return api.HandleEP }
