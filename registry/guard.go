@@ -576,6 +576,10 @@ func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq 
 		if gsrq, err = own[*gSRQ](ia, srq, false, api.SubHandleSRQ, "SRQ"); err != nil {
 			return nil, err
 		}
+		if attr == nil {
+			// dat_ep_create_with_srq(3DAT): the attributes are not optional.
+			return nil, api.Errorf(api.InvalidParameter, api.SubArg7, "an EP on an SRQ needs attributes")
+		}
 		if gsrq.pz != gpz && !ia.pattr.SRQEPPZDifferenceSupported {
 			return nil, api.Errorf(api.InvalidParameter, api.SubArg6, "the SRQ is in another protection zone and the provider does not support that")
 		}

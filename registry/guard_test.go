@@ -150,7 +150,11 @@ func TestGuardInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep2, err := e.ia.CreateEPWithSRQ(e.pz, e.dto, e.dto, e.conn, srq, nil)
+	e.rejects(t, api.InvalidParameter, api.SubArg7, func() error {
+		_, err := e.ia.CreateEPWithSRQ(e.pz, e.dto, e.dto, e.conn, srq, nil)
+		return err
+	})
+	ep2, err := e.ia.CreateEPWithSRQ(e.pz, e.dto, e.dto, e.conn, srq, &api.EPAttr{MaxRecvIOV: 1, MaxRequestIOV: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +212,7 @@ func TestGuardOwnership(t *testing.T) {
 	})
 	srq, _ := e.ia.CreateSRQ(pz2, api.SRQAttr{MaxRecvDTOs: 2, MaxRecvIOV: 1})
 	e.rejects(t, api.InvalidParameter, api.SubArg6, func() error {
-		_, err := e.ia.CreateEPWithSRQ(e.pz, e.dto, e.dto, e.conn, srq, nil)
+		_, err := e.ia.CreateEPWithSRQ(e.pz, e.dto, e.dto, e.conn, srq, &api.EPAttr{})
 		return err
 	})
 }
