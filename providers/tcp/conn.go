@@ -14,6 +14,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/ring"
+	"github.com/godat/godat/internal/sock"
 )
 
 // Timeouts of the connection machinery. None bounds a consumer-visible
@@ -120,7 +121,20 @@ type conn struct {
 	rxMissed  atomic.Int32 // the reader found data while a poller held the token
 	rxKick    atomic.Bool  // a poller left the end of the stream to the reader: pollers keep off
 	rxClosed  atomic.Bool  // the connection is closing: pollers keep off
+
+	// Quiet mode (see "Polling" in the package documentation).
+	sk      *sock.Conn   // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
+	qmu     sync.Mutex   // orders changes of quiet with the socket's watch state
+	quiet   atomic.Bool  // input is not watched: pollers drive the connection
+	polled  atomic.Bool  // a poller took the receive token since the reader last looked
+	ackAt   atomic.Int64 // when an ACK left to pollers became owed (UnixNano; 0: none)
+	rxCalls int          // waitFD calls in the current wait (reader scratch)
+	goQuiet bool         // waitFD found pollers at work (reader scratch)
 }
+
+// quietCheck is how often a quiet connection's reader looks whether
+// pollers still drive it; when they stopped, it watches the socket again.
+const quietCheck = time.Millisecond
 
 // rxBufLen is the reader's read-ahead buffer: a frame header and a small
 // payload arrive with one read system call. Payload bytes beyond it are
@@ -204,6 +218,14 @@ func (c *conn) begin(p *ep) {
 	c.recvPosted = uint64(p.recvs.Len())
 	c.credTimer = time.AfterFunc(time.Hour, c.creditDue)
 	c.credTimer.Stop()
+	if tc, ok := c.nc.(*net.TCPConn); ok && p.srq == nil {
+		// Out of the runtime's poller, so that input can go unwatched
+		// while pollers drive the connection. On failure the
+		// connection stays on the net.TCPConn, always watched.
+		if s, err := sock.FromTCP(tc); err == nil {
+			c.nc, c.sk = s, s
+		}
+	}
 	if sc, ok := c.nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
@@ -339,8 +361,8 @@ func (c *conn) writeLoop() {
 			mu.Unlock()
 			if hard {
 				_ = c.nc.Close()
-			} else if tc, ok := c.nc.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
+			} else if hc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+				_ = hc.CloseWrite()
 			} else {
 				_ = c.nc.Close()
 			}
@@ -410,6 +432,38 @@ func (c *conn) armCredit() {
 	}
 }
 
+// deferAck lets an owed ACK or credit update wait for a frame to ride on,
+// for credDelay at most: on a quiet connection its pollers (or the
+// reader's quiet check) send it late, so that no timer is armed per
+// message (arming one wakes a runtime thread); otherwise the credit timer
+// does. ia.mu is held.
+func (c *conn) deferAck() {
+	if c.quiet.Load() {
+		if c.ackAt.Load() == 0 {
+			c.ackAt.Store(time.Now().UnixNano())
+		}
+		return
+	}
+	c.armCredit()
+}
+
+// lateAck sends an ACK left to pollers once it has waited credDelay.
+func (c *conn) lateAck(force bool) {
+	at := c.ackAt.Load()
+	if at == 0 || (!force && time.Now().UnixNano()-at < int64(credDelay)) {
+		return
+	}
+	c.ia.mu.Lock()
+	if c.up && !c.closing && c.ackAt.Load() != 0 {
+		if c.ackDue() {
+			c.flush(true)
+		} else {
+			c.ackAt.Store(0)
+		}
+	}
+	c.ia.mu.Unlock()
+}
+
 // creditDue sends the credit update owed, if nothing carried it.
 func (c *conn) creditDue() {
 	c.ia.mu.Lock()
@@ -427,6 +481,7 @@ func (c *conn) appendAck() {
 		c.credTimer.Stop()
 	}
 	c.ackSent, c.credSent = c.placed, c.recvPosted
+	c.ackAt.Store(0)
 	encodeFrame(c.whdr[1][:], &frame{Type: frAck, Seq: c.placed, Addr: c.recvPosted})
 	c.wvec = append(c.wvec, c.whdr[1][:])
 }
@@ -525,8 +580,13 @@ func (c *conn) writevFD(fd uintptr) bool {
 
 // writeVec writes wvec with one vectored write.
 func (c *conn) writeVec() error {
-	c.wbufs = net.Buffers(c.wvec)
-	_, err := c.wbufs.WriteTo(c.nc)
+	var err error
+	if c.sk != nil {
+		_, err = c.sk.Writev(c.wvec)
+	} else {
+		c.wbufs = net.Buffers(c.wvec)
+		_, err = c.wbufs.WriteTo(c.nc)
+	}
 	clear(c.wvec)
 	c.wvec = c.wvec0[:0]
 	return err
@@ -539,6 +599,9 @@ func (c *conn) readFull(b []byte) error {
 	n := copy(b, c.rb[c.rr:c.rw])
 	c.rr += n
 	b = b[n:]
+	if len(b) > 0 {
+		c.watchOn() // the reader is about to wait inside a frame
+	}
 	for len(b) > 0 {
 		if len(b) >= rxBufLen/2 {
 			k, err := c.nc.Read(b)
@@ -581,6 +644,7 @@ func (c *conn) readInto(segs [][]byte, n uint64) error {
 // until the peer closes (or drainTimeout), waits for the writer, and
 // closes the socket.
 func (c *conn) drain() {
+	c.watchOn()
 	_ = c.nc.SetReadDeadline(time.Now().Add(drainTimeout))
 	c.ia.mu.Lock()
 	if c.hard {
@@ -609,9 +673,64 @@ func (c *conn) kicked(err error) bool {
 		return false
 	}
 	c.rxKick.Store(false)
+	if c.quiet.Load() && c.polled.Swap(false) {
+		// Pollers still drive the connection: look again later, and
+		// send an ACK they left waiting too long.
+		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
+		if at := c.ackAt.Load(); at != 0 && time.Now().UnixNano()-at >= int64(credDelay) && c.ackDue() {
+			c.flush(true)
+		}
+		return true
+	}
+	// Pollers stopped (or a waiter already ended quiet mode): the
+	// reader watches the socket again and sends what they left owed.
+	c.watchOn()
+	if c.ackAt.Load() != 0 && c.ackDue() {
+		c.flush(true)
+	}
 	_ = c.nc.SetReadDeadline(time.Time{})
 	return true
 }
+
+// enterQuiet stops watching the socket for input: pollers drive the
+// connection, and the reader looks every quietCheck whether they still do.
+// Called by the reader, without the receive token.
+func (c *conn) enterQuiet() {
+	c.qmu.Lock()
+	if !c.quiet.Load() && c.sk.Watch(false) == nil {
+		c.polled.Store(false)
+		c.quiet.Store(true)
+		if testHookQuiet != nil {
+			testHookQuiet(true)
+		}
+	}
+	c.qmu.Unlock()
+	c.ia.mu.Lock()
+	if !c.closing {
+		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
+	}
+	c.ia.mu.Unlock()
+}
+
+// watchOn ends quiet mode: input is watched again (a waiter is woken at
+// once if input is already there). Any goroutine may call it.
+func (c *conn) watchOn() {
+	if !c.quiet.Load() {
+		return
+	}
+	c.qmu.Lock()
+	if c.quiet.Load() && c.sk.Watch(true) == nil {
+		c.quiet.Store(false)
+		if testHookQuiet != nil {
+			testHookQuiet(false)
+		}
+	}
+	c.qmu.Unlock()
+}
+
+// testHookQuiet, set by tests only, sees connections enter (true) and
+// leave (false) quiet mode.
+var testHookQuiet func(entered bool)
 
 // waitRx waits, at a frame boundary with nothing buffered, until there is
 // something to read, and reads it into the read-ahead buffer. The reader
@@ -620,7 +739,7 @@ func (c *conn) kicked(err error) bool {
 // meanwhile.
 func (c *conn) waitRx() error {
 	for {
-		c.rxErr = nil
+		c.rxErr, c.rxCalls, c.goQuiet = nil, 0, false
 		c.rxTok.Store(0)
 		err := c.rc.Read(c.rxFn)
 		if err != nil {
@@ -636,6 +755,14 @@ func (c *conn) waitRx() error {
 			}
 			return err
 		}
+		if c.goQuiet {
+			// Pollers drive the stream (one has the token now).
+			c.enterQuiet()
+			for !c.rxTok.CompareAndSwap(0, 1) {
+				runtime.Gosched()
+			}
+			continue
+		}
 		if c.rxErr != nil {
 			return c.rxErr
 		}
@@ -647,13 +774,20 @@ func (c *conn) waitRx() error {
 
 // waitFD is waitRx's callback: it takes the receive token and reads
 // without waiting; false (wait for the socket) if there is nothing to
-// read or a poller has the stream.
+// read or a poller has the stream. Finding pollers at work (they hold
+// the token, or took what woke the reader) it returns true without the
+// token and sets goQuiet.
 func (c *conn) waitFD(fd uintptr) bool {
+	c.rxCalls++
 	if !c.rxTok.CompareAndSwap(0, 1) {
 		// A poller has the stream. It looks at rxMissed after it lets
 		// go, so data that woke us is not left unread.
 		c.rxMissed.Store(1)
 		if !c.rxTok.CompareAndSwap(0, 1) {
+			if c.sk != nil && !c.quiet.Load() {
+				c.goQuiet = true
+				return true
+			}
 			return false
 		}
 	}
@@ -664,6 +798,10 @@ func (c *conn) waitFD(fd uintptr) bool {
 	switch {
 	case e == syscall.EAGAIN || e == syscall.EINTR:
 		c.rxTok.Store(0)
+		if c.rxCalls > 1 && c.sk != nil && !c.quiet.Load() && c.polled.Load() {
+			c.goQuiet = true
+			return true
+		}
 		return false
 	case e != nil:
 		c.rxErr = e
@@ -752,7 +890,7 @@ func (c *conn) step(polled, resume bool) bool {
 			// The same: the polling consumer is about to see the
 			// receive and may answer; the ACK waits for its frames,
 			// for credDelay at most.
-			c.armCredit()
+			c.deferAck()
 			ack = false
 		}
 		c.rxWoke = false
@@ -779,6 +917,10 @@ func (c *conn) poll() {
 	if c.rxKick.Load() || c.rxClosed.Load() || !c.rxTok.CompareAndSwap(0, 1) {
 		return
 	}
+	if !c.polled.Load() {
+		c.polled.Store(true)
+	}
+	defer c.lateAck(false)
 	for {
 		c.rxMissed.Store(0)
 		more := c.pollStream()

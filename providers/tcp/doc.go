@@ -194,6 +194,29 @@
 //     shutdown kicks the reader, which sees the connection closing and
 //     drains as usual.
 //
+// Quiet mode. A socket in Go's network poller wakes a runtime thread for
+// every segment that arrives, whether or not a goroutine waits for it; on
+// a small machine those wake-ups preempt the very processes that poll.
+// Once connected, a connection's socket therefore leaves the runtime's
+// poller (package internal/sock: the runtime watches an epoll instance of
+// the connection's own instead, which costs no extra system call), and
+// while pollers drive a connection its input is not watched at all:
+//
+//   - The reader enters quiet mode when it finds pollers at work (one
+//     holds the receive token, or took the data that woke the reader):
+//     input is unwatched (the end of the stream and errors still wake
+//     it) and it looks every quietCheck (1 ms) whether a poller took the
+//     token since; when none did, it watches the socket again.
+//   - EVD.Wait ends quiet mode at once on the connections feeding the
+//     EVD, and so does the reader before it waits inside a frame and when
+//     the connection closes. A consumer that stops polling without
+//     waiting on the EVD (it blocks elsewhere, or in a CNO) may see its
+//     next completion up to quietCheck late.
+//   - An ACK or credit update that would wait for the consumer's answer
+//     arms no timer on a quiet connection (arming one wakes a runtime
+//     thread): pollers send it once it has waited credDelay, or the
+//     reader's quiet check does, or a Wait on the EVD.
+//
 // # Closing
 //
 // Disconnect sends DISCONNECT and half-closes; the peer answers by

@@ -380,7 +380,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 		// waiting for one: the update goes out by itself after
 		// credDelay unless something carries it first.
 		if int64(c.credSent)-int64(c.recvPosted)+int64(p.recvs.Len()) <= 0 {
-			c.armCredit()
+			c.deferAck()
 		}
 	}
 	return nil

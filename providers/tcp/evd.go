@@ -168,6 +168,15 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
+	// A waiter needs the reader goroutines: connections that pollers left
+	// unwatched are watched again (see "Polling" in the package
+	// documentation).
+	if l := e.feeds.Load(); l != nil {
+		for _, c := range *l {
+			c.watchOn()
+			c.lateAck(true)
+		}
+	}
 	return e.q.Wait(ctx, threshold, ev)
 }
 

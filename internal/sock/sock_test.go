@@ -1,0 +1,251 @@
+package sock
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// pair returns a Conn and the plain net.Conn at the other end.
+func pair(t *testing.T) (*Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		ch <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := <-ch
+	if peer == nil {
+		t.Fatal("accept failed")
+	}
+	s, err := FromTCP(c.(*net.TCPConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); peer.Close() })
+	return s, peer
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestReadWrite(t *testing.T) {
+	s, peer := pair(t)
+	if _, err := peer.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 16)
+	n, err := s.Read(b)
+	if err != nil || string(b[:n]) != "hello" {
+		t.Fatalf("Read = %q, %v", b[:n], err)
+	}
+	bufs := [][]byte{[]byte("ab"), nil, []byte("cd")}
+	if n, err := s.Writev(bufs); n != 4 || err != nil {
+		t.Fatalf("Writev = %d, %v", n, err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(peer, got); err != nil || string(got) != "abcd" {
+		t.Fatalf("peer read %q, %v", got, err)
+	}
+	peer.Close()
+	if _, err := s.Read(b); err != io.EOF {
+		t.Fatalf("Read after the peer closed = %v, want io.EOF", err)
+	}
+}
+
+// A large write waits for room and finishes.
+func TestWriteWaitsForRoom(t *testing.T) {
+	s, peer := pair(t)
+	big := bytes.Repeat([]byte{7}, 8<<20)
+	done := make(chan error, 1)
+	go func() {
+		got, err := io.ReadAll(io.LimitReader(peer, int64(len(big))))
+		if err == nil && !bytes.Equal(got, big) {
+			err = errors.New("the data differs")
+		}
+		done <- err
+	}()
+	if n, err := s.Write(big); n != len(big) || err != nil {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	s, _ := pair(t)
+	s.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := s.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read = %v, want a deadline error", err)
+	}
+	s.SetReadDeadline(time.Time{})
+}
+
+// Unwatched, arriving data wakes no waiter; watching again wakes it at
+// once because the data is there.
+func TestWatch(t *testing.T) {
+	s, peer := pair(t)
+	if err := s.Watch(false); err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := s.SyscallConn()
+	woke := make(chan int, 16)
+	done := make(chan error, 1)
+	go func() {
+		calls := 0
+		done <- rc.Read(func(fd uintptr) bool {
+			calls++
+			woke <- calls
+			var b [8]byte
+			n, err := syscall.Read(int(fd), b[:])
+			return n > 0 || (err != nil && err != syscall.EAGAIN)
+		})
+	}()
+	<-woke // the first call, before any wait
+	peer.Write([]byte("x"))
+	select {
+	case n := <-woke:
+		t.Fatalf("unwatched socket woke its waiter (call %d)", n)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := s.Watch(true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woke:
+	case <-time.After(5 * time.Second):
+		t.Fatal("watching again did not wake the waiter")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The end of the stream wakes a waiter even when input is not watched.
+func TestUnwatchedEOF(t *testing.T) {
+	s, peer := pair(t)
+	s.Watch(false)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Read(make([]byte, 4))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	peer.Close()
+	select {
+	case err := <-done:
+		if err != io.EOF {
+			t.Fatalf("Read = %v, want io.EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the end of the stream did not wake an unwatched reader")
+	}
+}
+
+func TestCloseWakesWaiters(t *testing.T) {
+	s, _ := pair(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Read(make([]byte, 4))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Read = %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake the reader")
+	}
+	if err := s.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("second Close = %v", err)
+	}
+	if _, err := s.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Write after Close = %v", err)
+	}
+}
+
+func TestCloseWrite(t *testing.T) {
+	s, peer := pair(t)
+	s.CloseWrite()
+	if _, err := peer.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("peer Read after CloseWrite = %v, want io.EOF", err)
+	}
+}
+
+func TestNoLeaks(t *testing.T) {
+	before := openFDs(t)
+	for range 20 {
+		s, peer := func() (*Conn, net.Conn) {
+			ln, _ := net.Listen("tcp", "127.0.0.1:0")
+			defer ln.Close()
+			ch := make(chan net.Conn, 1)
+			go func() { c, _ := ln.Accept(); ch <- c }()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := FromTCP(c.(*net.TCPConn))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s, <-ch
+		}()
+		s.Write([]byte("x"))
+		s.Close()
+		peer.Close()
+	}
+	if after := openFDs(t); after > before {
+		t.Fatalf("%d descriptors before, %d after", before, after)
+	}
+}
+
+func TestNoAllocs(t *testing.T) {
+	s, peer := pair(t)
+	b := make([]byte, 64)
+	pb := make([]byte, 64)
+	bufs := make([][]byte, 2)
+	allocs := testing.AllocsPerRun(100, func() {
+		bufs[0], bufs[1] = b[:32], b[32:]
+		s.Writev(bufs)
+		io.ReadFull(peer, pb)
+		peer.Write(pb)
+		for got := 0; got < len(b); {
+			n, err := s.Read(b[got:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round trip", allocs)
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
