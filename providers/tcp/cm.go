@@ -127,8 +127,14 @@ func contextUntil(deadline time.Time) (context.Context, context.CancelFunc) {
 
 // dial is the active side's connection goroutine.
 func (c *conn) dial(ctx context.Context, deadline time.Time, local net.IP, addr string, hello []byte) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local}}
+	// No keepalive of Go's: the IA's options decide (applyToConn).
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: local}, KeepAlive: -1}
 	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		if err = c.ia.opts.applyToConn(nc); err != nil {
+			_ = nc.Close()
+		}
+	}
 	mu := &c.ia.mu
 	if err != nil {
 		ev := dialEvent(ctx, err)
@@ -279,13 +285,19 @@ func (i *ia) listen(q api.ConnQual) (listener, error) {
 	if q > maxConnQual {
 		return listener{}, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("connection qualifier %d is not a TCP port", q))
 	}
-	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: i.ip, Port: int(q)})
+	// No keepalive of Go's on accepted sockets: the IA's options decide
+	// (applyToConn). Plain TCP only (Go would listen for Multipath TCP
+	// too), so that those options apply to every accepted socket.
+	lc := net.ListenConfig{KeepAlive: -1}
+	lc.SetMultipathTCP(false)
+	l, err := lc.Listen(context.Background(), "tcp", (&net.TCPAddr{IP: i.ip, Port: int(q)}).String())
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return listener{}, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
 		}
 		return listener{}, &api.Error{Type: api.ConnQualUnavailable, Msg: fmt.Sprintf("listening on %d", q), Cause: err}
 	}
+	ln := l.(*net.TCPListener)
 	return listener{ln: ln, qual: api.ConnQual(ln.Addr().(*net.TCPAddr).Port)}, nil
 }
 
@@ -310,6 +322,10 @@ func (i *ia) acceptLoop(ln *net.TCPListener, sp servicePoint) {
 				continue
 			}
 			return
+		}
+		if err := i.opts.applyToConn(nc); err != nil {
+			_ = nc.Close() // the requester sees the connection end
+			continue
 		}
 		i.mu.Lock()
 		if i.closed {

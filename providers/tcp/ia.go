@@ -17,6 +17,7 @@ type ia struct {
 	mu     sync.Mutex
 	ip     net.IP
 	addr   *net.IPAddr
+	opts   options // from platform_params; set by Open, then read-only
 	closed bool
 	async  *evd
 	wg     sync.WaitGroup // every goroutine of the IA: acceptors, readers, writers

@@ -23,7 +23,11 @@ type Provider struct{}
 // "[::1]") or a network interface name ("eth0"), whose first IPv4 address,
 // else first IPv6 address, is used. An address that is not configured on
 // this host, or an interface without addresses, is ErrProviderNotFound
-// with the reason. Each call opens a new, independent IA.
+// with the reason. p.PlatformParams holds the IA's options (options.go):
+// "peer_timeout=<duration>", how long a silent peer is waited for before
+// its connections are broken (default 30s, 0 for the kernel's defaults);
+// anything else there, or a bad value, is ErrInvalidParameter. Each call
+// opens a new, independent IA.
 func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	if ctx.Err() != nil {
 		return nil, api.ContextError(ctx)
@@ -35,11 +39,16 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	if qlen > maxEVDQLen {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxEVDQLen))
 	}
+	opts, err := parseOptions(p.PlatformParams)
+	if err != nil {
+		return nil, err
+	}
 	ip, err := localIP(p.Params)
 	if err != nil {
 		return nil, err
 	}
 	i := newIA(ip)
+	i.opts = opts
 	i.async = newEVD(i, qlen, api.EVDAsync)
 	return i, nil
 }
