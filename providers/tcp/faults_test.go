@@ -11,15 +11,15 @@ package tcp
 // a generous deadline that only keeps a broken provider from hanging the
 // run. goleak (TestMain) checks that no goroutine outlives a test.
 //
-// The provider has no keepalive or broken-peer timer of its own (neither
-// ia_params nor platform_params configures one): a peer process that dies
-// is detected because the kernel closes its sockets (FIN, or RST when
-// unread data remains), which is what TestFaultPeerKilled exercises.
+// A peer process that dies is detected because the kernel closes its
+// sockets (FIN, or RST when unread data remains), which is what
+// TestFaultPeerKilled exercises. A peer that goes silent instead (its host
+// gone, the network cut) is found by the IA's peer_timeout (options.go):
+// TestNetnsSilentPeer in options_test.go.
 
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -182,8 +182,7 @@ func helperSession(t *testing.T) (*helperProc, *client, api.RMRTriplet) {
 		t.Fatalf("accept private data %q", ev.Conn.PrivateData)
 	}
 	c.dto(c.recv, 1, api.DTOSuccess, "the window message")
-	win := api.RMRTriplet{RMRContext: api.RMRContext(binary.BigEndian.Uint32(c.buf[0:])),
-		Addr: api.VAddr(binary.BigEndian.Uint64(c.buf[4:])), Length: binary.BigEndian.Uint32(c.buf[12:])}
+	win := helperWin(c.buf)
 	return h, c, win
 }
 

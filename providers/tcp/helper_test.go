@@ -191,6 +191,12 @@ func (s *helperConn) serve(quit <-chan struct{}) {
 	}
 }
 
+// helperWin decodes the helper's window message at the start of b.
+func helperWin(b []byte) api.RMRTriplet {
+	return api.RMRTriplet{RMRContext: api.RMRContext(binary.BigEndian.Uint32(b[0:])),
+		Addr: api.VAddr(binary.BigEndian.Uint64(b[4:])), Length: binary.BigEndian.Uint32(b[12:])}
+}
+
 // startHelper starts the helper process and returns its port; stop ends it
 // (closing its stdin) and kill kills it.
 type helperProc struct {

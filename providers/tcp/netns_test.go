@@ -11,7 +11,6 @@ package tcp
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -75,6 +74,12 @@ func ipCmd(t *testing.T, args ...string) {
 // writeConf writes a configuration whose IA "tcp" has ia_params addr.
 func writeConf(t *testing.T, addr string) string {
 	t.Helper()
+	return writeConfPlatform(t, addr, "")
+}
+
+// writeConfPlatform is writeConf with platform_params platform.
+func writeConfPlatform(t *testing.T, addr, platform string) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "dat.conf")
 	conf := fmt.Sprintf(`[[ia]]
 name             = "tcp"
@@ -84,8 +89,8 @@ threadsafe       = true
 default          = true
 provider_version = "godat.1.0"
 ia_params        = %q
-platform_params  = ""
-`, addr)
+platform_params  = %q
+`, addr, platform)
 	if err := os.WriteFile(p, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -386,8 +391,7 @@ func TestHelperNetnsClient(t *testing.T) {
 	if ev.DTO.Length != 16 {
 		t.Fatalf("window message of %d bytes", ev.DTO.Length)
 	}
-	win := api.RMRTriplet{RMRContext: api.RMRContext(binary.BigEndian.Uint32(c.buf[0:])),
-		Addr: api.VAddr(binary.BigEndian.Uint64(c.buf[4:])), Length: binary.BigEndian.Uint32(c.buf[12:])}
+	win := helperWin(c.buf)
 
 	// RDMA write the whole window, read it back.
 	src, dst := c.buf[64<<10:128<<10], c.buf[128<<10:192<<10]

@@ -1,13 +1,16 @@
 package tcp
 
 // Tests of the IA options (options.go): platform_params as Open reads it,
-// and the socket options it leads to.
+// the socket options it leads to, and a peer that goes silent across two
+// network namespaces.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -271,5 +274,111 @@ func TestOptionsSocket(t *testing.T) {
 			}
 			srv.expect(srv.conn, api.ConnectionDisconnectedEvent, "DISCONNECTED (passive)")
 		})
+	}
+}
+
+// netnsSilentEnv tells TestHelperNetnsSilent where the server is and how
+// to silence it: "server port namespace device".
+const netnsSilentEnv = "GODAT_TCP_NETNS_SILENT"
+
+// TestNetnsSilentPeer runs the helper server in one namespace and a client
+// in another, both with peer_timeout=2s, and then makes the server's host
+// silent without closing any socket: its end of the veth pair goes down.
+// The client must see CONNECTION_BROKEN on an idle connection (found by
+// keepalive) and on one with an RDMA write, a send and a receive
+// outstanding (found by the user timeout), whose DTOs complete FLUSHED
+// (TestHelperNetnsSilent). Only an upper bound is checked: each event
+// within 20 s.
+func TestNetnsSilentPeer(t *testing.T) {
+	needNetns(t)
+	const server, client = "10.78.0.1", "10.78.0.2"
+	a, b := newNetns(t), newNetns(t)
+	ipCmd(t, "-n", a, "link", "add", "gdv0", "type", "veth", "peer", "name", "gdv1", "netns", b)
+	ipCmd(t, "-n", a, "addr", "add", server+"/24", "dev", "gdv0")
+	ipCmd(t, "-n", b, "addr", "add", client+"/24", "dev", "gdv1")
+	ipCmd(t, "-n", a, "link", "set", "gdv0", "up")
+	ipCmd(t, "-n", b, "link", "set", "gdv1", "up")
+	h := nsHelper(t, a, writeConfPlatform(t, server, "peer_timeout=2s"))
+	out := runChildTest(t, b, writeConfPlatform(t, client, "peer_timeout=2s"), "TestHelperNetnsSilent",
+		[]string{fmt.Sprintf("%s=%s %d %s gdv0", netnsSilentEnv, server, h.port, a)})
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "GODAT-SILENT") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
+}
+
+// TestHelperNetnsSilent is TestNetnsSilentPeer's client, run in the
+// client's namespace. It does nothing in a normal run.
+func TestHelperNetnsSilent(t *testing.T) {
+	spec := os.Getenv(netnsSilentEnv)
+	if spec == "" {
+		t.Skip("runs only inside TestNetnsSilentPeer's client namespace")
+	}
+	f := strings.Fields(spec)
+	if len(f) != 4 {
+		t.Fatalf("bad %s %q", netnsSilentEnv, spec)
+	}
+	server := net.ParseIP(f[0])
+	port, err := strconv.ParseUint(f[1], 10, 16)
+	if server == nil || err != nil {
+		t.Fatalf("bad %s %q", netnsSilentEnv, spec)
+	}
+	ia, err := registry.Open(context.Background(), "tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ia.Close(api.CloseAbrupt)
+
+	// Two connections to the helper, each with its window message.
+	connect := func(name string) (*client, api.RMRTriplet) {
+		c := newClient(t, ia)
+		if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ep.Connect(&net.IPAddr{IP: server}, api.ConnQual(port), hangDeadline, []byte(name), api.QOSBestEffort, api.ConnectDefault); err != nil {
+			t.Fatal(err)
+		}
+		c.expect(c.conn, api.ConnectionEstablishedEvent, name+": ESTABLISHED")
+		c.dto(c.recv, 1, api.DTOSuccess, name+": the window message")
+		return c, helperWin(c.buf)
+	}
+	idle, _ := connect("idle")
+	busy, win := connect("busy")
+
+	// The server's host goes silent: its end of the link goes down, and
+	// nothing it had is closed.
+	if out, err := exec.Command("ip", "-n", f[2], "link", "set", f[3], "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip -n %s link set %s down: %v: %s", f[2], f[3], err, out)
+	}
+	start := time.Now()
+
+	// On the busy connection: an RDMA write and a send the server will
+	// never acknowledge, and a receive.
+	if err := busy.ep.PostRecv([]api.LMRTriplet{busy.lmr.Triplet(64<<10, 4096)}, 2, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.ep.PostRDMAWrite([]api.LMRTriplet{busy.lmr.Triplet(128<<10, win.Length)}, 10, win, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.ep.PostSend([]api.LMRTriplet{busy.lmr.Triplet(192<<10, 1000)}, 11, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+
+	// c.next bounds each wait at 20 s.
+	idle.expect(idle.conn, api.ConnectionBrokenEvent, "the idle connection to the silent peer")
+	fmt.Printf("GODAT-SILENT idle connection broken after %v\n", time.Since(start).Round(time.Millisecond))
+	expectState(t, idle.ep, api.EPDisconnected, "the idle EP after BROKEN")
+	busy.expect(busy.conn, api.ConnectionBrokenEvent, "the busy connection to the silent peer")
+	fmt.Printf("GODAT-SILENT busy connection broken after %v\n", time.Since(start).Round(time.Millisecond))
+	expectState(t, busy.ep, api.EPDisconnected, "the busy EP after BROKEN")
+	busy.dto(busy.req, 10, api.DTOErrFlushed, "the RDMA write to the silent peer")
+	busy.dto(busy.req, 11, api.DTOErrFlushed, "the send to the silent peer")
+	busy.dto(busy.recv, 2, api.DTOErrFlushed, "the receive of the broken connection")
+	expectQuiet(t, busy.req, "the busy EP's request EVD after the flush")
+	for _, c := range []*client{idle, busy} {
+		if err := c.ep.Free(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package tcp
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"net"
 	"os"
 	"os/exec"
@@ -160,8 +159,7 @@ func TestTwoProcess(t *testing.T) {
 	if ev.DTO.Length != 16 {
 		t.Fatalf("window message of %d bytes", ev.DTO.Length)
 	}
-	win := api.RMRTriplet{RMRContext: api.RMRContext(binary.BigEndian.Uint32(c.buf[0:])),
-		Addr: api.VAddr(binary.BigEndian.Uint64(c.buf[4:])), Length: binary.BigEndian.Uint32(c.buf[12:])}
+	win := helperWin(c.buf)
 
 	// RDMA write the whole window, read it back.
 	src, dst := c.buf[64<<10:128<<10], c.buf[128<<10:192<<10]
