@@ -8,6 +8,8 @@ package tcp
 //   - it listens on a PSP of its choice and prints "PORT <q>" on stdout;
 //   - a request whose private data is "reject" is rejected with the
 //     private data "no thanks";
+//   - a request whose private data is "hold" is never answered (until the
+//     helper exits);
 //   - any other request is accepted with private data "welcome " + the
 //     request's; the server then sends the client one message telling it
 //     the RMR context, address and length of a 64 KiB window it may read
@@ -76,6 +78,9 @@ func helperMain() int {
 		}
 		if string(cp.PrivateData) == "reject" {
 			_ = ev.CR.CR.Reject([]byte("no thanks"))
+			continue
+		}
+		if string(cp.PrivateData) == "hold" {
 			continue
 		}
 		s, err := newHelperConn(ia)

@@ -286,9 +286,10 @@ const netnsSilentEnv = "GODAT_TCP_NETNS_SILENT"
 // silent without closing any socket: its end of the veth pair goes down.
 // The client must see CONNECTION_BROKEN on an idle connection (found by
 // keepalive) and on one with an RDMA write, a send and a receive
-// outstanding (found by the user timeout), whose DTOs complete FLUSHED
-// (TestHelperNetnsSilent). Only an upper bound is checked: each event
-// within 20 s.
+// outstanding (found by the user timeout), whose DTOs complete FLUSHED,
+// and a connect whose request the server holds unanswered, without a
+// connect timeout, must fail as a handshake does (TestHelperNetnsSilent).
+// Only an upper bound is checked: each event within 20 s.
 func TestNetnsSilentPeer(t *testing.T) {
 	needNetns(t)
 	const server, client = "10.78.0.1", "10.78.0.2"
@@ -343,8 +344,26 @@ func TestHelperNetnsSilent(t *testing.T) {
 		c.dto(c.recv, 1, api.DTOSuccess, name+": the window message")
 		return c, helperWin(c.buf)
 	}
+	// A request the helper holds unanswered: the requester waits in the
+	// handshake, without a timeout of its own.
+	held := newClient(t, ia)
+	if err := held.ep.Connect(&net.IPAddr{IP: server}, api.ConnQual(port), api.TimeoutInfinite, []byte("hold"), api.QOSBestEffort, api.ConnectDefault); err != nil {
+		t.Fatal(err)
+	}
 	idle, _ := connect("idle")
 	busy, win := connect("busy")
+	// The held request's TCP connection is up (the TCP connect is bounded
+	// by the Connect timeout, not by peer_timeout).
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if dialled, _ := connSockets(t, api.ConnQual(port)); len(dialled) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held request's TCP connection did not come up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	expectState(t, held.ep, api.EPActiveConnectionPending, "the held request")
 
 	// The server's host goes silent: its end of the link goes down, and
 	// nothing it had is closed.
@@ -376,7 +395,15 @@ func TestHelperNetnsSilent(t *testing.T) {
 	busy.dto(busy.req, 11, api.DTOErrFlushed, "the send to the silent peer")
 	busy.dto(busy.recv, 2, api.DTOErrFlushed, "the receive of the broken connection")
 	expectQuiet(t, busy.req, "the busy EP's request EVD after the flush")
-	for _, c := range []*client{idle, busy} {
+	// The handshake fails as when its socket fails: TIMED_OUT for the
+	// kernel's ETIMEDOUT, NON_PEER_REJECTED for another error.
+	ev := held.next(held.conn, "the held request to the silent peer")
+	if ev.Number != api.ConnectionTimedOutEvent && ev.Number != api.ConnectionNonPeerRejectedEvent {
+		t.Fatalf("the held request to the silent peer: %v, want TIMED_OUT or NON_PEER_REJECTED", ev.Number)
+	}
+	fmt.Printf("GODAT-SILENT held request ended (%v) after %v\n", ev.Number, time.Since(start).Round(time.Millisecond))
+	expectState(t, held.ep, api.EPDisconnected, "the held EP")
+	for _, c := range []*client{held, idle, busy} {
 		if err := c.ep.Free(); err != nil {
 			t.Fatal(err)
 		}
