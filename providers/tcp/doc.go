@@ -217,6 +217,34 @@
 //     thread): pollers send it once it has waited credDelay, or the
 //     reader's quiet check does, or a Wait on the EVD.
 //
+// # Broken peers
+//
+// A peer process that exits or is killed closes its sockets (its kernel
+// sends FIN or RST) and the connection breaks at once. A peer that goes
+// silent instead (its host is down, the network between is cut) is
+// noticed after the IA's peer timeout, set in platform_params as
+// "peer_timeout=<duration>": a Go duration, 0 or from 1s to 24h, default
+// 30s (an unknown key or a bad value makes Open fail with
+// ErrInvalidParameter). It is applied to every connection socket on both
+// sides as soon as it is connected, before the handshake: TCP keepalive
+// probes an idle connection (after a fifth of the timeout without a word
+// from the peer, then every fifth, rounded up to whole seconds) and the
+// TCP user timeout (TCP_USER_TIMEOUT) ends one whose data the peer has not
+// acknowledged. Either way the kernel ends the connection, the reader's
+// read fails (ETIMEDOUT, as a rule) and the EP gets BROKEN with its
+// outstanding DTOs FLUSHED, as for a reset; during the handshake the
+// attempt fails as any handshake does when its socket fails. An idle
+// connection is given up at most one probe interval after the timeout.
+// The user timeout also ends a connection whose peer keeps its receive
+// window closed that long while data waits to be sent: a peer process
+// stopped that long, or one whose reader waits that long for an SRQ
+// buffer while this side keeps sending. peer_timeout=0 leaves the
+// kernel's defaults: no keepalive and no user timeout, so an idle
+// connection to a silent peer is never given up, and one with data in
+// flight only when the kernel's retransmissions run out (about 15
+// minutes). The TCP connect itself is bounded by Connect's timeout, not by
+// peer_timeout.
+//
 // # Closing
 //
 // Disconnect sends DISCONNECT and half-closes; the peer answers by

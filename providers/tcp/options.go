@@ -36,7 +36,8 @@ import (
 //     rounded up to whole seconds (at least 1 s), the first probe is
 //     sent after the same time of silence, and probes are only sent
 //     while nothing is in flight. A connection with data in flight is
-//     given up within T of the first retransmission.
+//     given up about T after the oldest data the peer has not
+//     acknowledged was sent.
 //   - The user timeout also covers a peer that is alive but takes no
 //     data: Linux ends a connection whose peer's receive window has
 //     stayed closed for T while data waits to be sent. That happens only
@@ -50,8 +51,9 @@ import (
 //   - The timeout applies from the moment the TCP connection is
 //     established, on both sides, before the handshake: a peer that goes
 //     silent during the handshake ends it as any handshake failure does
-//     (TIMED_OUT or NON_PEER_REJECTED for the requester, the request
-//     dropped at the listener). The TCP connect itself is bounded by the
+//     (TIMED_OUT or NON_PEER_REJECTED for the requester; at the listener
+//     the request is never delivered, or the accepting EP gets
+//     ACCEPT_COMPLETION_ERROR). The TCP connect itself is bounded by the
 //     timeout of Connect and the kernel's SYN retries, not by
 //     peer_timeout.
 //   - A peer that closes its sockets (a process that is killed) is
@@ -64,8 +66,8 @@ type options struct {
 // Limits and the default of peer_timeout.
 const (
 	defaultPeerTimeout = 30 * time.Second
-	minPeerTimeout     = time.Second
-	maxPeerTimeout     = 24 * time.Hour
+	minPeerTimeout     = time.Second    // the message of parseOptions says so
+	maxPeerTimeout     = 24 * time.Hour // likewise
 
 	// keepAliveSplit is how many probe intervals a peer timeout is
 	// divided into: the silence before the first probe, then the probes.
@@ -97,7 +99,7 @@ func parseOptions(s string) (options, error) {
 			case d < 0:
 				return o, optErr(fmt.Sprintf("peer_timeout=%s is negative", val))
 			case d != 0 && (d < minPeerTimeout || d > maxPeerTimeout):
-				return o, optErr(fmt.Sprintf("peer_timeout=%s is outside 0 and %v to %v", val, minPeerTimeout, maxPeerTimeout))
+				return o, optErr(fmt.Sprintf("peer_timeout=%s: must be 0 or from 1s to 24h", val))
 			}
 			o.peerTimeout = d
 		default:
