@@ -74,6 +74,8 @@ type Queue struct {
 	owner api.EVD // stored in Event.EVD of every posted event
 
 	wake       chan struct{} // capacity 1: wakes the blocked waiter
+	kick       func()        // wakes a driven waiter (BeginWait); set once
+	driven     bool          // the waiter waits through BeginWait and Check
 	waiting    bool
 	threshold  int
 	disabled   bool
@@ -184,10 +186,7 @@ func (q *Queue) push(ev *api.Event, notify bool) *CNO {
 	}
 	if q.waiting {
 		if q.n >= q.threshold {
-			select {
-			case q.wake <- struct{}{}:
-			default:
-			}
+			q.wakeWaiter()
 		}
 		return nil
 	}
@@ -278,6 +277,88 @@ func (q *Queue) Wait(ctx context.Context, threshold int, ev *api.Event) (nmore i
 	}
 }
 
+// wakeWaiter wakes the blocked waiter. q.mu is held.
+func (q *Queue) wakeWaiter() {
+	if q.driven {
+		q.kick()
+		return
+	}
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetKick installs the function that wakes a waiter that waits through
+// BeginWait and Check (a driven wait): the queue calls it, with its lock
+// held, where it would wake a waiter blocked in Wait. It must not block
+// and must not call the queue. Call it once, before any driven wait.
+func (q *Queue) SetKick(kick func()) {
+	q.mu.Lock()
+	q.kick = kick
+	q.mu.Unlock()
+}
+
+// BeginWait starts a driven wait: a wait whose caller blocks by itself
+// (on whatever else it must watch too) instead of in Wait, and asks the
+// queue again with Check after each wake-up. It checks what Wait checks;
+// done reports that the wait is over (an event was dequeued into ev, or
+// err says why not); otherwise the caller is the EVD's waiter (Dequeue
+// and another wait fail as with Wait) until Check reports done or it
+// calls EndWait. Events that meet the threshold, SetUnwaitable and Close
+// call the kick function (SetKick) instead of waking a blocked Wait.
+func (q *Queue) BeginWait(threshold int, ev *api.Event) (done bool, nmore int, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.kick == nil:
+		return true, 0, api.Errorf(api.InternalError, api.NoSubtype, "eventq: driven wait without a kick function")
+	case q.closed:
+		return true, 0, errAborted
+	case q.waiting:
+		return true, 0, errWaiter
+	case q.unwaitable:
+		return true, 0, errUnwaitable
+	case threshold < 1 || threshold > len(q.buf):
+		return true, 0, api.Errorf(api.InvalidParameter, api.SubArg3, "EVD wait threshold must be between 1 and the queue length")
+	}
+	if q.n >= threshold {
+		q.pop(ev)
+		return true, q.n, nil
+	}
+	q.waiting, q.driven, q.threshold = true, true, threshold
+	return false, 0, nil
+}
+
+// Check continues a driven wait (BeginWait): done as for BeginWait, and
+// when done the wait is over.
+func (q *Queue) Check(ev *api.Event) (done bool, nmore int, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed:
+		q.waiting, q.driven = false, false
+		return true, 0, errAborted
+	case q.unwaitable:
+		q.waiting, q.driven = false, false
+		return true, q.n, errUnwaitable
+	case q.n >= q.threshold:
+		q.waiting, q.driven = false, false
+		q.pop(ev)
+		return true, q.n, nil
+	}
+	return false, 0, nil
+}
+
+// EndWait abandons a driven wait (the caller's context ended); it returns
+// the number of events queued.
+func (q *Queue) EndWait() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting, q.driven = false, false
+	return q.n
+}
+
 // Resize changes the queue length to qlen (dat_evd_resize(3DAT)), keeping
 // every queued event in order. It fails with ErrInvalidState if more than
 // qlen events are queued, and ErrInvalidParameter if qlen < 1 or a blocked
@@ -324,10 +405,7 @@ func (q *Queue) SetUnwaitable(on bool) {
 	q.mu.Lock()
 	q.unwaitable = on
 	if on && q.waiting {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.wakeWaiter()
 	}
 	q.mu.Unlock()
 }
@@ -376,10 +454,7 @@ func (q *Queue) Close() {
 	}
 	q.n, q.head, q.cno = 0, 0, nil
 	if q.waiting {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.wakeWaiter()
 	}
 	q.mu.Unlock()
 }

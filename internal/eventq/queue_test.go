@@ -450,3 +450,65 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(100 * time.Microsecond)
 	}
 }
+
+// TestDrivenWait checks BeginWait, Check and EndWait: a wait whose caller
+// blocks by itself and is kicked where Wait would be woken.
+func TestDrivenWait(t *testing.T) {
+	q := New(4, nil)
+	var ev api.Event
+	if done, _, err := q.BeginWait(1, &ev); !done || !errors.Is(err, api.ErrInternal) {
+		t.Fatalf("BeginWait without a kick function: %v, %v", done, err)
+	}
+	kicks := 0
+	q.SetKick(func() { kicks++ })
+	if done, _, err := q.BeginWait(5, &ev); !done || !errors.Is(err, api.ErrInvalidParameter) {
+		t.Fatalf("BeginWait past the queue length: %v, %v", done, err)
+	}
+	// An event already queued ends the wait at once.
+	q.Post(&api.Event{Number: api.SoftwareEvent}, true)
+	if done, n, err := q.BeginWait(1, &ev); !done || err != nil || n != 0 || ev.Number != api.SoftwareEvent {
+		t.Fatalf("BeginWait with an event queued: %v, %d, %v", done, n, err)
+	}
+	// Waiting for two: the first post does not kick, the second does.
+	if done, _, _ := q.BeginWait(2, &ev); done {
+		t.Fatal("BeginWait on an empty queue is done")
+	}
+	if _, err := q.Wait(context.Background(), 1, &ev); !errors.Is(err, api.ErrInvalidState) {
+		t.Fatalf("a second waiter: %v, want DAT_INVALID_STATE", err)
+	}
+	if err := q.Dequeue(&ev); !errors.Is(err, api.ErrInvalidState) {
+		t.Fatalf("Dequeue during a wait: %v, want DAT_INVALID_STATE", err)
+	}
+	q.Post(&api.Event{Number: api.SoftwareEvent, Software: 1}, true)
+	if done, _, _ := q.Check(&ev); done || kicks != 0 {
+		t.Fatalf("below the threshold: done %v, %d kicks", done, kicks)
+	}
+	q.Post(&api.Event{Number: api.SoftwareEvent, Software: 2}, true)
+	if kicks != 1 {
+		t.Fatalf("%d kicks at the threshold, want 1", kicks)
+	}
+	if done, n, err := q.Check(&ev); !done || err != nil || n != 1 || ev.Software != 1 {
+		t.Fatalf("Check at the threshold: %v, %d, %v, %+v", done, n, err, ev.Software)
+	}
+	if err := q.Dequeue(&ev); err != nil {
+		t.Fatalf("Dequeue after the wait: %v", err)
+	}
+	// Unwaitable and Close kick and end the wait; EndWait abandons it.
+	q.BeginWait(1, &ev)
+	q.SetUnwaitable(true)
+	if done, _, err := q.Check(&ev); kicks != 2 || !done || !errors.Is(err, api.ErrInvalidState) {
+		t.Fatalf("unwaitable: %d kicks, %v, %v", kicks, done, err)
+	}
+	q.SetUnwaitable(false)
+	q.BeginWait(1, &ev)
+	if n := q.EndWait(); n != 0 {
+		t.Fatalf("EndWait = %d", n)
+	}
+	if _, _, err := q.BeginWait(1, &ev); err != nil {
+		t.Fatalf("BeginWait after EndWait: %v", err)
+	}
+	q.Close()
+	if done, _, err := q.Check(&ev); kicks != 3 || !done || !errors.Is(err, api.ErrAbort) {
+		t.Fatalf("closed: %d kicks, %v, %v", kicks, done, err)
+	}
+}

@@ -200,6 +200,24 @@ func (s *Conn) Watching() bool {
 	return s.watching
 }
 
+// ArmIn asks epoll instance ep (another than the Conn's own) for one
+// notification when input is there: the socket is added to ep (add) or
+// re-armed in it, with EPOLLONESHOT, so that after notifying once it stays
+// silent until armed again. Used by a goroutine that waits for several
+// sockets at once.
+func (s *Conn) ArmIn(ep int, add bool) error {
+	if !s.incref() {
+		return net.ErrClosed
+	}
+	defer s.decref()
+	op := unix.EPOLL_CTL_MOD
+	if add {
+		op = unix.EPOLL_CTL_ADD
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: int32(s.fd)}
+	return unix.EpollCtl(ep, op, s.fd, &ev)
+}
+
 // mapErr turns an error of the epoll files into the one a net.Conn user
 // expects: net.ErrClosed once Close was called.
 func (s *Conn) mapErr(err error) error {

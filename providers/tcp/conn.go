@@ -912,10 +912,11 @@ func (c *conn) step(polled, resume bool) bool {
 // (evd.Dequeue): if nobody else consumes the stream, it reads what the
 // socket holds without waiting and processes it (pollStream). The end of
 // the stream is left to the reader, kicked out of its netpoller wait for
-// it.
-func (c *conn) poll() {
+// it. false: the caller could not drive the connection (another goroutine
+// has the stream, or it is ending).
+func (c *conn) poll() bool {
 	if c.rxKick.Load() || c.rxClosed.Load() || !c.rxTok.CompareAndSwap(0, 1) {
-		return
+		return false
 	}
 	if !c.polled.Load() {
 		c.polled.Store(true)
@@ -931,11 +932,11 @@ func (c *conn) poll() {
 			c.rxKick.Store(true)
 			c.rxTok.Store(0)
 			_ = c.nc.SetReadDeadline(past)
-			return
+			return false
 		}
 		c.rxTok.Store(0)
 		if c.rxMissed.Load() == 0 || !c.rxTok.CompareAndSwap(0, 1) {
-			return
+			return true
 		}
 	}
 }

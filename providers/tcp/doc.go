@@ -207,15 +207,31 @@
 //     input is unwatched (the end of the stream and errors still wake
 //     it) and it looks every quietCheck (1 ms) whether a poller took the
 //     token since; when none did, it watches the socket again.
-//   - EVD.Wait ends quiet mode at once on the connections feeding the
-//     EVD, and so does the reader before it waits inside a frame and when
-//     the connection closes. A consumer that stops polling without
-//     waiting on the EVD (it blocks elsewhere, or in a CNO) may see its
-//     next completion up to quietCheck late.
+//   - A Wait on an EVD fed by too many connections to drive (below) ends
+//     quiet mode at once on them, and so does the reader before it waits
+//     inside a frame and when the connection closes. A consumer that
+//     stops polling without waiting on the EVD (it blocks elsewhere, or
+//     in a CNO) may see its next completion up to quietCheck late.
 //   - An ACK or credit update that would wait for the consumer's answer
 //     arms no timer on a quiet connection (arming one wakes a runtime
 //     thread): pollers send it once it has waited credDelay, or the
 //     reader's quiet check does, or a Wait on the EVD.
+//
+// Driven waits. A consumer blocked in EVD.Wait drives the connections
+// feeding the EVD itself too, when there are at most maxDriven (8) of
+// them: it polls them, and when what it waits for is not there it blocks
+// in the runtime's poller on an epoll instance of the EVD's, in which
+// their sockets are armed one-shot, while their readers stay quiet. A
+// message then wakes the waiting goroutine and nothing else, which reads
+// it, completes it and returns: one wake-up per message, as a blocking
+// read of a plain socket costs, instead of the reader's wake-up followed
+// by the consumer's. Anything else the waiter must see kicks it through an
+// eventfd in the same epoll instance: an event posted by another goroutine
+// (a reader that had the stream, a connection event, PostSE), the EVD made
+// unwaitable or freed, the IA closed, the end of the waiter's context
+// (context.AfterFunc, registered once per context, not per wait). A
+// connection whose stream another goroutine holds is left to its reader,
+// which watches it again.
 //
 // # Broken peers
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
@@ -24,6 +25,13 @@ type evd struct {
 	// for Dequeue to drive; replaced (under ia.mu) when one starts or
 	// ends, read without a lock.
 	feeds atomic.Pointer[[]*conn]
+
+	// The waiter's driver (drive.go), made by the first Wait that can use
+	// it.
+	drvMu     sync.Mutex
+	drv       *driver
+	drvFailed bool
+	drvClosed bool
 }
 
 // addFeed records that c's completions come to e. ia.mu is held.
@@ -168,6 +176,9 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
+	if d := e.driverFor(); d != nil {
+		return e.driveWait(d, ctx, threshold, ev)
+	}
 	// A waiter needs the reader goroutines: connections that pollers left
 	// unwatched are watched again (see "Polling" in the package
 	// documentation).
@@ -236,6 +247,7 @@ func (e *evd) Free() error {
 	}
 	e.setCNO(nil)
 	e.q.Close()
+	e.closeDriver()
 	delete(e.ia.evds, e)
 	return nil
 }

@@ -171,6 +171,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	}
 	for e := range i.evds {
 		e.q.Close()
+		e.closeDriver()
 	}
 	i.async.q.Close()
 	var cnos []*cno

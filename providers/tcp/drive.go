@@ -1,0 +1,287 @@
+package tcp
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/godat/godat/api"
+)
+
+// maxDriven is the most connections an EVD may be fed by for its waiter to
+// drive them itself (see driveWait); an EVD fed by more is waited on the
+// usual way, with the reader goroutines doing the reading.
+const maxDriven = 8
+
+// driver lets the goroutine blocked in EVD.Wait drive the connections that
+// feed the EVD, as a polling consumer does, so that a message arriving
+// wakes that goroutine and nothing else: it reads and processes the frame
+// and finds its completion in the queue, instead of a reader goroutine
+// waking up, completing, and waking the consumer in turn (two wake-ups per
+// message, and a hand-off between threads).
+//
+// The waiter blocks in the runtime's poller on an epoll instance of the
+// EVD's own, which holds the feeding sockets (armed one-shot while the
+// waiter is blocked) and an eventfd that kicks it: the queue kicks when
+// something else posts an event the waiter wants (a reader goroutine, a
+// connection event, PostSE), when the EVD becomes unwaitable or is freed,
+// and when the waiter's context ends.
+type driver struct {
+	mu     sync.Mutex // guards closed and kickFD against kicks racing a close
+	closed bool
+	ep     *os.File // the epoll instance, watched by the runtime's poller
+	rc     syscall.RawConn
+	epfd   int
+	kickFD int // eventfd in ep
+
+	parked atomic.Bool // the waiter is (about to be) blocked: kick it
+
+	// The waiter's own state (one waiter at a time: the queue refuses a
+	// second).
+	reg    []*conn // connections whose sockets were added to ep
+	arm    []*conn // connections to arm before blocking
+	parkFn func(uintptr) bool
+	armFn  func(uintptr)
+	evs    [maxDriven + 1]unix.EpollEvent
+	ctx    context.Context // the context whose end kicks (AfterFunc)
+	stop   func() bool
+}
+
+func newDriver() (*driver, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	kfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(ep)
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(kfd)}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, kfd, &ev); err != nil {
+		unix.Close(ep)
+		unix.Close(kfd)
+		return nil, err
+	}
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
+		unix.Close(kfd)
+		return nil, err
+	}
+	d := &driver{ep: os.NewFile(uintptr(ep), "evd-epoll"), epfd: ep, kickFD: kfd}
+	if d.rc, err = d.ep.SyscallConn(); err != nil {
+		d.ep.Close()
+		unix.Close(kfd)
+		return nil, err
+	}
+	d.parkFn, d.armFn = d.parkCB, d.armCB
+	return d, nil
+}
+
+// kick wakes the waiter if it is blocked (or about to block).
+func (d *driver) kick() {
+	if !d.parked.Load() {
+		return
+	}
+	d.mu.Lock()
+	if !d.closed && d.parked.CompareAndSwap(true, false) {
+		var one = [8]byte{1}
+		_, _ = unix.Write(d.kickFD, one[:])
+	}
+	d.mu.Unlock()
+}
+
+// kickCtx is kick for context.AfterFunc.
+func (d *driver) kickCtx() { d.kick() }
+
+// close releases the driver; a waiter still blocked on it is woken.
+func (d *driver) close() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	unix.Close(d.kickFD)
+	d.mu.Unlock()
+	if d.stop != nil {
+		d.stop()
+	}
+	d.ep.Close()
+}
+
+// watchCtx makes the end of ctx kick the waiter. The registration is kept
+// for the next wait with the same context (no allocation per wait).
+func (d *driver) watchCtx(ctx context.Context) {
+	if ctx == d.ctx {
+		return
+	}
+	if d.stop != nil {
+		d.stop()
+		d.stop = nil
+	}
+	d.ctx = ctx
+	if ctx.Done() != nil {
+		d.stop = context.AfterFunc(ctx, d.kickCtx)
+	}
+}
+
+// armCB adds or re-arms the sockets of d.arm in the epoll instance.
+func (d *driver) armCB(uintptr) {
+	for _, c := range d.arm {
+		add := true
+		for _, r := range d.reg {
+			if r == c {
+				add = false
+				break
+			}
+		}
+		err := c.sk.ArmIn(d.epfd, add)
+		if err == unix.ENOENT && !add {
+			err = c.sk.ArmIn(d.epfd, true)
+		}
+		if err == nil && add {
+			d.reg = append(d.reg, c)
+		}
+	}
+}
+
+// parkCB collects the notifications of the epoll instance (which disarms
+// the sockets that fired) and reports whether there were any: false
+// blocks. It runs before the first wait too, because the runtime forgets
+// a notification that came before the wait began.
+func (d *driver) parkCB(ep uintptr) bool {
+	for {
+		n, err := unix.EpollWait(int(ep), d.evs[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return n > 0
+	}
+}
+
+// park arms the sockets of d.arm and blocks until one has input or a kick
+// comes.
+func (d *driver) park() error {
+	if err := d.rc.Control(d.armFn); err != nil {
+		return err
+	}
+	return d.rc.Read(d.parkFn)
+}
+
+// prune forgets registered connections that no longer feed the EVD (their
+// sockets leave the epoll instance when they are closed).
+func (d *driver) prune(feeds []*conn) {
+	k := 0
+	for _, r := range d.reg {
+		for _, c := range feeds {
+			if c == r {
+				d.reg[k] = r
+				k++
+				break
+			}
+		}
+	}
+	clear(d.reg[k:])
+	d.reg = d.reg[:k]
+}
+
+// driverFor returns the EVD's driver if its waiter can drive the
+// connections that feed it: every one is pollable and out of the
+// runtime's poller, and there are at most maxDriven. nil: wait the usual
+// way.
+func (e *evd) driverFor() *driver {
+	l := e.feeds.Load()
+	if l == nil || len(*l) > maxDriven {
+		return nil
+	}
+	for _, c := range *l {
+		if c.sk == nil {
+			return nil
+		}
+	}
+	e.drvMu.Lock()
+	defer e.drvMu.Unlock()
+	if e.drv == nil && !e.drvFailed && !e.drvClosed {
+		d, err := newDriver()
+		if err != nil {
+			e.drvFailed = true // out of descriptors: wait the usual way
+			return nil
+		}
+		e.drv = d
+		e.q.SetKick(d.kick)
+	}
+	return e.drv
+}
+
+// closeDriver releases the EVD's driver (Free, IA close).
+func (e *evd) closeDriver() {
+	e.drvMu.Lock()
+	d := e.drv
+	e.drvClosed = true
+	e.drvMu.Unlock()
+	if d != nil {
+		d.close()
+	}
+}
+
+// driveWait is Wait with the waiter driving the feeding connections (see
+// driver): it polls them, and when nothing it waits for is queued it arms
+// their sockets and blocks until one has input or a kick comes.
+func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	done, n, err := e.q.BeginWait(threshold, ev)
+	if done {
+		return n, err
+	}
+	d.watchCtx(ctx)
+	for {
+		d.arm = d.arm[:0]
+		if l := e.feeds.Load(); l != nil {
+			for _, c := range *l {
+				if c.poll() {
+					d.arm = append(d.arm, c)
+				} else {
+					// Another goroutine has the stream (or it is
+					// ending): its reader goes on, and a completion
+					// it posts kicks this waiter.
+					c.watchOn()
+				}
+			}
+			d.prune(*l)
+		}
+		if done, n, err := e.q.Check(ev); done {
+			return n, err
+		}
+		if ctx.Err() != nil {
+			return e.q.EndWait(), api.ContextError(ctx)
+		}
+		for _, c := range d.arm {
+			if !c.quiet.Load() {
+				c.enterQuiet() // the waiter watches the socket instead
+			}
+		}
+		d.parked.Store(true)
+		if done, n, err := e.q.Check(ev); done {
+			d.parked.Store(false)
+			return n, err
+		}
+		if ctx.Err() != nil {
+			d.parked.Store(false)
+			return e.q.EndWait(), api.ContextError(ctx)
+		}
+		perr := d.park()
+		d.parked.Store(false)
+		if perr != nil {
+			// The driver was closed (the EVD is being freed): the
+			// queue says how the wait ends.
+			if done, n, err := e.q.Check(ev); done {
+				return n, err
+			}
+			return e.q.EndWait(), api.Errorf(api.Abort, api.NoSubtype, "EVD destroyed")
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/godat/godat/api"
+)
+
+// TestDrivenWait checks the ways a wait whose goroutine drives the
+// connections feeding its EVD (drive.go) ends: a message, several for a
+// threshold, the context's deadline or cancellation, SetUnwaitable, the
+// peer disconnecting, and the IA closing.
+func TestDrivenWait(t *testing.T) {
+	cli, srv := benchPair(t)
+	send := func(cookie api.Cookie) {
+		t.Helper()
+		if err := srv.ep.PostSend([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, cookie, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func(cookie api.Cookie) {
+		t.Helper()
+		if err := cli.ep.PostRecv([]api.LMRTriplet{cli.lmr.Triplet(0, 64)}, cookie, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bg := context.Background()
+	var ev api.Event
+
+	// The deadline passes with nothing arriving.
+	ctx, cancel := context.WithTimeout(bg, 30*time.Millisecond)
+	_, err := cli.recv.Wait(ctx, 1, &ev)
+	cancel()
+	if !errors.Is(err, api.ErrTimeoutExpired) {
+		t.Fatalf("Wait past its deadline: %v, want DAT_TIMEOUT_EXPIRED", err)
+	}
+
+	// Cancelled while blocked.
+	ctx, cancel = context.WithCancel(bg)
+	time.AfterFunc(30*time.Millisecond, cancel)
+	_, err = cli.recv.Wait(ctx, 1, &ev)
+	if !errors.Is(err, api.ErrInterruptedCall) {
+		t.Fatalf("cancelled Wait: %v, want DAT_INTERRUPTED_CALL", err)
+	}
+
+	// A message arrives while blocked; then three for a threshold of 3.
+	recv(1)
+	time.AfterFunc(30*time.Millisecond, func() { send(2) })
+	if _, err := cli.recv.Wait(bg, 1, &ev); err != nil || ev.DTO.Cookie != 1 || ev.DTO.Status != api.DTOSuccess {
+		t.Fatalf("Wait for a message: %v %+v", err, ev.DTO)
+	}
+	for c := api.Cookie(3); c < 6; c++ {
+		recv(c)
+	}
+	go func() {
+		for c := api.Cookie(6); c < 9; c++ {
+			time.Sleep(10 * time.Millisecond)
+			send(c)
+		}
+	}()
+	n, err := cli.recv.Wait(bg, 3, &ev)
+	if err != nil || n != 2 || ev.DTO.Cookie != 3 {
+		t.Fatalf("Wait(threshold 3) = %d, %v, cookie %d; want 2 more, cookie 3", n, err, ev.DTO.Cookie)
+	}
+	for c := api.Cookie(4); c < 6; c++ {
+		if err := cli.recv.Dequeue(&ev); err != nil || ev.DTO.Cookie != c {
+			t.Fatalf("Dequeue: %v, cookie %d, want %d", err, ev.DTO.Cookie, c)
+		}
+	}
+	for i := 0; i < 4; i++ { // the server's send completions
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		_, err := srv.req.Wait(ctx, 1, &ev)
+		cancel()
+		if err != nil || ev.DTO.Status != api.DTOSuccess {
+			t.Fatalf("server send %d: %v %+v", i, err, ev.DTO)
+		}
+	}
+
+	// Made unwaitable while blocked.
+	time.AfterFunc(30*time.Millisecond, func() { cli.recv.SetUnwaitable() })
+	if _, err := cli.recv.Wait(bg, 1, &ev); !errors.Is(err, api.ErrInvalidState) {
+		t.Fatalf("Wait on an EVD made unwaitable: %v, want DAT_INVALID_STATE", err)
+	}
+	if err := cli.recv.ClearUnwaitable(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The peer disconnects while a receive is posted: it is flushed.
+	recv(10)
+	time.AfterFunc(30*time.Millisecond, func() { srv.ep.Disconnect(api.CloseAbrupt) })
+	ctx, cancel = context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	if _, err := cli.recv.Wait(ctx, 1, &ev); err != nil || ev.DTO.Cookie != 10 || ev.DTO.Status != api.DTOErrFlushed {
+		t.Fatalf("Wait across the peer's disconnect: %v %+v, want the receive FLUSHED", err, ev.DTO)
+	}
+
+	// The IA closes under a blocked waiter.
+	done := make(chan error, 1)
+	go func() {
+		_, err := cli.recv.Wait(ctx, 1, &ev)
+		done <- err
+	}()
+	time.Sleep(30 * time.Millisecond)
+	if err := cli.ia.Close(api.CloseAbrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Wait on a closed IA succeeded")
+		}
+	case <-ctx.Done():
+		t.Fatal("closing the IA did not end a blocked Wait")
+	}
+}
+
+// TestDrivenWaitNoAllocs checks that waits that drive their connections
+// allocate nothing in steady state: one goroutine plays both sides of a
+// send/recv round trip, each side waiting (and so driving) in turn.
+func TestDrivenWaitNoAllocs(t *testing.T) {
+	cli, srv := benchPair(t)
+	ctx := context.Background()
+	ciov := []api.LMRTriplet{cli.lmr.Triplet(0, 64)}
+	siov := []api.LMRTriplet{srv.lmr.Triplet(0, 64)}
+	var ev api.Event
+	wait := func(e api.EVD) {
+		if _, err := e.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess {
+			t.Fatalf("Wait: %v %+v", err, ev.DTO)
+		}
+	}
+	round := func() {
+		if err := srv.ep.PostRecv(siov, 1, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.ep.PostRecv(ciov, 2, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.ep.PostSend(ciov, 3, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		wait(srv.recv)
+		if err := srv.ep.PostSend(siov, 4, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		wait(cli.recv)
+		wait(cli.req)
+		wait(srv.req)
+	}
+	for range 50 {
+		round()
+	}
+	if allocs := testing.AllocsPerRun(200, round); allocs != 0 {
+		t.Fatalf("%v allocations per round trip", allocs)
+	}
+}
