@@ -201,6 +201,9 @@ type remoteWindow struct {
 	addr api.VAddr
 	len  int
 	ctx  api.RMRContext
+	// readsIn is how many RDMA reads the server's EP serves at once (0:
+	// the server did not say).
+	readsIn int
 }
 
 func (w remoteWindow) at(off, n int) api.RMRTriplet {
@@ -211,7 +214,11 @@ func windowOf(m *msg) (remoteWindow, error) {
 	a, err1 := m.get(tagAddr)
 	l, err2 := m.get(tagLength)
 	r, err3 := m.get(tagRMR)
-	return remoteWindow{addr: api.VAddr(a), len: int(l), ctx: api.RMRContext(r)}, errors.Join(err1, err2, err3)
+	w := remoteWindow{addr: api.VAddr(a), len: int(l), ctx: api.RMRContext(r)}
+	// A peer-supplied count, clamped: no run keeps more than maxWindow
+	// reads outstanding anyway.
+	w.readsIn = int(min(m.getOr(tagReadsIn, 0), maxWindow))
+	return w, errors.Join(err1, err2, err3)
 }
 
 // window asks for the server's RDMA window.
@@ -255,10 +262,17 @@ func (c *client) writeVerify(ctx context.Context, w remoteWindow, off, woff, n, 
 	return err
 }
 
+// fill asks the server to fill window bytes [off, off+n) with the pattern
+// of seed.
+func (c *client) fill(ctx context.Context, off, n int, seed uint64) error {
+	_, err := c.call(ctx, newMsg(kindFill).u64(tagOffset, uint64(off)).u64(tagLength, uint64(n)).u64(tagSeed, seed), 1, nil)
+	return err
+}
+
 // fillRead asks the server to fill window bytes [off, off+n) with a
 // pattern, RDMA-reads them into k local segments and checks them.
 func (c *client) fillRead(ctx context.Context, w remoteWindow, off, n, k int, seed uint64) error {
-	if _, err := c.call(ctx, newMsg(kindFill).u64(tagOffset, uint64(off)).u64(tagLength, uint64(n)).u64(tagSeed, seed), 1, nil); err != nil {
+	if err := c.fill(ctx, off, n, seed); err != nil {
 		return err
 	}
 	iov, segs := c.local.scatter(c.scratch, splitLens(n, k), 43)

@@ -371,7 +371,8 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		return reply(k).u64(tagSeed, seed+1).bytes(tagPayload, out)
 	case kindWindow:
 		return reply(k).u64(tagAddr, uint64(s.win.prm.RegisteredAddress)).
-			u64(tagLength, uint64(len(s.win.b))).u64(tagRMR, uint64(s.win.prm.RMRContext))
+			u64(tagLength, uint64(len(s.win.b))).u64(tagRMR, uint64(s.win.prm.RMRContext)).
+			u64(tagReadsIn, uint64(max(s.epAttr.MaxRDMAReadIn, 0)))
 	case kindVerify:
 		off, n, err := s.window(m)
 		seed, err2 := m.get(tagSeed)

@@ -76,6 +76,7 @@ const (
 	tagPayload uint16 = 13 // bytes: pattern bytes to verify
 	tagPoll    uint16 = 15 // u64: 1 = busy-poll, 0 = wait
 	tagMaxSize uint16 = 16 // u64: the largest benchmark message the client will use
+	tagReadsIn uint16 = 17 // u64: RDMA reads the server's EP serves at once (its MaxRDMAReadIn)
 )
 
 // Session kinds (the tagSession field of HELLO).
