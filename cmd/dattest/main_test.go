@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,6 +179,52 @@ func TestServerSurvivesVanishingClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAllPass(t, rep)
+}
+
+// TestRawRead: the raw read baseline runs in both modes, and its server
+// ends a read connection whose request index is not the next one, and any
+// connection whose header names an unknown op or too large a size.
+func TestRawRead(t *testing.T) {
+	srv, err := startRawServer("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	for _, poll := range []bool{false, true} {
+		rc := rawClient{addr: srv.addr().String()}
+		if bps, err := rc.read(testCtx(t), 100, 3, 10, 20, poll); err != nil || !(bps > 0) {
+			t.Fatalf("raw read, poll %v: %v B/s, %v", poll, bps, err)
+		}
+	}
+	talk := func(req rawReq, reqs ...uint64) (int, error) {
+		c, err := net.DialTCP("tcp", nil, srv.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(testTimeout))
+		b := req.marshal()
+		for _, i := range reqs {
+			b = binary.LittleEndian.AppendUint64(b, i)
+		}
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		return io.ReadFull(c, make([]byte, 4*int(req.size)))
+	}
+	// Two good requests: two messages, then the server closes.
+	if n, err := talk(rawReq{op: rawRead, size: 16, count: 2}, 0, 1); n != 32 || err == nil {
+		t.Errorf("two good requests: %d bytes, %v", n, err)
+	}
+	if n, err := talk(rawReq{op: rawRead, size: 16, count: 2}, 0, 5); n != 16 || err == nil {
+		t.Errorf("a request out of order: %d bytes, %v", n, err)
+	}
+	if n, err := talk(rawReq{op: 9, size: 16, count: 2}, 0, 1); n != 0 || err == nil {
+		t.Errorf("unknown op: %d bytes, %v", n, err)
+	}
+	if n, err := talk(rawReq{op: rawRead, size: maxBenchSize + 1, count: 1}, 0); n != 0 || err == nil {
+		t.Errorf("oversized messages: %d bytes, %v", n, err)
+	}
 }
 
 func TestClientNoServer(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 // header (rawHdrLen bytes):
 //
 //	0  "GDTR"
-//	4  op      u8   rawLat or rawBW
+//	4  op      u8   rawLat, rawBW or rawRead
 //	5  poll    u8   1: both sides busy-poll reads
 //	6  (zero)  u16
 //	8  size    u32  message size
@@ -25,12 +25,19 @@ import (
 //
 // rawLat: count times, the client writes size bytes and the server writes
 // size bytes back. rawBW: the client writes count messages of size bytes
-// back to back; the server reads them all and answers one byte.
+// back to back; the server reads them all and answers one byte. rawRead:
+// the client asks for count messages of size bytes, one request
+// (rawReadReqLen bytes: the message's index, u64) per message, and the
+// server answers each request with a message; a request whose index is
+// not the next one ends the connection.
 
 const (
 	rawHdrLen = 20
 	rawLat    = 1
 	rawBW     = 2
+	rawRead   = 3
+	// rawReadReqLen is the length of one rawRead request.
+	rawReadReqLen = 8
 	// rawMaxCount bounds a peer-supplied count.
 	rawMaxCount = 1 << 40
 )
@@ -170,7 +177,7 @@ func serveRaw(c *net.TCPConn, done <-chan struct{}) {
 		return
 	}
 	req := rawReq{op: hdr[4], poll: hdr[5] == 1, size: binary.LittleEndian.Uint32(hdr[8:]), count: binary.LittleEndian.Uint64(hdr[12:])}
-	if req.size == 0 || req.size > maxBenchSize || req.count > rawMaxCount {
+	if req.op < rawLat || req.op > rawRead || req.size == 0 || req.size > maxBenchSize || req.count > rawMaxCount {
 		return
 	}
 	rc, err := newRawConn(c, req.poll, done)
@@ -192,6 +199,13 @@ func serveRaw(c *net.TCPConn, done <-chan struct{}) {
 			}
 		}
 		rc.write(b[:1])
+	case rawRead:
+		q := make([]byte, rawReadReqLen)
+		for i := uint64(0); i < req.count; i++ {
+			if rc.readFull(q) != nil || binary.LittleEndian.Uint64(q) != i || rc.write(b) != nil {
+				return
+			}
+		}
 	}
 }
 
@@ -274,6 +288,62 @@ func (rc rawClient) bw(ctx context.Context, size, warm, iters int, poll bool) (f
 		rc.prog.add(1)
 	}
 	if err := r.readFull(b[:1]); err != nil {
+		return 0, fmt.Errorf("raw TCP baseline: %w", err)
+	}
+	return float64(size) * float64(iters) / time.Since(t0).Seconds(), nil
+}
+
+// read has the server send warm+iters messages of size bytes to the client,
+// the direction an RDMA read moves data, and returns the throughput of the
+// timed ones in bytes per second. The warm-up messages are not timed.
+//
+// Each message is asked for with a request of its own and at most win
+// requests are outstanding, the window of the godat read run; the
+// warm-up's requests are all answered before the timed ones start, as the
+// godat run drains its warm-up reads. That is the work an RDMA read does:
+// a request crosses to the server, which answers with the data, and the
+// client may not have more than win of them in flight. Announcing the
+// count up front and letting the server stream would be cheaper (no
+// request has to cross, the pipe never waits for the client) but would
+// measure a plain stream in the other direction, the bw baseline reversed,
+// rather than reads.
+func (rc rawClient) read(ctx context.Context, size, win, warm, iters int, poll bool) (float64, error) {
+	r, closeFn, err := rc.dial(ctx, rawReq{op: rawRead, poll: poll, size: uint32(size), count: uint64(warm + iters)})
+	if err != nil {
+		return 0, err
+	}
+	defer closeFn()
+	win = max(win, 1)
+	b := make([]byte, size)
+	q := make([]byte, rawReadReqLen)
+	next := uint64(0) // index of the next request
+	stream := func(count int, timed bool) error {
+		asked, got := 0, 0
+		for got < count {
+			for asked < count && asked-got < win {
+				binary.LittleEndian.PutUint64(q, next)
+				if err := r.write(q); err != nil {
+					return err
+				}
+				asked++
+				next++
+			}
+			if err := r.readFull(b); err != nil {
+				return err
+			}
+			got++
+			if timed {
+				rc.prog.add(1)
+			}
+		}
+		return nil
+	}
+	if err := stream(warm, false); err != nil {
+		return 0, fmt.Errorf("raw TCP baseline: %w", err)
+	}
+	rc.prog.start()
+	t0 := time.Now()
+	if err := stream(iters, true); err != nil {
 		return 0, fmt.Errorf("raw TCP baseline: %w", err)
 	}
 	return float64(size) * float64(iters) / time.Since(t0).Seconds(), nil
