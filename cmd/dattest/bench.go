@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +14,7 @@ import (
 
 // benchParams says what to measure.
 type benchParams struct {
-	ops   []string // "lat", "bw"
+	ops   []string // "lat", "bw", "read"
 	sizes []int
 	iters int
 	poll  bool
@@ -31,8 +33,9 @@ func warmup(iters int) int { return min(max(iters/10, 10), 1000) }
 // benchRow is one row of the benchmark table and of its JSON output.
 // Latency rows (op "lat") give the one-way latency in microseconds (half
 // the round trip) and ratio = godat ÷ raw (> 1: godat is slower);
-// bandwidth rows (op "bw") give GB/s (10^9 bytes per second) and ratio =
-// godat ÷ raw (> 1: godat is faster). Unit says which ("us" or "GB/s").
+// bandwidth rows (ops "bw" and "read") give GB/s (10^9 bytes per second)
+// and ratio = godat ÷ raw (> 1: godat is faster). Unit says which ("us"
+// or "GB/s").
 type benchRow struct {
 	Op    string  `json:"op"`
 	Size  int     `json:"size"`
@@ -44,7 +47,8 @@ type benchRow struct {
 	Iters int     `json:"iters"`
 }
 
-// maxWindow bounds the RDMA writes a bandwidth run keeps outstanding.
+// maxWindow bounds the RDMA writes a bandwidth run, and the RDMA reads a
+// read run, keeps outstanding.
 const maxWindow = 16
 
 // runBench measures every op and size: godat, then the raw TCP baseline
@@ -71,12 +75,23 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 		}
 	}()
 	var w remoteWindow
-	for _, op := range p.ops {
-		if op == "bw" {
-			if w, err = c.window(ctx); err != nil {
-				return nil, err
-			}
+	if slices.Contains(p.ops, "bw") || slices.Contains(p.ops, "read") {
+		if w, err = c.window(ctx); err != nil {
+			return nil, err
 		}
+	}
+	// The read run's destination: three regions of the largest size, for
+	// the first timed read, the last one and all those in between.
+	var dst *buf
+	if slices.Contains(p.ops, "read") {
+		if dst, err = newBuf(n, 3*maxSize, api.MemPrivLocalRead|api.MemPrivLocalWrite); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if ferr := dst.free(); err == nil && ferr != nil {
+				err = ferr
+			}
+		}()
 	}
 	prog := newProgress(cfg.stderr)
 	raw := rawClient{addr: cfg.rawAddr(c.rawPort), prog: prog}
@@ -116,6 +131,28 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 				}
 				prog.begin(label+" raw TCP", size, p.iters, true)
 				r, err := raw.bw(ctx, size, warm, p.iters, p.poll)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", label, err)
+				}
+				row.Unit, row.Godat, row.Raw = "GB/s", g/1e9, r/1e9
+				row.Ratio = ratio(row.Godat, row.Raw)
+			case "read":
+				if err := c.checkSize(size, true); err != nil {
+					return nil, err
+				}
+				win, seed := c.readWindow(w), rand.Uint64()
+				if err := c.fill(ctx, 0, size, seed); err != nil {
+					return nil, fmt.Errorf("%s godat: %w", label, err)
+				}
+				prog.begin(label+" godat", size, p.iters, true)
+				g, err := c.read(ctx, w, dst, size, win, seed, warm, p.iters, p.poll, prog)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s godat: %w", label, err)
+				}
+				prog.begin(label+" raw TCP", size, p.iters, true)
+				r, err := raw.read(ctx, size, win, warm, p.iters, p.poll)
 				prog.end()
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", label, err)
@@ -270,6 +307,97 @@ func (c *client) bw(ctx context.Context, w remoteWindow, size, warm, iters int, 
 	el := time.Since(t0)
 	if _, err := c.call(ctx, newMsg(kindSync), 1, nil); err != nil {
 		return 0, err
+	}
+	return float64(size) * float64(iters) / el.Seconds(), nil
+}
+
+// readWindow is how many RDMA reads a read run keeps outstanding: at most
+// maxWindow, and no more than the provider lets be in flight on this
+// connection, which is the smaller of this EP's MaxRDMAReadOut and the
+// server EP's MaxRDMAReadIn (it reports it with the window). The IA's
+// per-EP read limit bounds it too, and so does half the EP's request
+// queue, as for bw. Posting more reads would only queue them behind the
+// ones in flight.
+func (c *client) readWindow(w remoteWindow) int {
+	win := maxWindow
+	for _, lim := range []int{c.epAttr.MaxRDMAReadOut, w.readsIn, c.n.attr.MaxRDMAReadPerEPOut, c.epAttr.MaxRequestDTOs / 2} {
+		if lim > 0 {
+			win = min(win, lim)
+		}
+	}
+	return max(win, 1)
+}
+
+// read measures RDMA reads of size bytes from the start of the server's
+// window into dst, keeping win outstanding: warm untimed reads, then iters
+// timed ones. It returns the throughput of the timed ones in bytes per
+// second, from the first timed post to the last completion (a read
+// completes once its data is in local memory).
+//
+// The window's first size bytes must hold the pattern of seed (see fill).
+// Every read lands in one of three regions of dst, each cleared before
+// the timed reads: the first timed read in the first region, the last in
+// the third, the others (and the warm-up's) in the second. After the run
+// all three are checked in full, so a read that places nothing, or the
+// wrong bytes, fails the row.
+func (c *client) read(ctx context.Context, w remoteWindow, dst *buf, size, win int, seed uint64, warm, iters int, poll bool, prog *progress) (float64, error) {
+	if size > w.len {
+		return 0, fmt.Errorf("size %d exceeds the server's %d-byte window", size, w.len)
+	}
+	if 3*size > len(dst.b) {
+		return 0, fmt.Errorf("size %d exceeds the %d-byte read buffer", size, len(dst.b)/3)
+	}
+	regions := [3]api.LMRTriplet{dst.tri(0, size), dst.tri(size, size), dst.tri(2*size, size)}
+	src := w.at(0, size)
+	stream := func(count int, timed bool) error {
+		var ev api.Event
+		posted, done := 0, 0
+		for done < count {
+			for posted < count && posted-done < win {
+				r := 1
+				switch {
+				case !timed:
+				case posted == 0:
+					r = 0
+				case posted == count-1:
+					r = 2
+				}
+				if err := c.ep.PostRDMARead(regions[r:r+1], api.Cookie(posted), src, api.CompletionDefault); err != nil {
+					return fmt.Errorf("PostRDMARead: %w", err)
+				}
+				posted++
+			}
+			if err := c.next(ctx, poll, &ev); err != nil {
+				return err
+			}
+			if err := c.dtoOK(&ev); err != nil {
+				return err
+			}
+			done++
+			if timed {
+				prog.add(1)
+			}
+		}
+		return nil
+	}
+	if err := stream(warm, false); err != nil {
+		return 0, err
+	}
+	clear(dst.b[:3*size])
+	prog.start()
+	t0 := time.Now()
+	if err := stream(iters, true); err != nil {
+		return 0, err
+	}
+	el := time.Since(t0)
+	c.n.ia.SyncRDMARead(regions[:])
+	for r, what := range []string{"first", "middle", "last"} {
+		if (r == 1 && iters < 3) || (r == 2 && iters < 2) {
+			continue // no read went there
+		}
+		if i := checkPattern(dst.b[r*size:(r+1)*size], seed); i >= 0 {
+			return 0, fmt.Errorf("RDMA read: byte %d of %d is wrong in the %s read's buffer", i, size, what)
+		}
 	}
 	return float64(size) * float64(iters) / el.Seconds(), nil
 }

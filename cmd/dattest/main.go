@@ -6,7 +6,7 @@
 //
 //	dattest -s [-d IA] [-p PORT] [-raw-port PORT]
 //	dattest -h HOST [-d IA] [-p PORT] [--json]
-//	dattest -h HOST -bench lat|bw|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+//	dattest -h HOST -bench lat|bw|read|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
 //	dattest -demo [-mode poll|wait] [-size LIST] [-iters N] [--json]
 //
 // Common flags: -f FILE reads that configuration file, -embedded uses
@@ -50,10 +50,10 @@
 //
 // # Benchmarks
 //
-// "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw", "all"
-// or a comma list) at each size of -size (default 64,4K,1M), -iters timed
-// iterations (default 1000) after an untimed warm-up of iters/10 (at least
-// 10, at most 1000):
+// "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw",
+// "read", "all" or a comma list) at each size of -size (default
+// 64,4K,1M), -iters timed iterations (default 1000) after an untimed
+// warm-up of iters/10 (at least 10, at most 1000):
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
 //     only memory polling can see, so it would have no "wait" mode). Both
@@ -63,16 +63,25 @@
 //     window, keeping up to 16 outstanding; the figure is size × iters over
 //     the time from the first timed post to the last completion, in GB/s
 //     (10^9 bytes per second).
+//   - read: the client RDMA-reads size bytes from the server's window into
+//     its own memory, keeping as many reads outstanding as the connection
+//     allows (the smaller of its EP's MaxRDMAReadOut and the server EP's
+//     MaxRDMAReadIn, at most 16); the figure is computed as for bw. The
+//     server fills the bytes with a pattern first; the first and the last
+//     timed read land in buffers of their own, and those and the buffer of
+//     the others are checked in full afterwards.
 //
 // -mode poll makes the client (and the server, in a latency run) spin on
 // EVD.Dequeue; -mode wait (the default) blocks in EVD.Wait.
 //
 // Each row is measured again with raw TCP between the same two processes:
-// the server's second port, a ping-pong of the same message size or a
-// stream of the same messages. In poll mode both raw sides busy-poll
-// non-blocking read(2) and write(2) inside syscall.RawConn callbacks (the
-// socket stays in Go's netpoller); in wait mode they use plain blocking Go
-// reads and writes. The table shows op, size, mode, godat, raw and ratio
+// the server's second port, a ping-pong of the same message size, a
+// stream of the same messages, or (read) the server sending the same
+// messages to the client, each asked for by an 8-byte request from the
+// client, with as many requests outstanding as the godat run had reads.
+// In poll mode both raw sides busy-poll non-blocking read(2) and write(2)
+// inside syscall.RawConn callbacks (the socket stays in Go's netpoller);
+// in wait mode they use plain blocking Go reads and writes. The table shows op, size, mode, godat, raw and ratio
 // = godat ÷ raw: a time ratio for latency (> 1: godat slower), a
 // throughput ratio for bandwidth (> 1: godat faster). While a row runs, a
 // progress line on stderr reports every half second (rewritten in place on
@@ -94,8 +103,8 @@
 // "passed"}; a benchmark is an array of rows {"op", "size", "mode",
 // "godat", "raw", "ratio", "unit", "iters"}: size in bytes, mode "poll" or
 // "wait", unit "us" (one-way latency, microseconds) for op "lat" and
-// "GB/s" (10^9 bytes per second) for op "bw". The demo prints {"check":
-// the sequence, "bench": the rows}.
+// "GB/s" (10^9 bytes per second) for ops "bw" and "read". The demo
+// prints {"check": the sequence, "bench": the rows}.
 //
 // # Wire format of the control messages
 //
@@ -112,10 +121,12 @@
 // 2 bench, 3 stale-context check), 3 status (0 ok, else failed and tag 4,
 // text, says why), 5 address, 6 length, 7 RMR context, 8 pattern seed,
 // 9 window offset, 11 count, 12 raw TCP port, 13 payload, 15 poll (1),
-// 16 largest benchmark size. Kinds: 1 HELLO {nonce, session, max size},
+// 16 largest benchmark size, 17 RDMA reads the server's EP serves at once.
+// Kinds: 1 HELLO {nonce, session, max size},
 // 2 WELCOME {nonce echoed, status, raw port}, 3 REJECT {text}; requests
 // 10 PING {seed, payload} (the reply carries seed+1 and its own payload),
-// 11 WINDOW (reply: address, length, RMR context of the server's window),
+// 11 WINDOW (reply: address, length, RMR context of the server's window,
+// RDMA reads served at once),
 // 12 VERIFY and 13 FILL {offset, length, seed}, 14 BIND {offset, length}
 // (reply: address, length, context), 15 UNBIND (reply: the old context),
 // 16 IOV_PREP {length, count} (the server posts its next receive as count
@@ -166,7 +177,7 @@ const defaultPort = 18515
 const usageText = `usage:
   dattest -s [-d IA] [-p PORT] [-raw-port PORT]      serve until interrupted
   dattest -h HOST [-d IA] [-p PORT] [--json]         run the validated sequence
-  dattest -h HOST -bench lat|bw|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+  dattest -h HOST -bench lat|bw|read|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
   dattest -demo [-mode M] [-size LIST] [-iters N] [--json]   server and client here
 
 flags:
@@ -176,7 +187,8 @@ flags:
   -p PORT       connection qualifier (TCP port for the tcp provider; default 18515;
                 0 with -s picks a free one)
   -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)
-  -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write), or all
+  -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write),
+                read (pipelined RDMA read), all, or a comma list
   -size LIST    message sizes, comma separated, K/M suffixes (default 64,4K,1M)
   -iters N      timed iterations per size (default 1000)
   -mode M       poll (spin on EVD.Dequeue) or wait (EVD.Wait; default)
@@ -240,7 +252,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 	fs.StringVar(&o.ia, "d", "", "`IA` name")
 	fs.Uint64Var(&o.port, "p", defaultPort, "connection qualifier")
 	fs.IntVar(&o.rawPort, "raw-port", 0, "raw TCP baseline port")
-	fs.StringVar(&o.bench, "bench", "", "lat, bw or all")
+	fs.StringVar(&o.bench, "bench", "", "lat, bw, read or all")
 	fs.StringVar(&o.sizes, "size", "64,4K,1M", "message sizes")
 	fs.IntVar(&o.iters, "iters", 1000, "timed iterations")
 	fs.StringVar(&o.mode, "mode", "wait", "poll or wait")
@@ -324,11 +336,11 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 		for _, op := range strings.Split(o.bench, ",") {
 			switch op = strings.TrimSpace(op); op {
 			case "all":
-				o.params.ops = append(o.params.ops, "lat", "bw")
-			case "lat", "bw":
+				o.params.ops = append(o.params.ops, "lat", "bw", "read")
+			case "lat", "bw", "read":
 				o.params.ops = append(o.params.ops, op)
 			default:
-				return usage("bad -bench %q: want lat, bw, all or a comma list", op)
+				return usage("bad -bench %q: want lat, bw, read, all or a comma list", op)
 			}
 		}
 		o.params.ops = slices.Compact(o.params.ops)
@@ -442,7 +454,8 @@ func writeBench(w io.Writer, rows []benchRow) error {
 		return err
 	}
 	_, err := fmt.Fprintln(w, "\nlat: one-way latency (half a send/recv round trip), ratio = godat/raw time (>1: godat slower)\n"+
-		"bw:  streaming RDMA write, 10^9 B/s, ratio = godat/raw throughput (>1: godat faster)")
+		"bw:  streaming RDMA write, 10^9 B/s, ratio = godat/raw throughput (>1: godat faster)\n"+
+		"read: pipelined RDMA read (raw: server-to-client messages, one request each), 10^9 B/s, ratio as for bw")
 	return err
 }
 

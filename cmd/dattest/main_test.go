@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -116,18 +117,18 @@ func TestBenchLoopback(t *testing.T) {
 	cfg := inProcess(t)
 	ctx := testCtx(t)
 	for _, poll := range []bool{false, true} {
-		p := benchParams{ops: []string{"lat", "bw"}, sizes: []int{64, 4096}, iters: 20, poll: poll}
+		p := benchParams{ops: []string{"lat", "bw", "read"}, sizes: []int{64, 4096}, iters: 20, poll: poll}
 		rows, err := runBench(ctx, cfg, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 4 {
-			t.Fatalf("%d rows, want 4", len(rows))
+		if len(rows) != 6 {
+			t.Fatalf("%d rows, want 6", len(rows))
 		}
 		for i, r := range rows {
-			wantOp, wantUnit := "lat", "us"
-			if i >= 2 {
-				wantOp, wantUnit = "bw", "GB/s"
+			wantOp, wantUnit := p.ops[i/2], "GB/s"
+			if wantOp == "lat" {
+				wantUnit = "us"
 			}
 			if r.Op != wantOp || r.Unit != wantUnit || r.Size != p.sizes[i%2] || r.Mode != p.mode() ||
 				!(r.Godat > 0) || !(r.Raw > 0) || !(r.Ratio > 0) {
@@ -138,7 +139,7 @@ func TestBenchLoopback(t *testing.T) {
 		if err := writeBench(&out, rows); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out.String(), "RATIO") || strings.Count(out.String(), "\n") < 5 {
+		if !strings.Contains(out.String(), "RATIO") || strings.Count(out.String(), "\n") < 7 {
 			t.Errorf("table:\n%s", out.String())
 		}
 	}
@@ -179,6 +180,69 @@ func TestServerSurvivesVanishingClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAllPass(t, rep)
+}
+
+// TestReadChecksData: the read run fails when the bytes it reads are not
+// the pattern the server was asked to fill in, at every read count.
+func TestReadChecksData(t *testing.T) {
+	cfg := inProcess(t)
+	ctx := testCtx(t)
+	n, err := openNode(ctx, cfg.reg, "loopback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := n.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	const size = 4096
+	c, err := dial(ctx, n, cfg, sessionBench, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	w, err := c.window(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.readsIn <= 0 {
+		t.Errorf("the server did not say how many reads it serves (window %+v)", w)
+	}
+	win := c.readWindow(w)
+	if win < 1 || win > maxWindow {
+		t.Fatalf("read window %d", win)
+	}
+	dst, err := newBuf(n, 3*size, api.MemPrivLocalRead|api.MemPrivLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.free()
+	if err := c.fill(ctx, 0, size, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, iters := range []int{1, 2, 5} {
+		if _, err := c.read(ctx, w, dst, size, win, 1, 10, iters, false, nil); err != nil {
+			t.Fatalf("%d reads: %v", iters, err)
+		}
+		if _, err := c.read(ctx, w, dst, size, win, 2, 10, iters, false, nil); err == nil || !strings.Contains(err.Error(), "is wrong") {
+			t.Fatalf("%d reads of the wrong pattern: %v", iters, err)
+		}
+	}
+	// Only the last byte differs from what the client expects.
+	if err := c.fill(ctx, size-1, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.read(ctx, w, dst, size, win, 1, 10, 3, true, nil); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("byte %d of", size-1)) {
+		t.Fatalf("a wrong last byte: %v", err)
+	}
+	if _, err := c.read(ctx, w, dst, 2*size, win, 1, 10, 3, true, nil); err == nil {
+		t.Fatal("a read larger than the buffer ran")
+	}
 }
 
 // TestRawRead: the raw read baseline runs in both modes, and its server
@@ -342,6 +406,15 @@ func TestUsage(t *testing.T) {
 			t.Errorf("dattest %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
 		}
 	}
+	for arg, want := range map[string][]string{
+		"read": {"read"},
+		"all":  {"lat", "bw", "read"},
+	} {
+		o, code, ok := parseArgs([]string{"-h", "x", "-bench", arg}, io.Discard, io.Discard)
+		if !ok || !slices.Equal(o.params.ops, want) {
+			t.Errorf("-bench %s: ops %q (ok %v, exit %d), want %q", arg, o.params.ops, ok, code, want)
+		}
+	}
 	code, out, _ := runDattest(t, "-help")
 	if code != exitOK || !strings.Contains(out, "exit status:") {
 		t.Errorf("-help: exit %d, %q", code, out)
@@ -439,12 +512,17 @@ ia_params = "127.0.0.1"
 	}
 	checkAllPass(t, rep)
 	for _, poll := range []bool{false, true} {
-		rows, err := runBench(ctx, cfg, benchParams{ops: []string{"lat", "bw"}, sizes: []int{64, 64 << 10}, iters: 20, poll: poll})
+		rows, err := runBench(ctx, cfg, benchParams{ops: []string{"lat", "bw", "read"}, sizes: []int{64, 64 << 10}, iters: 20, poll: poll})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 4 {
+		if len(rows) != 6 {
 			t.Fatalf("rows %+v", rows)
+		}
+		for _, r := range rows[4:] {
+			if r.Op != "read" || r.Unit != "GB/s" || !(r.Godat > 0) || !(r.Raw > 0) || !(r.Ratio > 0) {
+				t.Errorf("read row %+v", r)
+			}
 		}
 	}
 }
