@@ -4,15 +4,20 @@
 # (the repetition is the outer loop, so drift hits every tool alike).
 #
 #   godat      dattest -bench over the tcp IA (send/recv ping-pong latency,
-#              streaming RDMA-write bandwidth), -mode wait and -mode poll
+#              streaming RDMA-write bandwidth, windowed RDMA-read bandwidth),
+#              -mode wait and -mode poll
 #   rawtcp     the raw TCP baseline dattest measures in the same run (plain
-#              blocking Go I/O for wait, RawConn busy-polling for poll)
+#              blocking Go I/O for wait, RawConn busy-polling for poll); its
+#              "pull" rows are the read baseline: the server sends messages
+#              to the client, one small request each, as many outstanding
+#              as the godat read run had reads
 #   libfabric  fi_pingpong -p tcp -e msg (send/recv ping-pong; busy-polls)
 #   ucx        ucx_perftest -t tag_lat and -t tag_bw over UCX_TLS=tcp (busy-polls)
 #
-# Sizes 64 B, 4 KiB, 1 MiB. "lat" is one-way latency (half a round trip)
-# in µs; "GB/s" is 10^9 B/s: streaming for bw/tag_bw rows, size ÷ one-way
-# latency for ping-pong rows (fi_pingpong's convention).
+# Sizes 64 B, 4 KiB, 1 MiB (reads: 64 KiB, 1 MiB). "lat" is one-way
+# latency (half a round trip) in µs; "GB/s" is 10^9 B/s: streaming for
+# bw/read/stream/pull/tag_bw rows, size ÷ one-way latency for ping-pong
+# rows (fi_pingpong's convention).
 #
 # Usage:  bash bench/run.sh             (about 3 minutes; root for apt-get)
 #         REPS=1 bash bench/run.sh      (a quick look)
@@ -130,13 +135,20 @@ dattest_run() { # rep mode op sizes iters
 	fi
 	echo "$out" | jq -r '.[] | [.op, .size, .mode, .godat, .raw] | @tsv' |
 		while IFS=$'\t' read -r o size m g r; do
-			if [ "$o" = lat ]; then
+			case $o in
+			lat)
 				record godat "tcp/$m" lat "$size" $rep "$g" "$(gbps_of_lat "$size" "$g")" ok
 				record rawtcp "go/$m" pingpong "$size" $rep "$r" "$(gbps_of_lat "$size" "$r")" ok
-			else
+				;;
+			read)
+				record godat "tcp/$m" read "$size" $rep - "$g" ok
+				record rawtcp "go/$m" pull "$size" $rep - "$r" ok
+				;;
+			*)
 				record godat "tcp/$m" bw "$size" $rep - "$g" ok
 				record rawtcp "go/$m" stream "$size" $rep - "$r" ok
-			fi
+				;;
+			esac
 		done
 }
 
@@ -152,6 +164,8 @@ godat_rep() { # rep
 		dattest_run $1 $mode lat 1M 500
 		dattest_run $1 $mode bw 64,4K 50000
 		dattest_run $1 $mode bw 1M 2000
+		dattest_run $1 $mode read 64K 10000
+		dattest_run $1 $mode read 1M 2000
 	done
 	stop $SERVER_PID
 }
@@ -265,7 +279,7 @@ summary() {
 {
 	echo
 	echo "== godat vs raw TCP, libfabric, UCX on 127.0.0.1: $REPS repetitions, $(nproc) cores, $(uname -r) =="
-	echo "lat: one-way (half round trip) µs; GB/s: 10^9 B/s, streaming for bw/stream/tag_bw, size/lat for ping-pong rows"
+	echo "lat: one-way (half round trip) µs; GB/s: 10^9 B/s, streaming for bw/stream/read/pull/tag_bw, size/lat for ping-pong rows"
 	echo "modes: godat/rawtcp 'wait' block, 'poll' busy-poll; fi_pingpong and ucx_perftest busy-poll"
 	[ $GODAT = 1 ] || echo "(godat rows skipped: dattest could not serve the tcp IA; see $WORK/logs/dattest-server.log)"
 	echo
