@@ -200,12 +200,12 @@ func (s *Conn) Watching() bool {
 	return s.watching
 }
 
-// ArmIn asks epoll instance ep (another than the Conn's own) for one
-// notification when input is there: the socket is added to ep (add) or
-// re-armed in it, with EPOLLONESHOT, so that after notifying once it stays
-// silent until armed again. Used by a goroutine that waits for several
-// sockets at once.
-func (s *Conn) ArmIn(ep int, add bool) error {
+// Arm asks epoll instance ep (another than the Conn's own) for one
+// notification when input is there, or also room for output (out): the
+// socket is added to ep (add) or re-armed in it, with EPOLLONESHOT, so
+// that after notifying once it stays silent until armed again. Used by a
+// goroutine that waits for several sockets at once.
+func (s *Conn) Arm(ep int, add, out bool) error {
 	if !s.incref() {
 		return net.ErrClosed
 	}
@@ -215,6 +215,9 @@ func (s *Conn) ArmIn(ep int, add bool) error {
 		op = unix.EPOLL_CTL_ADD
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: int32(s.fd)}
+	if out {
+		ev.Events |= unix.EPOLLOUT
+	}
 	return unix.EpollCtl(ep, op, s.fd, &ev)
 }
 

@@ -83,6 +83,7 @@ type conn struct {
 	rc        syscall.RawConn              // nil: no direct writes
 	wbusy     bool                         // a goroutine is writing
 	wrem      bool                         // wvec holds the unwritten rest of a direct write
+	txPend    atomic.Bool                  // wrem, for pollers to see without the lock
 	deferWake int                          // goroutines that flush before they release ia.mu
 	wh        [maxBatchSegs][frameLen]byte // copies of the headers of one batch
 	whdr      [2][frameLen]byte            // ACK and DISCONNECT
@@ -325,13 +326,17 @@ func (c *conn) writeLoop() {
 	mu := &c.ia.mu
 	mu.Lock()
 	for {
-		for c.wbusy || (!c.wrem && c.tx.Len() == 0 && !c.ackDue() && !c.closing) {
+		for c.wbusy || (!c.wrem && c.tx.Len() == 0 && !c.ackDue() && !c.closing) ||
+			(c.wrem && c.quiet.Load() && !c.closing) {
+			// (The rest of a direct write on a quiet connection is
+			// its pollers' to finish: pollTx.)
 			c.cond.Wait()
 		}
 		if c.wrem {
 			// The rest of a direct write: always finished, even when
 			// closing, so that the stream stays whole.
 			c.wrem, c.wbusy = false, true
+			c.txPend.Store(false)
 			mu.Unlock()
 			err := c.writeVec()
 			mu.Lock()
@@ -521,8 +526,14 @@ func (c *conn) flush(ack bool) {
 			c.cond.Broadcast()
 			return
 		case !done:
+			// The socket is full: the rest is written by the writer
+			// goroutine, or on a quiet connection by its pollers
+			// (pollTx), which spin anyway and so need no wake-up.
 			c.wrem = true
-			c.cond.Signal()
+			c.txPend.Store(true)
+			if !c.quiet.Load() {
+				c.cond.Signal()
+			}
 			return
 		case c.closing:
 			c.cond.Broadcast()
@@ -532,6 +543,62 @@ func (c *conn) flush(ack bool) {
 	if c.tx.Len() > 0 || c.ackDue() {
 		c.cond.Signal()
 	}
+}
+
+// pollTx lets a poller go on with the rest of a direct write (flush)
+// without waiting, on a quiet connection, so that a polling consumer
+// writes its own stream as it reads it, with no writer goroutine to wake
+// and schedule. It returns whether an unwritten rest remains.
+func (c *conn) pollTx() bool {
+	if !c.txPend.Load() {
+		return false
+	}
+	mu := &c.ia.mu
+	mu.Lock()
+	defer mu.Unlock()
+	if !c.wrem || c.wbusy || !c.up || c.closing {
+		return c.wrem
+	}
+	if !c.quiet.Load() {
+		c.cond.Signal() // the writer goroutine's again
+		return true
+	}
+	c.wrem, c.wbusy = false, true
+	mu.Unlock()
+	done, err := c.writeNB()
+	mu.Lock()
+	c.wbusy = false
+	switch {
+	case err != nil:
+		c.wvec = c.wvec0[:0]
+		c.txPend.Store(false)
+		if !c.closing {
+			c.ep.lost(c)
+		}
+		c.cond.Broadcast()
+	case !done:
+		c.wrem = true
+		if !c.quiet.Load() {
+			c.cond.Signal()
+		}
+	default:
+		c.txPend.Store(false)
+		c.flush(true) // what was queued behind it
+	}
+	return c.wrem
+}
+
+// handTx gives the rest of a direct write back to the writer goroutine
+// (quiet mode ended).
+func (c *conn) handTx() {
+	if !c.txPend.Load() {
+		return
+	}
+	c.ia.mu.Lock()
+	if c.wrem {
+		c.cond.Signal()
+	}
+	c.ia.mu.Unlock()
 }
 
 // writeNB writes wvec with one non-blocking writev and drops what was
@@ -599,8 +666,9 @@ func (c *conn) readFull(b []byte) error {
 	n := copy(b, c.rb[c.rr:c.rw])
 	c.rr += n
 	b = b[n:]
-	if len(b) > 0 {
+	if len(b) > 0 && c.quiet.Load() {
 		c.watchOn() // the reader is about to wait inside a frame
+		c.handTx()
 	}
 	for len(b) > 0 {
 		if len(b) >= rxBufLen/2 {
@@ -683,8 +751,12 @@ func (c *conn) kicked(err error) bool {
 		return true
 	}
 	// Pollers stopped (or a waiter already ended quiet mode): the
-	// reader watches the socket again and sends what they left owed.
+	// reader watches the socket again, the writer finishes what they
+	// left unwritten, and they send what they left owed.
 	c.watchOn()
+	if c.wrem {
+		c.cond.Signal()
+	}
 	if c.ackAt.Load() != 0 && c.ackDue() {
 		c.flush(true)
 	}
@@ -946,6 +1018,7 @@ func (c *conn) poll() bool {
 // next holder of the token); it reports whether the reader must take
 // over. The caller holds the receive token.
 func (c *conn) pollStream() bool {
+	drained := false // the last read did not fill the buffer: the socket was empty
 	for {
 		if c.pl.active {
 			if !c.step(true, true) {
@@ -970,7 +1043,14 @@ func (c *conn) pollStream() bool {
 			c.rw = copy(c.rb[:], c.rb[c.rr:c.rw])
 			c.rr = 0
 		}
+		if drained {
+			// Another read now would most likely find nothing (a
+			// system call on the consumer's critical path for
+			// nothing); the next poll reads what comes.
+			return false
+		}
 		c.rxN, c.rxErr = 0, nil
+		space := len(c.rb) - c.rw
 		if err := c.rc.Control(c.pollFn); err != nil {
 			return true
 		}
@@ -985,6 +1065,7 @@ func (c *conn) pollStream() bool {
 			return true // the reader sees the error or EOF for itself
 		}
 		c.rw += k
+		drained = k < space
 	}
 }
 

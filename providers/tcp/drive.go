@@ -44,6 +44,7 @@ type driver struct {
 	// second).
 	reg    []*conn // connections whose sockets were added to ep
 	arm    []*conn // connections to arm before blocking
+	armOut []bool  // arm[i] waits for room to write too
 	parkFn func(uintptr) bool
 	armFn  func(uintptr)
 	evs    [maxDriven + 1]unix.EpollEvent
@@ -132,7 +133,8 @@ func (d *driver) watchCtx(ctx context.Context) {
 
 // armCB adds or re-arms the sockets of d.arm in the epoll instance.
 func (d *driver) armCB(uintptr) {
-	for _, c := range d.arm {
+	for i, c := range d.arm {
+		out := d.armOut[i]
 		add := true
 		for _, r := range d.reg {
 			if r == c {
@@ -140,9 +142,9 @@ func (d *driver) armCB(uintptr) {
 				break
 			}
 		}
-		err := c.sk.ArmIn(d.epfd, add)
+		err := c.sk.Arm(d.epfd, add, out)
 		if err == unix.ENOENT && !add {
-			err = c.sk.ArmIn(d.epfd, true)
+			err = c.sk.Arm(d.epfd, true, out)
 		}
 		if err == nil && add {
 			d.reg = append(d.reg, c)
@@ -239,16 +241,18 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 	}
 	d.watchCtx(ctx)
 	for {
-		d.arm = d.arm[:0]
+		d.arm, d.armOut = d.arm[:0], d.armOut[:0]
 		if l := e.feeds.Load(); l != nil {
 			for _, c := range *l {
 				if c.poll() {
 					d.arm = append(d.arm, c)
+					d.armOut = append(d.armOut, c.pollTx())
 				} else {
 					// Another goroutine has the stream (or it is
 					// ending): its reader goes on, and a completion
 					// it posts kicks this waiter.
 					c.watchOn()
+					c.handTx()
 				}
 			}
 			d.prune(*l)

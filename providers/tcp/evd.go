@@ -166,6 +166,7 @@ func (e *evd) Dequeue(ev *api.Event) error {
 	}
 	for _, c := range *l {
 		c.poll()
+		c.pollTx()
 	}
 	return e.q.Dequeue(ev)
 }
@@ -185,6 +186,7 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if l := e.feeds.Load(); l != nil {
 		for _, c := range *l {
 			c.watchOn()
+			c.handTx()
 			c.lateAck(true)
 		}
 	}

@@ -27,7 +27,7 @@ func TestQuietMode(t *testing.T) {
 	cli, srv := benchPair(t)
 
 	// Both sides poll long enough for the readers to notice.
-	pingPong(t, cli, srv, 64, 3000, true, true, nil)
+	pingPong(t, cli, srv, 64, 1000, true, true, nil)
 	if entered.Load() == 0 {
 		t.Fatal("two polling consumers did not make any connection quiet")
 	}
@@ -38,12 +38,12 @@ func TestQuietMode(t *testing.T) {
 	if left.Load() == 0 {
 		t.Fatal("waiting consumers did not end quiet mode")
 	}
-	pingPong(t, cli, srv, 64, 2000, true, true, nil)
+	pingPong(t, cli, srv, 64, 500, true, true, nil)
 	pingPong(t, cli, srv, 100<<10, 20, true, false, nil)
 
 	// A poller that takes a receive and then stops looking altogether:
 	// the ACK it owes still reaches the peer, whose send completes.
-	pingPong(t, cli, srv, 64, 2000, true, true, nil)
+	pingPong(t, cli, srv, 64, 500, true, true, nil)
 	iov := []api.LMRTriplet{cli.lmr.Triplet(0, 64)}
 	if err := cli.ep.PostRecv(iov, 7, api.CompletionDefault); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestQuietMode(t *testing.T) {
 
 	// A poller that stops while the peer goes on sending: the reader
 	// takes over, and a later Wait finds the message.
-	pingPong(t, cli, srv, 64, 2000, true, true, nil)
+	pingPong(t, cli, srv, 64, 500, true, true, nil)
 	if err := cli.ep.PostRecv(iov, 9, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
