@@ -47,6 +47,9 @@ type Conn struct {
 
 	watchMu  sync.Mutex
 	watching bool
+	wev      unix.EpollEvent // Watch's scratch, under watchMu
+	werr2    error           // Watch's scratch, under watchMu
+	watchFn  func(uintptr)   // s.watchCB, made once
 
 	// Scratch of the one writer at a time (Write, Writev, RawConn.Write).
 	wf    func(uintptr) bool
@@ -139,7 +142,7 @@ func FromTCP(c *net.TCPConn) (*Conn, error) {
 	// Closing c takes its descriptor out of the runtime's poller; the
 	// duplicate keeps the socket (and its non-blocking mode) alive.
 	c.Close()
-	s.wcb, s.rcb, s.rfcb, s.wfcb = s.writevCB, s.readCB, s.rfCall, s.wfCall
+	s.wcb, s.rcb, s.rfcb, s.wfcb, s.watchFn = s.writevCB, s.readCB, s.rfCall, s.wfCall, s.watchCB
 	s.wiov = make([]unix.Iovec, 0, 64)
 	return s, nil
 }
@@ -178,19 +181,22 @@ func (s *Conn) Watch(on bool) error {
 		return net.ErrClosed
 	}
 	defer s.decref()
-	ev := unix.EpollEvent{Events: quietEvents, Fd: int32(s.fd)}
+	s.wev = unix.EpollEvent{Events: quietEvents, Fd: int32(s.fd)}
 	if on {
-		ev.Events = inEvents
+		s.wev.Events = inEvents
 	}
-	var err error
-	cerr := s.rxc.Control(func(ep uintptr) {
-		err = unix.EpollCtl(int(ep), unix.EPOLL_CTL_MOD, s.fd, &ev)
-	})
-	if err = errors.Join(cerr, err); err != nil {
+	s.werr2 = nil
+	cerr := s.rxc.Control(s.watchFn)
+	if err := errors.Join(cerr, s.werr2); err != nil {
 		return s.mapErr(err)
 	}
 	s.watching = on
 	return nil
+}
+
+// watchCB is Watch's change to the input epoll instance (watchMu held).
+func (s *Conn) watchCB(ep uintptr) {
+	s.werr2 = unix.EpollCtl(int(ep), unix.EPOLL_CTL_MOD, s.fd, &s.wev)
 }
 
 // Watching reports whether input notification is on.

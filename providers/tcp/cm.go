@@ -293,6 +293,11 @@ func (i *ia) listen(q api.ConnQual) (listener, error) {
 	l, err := lc.Listen(context.Background(), "tcp", (&net.TCPAddr{IP: i.ip, Port: int(q)}).String())
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
+			if q == 0 {
+				// The kernel found no free port (CreatePSPAny,
+				// CreateRSP... with 0): none is available.
+				return listener{}, &api.Error{Type: api.ConnQualUnavailable, Msg: "no free TCP port on " + i.ip.String(), Cause: err}
+			}
 			return listener{}, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
 		}
 		return listener{}, &api.Error{Type: api.ConnQualUnavailable, Msg: fmt.Sprintf("listening on %d", q), Cause: err}

@@ -91,7 +91,7 @@ type conn struct {
 	wvec0     [][]byte // wvec's full backing array
 	wbufs     net.Buffers
 	wiov      []syscall.Iovec
-	wrFn      func(uintptr) bool // writeNB's callback (made once: no allocation)
+	wrFn      func(uintptr) // writeNB's callback (made once: no allocation)
 	wrN       uintptr
 	wrErr     syscall.Errno
 	credTimer *time.Timer // sends a credit update or ACK that nothing carried
@@ -130,6 +130,7 @@ type conn struct {
 	polled  atomic.Bool  // a poller took the receive token since the reader last looked
 	ackAt   atomic.Int64 // when an ACK left to pollers became owed (UnixNano; 0: none)
 	rxCalls int          // waitFD calls in the current wait (reader scratch)
+	waitErr error        // waitFD's read error (reader scratch: pollers have rxErr)
 	goQuiet bool         // waitFD found pollers at work (reader scratch)
 }
 
@@ -612,7 +613,7 @@ func (c *conn) writeNB() (done bool, err error) {
 	}
 	c.wiov = iov
 	c.wrN, c.wrErr = 0, 0
-	err = c.rc.Write(c.wrFn)
+	err = c.rc.Control(c.wrFn) // never waits: no need for the write lock
 	n, errno := c.wrN, c.wrErr
 	clear(iov)
 	if err != nil {
@@ -639,10 +640,23 @@ func (c *conn) writeNB() (done bool, err error) {
 	return false, nil
 }
 
+// readNB reads from a non-blocking socket. Like writevFD it makes a raw
+// system call: one that cannot block need not tell the scheduler (which
+// costs time, and wakes the runtime's monitor thread when it sleeps).
+func readNB(fd uintptr, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
 // writevFD is writeNB's non-blocking writev of wiov.
-func (c *conn) writevFD(fd uintptr) bool {
-	c.wrN, _, c.wrErr = syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wiov))), uintptr(len(c.wiov)))
-	return true
+func (c *conn) writevFD(fd uintptr) {
+	c.wrN, _, c.wrErr = syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wiov))), uintptr(len(c.wiov)))
 }
 
 // writeVec writes wvec with one vectored write.
@@ -810,33 +824,37 @@ var testHookQuiet func(entered bool)
 // netpoller it does not, and a polling consumer may take the stream
 // meanwhile.
 func (c *conn) waitRx() error {
+	held := true
 	for {
-		c.rxErr, c.rxCalls, c.goQuiet = nil, 0, false
-		c.rxTok.Store(0)
+		c.waitErr, c.rxCalls, c.goQuiet = nil, 0, false
+		if held {
+			c.rxTok.Store(0)
+			held = false
+		}
 		err := c.rc.Read(c.rxFn)
 		if err != nil {
-			// The token is not held when the wait fails.
+			// The token is not held when the wait fails. A kick or a
+			// quiet check needs none (the reader waits again).
+			if c.kicked(err) {
+				continue
+			}
 			if !c.rxTok.CompareAndSwap(0, 1) {
 				c.rxMissed.Store(1)
 				for !c.rxTok.CompareAndSwap(0, 1) {
 					runtime.Gosched() // a poller is finishing
 				}
 			}
-			if c.kicked(err) {
-				continue
-			}
 			return err
 		}
 		if c.goQuiet {
-			// Pollers drive the stream (one has the token now).
+			// Pollers drive the stream (one has the token): stop
+			// watching it, and wait again without the token.
 			c.enterQuiet()
-			for !c.rxTok.CompareAndSwap(0, 1) {
-				runtime.Gosched()
-			}
 			continue
 		}
-		if c.rxErr != nil {
-			return c.rxErr
+		held = true
+		if c.waitErr != nil {
+			return c.waitErr
 		}
 		if c.rr != c.rw || c.pl.active {
 			return nil
@@ -866,7 +884,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 	if c.rr != c.rw || c.pl.active {
 		return true // a poller left part of a frame
 	}
-	k, e := syscall.Read(int(fd), c.rb[:])
+	k, e := readNB(fd, c.rb[:])
 	switch {
 	case e == syscall.EAGAIN || e == syscall.EINTR:
 		c.rxTok.Store(0)
@@ -876,9 +894,9 @@ func (c *conn) waitFD(fd uintptr) bool {
 		}
 		return false
 	case e != nil:
-		c.rxErr = e
+		c.waitErr = e
 	case k == 0:
-		c.rxErr = io.EOF
+		c.waitErr = io.EOF
 	default:
 		c.rr, c.rw = 0, k
 	}
@@ -887,12 +905,12 @@ func (c *conn) waitFD(fd uintptr) bool {
 
 // pollDirFD is fillNB's read, straight into payload memory.
 func (c *conn) pollDirFD(fd uintptr) {
-	c.rxN, c.rxErr = syscall.Read(int(fd), c.rxDst)
+	c.rxN, c.rxErr = readNB(fd, c.rxDst)
 }
 
 // pollFD is pollStream's read, into the free end of the buffer.
 func (c *conn) pollFD(fd uintptr) {
-	c.rxN, c.rxErr = syscall.Read(int(fd), c.rb[c.rw:])
+	c.rxN, c.rxErr = readNB(fd, c.rb[c.rw:])
 }
 
 // readLoop is the connection's reader in the data transfer phase.

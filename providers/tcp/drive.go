@@ -3,9 +3,11 @@ package tcp
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -45,8 +47,9 @@ type driver struct {
 	reg    []*conn // connections whose sockets were added to ep
 	arm    []*conn // connections to arm before blocking
 	armOut []bool  // arm[i] waits for room to write too
+	busy   []*conn // connections another goroutine was reading: not armed
+	calls  int
 	parkFn func(uintptr) bool
-	armFn  func(uintptr)
 	evs    [maxDriven + 1]unix.EpollEvent
 	ctx    context.Context // the context whose end kicks (AfterFunc)
 	stop   func() bool
@@ -79,7 +82,7 @@ func newDriver() (*driver, error) {
 		unix.Close(kfd)
 		return nil, err
 	}
-	d.parkFn, d.armFn = d.parkCB, d.armCB
+	d.parkFn = d.parkCB
 	return d, nil
 }
 
@@ -152,26 +155,32 @@ func (d *driver) armCB(uintptr) {
 	}
 }
 
-// parkCB collects the notifications of the epoll instance (which disarms
-// the sockets that fired) and reports whether there were any: false
-// blocks. It runs before the first wait too, because the runtime forgets
-// a notification that came before the wait began.
+// parkCB arms the sockets of d.arm on its first call (made after the
+// runtime reset the epoll instance's readiness, so that input already
+// there when they are armed wakes the wait at once instead of being
+// forgotten) and returns false: block. After a wake it collects the
+// notifications, which disarms the sockets that fired, and reports
+// whether there were any.
 func (d *driver) parkCB(ep uintptr) bool {
+	d.calls++
+	if d.calls == 1 {
+		d.armCB(ep)
+		return false
+	}
 	for {
-		n, err := unix.EpollWait(int(ep), d.evs[:], 0)
-		if err == unix.EINTR {
+		// Raw: with a zero timeout it cannot block (see readNB).
+		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, ep, uintptr(unsafe.Pointer(&d.evs[0])), uintptr(len(d.evs)), 0, 0, 0)
+		if e == unix.EINTR {
 			continue
 		}
-		return n > 0
+		return e == 0 && n > 0
 	}
 }
 
-// park arms the sockets of d.arm and blocks until one has input or a kick
-// comes.
+// park arms the sockets of d.arm and blocks until one has input (or room
+// to write, if asked) or a kick comes.
 func (d *driver) park() error {
-	if err := d.rc.Control(d.armFn); err != nil {
-		return err
-	}
+	d.calls = 0
 	return d.rc.Read(d.parkFn)
 }
 
@@ -232,41 +241,36 @@ func (e *evd) closeDriver() {
 }
 
 // driveWait is Wait with the waiter driving the feeding connections (see
-// driver): it polls them, and when nothing it waits for is queued it arms
-// their sockets and blocks until one has input or a kick comes.
+// driver): it arms their sockets and blocks until one has input or a kick
+// comes, then polls them, until what it waits for is queued. Arming
+// checks for input already there, so no read precedes the first block.
 func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.Event) (int, error) {
 	done, n, err := e.q.BeginWait(threshold, ev)
 	if done {
 		return n, err
 	}
 	d.watchCtx(ctx)
+	if l := e.feeds.Load(); l != nil {
+		// The consumer is about to block: an ACK that waits for its
+		// answer goes now.
+		for _, c := range *l {
+			c.lateAck(true)
+		}
+	}
 	for {
 		d.arm, d.armOut = d.arm[:0], d.armOut[:0]
 		if l := e.feeds.Load(); l != nil {
 			for _, c := range *l {
-				if c.poll() {
-					d.arm = append(d.arm, c)
-					d.armOut = append(d.armOut, c.pollTx())
-				} else {
-					// Another goroutine has the stream (or it is
-					// ending): its reader goes on, and a completion
-					// it posts kicks this waiter.
-					c.watchOn()
-					c.handTx()
+				if slices.Contains(d.busy, c) {
+					continue // its reader posts, and the post kicks
 				}
+				if !c.quiet.Load() {
+					c.enterQuiet() // the waiter watches the socket instead
+				}
+				d.arm = append(d.arm, c)
+				d.armOut = append(d.armOut, c.txPend.Load())
 			}
 			d.prune(*l)
-		}
-		if done, n, err := e.q.Check(ev); done {
-			return n, err
-		}
-		if ctx.Err() != nil {
-			return e.q.EndWait(), api.ContextError(ctx)
-		}
-		for _, c := range d.arm {
-			if !c.quiet.Load() {
-				c.enterQuiet() // the waiter watches the socket instead
-			}
 		}
 		d.parked.Store(true)
 		if done, n, err := e.q.Check(ev); done {
@@ -286,6 +290,28 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 				return n, err
 			}
 			return e.q.EndWait(), api.Errorf(api.Abort, api.NoSubtype, "EVD destroyed")
+		}
+		clear(d.busy)
+		d.busy = d.busy[:0]
+		if l := e.feeds.Load(); l != nil {
+			for _, c := range *l {
+				if c.poll() {
+					c.pollTx()
+				} else {
+					// Another goroutine has the stream (or it is
+					// ending): its reader goes on, and a completion
+					// it posts kicks this waiter.
+					c.watchOn()
+					c.handTx()
+					d.busy = append(d.busy, c)
+				}
+			}
+		}
+		if done, n, err := e.q.Check(ev); done {
+			return n, err
+		}
+		if ctx.Err() != nil {
+			return e.q.EndWait(), api.ContextError(ctx)
 		}
 	}
 }
