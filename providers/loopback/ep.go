@@ -149,11 +149,7 @@ func (p *ep) addRefs(d int) {
 func withDefaults(a api.EPAttr) api.EPAttr { return epattr.WithDefaults(a, defaultEPAttr) }
 
 // epLimits are the EP attribute limits the provider enforces.
-var epLimits = epattr.Limits{
-	MaxDTOs: maxDTOPerEP, MaxIOV: maxIOV, MaxRDMAReads: maxRDMAReadPerEP,
-	MaxMessageSize: maxMessageSize, MaxRDMASize: maxRDMASize,
-	QOS: qosSupported, Flags: flagsSupported,
-}
+var epLimits = providerLimits.EP()
 
 // checkEPAttr checks attributes against the provider's limits.
 func checkEPAttr(a *api.EPAttr) error { return epattr.Check(a, epLimits) }

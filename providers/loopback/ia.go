@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/iaattr"
 	"github.com/godat/godat/internal/memreg"
 )
 
@@ -52,66 +53,14 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	if closed {
 		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
 	}
-	a := api.IAAttr{
-		AdapterName:                   "loopback",
-		VendorName:                    "godat",
-		HardwareVersionMajor:          1,
-		FirmwareVersionMajor:          1,
-		Address:                       i.addr,
-		MaxEPs:                        maxObjects,
-		MaxDTOPerEP:                   maxDTOPerEP,
-		MaxRDMAReadPerEPIn:            maxRDMAReadPerEP,
-		MaxRDMAReadPerEPOut:           maxRDMAReadPerEP,
-		MaxEVDs:                       maxObjects,
-		MaxEVDQLen:                    maxEVDQLen,
-		MaxIOVSegmentsPerDTO:          maxIOV,
-		MaxLMRs:                       maxObjects,
-		MaxLMRBlockSize:               1 << 48,
-		MaxLMRVirtualAddress:          api.VAddr(1<<64 - 1),
-		MaxPZs:                        maxObjects,
-		MaxMessageSize:                maxMessageSize,
-		MaxRDMASize:                   maxRDMASize,
-		MaxRMRs:                       maxObjects,
-		MaxRMRTargetAddress:           api.VAddr(1<<64 - 1),
-		MaxSRQs:                       maxObjects,
-		MaxEPPerSRQ:                   maxEPPerSRQ,
-		MaxRecvPerSRQ:                 maxRecvPerSRQ,
-		MaxIOVSegmentsPerRDMARead:     maxIOV,
-		MaxIOVSegmentsPerRDMAWrite:    maxIOV,
-		MaxRDMAReadIn:                 maxRDMAReadPerEP * maxObjects,
-		MaxRDMAReadOut:                maxRDMAReadPerEP * maxObjects,
-		MaxRDMAReadPerEPInGuaranteed:  true,
-		MaxRDMAReadPerEPOutGuaranteed: true,
-		ZBSupported:                   true,
-		TransportAttrs:                []api.NamedAttr{{Name: "transport", Value: "in-process copy"}},
-	}
-	p := api.ProviderAttr{
-		ProviderName:                  "loopback",
-		ProviderVersionMajor:          1,
-		ProviderVersionMinor:          0,
-		DAPLVersionMajor:              2,
-		DAPLVersionMinor:              0,
-		LMRMemTypesSupported:          api.MemTypeVirtual | api.MemTypeLMR | api.MemTypeSharedVirtual,
-		IOVOwnershipOnReturn:          api.IOVConsumer,
-		QOSSupported:                  qosSupported,
-		CompletionFlagsSupported:      flagsSupported,
-		ThreadSafe:                    true,
-		MaxPrivateDataSize:            maxPrivateData,
-		SupportsMultipath:             false,
-		EPCreator:                     api.PSPCreatesEPIfAsked,
-		PZSupport:                     api.PZUnique,
-		OptimalBufferAlignment:        64,
-		SRQSupported:                  true,
-		SRQWatermarksSupported:        1,
-		SRQEPPZDifferenceSupported:    true,
-		SRQInfoSupported:              1,
-		EPRecvInfoSupported:           1,
-		LMRSyncRequired:               false,
-		DTOAsyncReturnGuaranteed:      false,
-		RDMAWriteForRDMAReadRequired:  false,
-		RDMAReadLMRRMRContextExposure: false,
-		RMRScopeSupported:             api.RMRScopeEP,
-	}
+	a := iaattr.IA(providerLimits)
+	a.AdapterName = "loopback"
+	a.Address = i.addr
+	a.TransportAttrs = []api.NamedAttr{{Name: "transport", Value: "in-process copy"}}
+	p := iaattr.Provider(providerLimits)
+	p.ProviderName = "loopback"
+	p.ProviderVersionMajor = 1
+	p.DTOAsyncReturnGuaranteed = false
 	return a, p, nil
 }
 

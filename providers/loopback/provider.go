@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/iaattr"
 	"github.com/godat/godat/registry"
 )
 
@@ -112,6 +113,14 @@ const (
 		api.CompletionBarrierFence | api.CompletionEVDThreshold
 	remotePriv = api.MemPrivRemoteRead | api.MemPrivRemoteWrite
 )
+
+// providerLimits are the provider's limits as package iaattr reports them.
+var providerLimits = iaattr.Limits{
+	MaxObjects: maxObjects, MaxEVDQLen: maxEVDQLen, MaxIOV: maxIOV, MaxDTOPerEP: maxDTOPerEP,
+	MaxMessageSize: maxMessageSize, MaxRDMASize: maxRDMASize, MaxPrivateData: maxPrivateData,
+	MaxRDMAReadPerEP: maxRDMAReadPerEP, MaxRecvPerSRQ: maxRecvPerSRQ, MaxEPPerSRQ: maxEPPerSRQ,
+	QOS: qosSupported, Flags: flagsSupported,
+}
 
 // defaultEPAttr is what an EP gets for a nil attribute pointer, and what
 // zero numeric fields of a given one are replaced with.

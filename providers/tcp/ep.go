@@ -109,11 +109,7 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 func withDefaults(a api.EPAttr) api.EPAttr { return epattr.WithDefaults(a, defaultEPAttr) }
 
 // epLimits are the EP attribute limits the provider enforces.
-var epLimits = epattr.Limits{
-	MaxDTOs: maxDTOPerEP, MaxIOV: maxIOV, MaxRDMAReads: maxRDMAReadPerEP,
-	MaxMessageSize: maxMessageSize, MaxRDMASize: maxRDMASize,
-	QOS: qosSupported, Flags: flagsSupported,
-}
+var epLimits = providerLimits.EP()
 
 // checkEPAttr checks attributes against the provider's limits.
 func checkEPAttr(a *api.EPAttr) error { return epattr.Check(a, epLimits) }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/iaattr"
 	"github.com/godat/godat/internal/memreg"
 )
 
@@ -64,62 +65,14 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	if closed {
 		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
 	}
-	a := api.IAAttr{
-		AdapterName:                   "tcp",
-		VendorName:                    "godat",
-		HardwareVersionMajor:          1,
-		FirmwareVersionMajor:          1,
-		Address:                       &net.IPAddr{IP: i.ip},
-		MaxEPs:                        maxObjects,
-		MaxDTOPerEP:                   maxDTOPerEP,
-		MaxRDMAReadPerEPIn:            maxRDMAReadPerEP,
-		MaxRDMAReadPerEPOut:           maxRDMAReadPerEP,
-		MaxEVDs:                       maxObjects,
-		MaxEVDQLen:                    maxEVDQLen,
-		MaxIOVSegmentsPerDTO:          maxIOV,
-		MaxLMRs:                       maxObjects,
-		MaxLMRBlockSize:               1 << 48,
-		MaxLMRVirtualAddress:          api.VAddr(1<<64 - 1),
-		MaxPZs:                        maxObjects,
-		MaxMessageSize:                maxMessageSize,
-		MaxRDMASize:                   maxRDMASize,
-		MaxRMRs:                       maxObjects,
-		MaxRMRTargetAddress:           api.VAddr(1<<64 - 1),
-		MaxSRQs:                       maxObjects,
-		MaxEPPerSRQ:                   maxEPPerSRQ,
-		MaxRecvPerSRQ:                 maxRecvPerSRQ,
-		MaxIOVSegmentsPerRDMARead:     maxIOV,
-		MaxIOVSegmentsPerRDMAWrite:    maxIOV,
-		MaxRDMAReadIn:                 maxRDMAReadPerEP * maxObjects,
-		MaxRDMAReadOut:                maxRDMAReadPerEP * maxObjects,
-		MaxRDMAReadPerEPInGuaranteed:  true,
-		MaxRDMAReadPerEPOutGuaranteed: true,
-		ZBSupported:                   true,
-		TransportAttrs:                []api.NamedAttr{{Name: "transport", Value: "tcp"}, {Name: "wire_version", Value: fmt.Sprint(wireVersion)}},
-	}
-	p := api.ProviderAttr{
-		ProviderName:                  "tcp",
-		ProviderVersionMajor:          1,
-		DAPLVersionMajor:              2,
-		DAPLVersionMinor:              0,
-		LMRMemTypesSupported:          api.MemTypeVirtual | api.MemTypeLMR | api.MemTypeSharedVirtual,
-		IOVOwnershipOnReturn:          api.IOVConsumer,
-		QOSSupported:                  qosSupported,
-		CompletionFlagsSupported:      flagsSupported,
-		ThreadSafe:                    true,
-		MaxPrivateDataSize:            maxPrivateData,
-		EPCreator:                     api.PSPCreatesEPIfAsked,
-		PZSupport:                     api.PZUnique,
-		OptimalBufferAlignment:        64,
-		SRQSupported:                  true,
-		SRQWatermarksSupported:        1,
-		SRQEPPZDifferenceSupported:    true,
-		SRQInfoSupported:              1,
-		EPRecvInfoSupported:           1,
-		DTOAsyncReturnGuaranteed:      true,
-		RMRScopeSupported:             api.RMRScopeEP,
-		RDMAReadLMRRMRContextExposure: false,
-	}
+	a := iaattr.IA(providerLimits)
+	a.AdapterName = "tcp"
+	a.Address = &net.IPAddr{IP: i.ip}
+	a.TransportAttrs = []api.NamedAttr{{Name: "transport", Value: "tcp"}, {Name: "wire_version", Value: fmt.Sprint(wireVersion)}}
+	p := iaattr.Provider(providerLimits)
+	p.ProviderName = "tcp"
+	p.ProviderVersionMajor = 1
+	p.DTOAsyncReturnGuaranteed = true
 	return a, p, nil
 }
 

@@ -1,0 +1,108 @@
+// Package iaattr holds the limits of godat's software providers and the IA
+// and provider attributes they report from them (dat_ia_query(3DAT)).
+//
+// A provider states its limits once, in a Limits value; IA and Provider
+// turn them into the attribute structures, with every field that does not
+// depend on the transport filled in the same way for every provider, and EP
+// derives the limits package epattr checks EP attributes against. The
+// provider then fills in what is its own (names, addresses, transport
+// attributes) before it returns the attributes.
+package iaattr
+
+import (
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/epattr"
+)
+
+// Limits are the largest values a provider reports and enforces.
+type Limits struct {
+	MaxObjects       int // of each kind per IA
+	MaxEVDQLen       int
+	MaxIOV           int // segments per DTO
+	MaxDTOPerEP      int
+	MaxMessageSize   int
+	MaxRDMASize      int
+	MaxPrivateData   int
+	MaxRDMAReadPerEP int // outstanding RDMA reads per EP, each way
+	MaxRecvPerSRQ    int
+	MaxEPPerSRQ      int
+	QOS              api.QOS             // the QOS bits the provider supports
+	Flags            api.CompletionFlags // the completion flags it supports
+}
+
+// EP returns the limits EP attributes are checked against.
+func (l Limits) EP() epattr.Limits {
+	return epattr.Limits{
+		MaxDTOs: l.MaxDTOPerEP, MaxIOV: l.MaxIOV, MaxRDMAReads: l.MaxRDMAReadPerEP,
+		MaxMessageSize: l.MaxMessageSize, MaxRDMASize: l.MaxRDMASize,
+		QOS: l.QOS, Flags: l.Flags,
+	}
+}
+
+// IA returns the IA attributes of a software provider with limits l:
+// virtual addresses and LMR sizes up to the machine's, zero-based
+// addressing, and guaranteed outstanding RDMA reads. AdapterName, Address
+// and TransportAttrs are left for the provider.
+func IA(l Limits) api.IAAttr {
+	return api.IAAttr{
+		VendorName:                    "godat",
+		HardwareVersionMajor:          1,
+		FirmwareVersionMajor:          1,
+		MaxEPs:                        l.MaxObjects,
+		MaxDTOPerEP:                   l.MaxDTOPerEP,
+		MaxRDMAReadPerEPIn:            l.MaxRDMAReadPerEP,
+		MaxRDMAReadPerEPOut:           l.MaxRDMAReadPerEP,
+		MaxEVDs:                       l.MaxObjects,
+		MaxEVDQLen:                    l.MaxEVDQLen,
+		MaxIOVSegmentsPerDTO:          l.MaxIOV,
+		MaxLMRs:                       l.MaxObjects,
+		MaxLMRBlockSize:               1 << 48,
+		MaxLMRVirtualAddress:          api.VAddr(1<<64 - 1),
+		MaxPZs:                        l.MaxObjects,
+		MaxMessageSize:                uint32(l.MaxMessageSize),
+		MaxRDMASize:                   uint32(l.MaxRDMASize),
+		MaxRMRs:                       l.MaxObjects,
+		MaxRMRTargetAddress:           api.VAddr(1<<64 - 1),
+		MaxSRQs:                       l.MaxObjects,
+		MaxEPPerSRQ:                   l.MaxEPPerSRQ,
+		MaxRecvPerSRQ:                 l.MaxRecvPerSRQ,
+		MaxIOVSegmentsPerRDMARead:     l.MaxIOV,
+		MaxIOVSegmentsPerRDMAWrite:    l.MaxIOV,
+		MaxRDMAReadIn:                 l.MaxRDMAReadPerEP * l.MaxObjects,
+		MaxRDMAReadOut:                l.MaxRDMAReadPerEP * l.MaxObjects,
+		MaxRDMAReadPerEPInGuaranteed:  true,
+		MaxRDMAReadPerEPOutGuaranteed: true,
+		ZBSupported:                   true,
+	}
+}
+
+// Provider returns the provider attributes of a software provider with
+// limits l: DAT 2.0, thread-safe, every memory type of the API over Go
+// memory, unique PZs, EP-scoped RMRs, SRQs with watermarks, and PSPs that
+// create EPs when asked. ProviderName, the provider's version and
+// DTOAsyncReturnGuaranteed are left for the provider.
+func Provider(l Limits) api.ProviderAttr {
+	return api.ProviderAttr{
+		DAPLVersionMajor:              2,
+		DAPLVersionMinor:              0,
+		LMRMemTypesSupported:          api.MemTypeVirtual | api.MemTypeLMR | api.MemTypeSharedVirtual,
+		IOVOwnershipOnReturn:          api.IOVConsumer,
+		QOSSupported:                  l.QOS,
+		CompletionFlagsSupported:      l.Flags,
+		ThreadSafe:                    true,
+		MaxPrivateDataSize:            l.MaxPrivateData,
+		SupportsMultipath:             false,
+		EPCreator:                     api.PSPCreatesEPIfAsked,
+		PZSupport:                     api.PZUnique,
+		OptimalBufferAlignment:        64,
+		SRQSupported:                  true,
+		SRQWatermarksSupported:        1,
+		SRQEPPZDifferenceSupported:    true,
+		SRQInfoSupported:              1,
+		EPRecvInfoSupported:           1,
+		LMRSyncRequired:               false,
+		RDMAWriteForRDMAReadRequired:  false,
+		RDMAReadLMRRMRContextExposure: false,
+		RMRScopeSupported:             api.RMRScopeEP,
+	}
+}
