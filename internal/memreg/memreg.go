@@ -13,6 +13,13 @@
 // never a context in use or reserved in the table. LMR contexts are local
 // names and simply unique in the process, so that a context of one IA never
 // names an LMR of another.
+//
+// LMR and RMR are the state of the provider objects of the same names that
+// every software provider keeps alike (objects.go): registration,
+// deregistration with its in-use rule, the synchronous checks of a bind,
+// and binding, rebinding and unbinding with the count of RMRs that hold an
+// LMR. The provider keeps one in its own object and calls them under the
+// lock it holds for the table.
 package memreg
 
 import (

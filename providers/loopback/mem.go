@@ -1,8 +1,6 @@
 package loopback
 
 import (
-	"fmt"
-
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/memreg"
 )
@@ -10,17 +8,9 @@ import (
 // Memory: LMRs, RMRs, and the windows through which peers reach memory.
 // The lookups and checks are those of package memreg, over the IA's table.
 
-// window is remotely accessible memory of an IA: an LMR's own context or
-// a bound RMR (Owner is then the *rmr).
-type window = memreg.Window[*pz, *ep]
-
 // binding is what an RMR bind publishes: the window, and the LMR and
 // triplet it lies in. A binding holds one count of its LMR's bound RMRs.
-type binding struct {
-	window
-	lmr *lmr
-	t   api.LMRTriplet
-}
+type binding = memreg.Binding[*pz, *ep]
 
 // gather resolves local triplets of a DTO against the IA's LMRs (see
 // memreg.Table.Gather).
@@ -40,29 +30,17 @@ func (p *ep) remoteSpan(t api.RMRTriplet, n uint64, need api.MemPriv) ([]byte, b
 // unbind, or nil: ctx must name an RMR (not an LMR's own context) bound in
 // p's PZ, to p or to no EP.
 func (p *ep) invalidatable(ctx api.RMRContext) *rmr {
-	w := p.ia.mem.Window(ctx)
-	if w == nil || w.PZ != p.pz || (w.EP != nil && w.EP != p) {
-		return nil
-	}
-	r, _ := w.Owner.(*rmr)
+	r, _ := p.ia.mem.Invalidatable(ctx, p.pz, p).(*rmr)
 	return r
 }
 
 // lmr is a Local Memory Region (dat_lmr_create(3DAT)).
 type lmr struct {
 	api.ContextSlot
-	ia      *ia
-	pz      *pz
-	mem     []byte
-	memType api.MemType
-	priv    api.MemPriv
-	va      api.VAType
-	base    api.VAddr // registered address: AddrOf(mem) for VATypeVA, 0 for VATypeZB
-	lctx    api.LMRContext
-	rctx    api.RMRContext // 0 without remote privileges
-	bound   int            // RMRs bound (or being bound) to it
-	freed   bool
-	region  memreg.Region[*pz]
+	ia    *ia
+	pz    *pz
+	reg   memreg.LMR[*pz] // memory, contexts, bound RMRs
+	freed bool
 }
 
 var errLMRFreed = api.Errorf(api.InvalidHandle, api.SubHandleLMR, "LMR was freed")
@@ -75,11 +53,8 @@ var errLMRFreed = api.Errorf(api.InvalidHandle, api.SubHandleLMR, "LMR was freed
 // offsets from the start. An LMR granting remote read or write gets a
 // random RMR context that reaches the whole region until the LMR is freed.
 func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
-	if priv&^api.MemPrivAll != 0 {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg6, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
-	}
-	if va != api.VATypeVA && va != api.VATypeZB {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, fmt.Sprintf("VA type %d is unknown", va))
+	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
+		return nil, err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -93,40 +68,19 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if z == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
-	var mem []byte
-	switch region.Type {
-	case api.MemTypeVirtual:
-		mem = region.Bytes
-	case api.MemTypeSharedVirtual:
-		mem = region.Bytes
-		if _, _, ok := api.MemoryOf(mem); !ok && len(mem) > 0 {
-			return nil, api.Errorf(api.InvalidState, api.NoSubtype, "shared virtual memory must lie inside api.AllocMemory memory")
-		}
-	case api.MemTypeLMR:
-		src, ok := region.LMR.(*lmr)
-		if !ok || src == nil || src.freed || src.ia != i {
-			return nil, api.Errorf(api.InvalidHandle, api.SubHandleLMR, "region LMR is not a live LMR of this IA")
-		}
-		mem = src.mem
-	default:
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("memory type %#x is unknown", uint32(region.Type)))
+	var src *memreg.LMR[*pz]
+	if l, ok := region.LMR.(*lmr); ok && l != nil && !l.freed && l.ia == i {
+		src = &l.reg
 	}
-	if len(mem) == 0 {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, "the region to register is empty")
+	mem, err := memreg.Memory(region, src)
+	if err != nil {
+		return nil, err
 	}
 	if len(i.lmrs) >= maxObjects {
 		return nil, tooMany("LMRs")
 	}
-	l := &lmr{ia: i, pz: z, mem: mem, memType: region.Type, priv: priv, va: va}
-	if va == api.VATypeVA {
-		l.base = api.AddrOf(mem)
-	}
-	l.region = memreg.Region[*pz]{Mem: mem, Base: l.base, Priv: priv, PZ: z}
-	l.lctx = i.mem.AddLMR(&l.region)
-	if priv&remotePriv != 0 {
-		l.rctx = i.mem.Reserve()
-		i.mem.Publish(l.rctx, &window{Mem: mem, Base: l.base, Priv: priv & remotePriv, PZ: z})
-	}
+	l := &lmr{ia: i, pz: z}
+	i.mem.Register(&l.reg, mem, region.Type, priv, va, z)
 	i.lmrs[l] = struct{}{}
 	z.users++
 	return l, nil
@@ -142,9 +96,9 @@ func (l *lmr) Query() (api.LMRParam, error) {
 	if l.freed {
 		return api.LMRParam{}, errLMRFreed
 	}
-	n := uint64(len(l.mem))
-	return api.LMRParam{IA: l.ia, MemType: l.memType, Length: n, PZ: l.pz, Priv: l.priv, VAType: l.va,
-		LMRContext: l.lctx, RMRContext: l.rctx, RegisteredSize: n, RegisteredAddress: l.base}, nil
+	prm := l.reg.Param()
+	prm.IA, prm.PZ = l.ia, l.pz
+	return prm, nil
 }
 
 // Free deregisters the LMR (dat_lmr_free(3DAT)): ErrInvalidState
@@ -156,15 +110,11 @@ func (l *lmr) Free() error {
 	if l.freed {
 		return errLMRFreed
 	}
-	if l.bound > 0 {
-		return api.Errorf(api.InvalidState, api.SubStateLMRInUse, fmt.Sprintf("%d RMR(s) are bound to the LMR", l.bound))
+	if err := l.ia.mem.Deregister(&l.reg); err != nil {
+		return err
 	}
 	l.freed = true
 	delete(l.ia.lmrs, l)
-	l.ia.mem.RemoveLMR(l.lctx)
-	if l.rctx != 0 {
-		l.ia.mem.Release(l.rctx)
-	}
 	l.pz.users--
 	return nil
 }
@@ -175,9 +125,7 @@ type rmr struct {
 	api.ContextSlot
 	ia    *ia
 	pz    *pz
-	ctx   api.RMRContext // current context, or the stale last one
-	cur   *binding       // published binding; nil while unbound
-	va    api.VAType
+	reg   memreg.RMR[*pz, *ep] // context and binding
 	freed bool
 }
 
@@ -210,10 +158,8 @@ func (r *rmr) Query() (api.RMRParam, error) {
 	if r.freed {
 		return api.RMRParam{}, errRMRFreed
 	}
-	prm := api.RMRParam{IA: r.ia, PZ: r.pz, RMRContext: r.ctx, Scope: api.RMRScopeEP, VAType: r.va}
-	if b := r.cur; b != nil {
-		prm.LMRTriplet, prm.Priv = b.t, b.Priv
-	}
+	prm := r.reg.Param()
+	prm.IA, prm.PZ = r.ia, r.pz
 	return prm, nil
 }
 
@@ -232,11 +178,8 @@ func (r *rmr) Query() (api.RMRParam, error) {
 // (ErrInvalidState). On a DISCONNECTED EP the bind is flushed and the RMR
 // is left as it was.
 func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, epArg api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
-	if priv&^api.MemPrivAll != 0 {
-		return 0, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
-	}
-	if va != api.VATypeVA && va != api.VATypeZB {
-		return 0, api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("VA type %d is unknown", va))
+	if err := memreg.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
+		return 0, err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -256,7 +199,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		if l, ok = lmrArg.(*lmr); !ok || l == nil || l.freed || l.ia != r.ia {
 			return 0, api.Errorf(api.InvalidHandle, api.SubHandleLMR, "not a live LMR of this IA")
 		}
-		if err := r.checkBind(l, t, priv); err != nil {
+		if err := memreg.CheckBind(&l.reg, r.pz, t, priv); err != nil {
 			return 0, err
 		}
 	}
@@ -271,48 +214,25 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		}
 	case api.EPDisconnected:
 		if l != nil {
-			w.rctx = r.ia.mem.Reserve()
-			r.ia.mem.Release(w.rctx) // flushed: the context never works
+			w.rctx = r.ia.mem.StaleContext() // flushed: the context never works
 		}
 		p.complete(&w, api.DTOErrFlushed, 0)
 		return w.rctx, nil
 	default:
 		return 0, p.stateErr("binding an RMR")
 	}
-	r.unbind()
-	r.va = va
+	r.ia.mem.Unbind(&r.reg)
+	r.reg.VA = va
 	if l != nil {
-		mem, _ := memreg.Span(l.mem, l.base, t.Addr, uint64(t.Length))
-		b := &binding{window: window{Mem: mem, Priv: priv, PZ: r.pz, EP: p, Owner: r}, lmr: l, t: t}
-		if va == api.VATypeVA {
-			b.Base = api.AddrOf(mem)
-		}
-		w.bind, w.rctx = b, r.ia.mem.Reserve()
-		l.bound++ // held by the request until it runs or is flushed
+		// The binding's count on the LMR is held by the request until it
+		// runs or is flushed.
+		w.bind, w.rctx = r.ia.mem.NewBinding(&l.reg, t, priv, va, r.pz, p, r)
 	}
 	if err := p.postLocked(&w); err != nil {
 		w.dropBind(r.ia)
 		return 0, err
 	}
 	return w.rctx, nil
-}
-
-// checkBind applies the synchronous checks of a bind to l.
-func (r *rmr) checkBind(l *lmr, t api.LMRTriplet, priv api.MemPriv) error {
-	switch {
-	case l.pz != r.pz:
-		return api.Errorf(api.ProtectionViolation, api.NoSubtype, "the LMR is in another protection zone than the RMR")
-	case t.LMRContext != l.lctx:
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "the triplet does not name the LMR")
-	case priv&api.MemPrivRemoteRead != 0 && l.priv&api.MemPrivLocalRead == 0:
-		return api.Errorf(api.PrivilegesViolation, api.SubPrivilegesRDMARead, "remote read needs the LMR's local read privilege")
-	case priv&api.MemPrivRemoteWrite != 0 && l.priv&api.MemPrivLocalWrite == 0:
-		return api.Errorf(api.PrivilegesViolation, api.SubPrivilegesRDMAWrite, "remote write needs the LMR's local write privilege")
-	}
-	if _, ok := memreg.Span(l.mem, l.base, t.Addr, uint64(t.Length)); !ok {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "the triplet lies outside the LMR")
-	}
-	return nil
 }
 
 // execBind publishes the binding of a bind request and completes it.
@@ -324,12 +244,8 @@ func (p *ep) execBind(w *reqWR) {
 		p.complete(w, api.RMROperationFailed, 0)
 		return
 	}
-	r.unbind()
-	if w.bind != nil {
-		r.cur, r.ctx = w.bind, w.rctx // the request's hold on the LMR passes to the RMR
-		r.ia.mem.Publish(r.ctx, &r.cur.window)
-		w.bind = nil
-	}
+	r.ia.mem.Rebind(&r.reg, w.bind, w.rctx) // the request's hold on the LMR passes to the RMR
+	w.bind = nil
 	p.complete(w, api.DTOSuccess, 0)
 }
 
@@ -337,22 +253,14 @@ func (p *ep) execBind(w *reqWR) {
 // reserved context and its count on the LMR.
 func (w *reqWR) dropBind(i *ia) {
 	if w.bind != nil {
-		i.mem.Release(w.rctx)
-		w.bind.lmr.bound--
+		i.mem.Drop(w.bind, w.rctx)
 		w.bind = nil
 	}
 }
 
 // unbind withdraws the RMR's binding: its context stops working at once.
 // fab.mu is held.
-func (r *rmr) unbind() {
-	if r.cur == nil {
-		return
-	}
-	r.ia.mem.Release(r.ctx)
-	r.cur.lmr.bound--
-	r.cur = nil
-}
+func (r *rmr) unbind() { r.ia.mem.Unbind(&r.reg) }
 
 // Free destroys the RMR, unbinding it first (dat_rmr_free(3DAT)).
 func (r *rmr) Free() error {

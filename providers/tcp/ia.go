@@ -162,19 +162,7 @@ func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments
 func (i *ia) checkSegments(segs []api.LMRTriplet) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	for k, t := range segs {
-		if t.Length == 0 {
-			continue
-		}
-		r := i.mem.LMR(t.LMRContext)
-		if r == nil {
-			return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("segment %d names no LMR of the IA", k))
-		}
-		if _, ok := memreg.Span(r.Mem, r.Base, t.Addr, uint64(t.Length)); !ok {
-			return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("segment %d lies outside its LMR", k))
-		}
-	}
-	return nil
+	return i.mem.CheckSegments(segs)
 }
 
 func tooMany(what string) error {

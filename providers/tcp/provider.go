@@ -141,7 +141,6 @@ const (
 	qosSupported   = api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium
 	flagsSupported = api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
 		api.CompletionBarrierFence | api.CompletionEVDThreshold
-	remotePriv = api.MemPrivRemoteRead | api.MemPrivRemoteWrite
 )
 
 // providerLimits are the provider's limits as package iaattr reports them.
