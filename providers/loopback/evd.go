@@ -2,9 +2,9 @@ package loopback
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/dispatch"
 	"github.com/godat/godat/internal/eventq"
 )
 
@@ -16,8 +16,8 @@ type evd struct {
 	ia    *ia
 	q     *eventq.Queue
 	flags api.EVDFlags
-	cno   *cno
-	users int // EPs, PSPs and RSPs that report to it
+	cno   *dispatch.CNO // the CNO it feeds, or nil
+	users int           // EPs, PSPs and RSPs that report to it
 	freed bool
 }
 
@@ -27,20 +27,13 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
 	return e
 }
 
-var (
-	errEVDFreed  = api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
-	errNoSoftEVD = api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
-)
+var errEVDFreed = api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
 
 // CreateEVD creates an EVD of qlen events accepting the streams in flags,
 // feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
 func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	if qlen < 1 || qlen > maxEVDQLen {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, maxEVDQLen))
-	}
-	const streams = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
-	if flags == 0 || flags&^streams != 0 {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
+	if err := dispatch.CheckCreate(qlen, maxEVDQLen, flags); err != nil {
+		return nil, err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -56,7 +49,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	e := newEVD(i, qlen, flags)
 	i.evds[e] = struct{}{}
-	e.setCNO(c)
+	e.cno = dispatch.Attach(e.q, nil, c)
 	return e, nil
 }
 
@@ -68,12 +61,7 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	if e == nil {
 		return
 	}
-	if e.q.Post(ev, notify) == eventq.OverflowBegan {
-		if a := e.ia.async; a != e {
-			ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: e, Reason: api.ReasonEVDOverflow}}
-			a.q.Post(&ov, true)
-		}
-	}
+	dispatch.Post(e.q, ev, notify, e, e.ia.async.q)
 }
 
 // postAsync posts an asynchronous error event about obj to the IA's async
@@ -94,40 +82,25 @@ func (e *evd) Query() (api.EVDParam, error) {
 	if e.freed {
 		return api.EVDParam{}, errEVDFreed
 	}
-	p := api.EVDParam{IA: e.ia, QLen: e.q.Cap(), State: e.q.State(), Flags: e.flags}
-	if e.cno != nil {
-		p.CNO = e.cno
-	}
+	p := dispatch.Param(e.q, e.flags, e.cno)
+	p.IA = e.ia
 	return p, nil
 }
 
 // Resize changes the queue length without losing events
 // (dat_evd_resize(3DAT)); ErrInvalidState if more events are queued.
 func (e *evd) Resize(qlen int) error {
-	if qlen > maxEVDQLen {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d exceeds %d", qlen, maxEVDQLen))
-	}
-	return e.q.Resize(qlen)
+	return dispatch.Resize(e.q, qlen, maxEVDQLen)
 }
 
 // PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull
 // when full, without an overflow event; ErrInvalidParameter if the EVD was
 // not created with EVDSoftware.
 func (e *evd) PostSE(ev *api.Event) error {
-	if e.flags&api.EVDSoftware == 0 {
-		return errNoSoftEVD
-	}
-	if ev == nil {
-		return errNilEvent
-	}
-	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
-	return e.q.PostSE(&se)
+	return dispatch.PostSE(e.q, e.flags, ev)
 }
 
-var (
-	errNilEvent = api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-	errNilCtx   = api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
-)
+var errNilEvent = api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 
 // Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
 func (e *evd) Dequeue(ev *api.Event) error {
@@ -173,30 +146,8 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	if err != nil {
 		return err
 	}
-	e.setCNO(c)
+	e.cno = dispatch.Attach(e.q, e.cno, c)
 	return nil
-}
-
-// setCNO attaches c (nil detaches). A CNO left without EVDs releases its
-// waiters with a nil EVD, as dat_cno_wait(3DAT) says. fab.mu is held.
-func (e *evd) setCNO(c *cno) {
-	old := e.cno
-	if old == c {
-		return
-	}
-	e.cno = c
-	if c != nil {
-		c.evds++
-		e.q.SetCNO(c.c)
-	} else {
-		e.q.SetCNO(nil)
-	}
-	if old != nil {
-		old.evds--
-		if old.evds == 0 {
-			old.c.ReleaseWaiters()
-		}
-	}
 }
 
 // Free destroys the EVD and its queued events (dat_evd_free(3DAT)):
@@ -211,7 +162,7 @@ func (e *evd) Free() error {
 	if e.users > 0 || e == e.ia.async {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the EVD is in use")
 	}
-	e.setCNO(nil)
+	e.cno = dispatch.Attach(e.q, e.cno, nil)
 	e.freed = true
 	e.q.Close()
 	delete(e.ia.evds, e)
@@ -249,8 +200,7 @@ func (e *evd) use(d int) {
 type cno struct {
 	api.ContextSlot
 	ia    *ia
-	c     *eventq.CNO
-	evds  int // EVDs feeding it; guarded by fab.mu
+	n     dispatch.CNO // guarded by fab.mu
 	freed bool
 }
 
@@ -269,7 +219,8 @@ func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	if len(i.cnos) >= maxObjects {
 		return nil, tooMany("CNOs")
 	}
-	c := &cno{ia: i, c: eventq.NewCNO(agent)}
+	c := &cno{ia: i}
+	c.n = dispatch.NewCNO(agent, c)
 	i.cnos[c] = struct{}{}
 	return c, nil
 }
@@ -284,12 +235,12 @@ func (c *cno) Query() (api.CNOParam, error) {
 	if c.freed {
 		return api.CNOParam{}, errCNOFreed
 	}
-	return api.CNOParam{IA: c.ia, Agent: c.c.Agent()}, nil
+	return api.CNOParam{IA: c.ia, Agent: c.n.C.Agent()}, nil
 }
 
 // ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
 func (c *cno) ModifyAgent(agent api.WaitAgent) error {
-	c.c.SetAgent(agent)
+	c.n.C.SetAgent(agent)
 	return nil
 }
 
@@ -299,10 +250,7 @@ func (c *cno) ModifyAgent(agent api.WaitAgent) error {
 // last EVD is detached; a passed deadline is ErrTimeoutExpired and a
 // cancel ErrInterruptedCall.
 func (c *cno) Wait(ctx context.Context) (api.EVD, error) {
-	if ctx == nil {
-		return nil, errNilCtx
-	}
-	return c.c.Wait(ctx)
+	return c.n.Wait(ctx)
 }
 
 // Free destroys the CNO (dat_cno_free(3DAT)): ErrInvalidState
@@ -314,20 +262,19 @@ func (c *cno) Free() error {
 		fab.mu.Unlock()
 		return errCNOFreed
 	}
-	if c.evds > 0 || c.c.Waiters() > 0 {
+	if err := c.n.Free(); err != nil {
 		fab.mu.Unlock()
-		return api.Errorf(api.InvalidState, api.SubStateCNOInUse, "an EVD feeds the CNO or a goroutine waits on it")
+		return err
 	}
 	c.freed = true
-	c.c.Close()
 	delete(c.ia.cnos, c)
 	fab.mu.Unlock()
-	c.c.WaitIdle()
+	c.n.C.WaitIdle()
 	return nil
 }
 
-// asCNO converts a CNO argument; nil stays nil.
-func asCNO(x api.CNO, i *ia) (*cno, error) {
+// asCNO converts a CNO argument to the CNO's state; nil stays nil.
+func asCNO(x api.CNO, i *ia) (*dispatch.CNO, error) {
 	if x == nil {
 		return nil, nil
 	}
@@ -335,5 +282,5 @@ func asCNO(x api.CNO, i *ia) (*cno, error) {
 	if !ok || c == nil || c.freed || c.ia != i {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "not a live CNO of this IA")
 	}
-	return c, nil
+	return &c.n, nil
 }

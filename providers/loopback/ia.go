@@ -148,8 +148,8 @@ func (i *ia) teardown() []func() {
 	i.async.q.Close()
 	for c := range i.cnos {
 		c.freed = true
-		c.c.Close()
-		waits = append(waits, c.c.WaitIdle)
+		c.n.C.Close()
+		waits = append(waits, c.n.C.WaitIdle)
 	}
 	clear(i.pzs)
 	clear(i.evds)

@@ -3,12 +3,12 @@ package tcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/dispatch"
 	"github.com/godat/godat/internal/eventq"
 )
 
@@ -19,7 +19,7 @@ type evd struct {
 	ia    *ia
 	q     *eventq.Queue
 	flags api.EVDFlags
-	cno   *cno // guarded by ia.mu
+	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
 
 	// feeds lists the pollable connections whose completions come here,
 	// for Dequeue to drive; replaced (under ia.mu) when one starts or
@@ -73,12 +73,8 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
 // CreateEVD creates an EVD of qlen events accepting the streams in flags,
 // feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
 func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	if qlen < 1 || qlen > maxEVDQLen {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, maxEVDQLen))
-	}
-	const streams = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
-	if flags == 0 || flags&^streams != 0 {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
+	if err := dispatch.CheckCreate(qlen, maxEVDQLen, flags); err != nil {
+		return nil, err
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -87,8 +83,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	e := newEVD(i, qlen, flags)
 	i.evds[e] = struct{}{}
-	c, _ := cnoArg.(*cno)
-	e.setCNO(c)
+	e.cno = dispatch.Attach(e.q, nil, cnoOf(cnoArg))
 	return e, nil
 }
 
@@ -98,12 +93,7 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	if e == nil {
 		return
 	}
-	if e.q.Post(ev, notify) == eventq.OverflowBegan {
-		if a := e.ia.async; a != e {
-			ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: e, Reason: api.ReasonEVDOverflow}}
-			a.q.Post(&ov, true)
-		}
-	}
+	dispatch.Post(e.q, ev, notify, e, e.ia.async.q)
 }
 
 // postAsync posts an asynchronous event about obj to the async EVD.
@@ -120,33 +110,21 @@ func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
 func (e *evd) Query() (api.EVDParam, error) {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	p := api.EVDParam{IA: e.ia, QLen: e.q.Cap(), State: e.q.State(), Flags: e.flags}
-	if e.cno != nil {
-		p.CNO = e.cno
-	}
+	p := dispatch.Param(e.q, e.flags, e.cno)
+	p.IA = e.ia
 	return p, nil
 }
 
 // Resize changes the queue length without losing events
 // (dat_evd_resize(3DAT)).
 func (e *evd) Resize(qlen int) error {
-	if qlen > maxEVDQLen {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d exceeds %d", qlen, maxEVDQLen))
-	}
-	return e.q.Resize(qlen)
+	return dispatch.Resize(e.q, qlen, maxEVDQLen)
 }
 
 // PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull on
 // a full queue, without an overflow event.
 func (e *evd) PostSE(ev *api.Event) error {
-	if e.flags&api.EVDSoftware == 0 {
-		return api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
-	}
-	if ev == nil {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-	}
-	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
-	return e.q.PostSE(&se)
+	return dispatch.PostSE(e.q, e.flags, ev)
 }
 
 // Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
@@ -212,31 +190,8 @@ func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	c, _ := cnoArg.(*cno)
-	e.setCNO(c)
+	e.cno = dispatch.Attach(e.q, e.cno, cnoOf(cnoArg))
 	return nil
-}
-
-// setCNO attaches c (nil detaches); a CNO left without EVDs releases its
-// waiters (dat_cno_wait(3DAT)). ia.mu is held.
-func (e *evd) setCNO(c *cno) {
-	old := e.cno
-	if old == c {
-		return
-	}
-	e.cno = c
-	if c != nil {
-		c.evds++
-		e.q.SetCNO(c.c)
-	} else {
-		e.q.SetCNO(nil)
-	}
-	if old != nil {
-		old.evds--
-		if old.evds == 0 {
-			old.c.ReleaseWaiters()
-		}
-	}
 }
 
 // Free destroys the EVD (dat_evd_free(3DAT)); the guard refuses it while
@@ -247,7 +202,7 @@ func (e *evd) Free() error {
 	if e == e.ia.async {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
-	e.setCNO(nil)
+	e.cno = dispatch.Attach(e.q, e.cno, nil)
 	e.q.Close()
 	e.closeDriver()
 	delete(e.ia.evds, e)
@@ -258,6 +213,15 @@ func (e *evd) Free() error {
 func evdOf(x api.EVD) *evd {
 	e, _ := x.(*evd)
 	return e
+}
+
+// cnoOf returns the state of the provider CNO of a CNO argument; nil stays
+// nil.
+func cnoOf(x api.CNO) *dispatch.CNO {
+	if c, _ := x.(*cno); c != nil {
+		return &c.n
+	}
+	return nil
 }
 
 func evdOrNil(e *evd) api.EVD {
@@ -271,9 +235,8 @@ func evdOrNil(e *evd) api.EVD {
 // (dat_cno_create(3DAT)).
 type cno struct {
 	api.ContextSlot
-	ia   *ia
-	c    *eventq.CNO
-	evds int // guarded by ia.mu
+	ia *ia
+	n  dispatch.CNO // guarded by ia.mu
 }
 
 // CreateCNO creates a CNO with wait agent agent, nil for none
@@ -284,7 +247,8 @@ func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	if len(i.cnos) >= maxObjects {
 		return nil, tooMany("CNOs")
 	}
-	c := &cno{ia: i, c: eventq.NewCNO(agent)}
+	c := &cno{ia: i}
+	c.n = dispatch.NewCNO(agent, c)
 	i.cnos[c] = struct{}{}
 	return c, nil
 }
@@ -294,33 +258,29 @@ func (c *cno) HandleType() api.HandleType { return api.HandleCNO }
 
 // Query returns the CNO's IA and agent (dat_cno_query(3DAT)).
 func (c *cno) Query() (api.CNOParam, error) {
-	return api.CNOParam{IA: c.ia, Agent: c.c.Agent()}, nil
+	return api.CNOParam{IA: c.ia, Agent: c.n.C.Agent()}, nil
 }
 
 // ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
-func (c *cno) ModifyAgent(agent api.WaitAgent) error { c.c.SetAgent(agent); return nil }
+func (c *cno) ModifyAgent(agent api.WaitAgent) error { c.n.C.SetAgent(agent); return nil }
 
 // Wait blocks until an attached EVD is triggered and returns it
 // (dat_cno_wait(3DAT)); (nil, nil) when the IA closes or the last EVD is
 // detached.
 func (c *cno) Wait(ctx context.Context) (api.EVD, error) {
-	if ctx == nil {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
-	}
-	return c.c.Wait(ctx)
+	return c.n.Wait(ctx)
 }
 
 // Free destroys the CNO (dat_cno_free(3DAT)): ErrInvalidState while an EVD
 // feeds it or a goroutine waits on it. It returns once no agent call runs.
 func (c *cno) Free() error {
 	c.ia.mu.Lock()
-	if c.evds > 0 || c.c.Waiters() > 0 {
+	if err := c.n.Free(); err != nil {
 		c.ia.mu.Unlock()
-		return api.Errorf(api.InvalidState, api.SubStateCNOInUse, "an EVD feeds the CNO or a goroutine waits on it")
+		return err
 	}
-	c.c.Close()
 	delete(c.ia.cnos, c)
 	c.ia.mu.Unlock()
-	c.c.WaitIdle()
+	c.n.C.WaitIdle()
 	return nil
 }

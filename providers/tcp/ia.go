@@ -129,7 +129,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.async.q.Close()
 	var cnos []*cno
 	for c := range i.cnos {
-		c.c.Close()
+		c.n.C.Close()
 		cnos = append(cnos, c)
 	}
 	i.srqCond.Broadcast()
@@ -147,7 +147,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.mu.Unlock()
 	i.wg.Wait()
 	for _, c := range cnos {
-		c.c.WaitIdle()
+		c.n.C.WaitIdle()
 	}
 	return nil
 }

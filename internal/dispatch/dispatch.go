@@ -1,0 +1,149 @@
+// Package dispatch is the part of the EVD and CNO objects that godat's
+// software providers share, over the queues and CNOs of package eventq:
+// the argument checks of dat_evd_create(3DAT), dat_evd_resize(3DAT),
+// dat_evd_post_se(3DAT) and dat_cno_wait(3DAT), the delivery of provider
+// events with the report of an overflow, and the link from an EVD to the
+// CNO it feeds with the count that dat_cno_free(3DAT) and
+// dat_cno_wait(3DAT) depend on.
+//
+// A provider keeps, in its EVD object, the eventq.Queue, the stream flags
+// and a *CNO (nil when the EVD feeds none); in its CNO object, a CNO value.
+// The functions here work on those fields. The EVD link and the counts are
+// not safe for concurrent use: the provider calls Attach and CNO.Free
+// under the lock that guards its objects. Post takes only the queues'
+// locks, so it allocates nothing and blocks nobody.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/eventq"
+)
+
+// Streams is every event stream an EVD may accept.
+const Streams = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
+
+var (
+	errNoSoftEVD = api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
+	errNilEvent  = api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	errNilCtx    = api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
+)
+
+// CheckCreate checks the arguments of dat_evd_create: a queue length in
+// 1..maxQLen and stream flags that are not empty and name only Streams
+// (ErrInvalidParameter otherwise).
+func CheckCreate(qlen, maxQLen int, flags api.EVDFlags) error {
+	if qlen < 1 || qlen > maxQLen {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, maxQLen))
+	}
+	if flags == 0 || flags&^Streams != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
+	}
+	return nil
+}
+
+// Resize changes the length of q (dat_evd_resize(3DAT)): above maxQLen is
+// ErrInvalidParameter; see eventq.Queue.Resize for the rest.
+func Resize(q *eventq.Queue, qlen, maxQLen int) error {
+	if qlen > maxQLen {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d exceeds %d", qlen, maxQLen))
+	}
+	return q.Resize(qlen)
+}
+
+// Post delivers an event from a provider stream to q, the queue of the EVD
+// self. A post that begins an overflow episode (eventq.OverflowBegan) is
+// reported as ASYNC_ERROR_EVD_OVERFLOW naming self on async, the queue of
+// the IA's async EVD, unless q is that queue.
+func Post(q *eventq.Queue, ev *api.Event, notify bool, self api.EVD, async *eventq.Queue) {
+	if q.Post(ev, notify) == eventq.OverflowBegan && async != q {
+		ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: self, Reason: api.ReasonEVDOverflow}}
+		async.Post(&ov, true)
+	}
+}
+
+// PostSE queues a software event carrying ev.Software on q, the queue of
+// an EVD with stream flags flags (dat_evd_post_se(3DAT)): ErrInvalidParameter
+// if the EVD does not accept software events or ev is nil, ErrQueueFull on
+// a full queue, without an overflow report.
+func PostSE(q *eventq.Queue, flags api.EVDFlags, ev *api.Event) error {
+	if flags&api.EVDSoftware == 0 {
+		return errNoSoftEVD
+	}
+	if ev == nil {
+		return errNilEvent
+	}
+	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
+	return q.PostSE(&se)
+}
+
+// Param returns the parameters of the EVD with queue q, stream flags flags
+// and CNO c (dat_evd_query(3DAT)) but for the IA, which the provider fills
+// in.
+func Param(q *eventq.Queue, flags api.EVDFlags, c *CNO) api.EVDParam {
+	p := api.EVDParam{QLen: q.Cap(), State: q.State(), Flags: flags}
+	if c != nil {
+		p.CNO = c.Owner
+	}
+	return p
+}
+
+// CNO is the state of a consumer notification object: its eventq.CNO, the
+// provider's object that EVD parameters name, and how many EVDs feed it.
+type CNO struct {
+	C     *eventq.CNO
+	Owner api.CNO // the provider's object
+	EVDs  int
+}
+
+// NewCNO returns the state of a CNO with wait agent agent (nil for none)
+// whose provider object is owner.
+func NewCNO(agent api.WaitAgent, owner api.CNO) CNO {
+	return CNO{C: eventq.NewCNO(agent), Owner: owner}
+}
+
+// Attach makes q, the queue of an EVD that feeds from, feed to instead
+// (either may be nil: no CNO) and returns to, for the EVD to keep. A CNO
+// left without EVDs releases its waiters with a nil EVD, as
+// dat_cno_wait(3DAT) requires.
+func Attach(q *eventq.Queue, from, to *CNO) *CNO {
+	if from == to {
+		return to
+	}
+	if to != nil {
+		to.EVDs++
+		q.SetCNO(to.C)
+	} else {
+		q.SetCNO(nil)
+	}
+	if from != nil {
+		from.EVDs--
+		if from.EVDs == 0 {
+			from.C.ReleaseWaiters()
+		}
+	}
+	return to
+}
+
+// Wait is dat_cno_wait(3DAT) (see eventq.CNO.Wait); a nil ctx is
+// ErrInvalidParameter.
+func (c *CNO) Wait(ctx context.Context) (api.EVD, error) {
+	if ctx == nil {
+		return nil, errNilCtx
+	}
+	return c.C.Wait(ctx)
+}
+
+// Free closes the CNO for dat_cno_free(3DAT): while an EVD feeds it or a
+// goroutine waits on it, it is ErrInvalidState (SubStateCNOInUse) and
+// nothing changes. The caller waits for the agent (C.WaitIdle) once it has
+// released its locks.
+func (c *CNO) Free() error {
+	if c.EVDs > 0 || c.C.Waiters() > 0 {
+		return api.Errorf(api.InvalidState, api.SubStateCNOInUse, "an EVD feeds the CNO or a goroutine waits on it")
+	}
+	c.C.Close()
+	return nil
+}
