@@ -1,9 +1,10 @@
 // Package epattr holds the Endpoint attribute handling that godat's
 // software providers share (dat_ep_create(3DAT), dat_ep_modify(3DAT)):
-// filling unset limits with a provider's defaults, and checking attributes
-// against its limits. A provider checks here even though the registry's
-// guard checks the same limits, so that it stays safe when called
-// directly.
+// filling unset limits with a provider's defaults, checking attributes
+// against its limits, and the checks, state rules and merge of
+// dat_ep_modify(3DAT) and dat_ep_set_watermark(3DAT). A provider checks
+// here even though the registry's guard checks the same limits, so that it
+// stays safe when called directly.
 package epattr
 
 import (
@@ -81,6 +82,112 @@ func Check(a *api.EPAttr, l Limits) error {
 		return api.Errorf(api.InvalidParameter, api.NoSubtype, "EP completion flags name unknown bits")
 	case a.SRQSoftHighWatermark < api.WatermarkInfinite:
 		return api.Errorf(api.InvalidParameter, api.NoSubtype, "SRQ soft high watermark is negative")
+	}
+	return nil
+}
+
+// Fields that dat_ep_modify(3DAT) cannot change.
+const fixedFields = api.EPFieldIA | api.EPFieldState | api.EPFieldLocalAddr | api.EPFieldLocalPortQual |
+	api.EPFieldRemoteAddr | api.EPFieldRemotePortQual | api.EPFieldSRQ
+
+const evdFields = api.EPFieldRecvEVD | api.EPFieldRequestEVD | api.EPFieldConnectEVD
+
+// CheckModify checks the arguments of dat_ep_modify(3DAT) that do not
+// depend on the EP: prm must not be nil, and mask must name only fields
+// that exist and may change (not the IA, state, addresses, port
+// qualifiers or SRQ); ErrInvalidParameter otherwise.
+func CheckModify(mask api.EPParamMask, prm *api.EPParam) error {
+	if prm == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, "EP parameters are nil")
+	}
+	if mask&^api.EPFieldAll != 0 || mask&fixedFields != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EP parameter mask %#x names fields that cannot be modified", uint64(mask)))
+	}
+	return nil
+}
+
+// Modifiable reports whether an EP in state s may change the fields of
+// mask: the PZ only in UNCONNECTED and TENTATIVE_CONNECTION_PENDING, the
+// EVDs and attributes also in RESERVED and PASSIVE_CONNECTION_PENDING.
+func Modifiable(s api.EPState, mask api.EPParamMask) bool {
+	quiescent := s == api.EPUnconnected || s == api.EPTentativeConnectionPending
+	preAccept := quiescent || s == api.EPReserved || s == api.EPPassiveConnectionPending
+	return (mask&api.EPFieldPZ == 0 || quiescent) && (mask&(evdFields|api.EPFieldAttrAll) == 0 || preAccept)
+}
+
+// Merge copies the attribute fields mask selects from src into dst.
+func Merge(dst, src *api.EPAttr, mask api.EPParamMask) {
+	if mask&api.EPFieldServiceType != 0 {
+		dst.ServiceType = src.ServiceType
+	}
+	if mask&api.EPFieldMaxMessageSize != 0 {
+		dst.MaxMessageSize = src.MaxMessageSize
+	}
+	if mask&api.EPFieldMaxRDMASize != 0 {
+		dst.MaxRDMASize = src.MaxRDMASize
+	}
+	if mask&api.EPFieldQOS != 0 {
+		dst.QOS = src.QOS
+	}
+	if mask&api.EPFieldRecvCompletionFlags != 0 {
+		dst.RecvCompletionFlags = src.RecvCompletionFlags
+	}
+	if mask&api.EPFieldRequestCompletionFlags != 0 {
+		dst.RequestCompletionFlags = src.RequestCompletionFlags
+	}
+	if mask&api.EPFieldMaxRecvDTOs != 0 {
+		dst.MaxRecvDTOs = src.MaxRecvDTOs
+	}
+	if mask&api.EPFieldMaxRequestDTOs != 0 {
+		dst.MaxRequestDTOs = src.MaxRequestDTOs
+	}
+	if mask&api.EPFieldMaxRecvIOV != 0 {
+		dst.MaxRecvIOV = src.MaxRecvIOV
+	}
+	if mask&api.EPFieldMaxRequestIOV != 0 {
+		dst.MaxRequestIOV = src.MaxRequestIOV
+	}
+	if mask&api.EPFieldMaxRDMAReadIn != 0 {
+		dst.MaxRDMAReadIn = src.MaxRDMAReadIn
+	}
+	if mask&api.EPFieldMaxRDMAReadOut != 0 {
+		dst.MaxRDMAReadOut = src.MaxRDMAReadOut
+	}
+	if mask&api.EPFieldSRQSoftHW != 0 {
+		dst.SRQSoftHighWatermark = src.SRQSoftHighWatermark
+	}
+	if mask&api.EPFieldMaxRDMAReadIOV != 0 {
+		dst.MaxRDMAReadIOV = src.MaxRDMAReadIOV
+	}
+	if mask&api.EPFieldMaxRDMAWriteIOV != 0 {
+		dst.MaxRDMAWriteIOV = src.MaxRDMAWriteIOV
+	}
+}
+
+// ModifyAttr returns cur with the fields of mask taken from next, checked
+// against l, for an EP that holds posted receives: ErrInvalidParameter if
+// a limit is exceeded or MaxRecvDTOs would fall below posted, and cur
+// unchanged when mask names no attribute.
+func ModifyAttr(cur api.EPAttr, next *api.EPAttr, mask api.EPParamMask, l Limits, posted int) (api.EPAttr, error) {
+	if mask&api.EPFieldAttrAll == 0 {
+		return cur, nil
+	}
+	Merge(&cur, next, mask)
+	if err := Check(&cur, l); err != nil {
+		return cur, err
+	}
+	if cur.MaxRecvDTOs < posted {
+		return cur, api.Errorf(api.InvalidParameter, api.NoSubtype, "more receives are posted than the new MaxRecvDTOs")
+	}
+	return cur, nil
+}
+
+// CheckWatermarks checks the soft and hard high watermarks of
+// dat_ep_set_watermark(3DAT): each non-negative or api.WatermarkInfinite
+// (ErrInvalidParameter otherwise).
+func CheckWatermarks(soft, hard int) error {
+	if (soft < 0 && soft != api.WatermarkInfinite) || (hard < 0 && hard != api.WatermarkInfinite) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "watermarks must be non-negative or WatermarkInfinite")
 	}
 	return nil
 }

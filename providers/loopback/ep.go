@@ -199,23 +199,15 @@ func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 // and PASSIVE_CONNECTION_PENDING. Otherwise ErrInvalidState with the
 // state's subtype, and nothing changes.
 func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
-	const fixed = api.EPFieldIA | api.EPFieldState | api.EPFieldLocalAddr | api.EPFieldLocalPortQual |
-		api.EPFieldRemoteAddr | api.EPFieldRemotePortQual | api.EPFieldSRQ
-	const evdFields = api.EPFieldRecvEVD | api.EPFieldRequestEVD | api.EPFieldConnectEVD
-	if prm == nil {
-		return api.Errorf(api.InvalidParameter, api.SubArg3, "EP parameters are nil")
-	}
-	if mask&^api.EPFieldAll != 0 || mask&fixed != 0 {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EP parameter mask %#x names fields that cannot be modified", uint64(mask)))
+	if err := epattr.CheckModify(mask, prm); err != nil {
+		return err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
-	quiescent := p.state == api.EPUnconnected || p.state == api.EPTentativeConnectionPending
-	preAccept := quiescent || p.state == api.EPReserved || p.state == api.EPPassiveConnectionPending
-	if (mask&api.EPFieldPZ != 0 && !quiescent) || (mask&(evdFields|api.EPFieldAttrAll) != 0 && !preAccept) {
+	if !epattr.Modifiable(p.state, mask) {
 		return p.stateErr("modifying these EP parameters")
 	}
 	z, err := p.pz, error(nil)
@@ -234,70 +226,15 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 			return err
 		}
 	}
-	a := p.attr
-	if mask&api.EPFieldAttrAll != 0 {
-		mergeAttr(&a, &prm.Attr, mask)
-		if err := checkEPAttr(&a); err != nil {
-			return err
-		}
-		if a.MaxRecvDTOs < p.recvs.Len() {
-			return api.Errorf(api.InvalidParameter, api.NoSubtype, "more receives are posted than the new MaxRecvDTOs")
-		}
+	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, epLimits, p.recvs.Len())
+	if err != nil {
+		return err
 	}
 	p.addRefs(-1)
 	p.pz, p.recvEVD, p.reqEVD, p.cnEVD = z, evds[0], evds[1], evds[2]
 	p.attr = a
 	p.addRefs(1)
 	return nil
-}
-
-// mergeAttr copies the attribute fields mask selects from src into dst.
-func mergeAttr(dst, src *api.EPAttr, mask api.EPParamMask) {
-	if mask&api.EPFieldServiceType != 0 {
-		dst.ServiceType = src.ServiceType
-	}
-	if mask&api.EPFieldMaxMessageSize != 0 {
-		dst.MaxMessageSize = src.MaxMessageSize
-	}
-	if mask&api.EPFieldMaxRDMASize != 0 {
-		dst.MaxRDMASize = src.MaxRDMASize
-	}
-	if mask&api.EPFieldQOS != 0 {
-		dst.QOS = src.QOS
-	}
-	if mask&api.EPFieldRecvCompletionFlags != 0 {
-		dst.RecvCompletionFlags = src.RecvCompletionFlags
-	}
-	if mask&api.EPFieldRequestCompletionFlags != 0 {
-		dst.RequestCompletionFlags = src.RequestCompletionFlags
-	}
-	if mask&api.EPFieldMaxRecvDTOs != 0 {
-		dst.MaxRecvDTOs = src.MaxRecvDTOs
-	}
-	if mask&api.EPFieldMaxRequestDTOs != 0 {
-		dst.MaxRequestDTOs = src.MaxRequestDTOs
-	}
-	if mask&api.EPFieldMaxRecvIOV != 0 {
-		dst.MaxRecvIOV = src.MaxRecvIOV
-	}
-	if mask&api.EPFieldMaxRequestIOV != 0 {
-		dst.MaxRequestIOV = src.MaxRequestIOV
-	}
-	if mask&api.EPFieldMaxRDMAReadIn != 0 {
-		dst.MaxRDMAReadIn = src.MaxRDMAReadIn
-	}
-	if mask&api.EPFieldMaxRDMAReadOut != 0 {
-		dst.MaxRDMAReadOut = src.MaxRDMAReadOut
-	}
-	if mask&api.EPFieldSRQSoftHW != 0 {
-		dst.SRQSoftHighWatermark = src.SRQSoftHighWatermark
-	}
-	if mask&api.EPFieldMaxRDMAReadIOV != 0 {
-		dst.MaxRDMAReadIOV = src.MaxRDMAReadIOV
-	}
-	if mask&api.EPFieldMaxRDMAWriteIOV != 0 {
-		dst.MaxRDMAWriteIOV = src.MaxRDMAWriteIOV
-	}
 }
 
 // Reset returns a DISCONNECTED EP to UNCONNECTED, forgetting its last
@@ -461,8 +398,8 @@ func (p *ep) RecvQuery() (int, int, error) {
 // holds SRQ buffers only for the instant of a delivery, so no watermark
 // event is ever generated; the values are kept.
 func (p *ep) SetWatermark(soft, hard int) error {
-	if (soft < 0 && soft != api.WatermarkInfinite) || (hard < 0 && hard != api.WatermarkInfinite) {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "watermarks must be non-negative or WatermarkInfinite")
+	if err := epattr.CheckWatermarks(soft, hard); err != nil {
+		return err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()

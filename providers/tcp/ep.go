@@ -160,31 +160,17 @@ func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 // also in RESERVED and PASSIVE_CONNECTION_PENDING; otherwise
 // ErrInvalidState and nothing changes.
 func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
-	const fixed = api.EPFieldIA | api.EPFieldState | api.EPFieldLocalAddr | api.EPFieldLocalPortQual |
-		api.EPFieldRemoteAddr | api.EPFieldRemotePortQual | api.EPFieldSRQ
-	const evdFields = api.EPFieldRecvEVD | api.EPFieldRequestEVD | api.EPFieldConnectEVD
-	if prm == nil {
-		return api.Errorf(api.InvalidParameter, api.SubArg3, "EP parameters are nil")
-	}
-	if mask&^api.EPFieldAll != 0 || mask&fixed != 0 {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EP parameter mask %#x names fields that cannot be modified", uint64(mask)))
+	if err := epattr.CheckModify(mask, prm); err != nil {
+		return err
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	quiescent := p.state == api.EPUnconnected || p.state == api.EPTentativeConnectionPending
-	preAccept := quiescent || p.state == api.EPReserved || p.state == api.EPPassiveConnectionPending
-	if (mask&api.EPFieldPZ != 0 && !quiescent) || (mask&(evdFields|api.EPFieldAttrAll) != 0 && !preAccept) {
+	if !epattr.Modifiable(p.state, mask) {
 		return p.stateErr("modifying these EP parameters")
 	}
-	a := p.attr
-	if mask&api.EPFieldAttrAll != 0 {
-		mergeAttr(&a, &prm.Attr, mask)
-		if err := checkEPAttr(&a); err != nil {
-			return err
-		}
-		if a.MaxRecvDTOs < p.recvs.Len() {
-			return api.Errorf(api.InvalidParameter, api.NoSubtype, "more receives are posted than the new MaxRecvDTOs")
-		}
+	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, epLimits, p.recvs.Len())
+	if err != nil {
+		return err
 	}
 	if mask&api.EPFieldPZ != 0 {
 		p.pz = pzOf(prm.PZ)
@@ -200,34 +186,6 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	}
 	p.attr = a
 	return nil
-}
-
-// mergeAttr copies the attribute fields mask selects from src into dst.
-func mergeAttr(dst, src *api.EPAttr, mask api.EPParamMask) {
-	for _, f := range []struct {
-		bit api.EPParamMask
-		set func()
-	}{
-		{api.EPFieldServiceType, func() { dst.ServiceType = src.ServiceType }},
-		{api.EPFieldMaxMessageSize, func() { dst.MaxMessageSize = src.MaxMessageSize }},
-		{api.EPFieldMaxRDMASize, func() { dst.MaxRDMASize = src.MaxRDMASize }},
-		{api.EPFieldQOS, func() { dst.QOS = src.QOS }},
-		{api.EPFieldRecvCompletionFlags, func() { dst.RecvCompletionFlags = src.RecvCompletionFlags }},
-		{api.EPFieldRequestCompletionFlags, func() { dst.RequestCompletionFlags = src.RequestCompletionFlags }},
-		{api.EPFieldMaxRecvDTOs, func() { dst.MaxRecvDTOs = src.MaxRecvDTOs }},
-		{api.EPFieldMaxRequestDTOs, func() { dst.MaxRequestDTOs = src.MaxRequestDTOs }},
-		{api.EPFieldMaxRecvIOV, func() { dst.MaxRecvIOV = src.MaxRecvIOV }},
-		{api.EPFieldMaxRequestIOV, func() { dst.MaxRequestIOV = src.MaxRequestIOV }},
-		{api.EPFieldMaxRDMAReadIn, func() { dst.MaxRDMAReadIn = src.MaxRDMAReadIn }},
-		{api.EPFieldMaxRDMAReadOut, func() { dst.MaxRDMAReadOut = src.MaxRDMAReadOut }},
-		{api.EPFieldSRQSoftHW, func() { dst.SRQSoftHighWatermark = src.SRQSoftHighWatermark }},
-		{api.EPFieldMaxRDMAReadIOV, func() { dst.MaxRDMAReadIOV = src.MaxRDMAReadIOV }},
-		{api.EPFieldMaxRDMAWriteIOV, func() { dst.MaxRDMAWriteIOV = src.MaxRDMAWriteIOV }},
-	} {
-		if mask&f.bit != 0 {
-			f.set()
-		}
-	}
 }
 
 // Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)); a
@@ -408,8 +366,8 @@ func (p *ep) RecvQuery() (int, int, error) {
 // (dat_ep_set_watermark(3DAT)). An EP holds at most the one SRQ buffer it
 // is filling, so no watermark event is generated; the values are kept.
 func (p *ep) SetWatermark(soft, hard int) error {
-	if (soft < 0 && soft != api.WatermarkInfinite) || (hard < 0 && hard != api.WatermarkInfinite) {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "watermarks must be non-negative or WatermarkInfinite")
+	if err := epattr.CheckWatermarks(soft, hard); err != nil {
+		return err
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()

@@ -1,0 +1,69 @@
+package epattr
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/godat/godat/api"
+)
+
+func TestModifiable(t *testing.T) {
+	for _, tc := range []struct {
+		s    api.EPState
+		mask api.EPParamMask
+		ok   bool
+	}{
+		{api.EPUnconnected, api.EPFieldPZ | api.EPFieldRecvEVD | api.EPFieldMaxRecvDTOs, true},
+		{api.EPTentativeConnectionPending, api.EPFieldPZ, true},
+		{api.EPReserved, api.EPFieldPZ, false},
+		{api.EPReserved, api.EPFieldConnectEVD | api.EPFieldQOS, true},
+		{api.EPPassiveConnectionPending, api.EPFieldRequestEVD, true},
+		{api.EPConnected, api.EPFieldMaxRecvDTOs, false},
+		{api.EPConnected, 0, true},
+	} {
+		if got := Modifiable(tc.s, tc.mask); got != tc.ok {
+			t.Errorf("Modifiable(%s, %#x) = %v; want %v", tc.s, uint64(tc.mask), got, tc.ok)
+		}
+	}
+}
+
+func TestCheckModify(t *testing.T) {
+	prm := &api.EPParam{}
+	if err := CheckModify(api.EPFieldPZ|api.EPFieldMaxRDMASize, prm); err != nil {
+		t.Error(err)
+	}
+	for _, mask := range []api.EPParamMask{api.EPFieldState, api.EPFieldSRQ, api.EPFieldIA} {
+		if err := CheckModify(mask, prm); !errors.Is(err, api.ErrInvalidParameter) {
+			t.Errorf("mask %#x: %v", uint64(mask), err)
+		}
+	}
+	if err := CheckModify(api.EPFieldPZ, nil); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("nil parameters: %v", err)
+	}
+}
+
+func TestModifyAttr(t *testing.T) {
+	l := Limits{MaxDTOs: 100, MaxIOV: 4, MaxRDMAReads: 4, MaxMessageSize: 1 << 20, MaxRDMASize: 1 << 20}
+	cur := api.EPAttr{ServiceType: api.ServiceRC, MaxRecvDTOs: 10, MaxRequestDTOs: 10}
+	next := &api.EPAttr{MaxRecvDTOs: 20, MaxRequestDTOs: 99}
+	a, err := ModifyAttr(cur, next, api.EPFieldMaxRecvDTOs, l, 0)
+	if err != nil || a.MaxRecvDTOs != 20 || a.MaxRequestDTOs != 10 {
+		t.Errorf("ModifyAttr = %+v, %v; want only MaxRecvDTOs changed", a, err)
+	}
+	if _, err := ModifyAttr(cur, next, api.EPFieldMaxRecvDTOs, l, 21); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("below the posted receives: %v", err)
+	}
+	next.MaxRecvDTOs = 101
+	if _, err := ModifyAttr(cur, next, api.EPFieldMaxRecvDTOs, l, 0); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("above the limit: %v", err)
+	}
+	if a, err := ModifyAttr(cur, next, api.EPFieldPZ, l, 50); err != nil || a.MaxRecvDTOs != cur.MaxRecvDTOs {
+		t.Errorf("no attribute in the mask: %+v, %v", a, err)
+	}
+	if err := CheckWatermarks(api.WatermarkInfinite, 0); err != nil {
+		t.Error(err)
+	}
+	if err := CheckWatermarks(-2, 0); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("negative watermark: %v", err)
+	}
+}
