@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/completion"
 	"github.com/godat/godat/internal/sgl"
 )
 
@@ -14,29 +15,16 @@ import (
 // EP's request queue, and the requests posted after it wait behind it, until
 // the peer posts a receive.
 
-type reqKind uint8
+// reqKind is the kind of a posted request (package completion).
+type reqKind = completion.Kind
 
 const (
-	reqSend reqKind = iota
-	reqWrite
-	reqRead
-	reqReadToRMR
-	reqBind
+	reqSend      = completion.Send
+	reqWrite     = completion.Write
+	reqRead      = completion.Read
+	reqReadToRMR = completion.ReadToRMR
+	reqBind      = completion.Bind
 )
-
-var reqNames = [...]string{"posting a send", "posting an RDMA write", "posting an RDMA read", "posting an RDMA read", "binding an RMR"}
-
-func (k reqKind) op() api.DTOOp {
-	switch k {
-	case reqWrite:
-		return api.OpRDMAWrite
-	case reqRead, reqReadToRMR:
-		return api.OpRDMARead
-	case reqBind:
-		return api.OpBindMW
-	}
-	return api.OpSend
-}
 
 // reqWR is a posted request: a DTO or an RMR bind.
 type reqWR struct {
@@ -121,7 +109,7 @@ func (p *ep) postLocked(w *reqWR) error {
 		p.complete(w, api.DTOErrFlushed, 0)
 		return nil
 	default:
-		return p.stateErr(reqNames[w.kind])
+		return p.stateErr(w.kind.Posting())
 	}
 	if p.reqs.Len() == 0 && p.exec(w, false) {
 		return nil
@@ -302,22 +290,10 @@ func (p *ep) fail(w *reqWR, st api.DTOStatus) {
 // for a success with CompletionSuppress, no notification for a success
 // with CompletionUnsignalled. fab.mu is held.
 func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
-	if st == api.DTOSuccess && w.flags&api.CompletionSuppress != 0 {
-		return
-	}
-	notify := st != api.DTOSuccess || w.flags&api.CompletionUnsignalled == 0
 	var ev api.Event
-	if w.kind == reqBind {
-		ev.Number = api.RMRBindCompletionEvent
-		ev.RMRBind = api.RMRBindCompletionData{RMR: w.rmr, Cookie: w.cookie, Status: st}
-	} else {
-		if st != api.DTOSuccess {
-			n = 0
-		}
-		ev.Number = api.DTOCompletionEvent
-		ev.DTO = api.DTOCompletionData{EP: p, Cookie: w.cookie, Status: st, Length: uint32(n), Op: w.kind.op()}
+	if post, notify := completion.Request(&ev, p, w.rmr, w.kind, w.cookie, w.flags, st, n); post {
+		p.reqEVD.post(&ev, notify)
 	}
-	p.reqEVD.post(&ev, notify)
 }
 
 // PostRecv posts a receive buffer (dat_ep_post_recv(3DAT)). It is valid in
@@ -382,17 +358,8 @@ func (p *ep) recvPZ() *pz {
 // is configured for solicited wait and the matching send was not
 // solicited. fab.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
-	notify := true
-	if st == api.DTOSuccess {
-		if rw.flags&api.CompletionUnsignalled != 0 ||
-			(p.attr.RecvCompletionFlags&api.CompletionSolicitedWait != 0 && !solicited) {
-			notify = false
-		}
-	} else {
-		n, rctx = 0, 0
-	}
-	ev := api.Event{Number: api.DTOCompletionEvent,
-		DTO: api.DTOCompletionData{EP: p, Cookie: rw.cookie, Status: st, Length: uint32(n), Op: op, RMRContext: rctx}}
+	var ev api.Event
+	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/completion"
 )
 
 // Data transfer. A posted request joins the EP's request queue (ep.reqs)
@@ -14,29 +15,16 @@ import (
 // from the front of the queue when the peer acknowledges them (ACK), when
 // their read response has been placed, or, for binds, at once.
 
-type reqKind uint8
+// reqKind is the kind of a posted request (package completion).
+type reqKind = completion.Kind
 
 const (
-	reqSend reqKind = iota
-	reqWrite
-	reqRead
-	reqReadToRMR
-	reqBind
+	reqSend      = completion.Send
+	reqWrite     = completion.Write
+	reqRead      = completion.Read
+	reqReadToRMR = completion.ReadToRMR
+	reqBind      = completion.Bind
 )
-
-var reqNames = [...]string{"posting a send", "posting an RDMA write", "posting an RDMA read", "posting an RDMA read", "binding an RMR"}
-
-func (k reqKind) op() api.DTOOp {
-	switch k {
-	case reqWrite:
-		return api.OpRDMAWrite
-	case reqRead, reqReadToRMR:
-		return api.OpRDMARead
-	case reqBind:
-		return api.OpBindMW
-	}
-	return api.OpSend
-}
 
 // reqWR is a posted request: a DTO or an RMR bind.
 type reqWR struct {
@@ -143,7 +131,7 @@ func (p *ep) postLocked(w *reqWR) error {
 		p.complete(w, api.DTOErrFlushed)
 		return nil
 	default:
-		return p.stateErr(reqNames[w.kind])
+		return p.stateErr(w.kind.Posting())
 	}
 	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype,
@@ -332,23 +320,10 @@ func (w *reqWR) release() {
 // CompletionSuppress, no notification for a success with
 // CompletionUnsignalled. ia.mu is held.
 func (p *ep) complete(w *reqWR, st api.DTOStatus) {
-	if st == api.DTOSuccess && w.flags&api.CompletionSuppress != 0 {
-		return
-	}
-	notify := st != api.DTOSuccess || w.flags&api.CompletionUnsignalled == 0
 	var ev api.Event
-	if w.kind == reqBind {
-		ev.Number = api.RMRBindCompletionEvent
-		ev.RMRBind = api.RMRBindCompletionData{RMR: w.rmr, Cookie: w.cookie, Status: st}
-	} else {
-		n := w.n
-		if st != api.DTOSuccess {
-			n = 0
-		}
-		ev.Number = api.DTOCompletionEvent
-		ev.DTO = api.DTOCompletionData{EP: p, Cookie: w.cookie, Status: st, Length: uint32(n), Op: w.kind.op()}
+	if post, notify := completion.Request(&ev, p, w.rmr, w.kind, w.cookie, w.flags, st, w.n); post {
+		p.reqEVD.post(&ev, notify)
 	}
-	p.reqEVD.post(&ev, notify)
 }
 
 // PostRecv posts a receive buffer (dat_ep_post_recv(3DAT)). It is valid in
@@ -398,17 +373,8 @@ func (p *ep) recvPZ() *pz {
 // unless posted unsignalled, or the EP is configured for solicited wait
 // and the send was not solicited. ia.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
-	notify := true
-	if st == api.DTOSuccess {
-		if rw.flags&api.CompletionUnsignalled != 0 ||
-			(p.attr.RecvCompletionFlags&api.CompletionSolicitedWait != 0 && !solicited) {
-			notify = false
-		}
-	} else {
-		n, rctx = 0, 0
-	}
-	ev := api.Event{Number: api.DTOCompletionEvent,
-		DTO: api.DTOCompletionData{EP: p, Cookie: rw.cookie, Status: st, Length: uint32(n), Op: op, RMRContext: rctx}}
+	var ev api.Event
+	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 	if notify && p.c != nil {
 		p.c.rxWoke = true
