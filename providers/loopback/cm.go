@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/connreq"
 )
 
 // Connection management: service points, connection requests, and the
@@ -38,11 +39,8 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
 		return err
 	}
-	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
-		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
-	}
-	if flags&api.ConnectMultipathRequired != 0 {
-		return api.Errorf(api.ModelNotSupported, api.NoSubtype, "loopback connections have a single path")
+	if err := connreq.CheckConnectFlags(flags, "loopback"); err != nil {
+		return err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -84,15 +82,7 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 }
 
 func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
-	switch {
-	case timeout < 0 && timeout != api.TimeoutInfinite:
-		return api.Errorf(api.InvalidParameter, api.SubArg4, "timeout is negative")
-	case len(pd) > maxPrivateData:
-		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPrivateData))
-	case qos&^qosSupported != 0:
-		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(qos)))
-	}
-	return nil
+	return connreq.CheckConnect(timeout, pd, qos, maxPrivateData, qosSupported)
 }
 
 // startConnect moves p to ACTIVE_CONNECTION_PENDING and delivers the
@@ -473,8 +463,8 @@ func (c *cr) releaseLocal() {
 // accepting EP gets ACCEPT_COMPLETION_ERROR and moves to DISCONNECTED. On
 // an error return nothing changes.
 func (c *cr) Accept(epArg api.EP, privateData []byte) error {
-	if len(privateData) > maxPrivateData {
-		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg3); err != nil {
+		return err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -485,16 +475,9 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if err != nil {
 		return err
 	}
-	want := api.EPUnconnected // a consumer EP
-	switch {
-	case c.local != nil && p != nil && p != c.local:
-		return api.Errorf(api.InvalidParameter, api.SubHandle2, "the connection request carries its own EP; pass nil")
-	case c.local != nil && c.rsp != nil:
-		p, want = c.local, api.EPPassiveConnectionPending
-	case c.local != nil:
-		p, want = c.local, api.EPTentativeConnectionPending
-	case p == nil:
-		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the connection request has no EP; pass one")
+	p, want, err := connreq.AcceptEP(c.local, p, c.rsp != nil)
+	if err != nil {
+		return err
 	}
 	if p.state != want {
 		return p.stateErr("accepting a connection request")
@@ -524,8 +507,8 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // PEER_REJECTED carrying privateData and moves to DISCONNECTED. An RSP's
 // EP returns to UNCONNECTED; a provider-created EP is destroyed.
 func (c *cr) Reject(privateData []byte) error {
-	if len(privateData) > maxPrivateData {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg2); err != nil {
+		return err
 	}
 	fab.mu.Lock()
 	defer fab.mu.Unlock()

@@ -13,21 +13,14 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/connreq"
 )
 
 // Connection management: the active side's connect, service points,
 // connection requests and the handshake.
 
 func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
-	switch {
-	case timeout < 0 && timeout != api.TimeoutInfinite:
-		return api.Errorf(api.InvalidParameter, api.SubArg4, "timeout is negative")
-	case len(pd) > maxPrivateData:
-		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPrivateData))
-	case qos&^qosSupported != 0:
-		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(qos)))
-	}
-	return nil
+	return connreq.CheckConnect(timeout, pd, qos, maxPrivateData, qosSupported)
 }
 
 // Connect starts a connection to the service point listening on TCP port q
@@ -51,11 +44,8 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if q > maxConnQual {
 		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("connection qualifier %d is not a TCP port", q))
 	}
-	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
-		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
-	}
-	if flags&api.ConnectMultipathRequired != 0 {
-		return api.Errorf(api.ModelNotSupported, api.NoSubtype, "tcp connections have a single path")
+	if err := connreq.CheckConnectFlags(flags, "tcp"); err != nil {
+		return err
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
@@ -702,8 +692,8 @@ func (c *cr) releaseLocal() {
 // requester has given up meanwhile, the EP gets ACCEPT_COMPLETION_ERROR
 // and moves to DISCONNECTED. On an error return nothing changes.
 func (c *cr) Accept(epArg api.EP, privateData []byte) error {
-	if len(privateData) > maxPrivateData {
-		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg3); err != nil {
+		return err
 	}
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
@@ -714,16 +704,9 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if p != nil && p.ia != c.ia {
 		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the EP belongs to another IA")
 	}
-	want := api.EPUnconnected
-	switch {
-	case c.local != nil && p != nil && p != c.local:
-		return api.Errorf(api.InvalidParameter, api.SubHandle2, "the connection request carries its own EP; pass nil")
-	case c.local != nil && c.rsp != nil:
-		p, want = c.local, api.EPPassiveConnectionPending
-	case c.local != nil:
-		p, want = c.local, api.EPTentativeConnectionPending
-	case p == nil:
-		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the connection request has no EP; pass one")
+	p, want, err := connreq.AcceptEP(c.local, p, c.rsp != nil)
+	if err != nil {
+		return err
 	}
 	if p.state != want {
 		return p.stateErr("accepting a connection request")
@@ -746,8 +729,8 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // PEER_REJECTED carrying privateData. An RSP's EP returns to UNCONNECTED;
 // a provider-created EP is destroyed.
 func (c *cr) Reject(privateData []byte) error {
-	if len(privateData) > maxPrivateData {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
+	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg2); err != nil {
+		return err
 	}
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()

@@ -1,0 +1,73 @@
+// Package connreq holds the connection-management rules that godat's
+// software providers share: the argument checks of dat_ep_connect(3DAT),
+// dat_ep_dup_connect(3DAT), dat_cr_accept(3DAT) and dat_cr_reject(3DAT),
+// and the choice of the EP an accept connects. How a request travels (a
+// process-wide table, a TCP handshake) stays in the provider.
+package connreq
+
+import (
+	"fmt"
+
+	"github.com/godat/godat/api"
+)
+
+// CheckConnect checks the timeout, private data and QOS of a connect: a
+// negative timeout other than TimeoutInfinite, or more than maxPD bytes of
+// private data, is ErrInvalidParameter; QOS bits outside qos are
+// ErrModelNotSupported.
+func CheckConnect(timeout api.Timeout, pd []byte, q api.QOS, maxPD int, qos api.QOS) error {
+	switch {
+	case timeout < 0 && timeout != api.TimeoutInfinite:
+		return api.Errorf(api.InvalidParameter, api.SubArg4, "timeout is negative")
+	case len(pd) > maxPD:
+		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPD))
+	case q&^qos != 0:
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(q)))
+	}
+	return nil
+}
+
+// CheckConnectFlags checks the flags of a connect over a transport with a
+// single path, named transport in the error: unknown flags are
+// ErrInvalidParameter, ConnectMultipathRequired ErrModelNotSupported.
+func CheckConnectFlags(flags api.ConnectFlags, transport string) error {
+	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
+	}
+	if flags&api.ConnectMultipathRequired != 0 {
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, transport+" connections have a single path")
+	}
+	return nil
+}
+
+// CheckPrivateData checks the private data of an accept or reject: more
+// than maxPD bytes is ErrInvalidParameter with subtype arg, the argument's
+// position in the call.
+func CheckPrivateData(pd []byte, maxPD int, arg api.Subtype) error {
+	if len(pd) > maxPD {
+		return api.Errorf(api.InvalidParameter, arg, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPD))
+	}
+	return nil
+}
+
+// AcceptEP chooses the EP that dat_cr_accept(3DAT) connects and the state
+// it must be in: the consumer's EP given, in UNCONNECTED, when the request
+// carries none; else the request's own EP local, in
+// PASSIVE_CONNECTION_PENDING for an RSP's (reserved) and
+// TENTATIVE_CONNECTION_PENDING for one a PSP created, and then given must
+// be the zero EP or local (ErrInvalidParameter). No EP at all is
+// ErrInvalidHandle.
+func AcceptEP[EP comparable](local, given EP, reserved bool) (EP, api.EPState, error) {
+	var zero EP
+	switch {
+	case local != zero && given != zero && given != local:
+		return zero, 0, api.Errorf(api.InvalidParameter, api.SubHandle2, "the connection request carries its own EP; pass nil")
+	case local != zero && reserved:
+		return local, api.EPPassiveConnectionPending, nil
+	case local != zero:
+		return local, api.EPTentativeConnectionPending, nil
+	case given == zero:
+		return zero, 0, api.Errorf(api.InvalidHandle, api.SubHandleEP, "the connection request has no EP; pass one")
+	}
+	return given, api.EPUnconnected, nil
+}
