@@ -5,6 +5,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/ring"
+	"github.com/godat/godat/internal/srqattr"
 )
 
 // srqLowWatermarkEvent is the event number of the SRQ low-watermark
@@ -28,13 +29,8 @@ type srq struct {
 // A non-zero attr.LowWatermark arms the low-watermark event, which fires at
 // once since the queue starts empty.
 func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
-	switch {
-	case attr.MaxRecvDTOs < 1 || attr.MaxRecvDTOs > maxRecvPerSRQ:
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ MaxRecvDTOs %d outside 1..%d", attr.MaxRecvDTOs, maxRecvPerSRQ))
-	case attr.MaxRecvIOV < 1 || attr.MaxRecvIOV > maxIOV:
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ MaxRecvIOV %d outside 1..%d", attr.MaxRecvIOV, maxIOV))
-	case attr.LowWatermark < 0 || attr.LowWatermark > attr.MaxRecvDTOs:
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ low watermark %d outside 0..%d", attr.LowWatermark, attr.MaxRecvDTOs))
+	if err := srqattr.CheckCreate(attr, maxRecvPerSRQ, maxIOV); err != nil {
+		return nil, err
 	}
 	z := pzOf(pzArg)
 	if z == nil {
@@ -108,16 +104,13 @@ func (s *srq) setLW(lw int) {
 
 // Resize changes the maximum number of receives (dat_srq_resize(3DAT)).
 func (s *srq) Resize(n int) error {
-	if n < 1 || n > maxRecvPerSRQ {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("SRQ size %d outside 1..%d", n, maxRecvPerSRQ))
+	if err := srqattr.CheckSize(n, maxRecvPerSRQ); err != nil {
+		return err
 	}
 	s.ia.mu.Lock()
 	defer s.ia.mu.Unlock()
-	switch {
-	case n < s.recvs.Len():
-		return api.Errorf(api.InvalidState, api.NoSubtype, fmt.Sprintf("%d receives are posted, more than %d", s.recvs.Len(), n))
-	case n < s.lw:
-		return api.Errorf(api.InvalidState, api.NoSubtype, fmt.Sprintf("size %d is below the low watermark %d", n, s.lw))
+	if err := srqattr.CheckResize(n, s.recvs.Len(), s.lw); err != nil {
+		return err
 	}
 	s.max = n
 	return nil
@@ -129,8 +122,8 @@ func (s *srq) Resize(n int) error {
 func (s *srq) SetLW(lw int) error {
 	s.ia.mu.Lock()
 	defer s.ia.mu.Unlock()
-	if lw < 0 || lw > s.max {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("low watermark %d outside 0..%d", lw, s.max))
+	if err := srqattr.CheckLW(lw, s.max); err != nil {
+		return err
 	}
 	s.setLW(lw)
 	return nil

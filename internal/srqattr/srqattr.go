@@ -1,0 +1,56 @@
+// Package srqattr holds the argument and state checks of a shared receive
+// queue that godat's software providers share (dat_srq_create(3DAT),
+// dat_srq_resize(3DAT), dat_srq_set_lw(3DAT)). The queue itself, and how
+// receives leave it, stay in the provider.
+package srqattr
+
+import (
+	"fmt"
+
+	"github.com/godat/godat/api"
+)
+
+// CheckCreate checks the attributes of dat_srq_create(3DAT): MaxRecvDTOs
+// in 1..maxRecv, MaxRecvIOV in 1..maxIOV, LowWatermark in
+// 0..MaxRecvDTOs (ErrInvalidParameter otherwise).
+func CheckCreate(a api.SRQAttr, maxRecv, maxIOV int) error {
+	switch {
+	case a.MaxRecvDTOs < 1 || a.MaxRecvDTOs > maxRecv:
+		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ MaxRecvDTOs %d outside 1..%d", a.MaxRecvDTOs, maxRecv))
+	case a.MaxRecvIOV < 1 || a.MaxRecvIOV > maxIOV:
+		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ MaxRecvIOV %d outside 1..%d", a.MaxRecvIOV, maxIOV))
+	case a.LowWatermark < 0 || a.LowWatermark > a.MaxRecvDTOs:
+		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ low watermark %d outside 0..%d", a.LowWatermark, a.MaxRecvDTOs))
+	}
+	return nil
+}
+
+// CheckSize checks the new size n of dat_srq_resize(3DAT) for the
+// arguments alone: 1..maxRecv (ErrInvalidParameter otherwise).
+func CheckSize(n, maxRecv int) error {
+	if n < 1 || n > maxRecv {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("SRQ size %d outside 1..%d", n, maxRecv))
+	}
+	return nil
+}
+
+// CheckResize checks the new size n against an SRQ holding posted
+// receives with low watermark lw: below either is ErrInvalidState.
+func CheckResize(n, posted, lw int) error {
+	switch {
+	case n < posted:
+		return api.Errorf(api.InvalidState, api.NoSubtype, fmt.Sprintf("%d receives are posted, more than %d", posted, n))
+	case n < lw:
+		return api.Errorf(api.InvalidState, api.NoSubtype, fmt.Sprintf("size %d is below the low watermark %d", n, lw))
+	}
+	return nil
+}
+
+// CheckLW checks the low watermark of dat_srq_set_lw(3DAT) for an SRQ of
+// size max: 0..max (ErrInvalidParameter otherwise).
+func CheckLW(lw, max int) error {
+	if lw < 0 || lw > max {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("low watermark %d outside 0..%d", lw, max))
+	}
+	return nil
+}
