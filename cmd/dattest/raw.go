@@ -10,6 +10,9 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"github.com/godat/godat/internal/sock"
 )
 
 // The raw TCP baseline: the same work as a benchmark row, done with plain
@@ -65,14 +68,24 @@ func (r rawReq) marshal() []byte {
 
 // rawConn moves bytes over one TCP connection: with plain blocking Go
 // reads and writes (wait), or busy-polling non-blocking read(2) and
-// write(2) inside syscall.RawConn callbacks (poll). In poll mode the socket
-// stays registered with Go's netpoller; the callbacks never return false,
-// so the goroutine never parks.
+// write(2) (poll). In poll mode the socket is taken out of Go's netpoller
+// (internal/sock, input unwatched) and read and written with raw system
+// calls, as godat's tcp provider does for a polling consumer and as a C
+// program would: otherwise every arriving segment would wake a runtime
+// thread, and every system call the runtime's monitor, for nothing.
 type rawConn struct {
 	c    *net.TCPConn
+	sk   *sock.Conn // poll mode: the socket, outside the netpoller
 	rc   syscall.RawConn
 	poll bool
 	done <-chan struct{}
+
+	// The spinning loops' state (method values made once: no allocation
+	// per message).
+	buf             []byte
+	n               int
+	err             error
+	readFn, writeFn func(uintptr)
 }
 
 var errRawStopped = errors.New("raw TCP: stopped")
@@ -80,49 +93,76 @@ var errRawStopped = errors.New("raw TCP: stopped")
 func newRawConn(c *net.TCPConn, poll bool, done <-chan struct{}) (*rawConn, error) {
 	r := &rawConn{c: c, poll: poll, done: done}
 	if poll {
-		rc, err := c.SyscallConn()
+		sk, err := sock.FromTCP(c)
 		if err != nil {
 			return nil, err
 		}
-		r.rc = rc
+		if err := sk.Watch(false); err != nil {
+			sk.Close()
+			return nil, err
+		}
+		r.sk = sk
+		r.rc, _ = sk.SyscallConn()
+		r.readFn, r.writeFn = r.spinRead, r.spinWrite
 	}
 	return r, nil
 }
+
+// close closes the connection.
+func (r *rawConn) close() {
+	if r.sk != nil {
+		r.sk.Close()
+		return
+	}
+	r.c.Close()
+}
+
+// rawIO is one raw read(2) or write(2).
+func rawIO(trap, fd uintptr, b []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), e
+}
+
+// spin loops over op (read or write) until r.buf is done, the peer is
+// gone, or r.done is closed; it never parks.
+func (r *rawConn) spin(trap, fd uintptr) {
+	for spins := 0; r.n < len(r.buf); {
+		k, e := rawIO(trap, fd, r.buf[r.n:])
+		switch {
+		case e == 0 && k > 0:
+			r.n += k
+		case e == syscall.EAGAIN || e == syscall.EINTR:
+			if spins++; spins&63 == 0 {
+				// Let another goroutine of this process run (the
+				// peer, when both ends share one P); never park.
+				runtime.Gosched()
+				if r.stopped() {
+					r.err = errRawStopped
+					return
+				}
+			}
+		case e == 0:
+			r.err = io.ErrUnexpectedEOF
+			return
+		default:
+			r.err = e
+			return
+		}
+	}
+}
+
+func (r *rawConn) spinRead(fd uintptr)  { r.spin(syscall.SYS_READ, fd) }
+func (r *rawConn) spinWrite(fd uintptr) { r.spin(syscall.SYS_WRITE, fd) }
 
 func (r *rawConn) readFull(p []byte) error {
 	if !r.poll {
 		_, err := io.ReadFull(r.c, p)
 		return err
 	}
-	var err error
-	got := 0
-	cerr := r.rc.Read(func(fd uintptr) bool {
-		for spins := 0; got < len(p); {
-			n, e := syscall.Read(int(fd), p[got:])
-			switch {
-			case n > 0:
-				got += n
-			case e == syscall.EAGAIN || e == syscall.EINTR:
-				if spins++; spins&63 == 0 {
-					// Let another goroutine of this process run (the
-					// peer, when both ends share one P); never park.
-					runtime.Gosched()
-					if r.stopped() {
-						err = errRawStopped
-						return true
-					}
-				}
-			case e == nil:
-				err = io.ErrUnexpectedEOF
-				return true
-			default:
-				err = e
-				return true
-			}
-		}
-		return true
-	})
-	return errors.Join(cerr, err)
+	r.buf, r.n, r.err = p, 0, nil
+	cerr := r.rc.Control(r.readFn)
+	r.buf = nil
+	return errors.Join(cerr, r.err)
 }
 
 func (r *rawConn) write(p []byte) error {
@@ -130,32 +170,10 @@ func (r *rawConn) write(p []byte) error {
 		_, err := r.c.Write(p)
 		return err
 	}
-	var err error
-	put := 0
-	cerr := r.rc.Write(func(fd uintptr) bool {
-		for spins := 0; put < len(p); {
-			n, e := syscall.Write(int(fd), p[put:])
-			switch {
-			case n > 0:
-				put += n
-			case e == syscall.EAGAIN || e == syscall.EINTR:
-				if spins++; spins&63 == 0 {
-					// Let another goroutine of this process run (the
-					// peer, when both ends share one P); never park.
-					runtime.Gosched()
-					if r.stopped() {
-						err = errRawStopped
-						return true
-					}
-				}
-			default:
-				err = e
-				return true
-			}
-		}
-		return true
-	})
-	return errors.Join(cerr, err)
+	r.buf, r.n, r.err = p, 0, nil
+	cerr := r.rc.Control(r.writeFn)
+	r.buf = nil
+	return errors.Join(cerr, r.err)
 }
 
 func (r *rawConn) stopped() bool {
@@ -184,6 +202,7 @@ func serveRaw(c *net.TCPConn, done <-chan struct{}) {
 	if err != nil {
 		return
 	}
+	defer rc.close()
 	b := make([]byte, req.size)
 	switch req.op {
 	case rawLat:
@@ -237,7 +256,7 @@ func (rc rawClient) dial(ctx context.Context, req rawReq) (*rawConn, func(), err
 		tc.Close()
 		return nil, nil, err
 	}
-	return r, func() { stop(); tc.Close() }, nil
+	return r, func() { stop(); r.close() }, nil
 }
 
 // lat runs a ping-pong of warm+iters round trips and returns the one-way

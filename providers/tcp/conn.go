@@ -128,7 +128,8 @@ type conn struct {
 	qmu     sync.Mutex   // orders changes of quiet with the socket's watch state
 	quiet   atomic.Bool  // input is not watched: pollers drive the connection
 	polled  atomic.Bool  // a poller took the receive token since the reader last looked
-	ackAt   atomic.Int64 // when an ACK left to pollers became owed (UnixNano; 0: none)
+	ackAt   atomic.Int64 // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none
+	ackPoll atomic.Int32 // polls since ackAt was last looked at
 	rxCalls int          // waitFD calls in the current wait (reader scratch)
 	waitErr error        // waitFD's read error (reader scratch: pollers have rxErr)
 	goQuiet bool         // waitFD found pollers at work (reader scratch)
@@ -446,18 +447,45 @@ func (c *conn) armCredit() {
 func (c *conn) deferAck() {
 	if c.quiet.Load() {
 		if c.ackAt.Load() == 0 {
-			c.ackAt.Store(time.Now().UnixNano())
+			c.ackPoll.Store(0)
+			c.ackAt.Store(ackOwed) // timed by the pollers, later (lateAck)
 		}
 		return
 	}
 	c.armCredit()
 }
 
-// lateAck sends an ACK left to pollers once it has waited credDelay.
+// ackOwed is ackAt for an ACK whose wait has not been timed yet.
+const ackOwed = 1
+
+// ackPolls is how many polls pass between two looks at the clock while an
+// ACK is left to pollers (reading the clock costs more than a poll that
+// finds nothing).
+const ackPolls = 32
+
+// lateAck sends an ACK left to pollers once it has waited credDelay (or at
+// once when force is set). Pollers call it after each poll: it reads the
+// clock every ackPolls calls only, and times the wait from the first such
+// reading, so the ACK waits between credDelay and credDelay plus ackPolls
+// polls.
 func (c *conn) lateAck(force bool) {
 	at := c.ackAt.Load()
-	if at == 0 || (!force && time.Now().UnixNano()-at < int64(credDelay)) {
+	if at == 0 {
 		return
+	}
+	if !force {
+		if c.ackPoll.Add(1) < ackPolls {
+			return
+		}
+		c.ackPoll.Store(0)
+		now := time.Now().UnixNano()
+		if at == ackOwed {
+			c.ackAt.CompareAndSwap(ackOwed, now)
+			return
+		}
+		if now-at < int64(credDelay) {
+			return
+		}
 	}
 	c.ia.mu.Lock()
 	if c.up && !c.closing && c.ackAt.Load() != 0 {
@@ -759,7 +787,7 @@ func (c *conn) kicked(err error) bool {
 		// Pollers still drive the connection: look again later, and
 		// send an ACK they left waiting too long.
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
-		if at := c.ackAt.Load(); at != 0 && time.Now().UnixNano()-at >= int64(credDelay) && c.ackDue() {
+		if at := c.ackAt.Load(); at != 0 && (at == ackOwed || time.Now().UnixNano()-at >= int64(credDelay)) && c.ackDue() {
 			c.flush(true)
 		}
 		return true

@@ -231,7 +231,15 @@
 // unwaitable or freed, the IA closed, the end of the waiter's context
 // (context.AfterFunc, registered once per context, not per wait). A
 // connection whose stream another goroutine holds is left to its reader,
-// which watches it again.
+// which watches it again. The sockets are armed inside the wait (after
+// the runtime has reset the epoll instance's readiness), so input that is
+// already there wakes it at once and no read precedes the block.
+//
+// System calls that cannot block (reads and writes on the non-blocking
+// sockets, epoll calls with a zero timeout) are raw: they skip the
+// scheduler's system-call bookkeeping, which costs time and, when the
+// runtime's monitor thread sleeps, wakes it (a futex round trip per
+// message, measured).
 //
 // # Broken peers
 //
