@@ -75,8 +75,9 @@ type Config struct {
 	// Source says how LoadConfig chose the file: "argument" (the caller's
 	// path), "DAT_OVERRIDE", "system" (SystemConfigPath) or "embedded".
 	// ParseConfig leaves it empty.
-	Source string
-	IAs    []IAEntry
+	Source  string
+	IAs     []IAEntry
+	Plugins []PluginEntry // the [[plugin]] tables (TOML form only), in file order
 }
 
 // ConfigError is one problem found in a configuration file. Pos.Line is

@@ -136,10 +136,11 @@ func TestConfigBadFiles(t *testing.T) {
 		`12:1: duplicate IA name "a" (first defined at bad.toml:4:1)`,
 		`13:15: api_version "u1.2" is DAT 1.x`,
 		`14:1: IA "a" is marked default but IA "a" (bad.toml:3:1) already is`,
-		`16:1: unknown table [[plugin]]; expected only [[ia]] tables`,
+		`16:1: [[plugin]] table has no path`,
+		`19:1: unknown table [[plugins]]; expected only [[ia]] and [[plugin]] tables (did you mean plugin?)`,
 	)
 	if !strings.HasPrefix(err.Error(), "DAT_INVALID_PARAMETER: invalid DAT configuration bad.toml: bad.toml:6:15: ") ||
-		!strings.HasSuffix(err.Error(), "(and 7 more errors)") {
+		!strings.HasSuffix(err.Error(), "(and 8 more errors)") {
 		t.Errorf("Error() = %q", err)
 	}
 

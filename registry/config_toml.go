@@ -20,8 +20,13 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// tableIA is the one table name the TOML form knows.
-const tableIA = "ia"
+// The array tables the TOML form knows.
+const (
+	tableIA     = "ia"
+	tablePlugin = "plugin"
+)
+
+var knownTables = []string{tableIA, tablePlugin}
 
 func parseTOML(name string, data []byte, errs *errList) *Config {
 	doc, err := decodeTOML(data)
@@ -39,29 +44,30 @@ func parseTOML(name string, data []byte, errs *errList) *Config {
 	pos := func(l loc) Position { return Position{File: name, Line: l.line, Col: l.col} }
 
 	for _, k := range sortedKeys(doc) {
-		if k == tableIA {
+		if slices.Contains(knownTables, k) {
 			continue
 		}
 		kind, at := idx.topKey(k)
 		var msg string
 		switch kind {
 		case "[[":
-			msg = fmt.Sprintf("unknown table [[%s]]; expected only [[ia]] tables", toml.Key{k})
+			msg = fmt.Sprintf("unknown table [[%s]]; expected only [[ia]] and [[plugin]] tables", toml.Key{k})
 		case "[":
-			msg = fmt.Sprintf("unknown table [%s]; expected only [[ia]] tables", toml.Key{k})
+			msg = fmt.Sprintf("unknown table [%s]; expected only [[ia]] and [[plugin]] tables", toml.Key{k})
 		default:
-			msg = fmt.Sprintf("unknown top-level key %s; expected only [[ia]] tables", toml.Key{k})
+			msg = fmt.Sprintf("unknown top-level key %s; expected only [[ia]] and [[plugin]] tables", toml.Key{k})
 		}
-		errs.addAt(pos(at), msg+suggest(k, []string{tableIA}))
+		errs.addAt(pos(at), msg+suggest(k, knownTables))
 	}
 
 	cfg := &Config{File: name, Format: FormatTOML}
+	cfg.Plugins = parsePluginTables(name, doc, idx, errs)
 	raw, present := doc[tableIA]
 	if !present {
 		return cfg
 	}
 	tables, ok := raw.([]map[string]any)
-	if !ok || len(tables) != idx.countIA() {
+	if !ok || len(tables) != idx.count(tableIA) {
 		_, at := idx.topKey(tableIA)
 		errs.addAt(pos(at), fmt.Sprintf("ia is %s; expected one [[ia]] table per IA", describeTOMLValue(raw)))
 		return nil
@@ -70,9 +76,9 @@ func parseTOML(name string, data []byte, errs *errList) *Config {
 	names := duplicateChecker{}
 	var firstDefault *IAEntry
 	for i, t := range tables {
-		keyPos := func(k string) Position { return pos(idx.iaKey(i, k)) }
-		valPos := func(k string) Position { return pos(idx.iaValue(i, k)) }
-		e := IAEntry{Pos: pos(idx.iaHeader(i))}
+		keyPos := func(k string) Position { return pos(idx.key(tableIA, i, k)) }
+		valPos := func(k string) Position { return pos(idx.value(tableIA, i, k)) }
+		e := IAEntry{Pos: pos(idx.header(tableIA, i))}
 		for _, k := range sortedKeys(t) {
 			if !slices.Contains(iaKeys, k) {
 				errs.addAt(keyPos(k), fmt.Sprintf("unknown key %s in [[ia]]%s; expected one of %s",
@@ -237,16 +243,17 @@ type tomlStmt struct {
 
 // tomlIndex is where the statements of a TOML file start.
 type tomlIndex struct {
-	stmts []tomlStmt
-	ia    []int // indexes in stmts of the [[ia]] headers
+	stmts  []tomlStmt
+	arrays map[string][]int // indexes in stmts of the [[name]] headers, by name
 }
 
-// isIAHeader reports a [[ia]] header.
-func (s *tomlStmt) isIAHeader() bool {
-	return s.header && s.array && len(s.path) == 1 && s.path[0] == tableIA
+// isArrayHeader reports a [[name]] header of a top-level array of tables.
+func (s *tomlStmt) isArrayHeader() bool {
+	return s.header && s.array && len(s.path) == 1
 }
 
-func (x *tomlIndex) countIA() int { return len(x.ia) }
+// count returns how many [[table]] headers the file has.
+func (x *tomlIndex) count(table string) int { return len(x.arrays[table]) }
 
 // topKey returns how top-level name first appears ("[[", "[" or "" for a
 // key) and where.
@@ -267,39 +274,40 @@ func (x *tomlIndex) topKey(name string) (kind string, at loc) {
 	return "", loc{1, 1}
 }
 
-// iaHeader returns where the i-th [[ia]] table starts.
-func (x *tomlIndex) iaHeader(i int) loc {
-	if i >= 0 && i < len(x.ia) {
-		return x.stmts[x.ia[i]].at
+// header returns where the i-th [[table]] table starts.
+func (x *tomlIndex) header(table string, i int) loc {
+	if hs := x.arrays[table]; i >= 0 && i < len(hs) {
+		return x.stmts[hs[i]].at
 	}
-	_, at := x.topKey(tableIA)
+	_, at := x.topKey(table)
 	return at
 }
 
-// iaKey returns where key k of the i-th [[ia]] table is defined: a key
-// line inside the table, or a [ia.k] sub-table header that follows it; the
-// table's header when neither is found.
-func (x *tomlIndex) iaKey(i int, k string) loc {
-	at, _ := x.iaKeyValue(i, k)
+// key returns where key k of the i-th [[table]] table is defined: a key
+// line inside the table, or a [table.k] sub-table header that follows it;
+// the table's header when neither is found.
+func (x *tomlIndex) key(table string, i int, k string) loc {
+	at, _ := x.keyValue(table, i, k)
 	return at
 }
 
-// iaValue is iaKey for the value of the key (the key itself when the key
-// is a dotted one or a sub-table).
-func (x *tomlIndex) iaValue(i int, k string) loc {
-	_, val := x.iaKeyValue(i, k)
+// value is key for the value of the key (the key itself when the key is
+// a dotted one or a sub-table).
+func (x *tomlIndex) value(table string, i int, k string) loc {
+	_, val := x.keyValue(table, i, k)
 	return val
 }
 
-func (x *tomlIndex) iaKeyValue(i int, k string) (at, val loc) {
-	if i < 0 || i >= len(x.ia) {
-		at = x.iaHeader(i)
+func (x *tomlIndex) keyValue(table string, i int, k string) (at, val loc) {
+	hs := x.arrays[table]
+	if i < 0 || i >= len(hs) {
+		at = x.header(table, i)
 		return at, at
 	}
-	h := x.ia[i]
+	h := hs[i]
 	for j := h + 1; j < len(x.stmts); j++ {
 		s := &x.stmts[j]
-		if s.isIAHeader() {
+		if s.isArrayHeader() {
 			break
 		}
 		if !s.header && s.table == h && len(s.path) > 0 && s.path[0] == k {
@@ -308,7 +316,7 @@ func (x *tomlIndex) iaKeyValue(i int, k string) (at, val loc) {
 			}
 			return s.at, s.val
 		}
-		if s.header && len(s.path) > 1 && s.path[0] == tableIA && s.path[1] == k {
+		if s.header && len(s.path) > 1 && s.path[0] == table && s.path[1] == k {
 			return s.at, s.at
 		}
 	}
@@ -329,6 +337,7 @@ type tomlScanner struct {
 func scanTOML(data []byte) *tomlIndex {
 	sc := &tomlScanner{s: data, line: 1}
 	sc.idx.stmts = []tomlStmt{}
+	sc.idx.arrays = map[string][]int{}
 	table := -1
 	for sc.i < len(sc.s) {
 		switch c := sc.s[sc.i]; c {
@@ -352,8 +361,8 @@ func scanTOML(data []byte) *tomlIndex {
 			}
 			table = len(sc.idx.stmts)
 			sc.idx.stmts = append(sc.idx.stmts, tomlStmt{header: true, array: array, path: path, table: -1, at: at})
-			if sc.idx.stmts[table].isIAHeader() {
-				sc.idx.ia = append(sc.idx.ia, table)
+			if st := &sc.idx.stmts[table]; st.isArrayHeader() {
+				sc.idx.arrays[st.path[0]] = append(sc.idx.arrays[st.path[0]], table)
 			}
 		default:
 			at := sc.loc()

@@ -75,12 +75,16 @@ type ProviderInfo struct {
 	IAParams        string
 	PlatformParams  string
 	Pos             Position // where the IA is configured
+	// Plugin describes the plugin process that serves the IA, when its
+	// provider is a [[plugin]]; nil for built-in providers.
+	Plugin *PluginStatus
 }
 
 // Registry is a loaded configuration bound to the registered providers.
 // It is safe for concurrent use.
 type Registry struct {
-	cfg *Config
+	cfg     *Config
+	plugins pluginSet
 }
 
 // New returns a registry over cfg.
@@ -122,24 +126,31 @@ func (r *Registry) List() []ProviderInfo {
 			APIVersion: e.APIVersion, ThreadSafe: e.ThreadSafe, Default: e.Default,
 			IAParams: e.IAParams, PlatformParams: e.PlatformParams, Pos: e.Pos,
 		}
-		pi.Reason = unavailable(e)
+		pi.Reason = r.unavailable(e)
 		pi.Available = pi.Reason == ""
+		if pp, _, ok := r.pluginProvider(e.Provider); ok && pp != nil {
+			st := pp.Status()
+			pi.Plugin = &st
+		}
 		out = append(out, pi)
 	}
 	return out
 }
 
 // unavailable says why entry e cannot be opened, or "" if it can be tried.
-func unavailable(e IAEntry) string {
+func (r *Registry) unavailable(e IAEntry) string {
 	if e.Unavailable != "" {
 		return e.Unavailable
+	}
+	if why, isPlugin := r.pluginUnavailable(e.Provider); isPlugin {
+		return why
 	}
 	if _, ok := lookupProvider(e.Provider); !ok {
 		known := strings.Join(Providers(), ", ")
 		if known == "" {
 			known = "none"
 		}
-		return fmt.Sprintf("no provider named %q is built in (have: %s)", e.Provider, known)
+		return fmt.Sprintf("no provider named %q is built in (have: %s) and no [[plugin]] has that name", e.Provider, known)
 	}
 	return ""
 }
@@ -189,7 +200,7 @@ func (r *Registry) OpenDefault(ctx context.Context, opts ...OpenOption) (api.IA,
 }
 
 func (r *Registry) open(ctx context.Context, e IAEntry, opts []OpenOption) (api.IA, error) {
-	if why := unavailable(e); why != "" {
+	if why := r.unavailable(e); why != "" {
 		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered,
 			fmt.Sprintf("IA %q (%s) is unavailable: %s", e.Name, e.Pos, why))
 	}
@@ -200,7 +211,12 @@ func (r *Registry) open(ctx context.Context, e IAEntry, opts []OpenOption) (api.
 	if o.asyncQLen <= 0 {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d must be positive", o.asyncQLen))
 	}
-	p, _ := lookupProvider(e.Provider)
+	var p api.Provider
+	if pp, _, ok := r.pluginProvider(e.Provider); ok {
+		p = pp
+	} else {
+		p, _ = lookupProvider(e.Provider)
+	}
 	ia, err := p.Open(ctx, api.OpenParams{
 		Name: e.Name, Params: e.IAParams, PlatformParams: e.PlatformParams,
 		AsyncEVDQLen: o.asyncQLen, ThreadSafe: e.ThreadSafe,

@@ -41,6 +41,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -164,6 +165,10 @@ type iaReport struct {
 	opened  bool
 	attr    api.IAAttr
 	pattr   api.ProviderAttr
+	// plugin is the plugin behind the IA, as it was while the IA was open
+	// (or as the registry lists it when the IA could not be opened); nil
+	// for a built-in provider.
+	plugin *registry.PluginStatus
 }
 
 // probe opens every available IA of reg, queries and closes it. An IA that
@@ -173,7 +178,7 @@ func probe(reg *registry.Registry, stderr io.Writer) (reps []iaReport, ok bool) 
 	ok = true
 	cfg := reg.Config()
 	for i, pi := range reg.List() {
-		r := iaReport{info: pi}
+		r := iaReport{info: pi, plugin: pi.Plugin}
 		if i < len(cfg.IAs) {
 			r.library = cfg.IAs[i].Library
 		}
@@ -181,6 +186,9 @@ func probe(reg *registry.Registry, stderr io.Writer) (reps []iaReport, ok bool) 
 			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 			ia, err := reg.Open(ctx, pi.IAName)
 			cancel()
+			if st, ok := reg.PluginStatus(pi.Provider); ok {
+				r.plugin = &st
+			}
 			if err == nil {
 				r.attr, r.pattr, err = ia.Query()
 				if cerr := ia.Close(api.CloseAbrupt); cerr != nil {
@@ -268,6 +276,9 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		if prov == "" {
 			prov = "-"
 		}
+		if r.plugin != nil {
+			prov += " (plugin)"
+		}
 		limits := "-\t-\t-\t-\t-\t-"
 		status := "available"
 		if r.opened {
@@ -282,6 +293,9 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writePlugins(w, reps); err != nil {
+		return err
+	}
 	if firstDefault == "" {
 		firstDefault = reps[0].info.IAName
 		_, err := fmt.Fprintf(w, "\nNo IA is marked default; OpenDefault opens %s.\n", firstDefault)
@@ -289,6 +303,52 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	}
 	_, err := fmt.Fprintf(w, "\n* marked default; OpenDefault opens %s.\n", firstDefault)
 	return err
+}
+
+// writePlugins prints one line per plugin that serves a listed IA: its
+// name, executable, version and state.
+func writePlugins(w io.Writer, reps []iaReport) error {
+	var seen []string
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, r := range reps {
+		p := r.plugin
+		if p == nil || slices.Contains(seen, p.Name) {
+			continue
+		}
+		if len(seen) == 0 {
+			fmt.Fprintln(tw, "\nPlugins:")
+			fmt.Fprintln(tw, "  PLUGIN\tPATH\tVERSION\tSTATE")
+		}
+		seen = append(seen, p.Name)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Name, p.Path, pluginVersion(p), pluginState(p, r))
+	}
+	return tw.Flush()
+}
+
+// pluginVersion formats the version a plugin reported and the protocol it
+// spoke.
+func pluginVersion(p *registry.PluginStatus) string {
+	if p.Protocol == 0 {
+		return "-"
+	}
+	v := p.Version
+	if v == "" {
+		v = "?"
+	}
+	return fmt.Sprintf("%s (protocol %d)", v, p.Protocol)
+}
+
+// pluginState says what became of the plugin while datinfo looked at it.
+func pluginState(p *registry.PluginStatus, r iaReport) string {
+	switch {
+	case p.State == "running":
+		return fmt.Sprintf("running (pid %d, %d IA(s) open)", p.PID, p.IAs)
+	case !r.info.Available:
+		return "unavailable: " + r.info.Reason
+	case p.Reason != "":
+		return p.State + ": " + p.Reason
+	}
+	return p.State
 }
 
 // size formats a byte count exactly, with a binary unit when it is a
@@ -327,6 +387,12 @@ func writeVerbose(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		row("platform_params", strconv.Quote(pi.PlatformParams))
 		if r.library != "" {
 			row("library", r.library)
+		}
+		if p := r.plugin; p != nil {
+			row("plugin", p.Name)
+			row("plugin_path", p.Path)
+			row("plugin_version", pluginVersion(p))
+			row("plugin_state", pluginState(p, r))
 		}
 		if !r.opened {
 			row("status", "unavailable: "+pi.Reason)
@@ -470,11 +536,23 @@ type iaJSON struct {
 	IAParams        string         `json:"ia_params"`
 	PlatformParams  string         `json:"platform_params"`
 	Library         string         `json:"library,omitempty"`
+	Plugin          *pluginJSON    `json:"plugin,omitempty"`
 	Position        string         `json:"position"`
 	Available       bool           `json:"available"`
 	Reason          string         `json:"reason,omitempty"`
 	IAAttr          map[string]any `json:"ia_attr,omitempty"`
 	ProviderAttr    map[string]any `json:"provider_attr,omitempty"`
+}
+
+// pluginJSON is the plugin behind an IA of listJSON.
+type pluginJSON struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	Version  string `json:"version,omitempty"`
+	Protocol int    `json:"protocol,omitempty"`
+	State    string `json:"state"`
+	PID      int    `json:"pid,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // namedAttrJSON is one entry of a named-attribute list.
@@ -499,6 +577,10 @@ func writeListJSON(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		}
 		if r.opened {
 			ia.IAAttr, ia.ProviderAttr = attrMap(r.attr), attrMap(r.pattr)
+		}
+		if p := r.plugin; p != nil {
+			ia.Plugin = &pluginJSON{Name: p.Name, Path: p.Path, Version: p.Version, Protocol: p.Protocol,
+				State: p.State, PID: p.PID, Reason: p.Reason}
 		}
 		out.IAs = append(out.IAs, ia)
 	}
