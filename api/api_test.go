@@ -137,3 +137,54 @@ func TestAllocMemory(t *testing.T) {
 		t.Fatalf("AllocMemory(0): %v", err)
 	}
 }
+
+// MapMemory maps the memfd of a Memory again: at a chosen address it
+// shares the pages, MemoryOf knows it, and Free releases the mapping and
+// the duplicated descriptor.
+func TestMapMemory(t *testing.T) {
+	fds := openFDs(t)
+	m, err := AllocMemory(3 * os.Getpagesize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	// Reserve an address range, release it, and map there.
+	probe, err := AllocMemory(m.Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := AddrOf(probe.Bytes())
+	probe.Free()
+	m2, err := MapMemory(m.FD(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if AddrOf(m2.Bytes()) != at || m2.Len() != m.Len() {
+		t.Fatalf("mapped %d bytes at %#x, want %d at %#x", m2.Len(), AddrOf(m2.Bytes()), m.Len(), at)
+	}
+	m.Bytes()[7] = 42
+	if m2.Bytes()[7] != 42 {
+		t.Fatal("the second mapping does not share the pages")
+	}
+	if got, off, ok := MemoryOf(m2.Bytes()[100:200]); !ok || got != m2 || off != 100 {
+		t.Fatalf("MemoryOf on the mapped region: %v %d %v", got, off, ok)
+	}
+	// The range is taken now: mapping there again fails.
+	if _, err := MapMemory(m.FD(), at); !errors.Is(err, ErrInsufficientResources) {
+		t.Fatalf("MapMemory over a used range: %v", err)
+	}
+	if _, err := MapMemory(m.FD(), at+1); !errors.Is(err, ErrInvalidParameter) {
+		t.Fatalf("MapMemory at an unaligned address: %v", err)
+	}
+	b2 := m2.Bytes()
+	if err := m2.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := MemoryOf(b2[:1]); ok {
+		t.Fatal("MemoryOf finds the freed mapping")
+	}
+	m.Free()
+	if n := openFDs(t); n != fds {
+		t.Fatalf("%d descriptors open after Free, %d before", n, fds)
+	}
+}

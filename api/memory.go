@@ -1,6 +1,8 @@
 package api
 
 import (
+	crand "crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sort"
@@ -42,12 +44,123 @@ func AllocMemory(size int) (*Memory, error) {
 		unix.Close(fd)
 		return nil, &Error{Type: InsufficientResources, Sub: SubResourceMemory, Msg: "ftruncate", Cause: err}
 	}
-	b, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	b, err := mapInBand(fd, n)
 	if err != nil {
 		unix.Close(fd)
 		return nil, &Error{Type: InsufficientResources, Sub: SubResourceMemory, Msg: "mmap", Cause: err}
 	}
 	m := &Memory{b: b, fd: fd}
+	memMu.Lock()
+	i := sort.Search(len(memLive), func(i int) bool { return AddrOf(memLive[i].b) > AddrOf(b) })
+	memLive = append(memLive, nil)
+	copy(memLive[i+1:], memLive[i:])
+	memLive[i] = m
+	memMu.Unlock()
+	return m, nil
+}
+
+// AllocMemory places its regions in a band of the address space that
+// neither the kernel (which maps top-down from just below the stack, at
+// 0x7f... on x86-64) nor the Go runtime (heap at 0xc0_0000_0000, the race
+// detector's shadow below 0x4000_0000_0000) uses, starting at a random
+// page of it in each process. A process that receives a region
+// (MapMemory, a plugin) can therefore map it at the same address as its
+// owner: addresses in triplets mean the same bytes in both processes.
+// When the band is unusable (an old kernel without MAP_FIXED_NOREPLACE, a
+// full band), the kernel chooses the address and only sharing at the same
+// address may fail.
+const (
+	bandStart = 0x5000_0000_0000
+	bandEnd   = 0x6000_0000_0000
+)
+
+var (
+	bandMu   sync.Mutex
+	bandNext uintptr // next address to try; 0 until the first allocation
+)
+
+// mapInBand maps n bytes of fd, shared, in the band when it can.
+func mapInBand(fd, n int) ([]byte, error) {
+	bandMu.Lock()
+	if bandNext == 0 {
+		var r [8]byte
+		crand.Read(r[:])
+		pages := uintptr((bandEnd-bandStart)/os.Getpagesize()) / 2 // start in the lower half
+		bandNext = bandStart + uintptr(binary.LittleEndian.Uint64(r[:]))%pages*uintptr(os.Getpagesize())
+	}
+	for range 64 {
+		addr := bandNext
+		if addr+uintptr(n) > bandEnd {
+			addr = bandStart
+		}
+		bandNext = addr + uintptr(n)
+		r, _, errno := unix.Syscall6(unix.SYS_MMAP, addr, uintptr(n), unix.PROT_READ|unix.PROT_WRITE,
+			unix.MAP_SHARED|unix.MAP_FIXED_NOREPLACE, uintptr(fd), 0)
+		if errno == unix.EEXIST {
+			continue // this process has something there: try further on
+		}
+		if errno != 0 {
+			break
+		}
+		if r != addr {
+			unix.Syscall(unix.SYS_MUNMAP, r, uintptr(n), 0)
+			break
+		}
+		bandMu.Unlock()
+		return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&r))), n), nil
+	}
+	bandMu.Unlock()
+	r, _, errno := unix.Syscall6(unix.SYS_MMAP, 0, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED, uintptr(fd), 0)
+	if errno != 0 {
+		return nil, errno
+	}
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&r))), n), nil
+}
+
+// MapMemory maps memory that another process shared: fd is the memfd of
+// its Memory (Memory.FD, passed over a Unix socket). The whole file is
+// mapped, shared, at address addr when addr is not 0 (failing if anything
+// is mapped there already), else where the kernel chooses. The returned
+// Memory is like one from AllocMemory: MemoryOf knows it, and it owns a
+// duplicate of fd, so the caller may close fd. It is how a plugin process
+// sees the pages of its host at the same addresses as the host.
+func MapMemory(fd int, addr VAddr) (*Memory, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &Error{Type: InvalidParameter, Sub: SubArg1, Msg: "MapMemory: fstat of the descriptor", Cause: err}
+	}
+	n := int(st.Size)
+	if n <= 0 || n%os.Getpagesize() != 0 {
+		return nil, Errorf(InvalidParameter, SubArg1, fmt.Sprintf("MapMemory: the descriptor's file has %d bytes, not a positive number of pages", n))
+	}
+	if addr%VAddr(os.Getpagesize()) != 0 {
+		return nil, Errorf(InvalidParameter, SubArg2, fmt.Sprintf("MapMemory: address %#x is not page aligned", uint64(addr)))
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, &Error{Type: InsufficientResources, Sub: SubResourceMemory, Msg: "MapMemory: dup", Cause: err}
+	}
+	flags := unix.MAP_SHARED
+	if addr != 0 {
+		flags |= unix.MAP_FIXED_NOREPLACE
+	}
+	r, _, errno := unix.Syscall6(unix.SYS_MMAP, uintptr(addr), uintptr(n), unix.PROT_READ|unix.PROT_WRITE, uintptr(flags), uintptr(dup), 0)
+	if errno != 0 {
+		unix.Close(dup)
+		if errno == unix.EEXIST {
+			return nil, &Error{Type: InsufficientResources, Sub: SubResourceMemory,
+				Msg: fmt.Sprintf("MapMemory: this process already uses addresses in %#x..%#x", uint64(addr), uint64(addr)+uint64(n)), Cause: errno}
+		}
+		return nil, &Error{Type: InsufficientResources, Sub: SubResourceMemory, Msg: "MapMemory: mmap", Cause: errno}
+	}
+	b := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&r))), n)
+	if addr != 0 && VAddr(r) != addr {
+		// A kernel without MAP_FIXED_NOREPLACE takes the address as a hint.
+		unix.Syscall(unix.SYS_MUNMAP, r, uintptr(n), 0)
+		unix.Close(dup)
+		return nil, Errorf(InsufficientResources, SubResourceMemory, fmt.Sprintf("MapMemory: the kernel chose %#x instead of %#x", r, uint64(addr)))
+	}
+	m := &Memory{b: b, fd: dup}
 	memMu.Lock()
 	i := sort.Search(len(memLive), func(i int) bool { return AddrOf(memLive[i].b) > AddrOf(b) })
 	memLive = append(memLive, nil)
@@ -80,7 +193,9 @@ func (m *Memory) Free() error {
 			}
 		}
 		memMu.Unlock()
-		err = unix.Munmap(m.b)
+		if _, _, errno := unix.Syscall(unix.SYS_MUNMAP, uintptr(unsafe.Pointer(unsafe.SliceData(m.b))), uintptr(len(m.b)), 0); errno != 0 {
+			err = errno
+		}
 		if cerr := unix.Close(m.fd); err == nil {
 			err = cerr
 		}

@@ -196,6 +196,35 @@ func (q *Queue) push(ev *api.Event, notify bool) *CNO {
 	return nil
 }
 
+// Notify raises a notification without queueing an event, as a notifying
+// Post does after queueing its event: it wakes the blocked waiter if the
+// queue holds its threshold, and otherwise triggers the CNO if the queue is
+// enabled. It serves a producer that learns of an event and of whether it
+// notifies at different times (the plugin host, which queues a plugin's
+// events as they arrive and its notifications when they follow).
+func (q *Queue) Notify() {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
+	var cno *CNO
+	if q.waiting {
+		if q.n >= q.threshold {
+			select {
+			case q.wake <- struct{}{}:
+			default:
+			}
+		}
+	} else if !q.disabled {
+		cno = q.cno
+	}
+	q.mu.Unlock()
+	if cno != nil {
+		cno.Trigger(q.owner)
+	}
+}
+
 // pop moves the front event into *ev. q.mu is held and q.n > 0.
 func (q *Queue) pop(ev *api.Event) {
 	*ev = q.buf[q.head]

@@ -3,6 +3,7 @@ package eventq
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -510,5 +511,42 @@ func TestDrivenWait(t *testing.T) {
 	q.Close()
 	if done, _, err := q.Check(&ev); kicks != 3 || !done || !errors.Is(err, api.ErrAbort) {
 		t.Fatalf("closed: %d kicks, %v, %v", kicks, done, err)
+	}
+}
+
+// Notify wakes a waiter whose threshold the queued (non-notifying) events
+// meet, and triggers the CNO when nobody waits.
+func TestQueueNotifyAfterSilentPost(t *testing.T) {
+	owner := &fakeEVD{}
+	q := New(4, owner)
+	ev := api.Event{Number: api.SoftwareEvent}
+	done := make(chan error, 1)
+	go func() {
+		var got api.Event
+		_, err := q.Wait(context.Background(), 2, &got)
+		done <- err
+	}()
+	for !q.Waiting() {
+		runtime.Gosched()
+	}
+	q.Post(&ev, false)
+	q.Post(&ev, false)
+	select {
+	case err := <-done:
+		t.Fatalf("a silent post woke the waiter (%v)", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	q.Notify()
+	if err := <-done; err != nil {
+		t.Fatalf("Wait after Notify: %v", err)
+	}
+
+	c := NewCNO(nil)
+	q.SetCNO(c)
+	q.Notify()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if e, err := c.Wait(ctx); err != nil || e != owner {
+		t.Fatalf("CNO after Notify: %v, %v", e, err)
 	}
 }

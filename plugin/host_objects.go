@@ -1,0 +1,1143 @@
+package plugin
+
+// The host's proxies: one per object in the plugin, implementing the api
+// interfaces by calls to the plugin. EVDs and CNOs are host-side queues
+// (package eventq) that the plugin's event stream fills; software events,
+// waiting, enabling and CNOs never leave the host.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/eventq"
+	pb "github.com/godat/godat/plugin/proto"
+)
+
+var bg = context.Background()
+
+// hobj is what every proxy shares.
+type hobj interface {
+	api.Object
+	base() *hbase
+}
+
+type hbase struct {
+	api.ContextSlot
+	c     *conn
+	ia    *hIA
+	id    uint64
+	typ   api.HandleType
+	freed atomic.Bool
+}
+
+func (b *hbase) base() *hbase               { return b }
+func (b *hbase) HandleType() api.HandleType { return b.typ }
+
+// call checks that the object may be used and returns its connection.
+func (b *hbase) live() error {
+	if b.freed.Load() {
+		return api.Errorf(api.InvalidHandle, handleSubtype(b.typ), b.typ.String()+" was freed")
+	}
+	if b.c.dead.Load() {
+		return b.c.gone()
+	}
+	return nil
+}
+
+// register records a new proxy of ia under id.
+func (c *conn) register(o hobj, ia *hIA, id uint64, t api.HandleType) {
+	b := o.base()
+	b.c, b.ia, b.id, b.typ = c, ia, id, t
+	c.mu.Lock()
+	c.objs[id] = o
+	c.mu.Unlock()
+}
+
+func (c *conn) forget(o hobj) {
+	b := o.base()
+	b.freed.Store(true)
+	c.mu.Lock()
+	delete(c.objs, b.id)
+	c.mu.Unlock()
+}
+
+func (c *conn) lookup(id uint64) hobj {
+	if id == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.objs[id]
+}
+
+// The proxy lookups return nil interfaces for unknown ids; EPs and CRs the
+// provider made on its own get a proxy on first sight.
+
+func (c *conn) epOf(id uint64, ia *hIA) api.EP {
+	if e := c.hepOf(id, ia); e != nil {
+		return e
+	}
+	return nil
+}
+
+func (c *conn) hepOf(id uint64, ia *hIA) *hEP {
+	if id == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.objs[id].(*hEP); ok {
+		return e
+	}
+	if _, taken := c.objs[id]; taken || ia == nil {
+		return nil
+	}
+	e := &hEP{made: true}
+	e.c, e.ia, e.id, e.typ = c, ia, id, api.HandleEP
+	c.objs[id] = e
+	return e
+}
+
+func (c *conn) crOf(id uint64, ia *hIA) api.CR {
+	if id == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.objs[id].(*hCR); ok {
+		return r
+	}
+	if _, taken := c.objs[id]; taken || ia == nil {
+		return nil
+	}
+	r := &hCR{}
+	r.c, r.ia, r.id, r.typ = c, ia, id, api.HandleCR
+	c.objs[id] = r
+	return r
+}
+
+func (c *conn) pzOf(id uint64) api.PZ {
+	if z, ok := c.lookup(id).(*hPZ); ok {
+		return z
+	}
+	return nil
+}
+
+func (c *conn) evdOf(id uint64) api.EVD {
+	if e, ok := c.lookup(id).(*hEVD); ok {
+		return e
+	}
+	return nil
+}
+
+func (c *conn) srqOf(id uint64) api.SRQ {
+	if s, ok := c.lookup(id).(*hSRQ); ok {
+		return s
+	}
+	return nil
+}
+
+func (c *conn) pspOf(id uint64) api.PSP {
+	if s, ok := c.lookup(id).(*hPSP); ok {
+		return s
+	}
+	return nil
+}
+
+func (c *conn) rspOf(id uint64) api.RSP {
+	if s, ok := c.lookup(id).(*hRSP); ok {
+		return s
+	}
+	return nil
+}
+
+func (c *conn) rmrOf(id uint64) api.RMR {
+	if r, ok := c.lookup(id).(*hRMR); ok {
+		return r
+	}
+	return nil
+}
+
+func (c *conn) objectOf(id uint64, t api.HandleType, ia *hIA) api.Object {
+	switch t {
+	case api.HandleEP:
+		return c.epOf(id, ia)
+	case api.HandleCR:
+		return c.crOf(id, ia)
+	}
+	if o := c.lookup(id); o != nil {
+		return o
+	}
+	return nil
+}
+
+// idOf is the plugin's id of a proxy argument; 0 for nil.
+func idOf(o api.Object) uint64 {
+	if h, ok := o.(hobj); ok && !isNilObject(o) {
+		return h.base().id
+	}
+	return 0
+}
+
+// badHandle is the error for an argument that is not a proxy of this
+// plugin (the guard prevents it; a direct caller may not).
+func badHandle(what string) error {
+	return api.Errorf(api.InvalidHandle, api.NoSubtype, what+" is not an object of this plugin")
+}
+
+// --- events ---
+
+// startEvents opens the event stream and starts the pump.
+func (c *conn) startEvents() error {
+	ctx, cancel := context.WithCancel(bg)
+	stream, err := c.rpc.Events(ctx, &pb.EventsReq{})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("the plugin refused the event stream: %w", err)
+	}
+	c.evCancel, c.pumpDone = cancel, make(chan struct{})
+	go c.pump(stream)
+	return nil
+}
+
+// pump moves the plugin's events onto the host's queues until the stream
+// ends: by stop, or because the process died.
+func (c *conn) pump(stream pb.Provider_EventsClient) {
+	defer close(c.pumpDone)
+	for {
+		b, err := stream.Recv()
+		if err != nil {
+			if !c.stopping.Load() {
+				c.crashed(err)
+			}
+			return
+		}
+		for _, e := range b.Events {
+			c.deliver(e)
+		}
+		if n := len(b.Events); n > 0 {
+			c.seqMu.Lock()
+			c.processed = b.Events[n-1].Seq
+			c.seqCond.Broadcast()
+			c.seqMu.Unlock()
+		}
+	}
+}
+
+// deliver queues one event of the plugin on the host EVD it names.
+func (c *conn) deliver(e *pb.Event) {
+	evd, ok := c.lookup(e.Evd).(*hEVD)
+	if !ok {
+		return // the EVD was freed meanwhile
+	}
+	if e.Notify {
+		evd.q.Notify()
+		return
+	}
+	ia := evd.ia
+	ev := api.Event{Number: api.EventNumber(e.Number)}
+	switch ev.Number.Stream() {
+	case api.EVDDTO:
+		ev.DTO = api.DTOCompletionData{EP: c.epOf(e.Ep, ia), Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status),
+			Length: e.Length, Op: api.DTOOp(e.Op), RMRContext: api.RMRContext(e.RmrContext)}
+	case api.EVDRMRBind:
+		ev.RMRBind = api.RMRBindCompletionData{RMR: c.rmrOf(e.Rmr), Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status)}
+	case api.EVDCR:
+		ev.CR = api.CRArrivalData{PSP: c.pspOf(e.Psp), RSP: c.rspOf(e.Rsp), LocalAddr: addrFromPB(e.LocalAddr),
+			ConnQual: api.ConnQual(e.ConnQual), CR: c.crOf(e.Cr, ia), Truncated: e.Truncated}
+	case api.EVDConnection:
+		ev.Conn = api.ConnectionData{EP: c.epOf(e.Ep, ia), PrivateData: e.PrivateData}
+	case api.EVDAsync:
+		ev.Async = api.AsyncErrorData{Object: c.objectOf(e.Object, api.HandleType(e.ObjectType), ia), Reason: int(e.Reason)}
+	}
+	evd.post(&ev, false)
+}
+
+// --- IA ---
+
+// hIA is an IA in the plugin.
+type hIA struct {
+	hbase
+	async *hEVD
+	attr  api.IAAttr
+	pattr api.ProviderAttr
+	cnoMu sync.Mutex
+	cnos  []*hCNO // CNOs live on the host only
+}
+
+func (c *conn) openIA(ctx context.Context, op api.OpenParams) (api.IA, error) {
+	r, err := c.rpc.OpenIA(ctx, &pb.OpenReq{Name: op.Name, Params: op.Params, PlatformParams: op.PlatformParams,
+		AsyncEvdQlen: int64(op.AsyncEVDQLen), ThreadSafe: op.ThreadSafe})
+	if err != nil {
+		return nil, c.prov.unavailable("opening an IA in the plugin: %v", c.rpcErr(err))
+	}
+	if err := errFromPB(r.Err); err != nil {
+		return nil, err
+	}
+	ia := &hIA{attr: iaAttrFromPB(r.Attr), pattr: providerAttrFromPB(r.ProviderAttr)}
+	c.register(ia, ia, r.Ia, api.HandleIA)
+	ia.async = newHEVD(api.EVDAsync, int(r.AsyncEvdQlen))
+	c.register(ia.async, ia, r.AsyncEvd, api.HandleEVD)
+	c.mu.Lock()
+	c.ias = append(c.ias, ia)
+	c.mu.Unlock()
+	c.waitSeq(r.Seq)
+	return ia, nil
+}
+
+func (ia *hIA) Query() (api.IAAttr, api.ProviderAttr, error) {
+	if err := ia.live(); err != nil {
+		return api.IAAttr{}, api.ProviderAttr{}, err
+	}
+	r, err := ia.c.rpc.QueryIA(bg, &pb.Obj{Id: ia.id})
+	if err := ia.c.done(r, err); err != nil {
+		return api.IAAttr{}, api.ProviderAttr{}, err
+	}
+	return iaAttrFromPB(r.Attr), providerAttrFromPB(r.ProviderAttr), nil
+}
+
+func (ia *hIA) AsyncEVD() (api.EVD, error) {
+	if ia.freed.Load() {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
+	}
+	return ia.async, nil
+}
+
+// Close closes the IA in the plugin and everything the host holds for it;
+// the last IA of a plugin stops its process. Once the plugin is gone, Close
+// only releases the host's side and succeeds.
+func (ia *hIA) Close(flags api.CloseFlags) error {
+	if ia.freed.Load() {
+		return api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
+	}
+	c := ia.c
+	if !c.dead.Load() {
+		r, err := c.rpc.CloseIA(bg, &pb.CloseReq{Id: ia.id, Flags: uint32(flags)})
+		if err := c.done(r, err); err != nil && !c.dead.Load() {
+			return err
+		}
+	}
+	ia.teardown()
+	c.prov.released(c)
+	return nil
+}
+
+// teardown retires every proxy of the IA and closes its queues.
+func (ia *hIA) teardown() {
+	c := ia.c
+	c.mu.Lock()
+	var mine []hobj
+	for id, o := range c.objs {
+		if o.base().ia == ia {
+			mine = append(mine, o)
+			delete(c.objs, id)
+		}
+	}
+	for i, x := range c.ias {
+		if x == ia {
+			c.ias = append(c.ias[:i], c.ias[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	for _, o := range mine {
+		o.base().freed.Store(true)
+		switch x := o.(type) {
+		case *hEVD:
+			x.q.Close()
+		case *hLMR:
+			c.unshare(x.mem)
+		}
+	}
+	ia.cnoMu.Lock()
+	cnos := ia.cnos
+	ia.cnos = nil
+	ia.cnoMu.Unlock()
+	for _, cn := range cnos {
+		cn.freed.Store(true)
+		cn.c.Close()
+		cn.c.WaitIdle()
+	}
+}
+
+func (ia *hIA) CreatePZ() (api.PZ, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	r, err := ia.c.rpc.CreatePZ(bg, &pb.Obj{Id: ia.id})
+	if err := ia.c.done(r, err); err != nil {
+		return nil, err
+	}
+	z := &hPZ{}
+	ia.c.register(z, ia, r.Id, api.HandlePZ)
+	return z, nil
+}
+
+func (ia *hIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	hc, err := ia.cnoArg(cno)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ia.c.rpc.CreateEVD(bg, &pb.CreateEVDReq{Ia: ia.id, Qlen: int64(qlen), Flags: uint32(flags)})
+	if err := ia.c.done(r, err); err != nil {
+		return nil, err
+	}
+	e := newHEVD(flags, qlen)
+	ia.c.register(e, ia, r.Id, api.HandleEVD)
+	e.setCNO(hc)
+	return e, nil
+}
+
+func (ia *hIA) CreateEP(pz api.PZ, recv, req, connect api.EVD, attr *api.EPAttr) (api.EP, error) {
+	return ia.createEP(pz, recv, req, connect, nil, false, attr)
+}
+
+func (ia *hIA) CreateEPWithSRQ(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
+	return ia.createEP(pz, recv, req, connect, srq, true, attr)
+}
+
+func (ia *hIA) createEP(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	r, err := ia.c.rpc.CreateEP(bg, &pb.CreateEPReq{Ia: ia.id, Pz: idOf(pz), RecvEvd: idOf(recv), RequestEvd: idOf(req),
+		ConnectEvd: idOf(connect), WithSrq: withSRQ, Srq: idOf(srq), Attr: epAttrToPB(attr)})
+	if err := ia.c.done(r, err); err != nil {
+		return nil, err
+	}
+	e := &hEP{}
+	ia.c.register(e, ia, r.Id, api.HandleEP)
+	return e, nil
+}
+
+func (ia *hIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, error) {
+	p, _, err := ia.createPSP(false, q, evd, flags)
+	return p, err
+}
+
+func (ia *hIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+	return ia.createPSP(true, 0, evd, flags)
+}
+
+func (ia *hIA) createPSP(anyQ bool, q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+	if err := ia.live(); err != nil {
+		return nil, 0, err
+	}
+	r, err := ia.c.rpc.CreatePSP(bg, &pb.CreatePSPReq{Ia: ia.id, Any: anyQ, ConnQual: uint64(q), Evd: idOf(evd), Flags: uint32(flags)})
+	if err := ia.c.done(r, err); err != nil {
+		return nil, 0, err
+	}
+	p := &hPSP{}
+	ia.c.register(p, ia, r.Id, api.HandlePSP)
+	return p, api.ConnQual(r.ConnQual), nil
+}
+
+func (ia *hIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	r, err := ia.c.rpc.CreateRSP(bg, &pb.CreateRSPReq{Ia: ia.id, ConnQual: uint64(q), Ep: idOf(ep), Evd: idOf(evd)})
+	if err := ia.c.done(r, err); err != nil {
+		return nil, err
+	}
+	p := &hRSP{}
+	ia.c.register(p, ia, r.Id, api.HandleRSP)
+	return p, nil
+}
+
+// errNotShareable is the answer to LMR memory the plugin cannot see.
+func errNotShareable(what string) error {
+	return api.Errorf(api.InvalidParameter, api.SubArg3, what+": a plugin provider runs in another process and can only register memory from api.AllocMemory, which it shares by file descriptor; allocate the buffer with api.AllocMemory")
+}
+
+// CreateLMR shares the AllocMemory region behind region.Bytes with the
+// plugin (once per region) and registers the bytes there
+// (dat_lmr_create(3DAT)). Memory of any other origin is
+// ErrInvalidParameter naming api.AllocMemory.
+func (ia *hIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	req := &pb.CreateLMRReq{Ia: ia.id, Pz: idOf(pz), MemType: uint32(region.Type), Priv: uint32(priv), VaType: uint32(va)}
+	var mem *api.Memory
+	switch region.Type {
+	case api.MemTypeLMR:
+		req.Lmr = idOf(region.LMR)
+	default:
+		if len(region.Bytes) == 0 {
+			return nil, api.Errorf(api.InvalidParameter, api.SubArg3, "the region to register is empty")
+		}
+		m, off, ok := api.MemoryOf(region.Bytes)
+		if !ok {
+			return nil, errNotShareable("the LMR's memory is not from api.AllocMemory")
+		}
+		id, err := ia.c.share(m)
+		if err != nil {
+			return nil, err
+		}
+		mem = m
+		req.Mem, req.Offset, req.Length = id, off, uint64(len(region.Bytes))
+	}
+	r, err := ia.c.rpc.CreateLMR(bg, req)
+	if err := ia.c.done(r, err); err != nil {
+		ia.c.unshare(mem)
+		return nil, err
+	}
+	l := &hLMR{mem: mem}
+	ia.c.register(l, ia, r.Id, api.HandleLMR)
+	return l, nil
+}
+
+func (ia *hIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	r, err := ia.c.rpc.CreateSRQ(bg, &pb.CreateSRQReq{Ia: ia.id, Pz: idOf(pz), MaxRecvDtos: int64(attr.MaxRecvDTOs),
+		MaxRecvIov: int64(attr.MaxRecvIOV), LowWatermark: int64(attr.LowWatermark)})
+	if err := ia.c.done(r, err); err != nil {
+		return nil, err
+	}
+	s := &hSRQ{}
+	ia.c.register(s, ia, r.Id, api.HandleSRQ)
+	return s, nil
+}
+
+func (ia *hIA) SyncRDMARead(segs []api.LMRTriplet) error  { return ia.sync(segs, false) }
+func (ia *hIA) SyncRDMAWrite(segs []api.LMRTriplet) error { return ia.sync(segs, true) }
+
+func (ia *hIA) sync(segs []api.LMRTriplet, write bool) error {
+	if err := ia.live(); err != nil {
+		return err
+	}
+	r, err := ia.c.rpc.SyncRDMA(bg, &pb.SyncReq{Ia: ia.id, Write: write, Segs: lmrTripletsToPB(segs)})
+	return ia.c.done(r, err)
+}
+
+// free frees object o in the plugin and forgets its proxy.
+func (c *conn) free(o hobj) error {
+	b := o.base()
+	if err := b.live(); err != nil {
+		return err
+	}
+	r, err := c.rpc.Free(bg, &pb.Obj{Id: b.id})
+	if err := c.done(r, err); err != nil {
+		return err
+	}
+	c.forget(o)
+	return nil
+}
+
+// query fetches the parameters of o.
+func (c *conn) query(o hobj) (*pb.QueryResp, error) {
+	b := o.base()
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	r, err := c.rpc.Query(bg, &pb.Obj{Id: b.id})
+	if err := c.done(r, err); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// --- PZ ---
+
+type hPZ struct{ hbase }
+
+func (z *hPZ) Query() (api.PZParam, error) {
+	if err := z.live(); err != nil {
+		return api.PZParam{}, err
+	}
+	return api.PZParam{IA: z.ia}, nil
+}
+
+func (z *hPZ) CreateRMR() (api.RMR, error) {
+	if err := z.live(); err != nil {
+		return nil, err
+	}
+	r, err := z.c.rpc.CreateRMR(bg, &pb.Obj{Id: z.id})
+	if err := z.c.done(r, err); err != nil {
+		return nil, err
+	}
+	m := &hRMR{}
+	z.c.register(m, z.ia, r.Id, api.HandleRMR)
+	return m, nil
+}
+
+func (z *hPZ) Free() error { return z.c.free(z) }
+
+// --- EVD and CNO ---
+
+// hEVD is an EVD: the plugin's EVD feeds this host queue.
+type hEVD struct {
+	hbase
+	q     *eventq.Queue
+	flags api.EVDFlags
+	mu    sync.Mutex // cno, resize
+	cno   *hCNO
+}
+
+func newHEVD(flags api.EVDFlags, qlen int) *hEVD {
+	e := &hEVD{flags: flags}
+	e.q = eventq.New(qlen, e)
+	return e
+}
+
+// post queues an event; an overflow is reported once per episode on the
+// IA's async EVD, as a provider's own EVD would.
+func (e *hEVD) post(ev *api.Event, notify bool) {
+	if e.q.Post(ev, notify) == eventq.OverflowBegan {
+		if a := e.ia.async; a != nil && a != e {
+			ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: e, Reason: api.ReasonEVDOverflow}}
+			a.q.Post(&ov, true)
+		}
+	}
+}
+
+func (e *hEVD) Query() (api.EVDParam, error) {
+	if e.freed.Load() {
+		return api.EVDParam{}, api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
+	}
+	p := api.EVDParam{IA: e.ia, QLen: e.q.Cap(), State: e.q.State(), Flags: e.flags}
+	e.mu.Lock()
+	if e.cno != nil {
+		p.CNO = e.cno
+	}
+	e.mu.Unlock()
+	return p, nil
+}
+
+func (e *hEVD) Resize(qlen int) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.q.Cap()
+	if err := e.q.Resize(qlen); err != nil {
+		return err
+	}
+	r, err := e.c.rpc.ResizeEVD(bg, &pb.ResizeReq{Id: e.id, N: int64(qlen)})
+	if err := e.c.done(r, err); err != nil {
+		e.q.Resize(old)
+		return err
+	}
+	return nil
+}
+
+var errNoSoftEVD = api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
+
+// PostSE queues a software event on the host queue; it never reaches the
+// plugin (dat_evd_post_se(3DAT)).
+func (e *hEVD) PostSE(ev *api.Event) error {
+	if e.freed.Load() {
+		return api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
+	}
+	if e.flags&api.EVDSoftware == 0 {
+		return errNoSoftEVD
+	}
+	if ev == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	}
+	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
+	return e.q.PostSE(&se)
+}
+
+func (e *hEVD) Dequeue(ev *api.Event) error {
+	if ev == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	}
+	return e.q.Dequeue(ev)
+}
+
+func (e *hEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	if ev == nil || ctx == nil {
+		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
+	}
+	return e.q.Wait(ctx, threshold, ev)
+}
+
+func (e *hEVD) Enable() error          { e.q.SetEnabled(true); return nil }
+func (e *hEVD) Disable() error         { e.q.SetEnabled(false); return nil }
+func (e *hEVD) SetUnwaitable() error   { e.q.SetUnwaitable(true); return nil }
+func (e *hEVD) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
+
+func (e *hEVD) ModifyCNO(cno api.CNO) error {
+	if e.freed.Load() {
+		return api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
+	}
+	hc, err := e.ia.cnoArg(cno)
+	if err != nil {
+		return err
+	}
+	e.setCNO(hc)
+	return nil
+}
+
+// setCNO attaches c (nil detaches); a CNO left without EVDs releases its
+// waiters, as dat_cno_wait(3DAT) says.
+func (e *hEVD) setCNO(c *hCNO) {
+	e.mu.Lock()
+	old := e.cno
+	e.cno = c
+	e.mu.Unlock()
+	if old == c {
+		return
+	}
+	if c != nil {
+		c.evds.Add(1)
+		e.q.SetCNO(c.c)
+	} else {
+		e.q.SetCNO(nil)
+	}
+	if old != nil && old.evds.Add(-1) == 0 {
+		old.c.ReleaseWaiters()
+	}
+}
+
+func (e *hEVD) Free() error {
+	if e == e.ia.async {
+		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
+	}
+	if err := e.c.free(e); err != nil {
+		return err
+	}
+	e.setCNO(nil)
+	e.q.Close()
+	return nil
+}
+
+// hCNO is a CNO; it lives on the host only.
+type hCNO struct {
+	api.ContextSlot
+	ia    *hIA
+	c     *eventq.CNO
+	evds  atomic.Int32
+	freed atomic.Bool
+}
+
+func (c *hCNO) HandleType() api.HandleType { return api.HandleCNO }
+
+func (ia *hIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	c := &hCNO{ia: ia, c: eventq.NewCNO(agent)}
+	ia.cnoMu.Lock()
+	ia.cnos = append(ia.cnos, c)
+	ia.cnoMu.Unlock()
+	return c, nil
+}
+
+func (ia *hIA) cnoArg(x api.CNO) (*hCNO, error) {
+	if x == nil {
+		return nil, nil
+	}
+	c, ok := x.(*hCNO)
+	if !ok || c == nil || c.freed.Load() || c.ia != ia {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "not a live CNO of this IA")
+	}
+	return c, nil
+}
+
+func (c *hCNO) Query() (api.CNOParam, error) {
+	if c.freed.Load() {
+		return api.CNOParam{}, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
+	}
+	return api.CNOParam{IA: c.ia, Agent: c.c.Agent()}, nil
+}
+
+func (c *hCNO) ModifyAgent(agent api.WaitAgent) error {
+	if c.freed.Load() {
+		return api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
+	}
+	c.c.SetAgent(agent)
+	return nil
+}
+
+func (c *hCNO) Wait(ctx context.Context) (api.EVD, error) {
+	if ctx == nil {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
+	}
+	return c.c.Wait(ctx)
+}
+
+func (c *hCNO) Free() error {
+	if c.freed.Load() {
+		return api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
+	}
+	if c.evds.Load() > 0 || c.c.Waiters() > 0 {
+		return api.Errorf(api.InvalidState, api.SubStateCNOInUse, "an EVD feeds the CNO or a goroutine waits on it")
+	}
+	c.freed.Store(true)
+	c.c.Close()
+	ia := c.ia
+	ia.cnoMu.Lock()
+	for i, x := range ia.cnos {
+		if x == c {
+			ia.cnos = append(ia.cnos[:i], ia.cnos[i+1:]...)
+			break
+		}
+	}
+	ia.cnoMu.Unlock()
+	c.c.WaitIdle()
+	return nil
+}
+
+// --- EP ---
+
+type hEP struct {
+	hbase
+	made bool // the provider created it for a connection request
+}
+
+func (e *hEP) Query() (api.EPParam, error) {
+	r, err := e.c.query(e)
+	if err != nil {
+		return api.EPParam{}, err
+	}
+	q := r.Ep
+	if q == nil {
+		return api.EPParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no EP parameters")
+	}
+	p := api.EPParam{IA: e.ia, State: api.EPState(q.State), LocalAddr: addrFromPB(q.LocalAddr), LocalPortQual: api.ConnQual(q.LocalPortQual),
+		RemoteAddr: addrFromPB(q.RemoteAddr), RemotePortQual: api.ConnQual(q.RemotePortQual), PZ: e.c.pzOf(q.Pz),
+		RecvEVD: e.c.evdOf(q.RecvEvd), RequestEVD: e.c.evdOf(q.RequestEvd), ConnectEVD: e.c.evdOf(q.ConnectEvd), SRQ: e.c.srqOf(q.Srq)}
+	if a := epAttrFromPB(q.Attr); a != nil {
+		p.Attr = *a
+	}
+	return p, nil
+}
+
+func (e *hEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	if p == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg3, "EP parameters are nil")
+	}
+	q := &pb.EPParam{State: uint32(p.State), LocalAddr: addrToPB(p.LocalAddr), LocalPortQual: uint64(p.LocalPortQual),
+		RemoteAddr: addrToPB(p.RemoteAddr), RemotePortQual: uint64(p.RemotePortQual), Pz: idOf(p.PZ),
+		RecvEvd: idOf(p.RecvEVD), RequestEvd: idOf(p.RequestEVD), ConnectEvd: idOf(p.ConnectEVD), Srq: idOf(p.SRQ),
+		Attr: epAttrToPB(&p.Attr)}
+	r, err := e.c.rpc.ModifyEP(bg, &pb.ModifyEPReq{Ep: e.id, Mask: uint64(mask), Param: q})
+	return e.c.done(r, err)
+}
+
+func (e *hEP) GetStatus() (api.EPState, bool, bool, error) {
+	if err := e.live(); err != nil {
+		return 0, false, false, err
+	}
+	r, err := e.c.rpc.EPStatus(bg, &pb.Obj{Id: e.id})
+	if err := e.c.done(r, err); err != nil {
+		return 0, false, false, err
+	}
+	return api.EPState(r.State), r.RecvIdle, r.RequestIdle, nil
+}
+
+func (e *hEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []byte, qos api.QOS, flags api.ConnectFlags) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	r, err := e.c.rpc.Connect(bg, &pb.ConnectReq{Ep: e.id, Remote: addrToPB(remote), ConnQual: uint64(q), TimeoutNs: int64(timeout),
+		PrivateData: pd, Qos: uint32(qos), Flags: uint32(flags)})
+	return e.c.done(r, err)
+}
+
+func (e *hEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	d := idOf(dup)
+	if d == 0 {
+		return badHandle("the duplicate EP")
+	}
+	r, err := e.c.rpc.Connect(bg, &pb.ConnectReq{Ep: e.id, Dup: d, TimeoutNs: int64(timeout), PrivateData: pd, Qos: uint32(qos)})
+	return e.c.done(r, err)
+}
+
+func (e *hEP) Disconnect(flags api.CloseFlags) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	r, err := e.c.rpc.Disconnect(bg, &pb.CloseReq{Id: e.id, Flags: uint32(flags)})
+	return e.c.done(r, err)
+}
+
+func (e *hEP) Reset() error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	r, err := e.c.rpc.ResetEP(bg, &pb.Obj{Id: e.id})
+	return e.c.done(r, err)
+}
+
+func (e *hEP) Free() error { return e.c.free(e) }
+
+func (e *hEP) post(req *pb.PostReq) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	req.Id = e.id
+	r, err := e.c.rpc.Post(bg, req)
+	return e.c.done(r, err)
+}
+
+func (e *hEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	return e.post(&pb.PostReq{Op: uint32(api.OpSend), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags)})
+}
+
+func (e *hEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+	return e.post(&pb.PostReq{Op: uint32(api.OpSend), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags),
+		WithInvalidate: true, Invalidate: invalidate, InvalidateRmr: uint32(rmr)})
+}
+
+func (e *hEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	return e.post(&pb.PostReq{Op: uint32(api.OpReceive), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags)})
+}
+
+func (e *hEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	return e.post(&pb.PostReq{Op: uint32(api.OpRDMAWrite), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags),
+		Remote: rmrTripletToPB(remote)})
+}
+
+func (e *hEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	return e.post(&pb.PostReq{Op: uint32(api.OpRDMARead), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags),
+		Remote: rmrTripletToPB(remote)})
+}
+
+func (e *hEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	return e.post(&pb.PostReq{Op: uint32(api.OpRDMARead), Cookie: uint64(cookie), Flags: uint32(flags),
+		Remote: rmrTripletToPB(remote), LocalRmr: rmrTripletToPB(local), ToRmr: true})
+}
+
+func (e *hEP) RecvQuery() (int, int, error) {
+	if err := e.live(); err != nil {
+		return 0, 0, err
+	}
+	r, err := e.c.rpc.RecvQuery(bg, &pb.Obj{Id: e.id})
+	if err := e.c.done(r, err); err != nil {
+		return 0, 0, err
+	}
+	return int(r.NbufsAllocated), int(r.BufsAllocSpan), nil
+}
+
+func (e *hEP) SetWatermark(soft, hard int) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	r, err := e.c.rpc.SetWatermark(bg, &pb.WatermarkReq{Ep: e.id, Soft: int64(soft), Hard: int64(hard)})
+	return e.c.done(r, err)
+}
+
+// --- PSP, RSP, CR ---
+
+type hPSP struct{ hbase }
+
+func (s *hPSP) Query() (api.PSPParam, error) {
+	r, err := s.c.query(s)
+	if err != nil {
+		return api.PSPParam{}, err
+	}
+	q := r.Psp
+	if q == nil {
+		return api.PSPParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no PSP parameters")
+	}
+	return api.PSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: s.c.evdOf(q.Evd), Flags: api.PSPFlags(q.Flags)}, nil
+}
+
+func (s *hPSP) Free() error { return s.c.free(s) }
+
+type hRSP struct{ hbase }
+
+func (s *hRSP) Query() (api.RSPParam, error) {
+	r, err := s.c.query(s)
+	if err != nil {
+		return api.RSPParam{}, err
+	}
+	q := r.Rsp
+	if q == nil {
+		return api.RSPParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no RSP parameters")
+	}
+	return api.RSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: s.c.evdOf(q.Evd), EP: s.c.epOf(q.Ep, s.ia)}, nil
+}
+
+func (s *hRSP) Free() error { return s.c.free(s) }
+
+type hCR struct{ hbase }
+
+func (r *hCR) Query() (api.CRParam, error) {
+	resp, err := r.c.query(r)
+	if err != nil {
+		return api.CRParam{}, err
+	}
+	q := resp.Cr
+	if q == nil {
+		return api.CRParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no CR parameters")
+	}
+	return api.CRParam{RemoteAddr: addrFromPB(q.RemoteAddr), RemotePortQual: api.ConnQual(q.RemotePortQual),
+		PrivateData: q.PrivateData, LocalEP: r.c.epOf(q.LocalEp, r.ia)}, nil
+}
+
+// localMade returns the proxy of the CR's provider-made local EP, if any.
+func (r *hCR) localMade() *hEP {
+	resp, err := r.c.query(r)
+	if err != nil || resp.Cr == nil {
+		return nil
+	}
+	if e := r.c.hepOf(resp.Cr.LocalEp, r.ia); e != nil && e.made {
+		return e
+	}
+	return nil
+}
+
+func (r *hCR) Accept(ep api.EP, pd []byte) error {
+	if err := r.live(); err != nil {
+		return err
+	}
+	resp, err := r.c.rpc.Accept(bg, &pb.CRReq{Cr: r.id, Ep: idOf(ep), PrivateData: pd})
+	if err := r.c.done(resp, err); err != nil {
+		return err
+	}
+	r.c.forget(r)
+	return nil
+}
+
+func (r *hCR) Reject(pd []byte) error {
+	if err := r.live(); err != nil {
+		return err
+	}
+	local := r.localMade()
+	resp, err := r.c.rpc.Reject(bg, &pb.CRReq{Cr: r.id, PrivateData: pd})
+	if err := r.c.done(resp, err); err != nil {
+		return err
+	}
+	r.c.forget(r)
+	if local != nil {
+		r.c.forget(local)
+	}
+	return nil
+}
+
+func (r *hCR) Handoff(q api.ConnQual) error {
+	if err := r.live(); err != nil {
+		return err
+	}
+	local := r.localMade()
+	resp, err := r.c.rpc.Handoff(bg, &pb.CRReq{Cr: r.id, ConnQual: uint64(q)})
+	if err := r.c.done(resp, err); err != nil {
+		return err
+	}
+	r.c.forget(r)
+	if local != nil {
+		r.c.forget(local)
+	}
+	return nil
+}
+
+// --- LMR, RMR, SRQ ---
+
+type hLMR struct {
+	hbase
+	mem *api.Memory // the shared region; nil for MemTypeLMR
+}
+
+func (l *hLMR) Query() (api.LMRParam, error) {
+	r, err := l.c.query(l)
+	if err != nil {
+		return api.LMRParam{}, err
+	}
+	q := r.Lmr
+	if q == nil {
+		return api.LMRParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no LMR parameters")
+	}
+	return api.LMRParam{IA: l.ia, MemType: api.MemType(q.MemType), Length: q.Length, PZ: l.c.pzOf(q.Pz), Priv: api.MemPriv(q.Priv),
+		VAType: api.VAType(q.VaType), LMRContext: api.LMRContext(q.LmrContext), RMRContext: api.RMRContext(q.RmrContext),
+		RegisteredSize: q.RegisteredSize, RegisteredAddress: api.VAddr(q.RegisteredAddress)}, nil
+}
+
+func (l *hLMR) Free() error {
+	if err := l.c.free(l); err != nil {
+		return err
+	}
+	l.c.unshare(l.mem)
+	return nil
+}
+
+type hRMR struct{ hbase }
+
+func (m *hRMR) Query() (api.RMRParam, error) {
+	r, err := m.c.query(m)
+	if err != nil {
+		return api.RMRParam{}, err
+	}
+	q := r.Rmr
+	if q == nil {
+		return api.RMRParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no RMR parameters")
+	}
+	return api.RMRParam{IA: m.ia, PZ: m.c.pzOf(q.Pz), LMRTriplet: lmrTripletFromPB(q.LmrTriplet), Priv: api.MemPriv(q.Priv),
+		RMRContext: api.RMRContext(q.RmrContext), Scope: api.RMRScope(q.Scope), VAType: api.VAType(q.VaType)}, nil
+}
+
+func (m *hRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
+	if err := m.live(); err != nil {
+		return 0, err
+	}
+	r, err := m.c.rpc.Bind(bg, &pb.BindReq{Rmr: m.id, Lmr: idOf(lmr), Triplet: lmrTripletToPB(t), Priv: uint32(priv),
+		VaType: uint32(va), Ep: idOf(ep), Cookie: uint64(cookie), Flags: uint32(flags)})
+	if err := m.c.done(r, err); err != nil {
+		return 0, err
+	}
+	return api.RMRContext(r.RmrContext), nil
+}
+
+func (m *hRMR) Free() error { return m.c.free(m) }
+
+type hSRQ struct{ hbase }
+
+func (s *hSRQ) Query() (api.SRQParam, error) {
+	r, err := s.c.query(s)
+	if err != nil {
+		return api.SRQParam{}, err
+	}
+	q := r.Srq
+	if q == nil {
+		return api.SRQParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no SRQ parameters")
+	}
+	return api.SRQParam{IA: s.ia, State: api.SRQState(q.State), PZ: s.c.pzOf(q.Pz), MaxRecvDTOs: int(q.MaxRecvDtos),
+		MaxRecvIOV: int(q.MaxRecvIov), LowWatermark: int(q.LowWatermark), AvailableDTOCount: int(q.AvailableDtoCount),
+		OutstandingDTOCount: int(q.OutstandingDtoCount)}, nil
+}
+
+func (s *hSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	r, err := s.c.rpc.Post(bg, &pb.PostReq{Id: s.id, Srq: true, Op: uint32(api.OpReceive), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie)})
+	return s.c.done(r, err)
+}
+
+func (s *hSRQ) Resize(n int) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	r, err := s.c.rpc.ResizeSRQ(bg, &pb.ResizeReq{Id: s.id, N: int64(n)})
+	return s.c.done(r, err)
+}
+
+func (s *hSRQ) SetLW(n int) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	r, err := s.c.rpc.SetLW(bg, &pb.ResizeReq{Id: s.id, N: int64(n)})
+	return s.c.done(r, err)
+}
+
+func (s *hSRQ) Free() error { return s.c.free(s) }
