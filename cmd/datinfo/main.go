@@ -341,6 +341,8 @@ func pluginVersion(p *registry.PluginStatus) string {
 // pluginState says what became of the plugin while datinfo looked at it.
 func pluginState(p *registry.PluginStatus, r iaReport) string {
 	switch {
+	case p.State == "running" && r.opened:
+		return fmt.Sprintf("works (ran as pid %d while its IA was queried)", p.PID)
 	case p.State == "running":
 		return fmt.Sprintf("running (pid %d, %d IA(s) open)", p.PID, p.IAs)
 	case !r.info.Available:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -360,5 +361,81 @@ func TestFlagNames(t *testing.T) {
 	}
 	if got := enumName(7, "X"); got != "7" {
 		t.Error(got)
+	}
+}
+
+// datinfo lists plugin IAs with the plugin's path, version and state, and
+// the reason when the plugin cannot run; -v shows the attributes the plugin
+// reports.
+func TestPluginIAs(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "loopback-plugin")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/godat/godat/examples/loopback-plugin").CombinedOutput(); err != nil {
+		t.Fatalf("building the example plugin: %v\n%s", err, out)
+	}
+	conf := filepath.Join(dir, "dat.conf")
+	if err := os.WriteFile(conf, []byte(`[[plugin]]
+name = "lp"
+path = "loopback-plugin"
+
+[[plugin]]
+name = "gone"
+path = "/nonexistent/dat-plugin"
+
+[[ia]]
+name = "lp0"
+provider = "lp"
+api_version = "u2.0"
+threadsafe = true
+
+[[ia]]
+name = "g0"
+provider = "gone"
+api_version = "u2.0"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-f", conf}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"lp0  lp (plugin)", "lp0#1", "available",
+		"g0   gone (plugin)", `unavailable: plugin "gone": executable /nonexistent/dat-plugin does not exist`,
+		"Plugins:", bin, "1.0.0 (protocol 1)", "works (ran as pid",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	stdout.Reset()
+	if code := run([]string{"-v", "-f", conf}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("-v: exit %d, stderr %s", code, stderr.String())
+	}
+	for _, want := range []string{"plugin_path       " + bin, "ProviderName                   \"loopback\"", "AdapterName                    \"lp0\""} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("-v output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	stdout.Reset()
+	if code := run([]string{"--json", "-f", conf}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("--json: exit %d, stderr %s", code, stderr.String())
+	}
+	var list struct {
+		IAs []struct {
+			Name      string
+			Available bool
+			Plugin    *struct{ Name, Path, Version, State, Reason string }
+		}
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.IAs) != 2 || list.IAs[0].Plugin == nil || list.IAs[0].Plugin.Path != bin || list.IAs[0].Plugin.Version != "1.0.0" ||
+		!list.IAs[0].Available || list.IAs[1].Available || list.IAs[1].Plugin == nil {
+		t.Errorf("JSON: %s", stdout.String())
 	}
 }
