@@ -2,6 +2,10 @@ package plugin
 
 import (
 	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/godat/godat/api"
 )
@@ -26,9 +30,43 @@ func (c *conn) crashed(cause error) {
 
 	c.mu.Lock()
 	ias := append([]*hIA(nil), c.ias...)
+	var eps []*hEP
+	for _, o := range c.objs {
+		if e, ok := o.(*hEP); ok {
+			eps = append(eps, e)
+		}
+	}
 	c.mu.Unlock()
 	for _, ia := range ias {
 		ev := api.Event{Number: api.AsyncIACatastrophicEvent, Async: api.AsyncErrorData{Object: ia, Reason: api.ReasonIACatastrophic}}
 		ia.async.post(&ev, true)
 	}
+	for _, e := range eps {
+		e.flush()
+	}
+	close(c.crashDone)
 }
+
+// lostDuring reports whether a call failed because the plugin process
+// died; it returns once the host has dealt with the crash, so that what
+// was outstanding has been flushed.
+func (c *conn) lostDuring(err error) bool {
+	if c.stopping.Load() {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Canceled:
+	default:
+		return false
+	}
+	select {
+	case <-c.crashDone:
+		return true
+	case <-time.After(crashWait):
+		return c.dead.Load()
+	}
+}
+
+// crashWait bounds how long a call that failed on a broken connection
+// waits for the host to notice the crash.
+const crashWait = 10 * time.Second

@@ -245,7 +245,8 @@ func (p *Provider) start(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("the plugin offers no provider: %w", err)
 	}
 	c := &conn{prov: p, client: client, rpc: raw.(pb.ProviderClient), ctl: &hostCtl{c: hostEnd},
-		protocol: client.NegotiatedVersion(), objs: map[uint64]hobj{}, mems: map[*api.Memory]*sharedMem{}}
+		protocol: client.NegotiatedVersion(), objs: map[uint64]hobj{}, mems: map[*api.Memory]*sharedMem{},
+		crashDone: make(chan struct{})}
 	c.seqCond = sync.NewCond(&c.seqMu)
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	hello, err := c.rpc.Hello(hctx, &pb.HelloReq{})
@@ -317,11 +318,12 @@ type conn struct {
 	version  string
 	protocol int
 
-	evCancel context.CancelFunc
-	pumpDone chan struct{}
-	stopping atomic.Bool
-	dead     atomic.Bool
-	deadErr  atomic.Pointer[api.Error]
+	evCancel  context.CancelFunc
+	pumpDone  chan struct{}
+	crashDone chan struct{} // closed when a crash has been dealt with
+	stopping  atomic.Bool
+	dead      atomic.Bool
+	deadErr   atomic.Pointer[api.Error]
 
 	mu      sync.Mutex // objs, ias, opening
 	objs    map[uint64]hobj

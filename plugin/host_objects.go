@@ -155,13 +155,6 @@ func (c *conn) rspOf(id uint64) api.RSP {
 	return nil
 }
 
-func (c *conn) rmrOf(id uint64) api.RMR {
-	if r, ok := c.lookup(id).(*hRMR); ok {
-		return r
-	}
-	return nil
-}
-
 func (c *conn) objectOf(id uint64, t api.HandleType, ia *hIA) api.Object {
 	switch t {
 	case api.HandleEP:
@@ -242,15 +235,28 @@ func (c *conn) deliver(e *pb.Event) {
 	ev := api.Event{Number: api.EventNumber(e.Number)}
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
-		ev.DTO = api.DTOCompletionData{EP: c.epOf(e.Ep, ia), Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status),
+		ep := c.hepOf(e.Ep, ia)
+		ev.DTO = api.DTOCompletionData{Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status),
 			Length: e.Length, Op: api.DTOOp(e.Op), RMRContext: api.RMRContext(e.RmrContext)}
+		if ep != nil {
+			ev.DTO.EP = ep
+			ep.completed(&ev.DTO)
+		}
 	case api.EVDRMRBind:
-		ev.RMRBind = api.RMRBindCompletionData{RMR: c.rmrOf(e.Rmr), Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status)}
+		ev.RMRBind = api.RMRBindCompletionData{Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status)}
+		if m, ok := c.lookup(e.Rmr).(*hRMR); ok {
+			ev.RMRBind.RMR = m
+			m.bindDone(ev.RMRBind.Cookie)
+		}
 	case api.EVDCR:
 		ev.CR = api.CRArrivalData{PSP: c.pspOf(e.Psp), RSP: c.rspOf(e.Rsp), LocalAddr: addrFromPB(e.LocalAddr),
 			ConnQual: api.ConnQual(e.ConnQual), CR: c.crOf(e.Cr, ia), Truncated: e.Truncated}
 	case api.EVDConnection:
-		ev.Conn = api.ConnectionData{EP: c.epOf(e.Ep, ia), PrivateData: e.PrivateData}
+		ev.Conn = api.ConnectionData{PrivateData: e.PrivateData}
+		if ep := c.hepOf(e.Ep, ia); ep != nil {
+			ev.Conn.EP = ep
+			ep.connEvent(ev.Number)
+		}
 	case api.EVDAsync:
 		ev.Async = api.AsyncErrorData{Object: c.objectOf(e.Object, api.HandleType(e.ObjectType), ia), Reason: int(e.Reason)}
 	}
@@ -413,6 +419,10 @@ func (ia *hIA) createEP(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, with
 		return nil, err
 	}
 	e := &hEP{}
+	e.t.recvEVD, _ = recv.(*hEVD)
+	e.t.reqEVD, _ = req.(*hEVD)
+	e.t.cnEVD, _ = connect.(*hEVD)
+	e.t.srq, _ = srq.(*hSRQ)
 	ia.c.register(e, ia, r.Id, api.HandleEP)
 	return e, nil
 }
@@ -796,6 +806,7 @@ func (c *hCNO) Free() error {
 type hEP struct {
 	hbase
 	made bool // the provider created it for a connection request
+	t    epTrack
 }
 
 func (e *hEP) Query() (api.EPParam, error) {
@@ -828,7 +839,21 @@ func (e *hEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
 		RecvEvd: idOf(p.RecvEVD), RequestEvd: idOf(p.RequestEVD), ConnectEvd: idOf(p.ConnectEVD), Srq: idOf(p.SRQ),
 		Attr: epAttrToPB(&p.Attr)}
 	r, err := e.c.rpc.ModifyEP(bg, &pb.ModifyEPReq{Ep: e.id, Mask: uint64(mask), Param: q})
-	return e.c.done(r, err)
+	if err := e.c.done(r, err); err != nil {
+		return err
+	}
+	e.t.mu.Lock()
+	if mask&api.EPFieldRecvEVD != 0 {
+		e.t.recvEVD, _ = p.RecvEVD.(*hEVD)
+	}
+	if mask&api.EPFieldRequestEVD != 0 {
+		e.t.reqEVD, _ = p.RequestEVD.(*hEVD)
+	}
+	if mask&api.EPFieldConnectEVD != 0 {
+		e.t.cnEVD, _ = p.ConnectEVD.(*hEVD)
+	}
+	e.t.mu.Unlock()
+	return nil
 }
 
 func (e *hEP) GetStatus() (api.EPState, bool, bool, error) {
@@ -846,9 +871,21 @@ func (e *hEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd [
 	if err := e.live(); err != nil {
 		return err
 	}
+	e.setConnecting()
 	r, err := e.c.rpc.Connect(bg, &pb.ConnectReq{Ep: e.id, Remote: addrToPB(remote), ConnQual: uint64(q), TimeoutNs: int64(timeout),
 		PrivateData: pd, Qos: uint32(qos), Flags: uint32(flags)})
-	return e.c.done(r, err)
+	return e.afterConnect(e.c.done(r, err))
+}
+
+// afterConnect undoes setConnecting when the call failed; a connection
+// that was refused at once also leaves the EP where it was.
+func (e *hEP) afterConnect(err error) error {
+	if err != nil {
+		e.t.mu.Lock()
+		e.t.inConn = false
+		e.t.mu.Unlock()
+	}
+	return err
 }
 
 func (e *hEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS) error {
@@ -859,8 +896,9 @@ func (e *hEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS
 	if d == 0 {
 		return badHandle("the duplicate EP")
 	}
+	e.setConnecting()
 	r, err := e.c.rpc.Connect(bg, &pb.ConnectReq{Ep: e.id, Dup: d, TimeoutNs: int64(timeout), PrivateData: pd, Qos: uint32(qos)})
-	return e.c.done(r, err)
+	return e.afterConnect(e.c.done(r, err))
 }
 
 func (e *hEP) Disconnect(flags api.CloseFlags) error {
@@ -881,13 +919,34 @@ func (e *hEP) Reset() error {
 
 func (e *hEP) Free() error { return e.c.free(e) }
 
+// post records the DTO as outstanding and posts it. If the plugin dies
+// while the post is under way, the post counts as accepted: the DTO
+// completes flushed like everything else outstanding.
 func (e *hEP) post(req *pb.PostReq) error {
 	if err := e.live(); err != nil {
 		return err
 	}
+	op := api.DTOOp(req.Op)
+	e.t.mu.Lock()
+	q := &e.t.reqs
+	if isRecv(op) {
+		q = &e.t.recvs
+	}
+	tok := q.add(api.Cookie(req.Cookie), op, nil)
+	e.t.mu.Unlock()
 	req.Id = e.id
 	r, err := e.c.rpc.Post(bg, req)
-	return e.c.done(r, err)
+	if err != nil && e.c.lostDuring(err) {
+		e.flush()
+		return nil
+	}
+	if err := e.c.done(r, err); err != nil {
+		e.t.mu.Lock()
+		q.failed(tok)
+		e.t.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 func (e *hEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
@@ -998,15 +1057,25 @@ func (r *hCR) localMade() *hEP {
 	return nil
 }
 
+// hCR's Accept marks the EP that takes the connection as connecting, so
+// that a crash before ESTABLISHED still breaks it.
+
 func (r *hCR) Accept(ep api.EP, pd []byte) error {
 	if err := r.live(); err != nil {
 		return err
+	}
+	he, _ := ep.(*hEP)
+	if he == nil {
+		he = r.localMade()
 	}
 	resp, err := r.c.rpc.Accept(bg, &pb.CRReq{Cr: r.id, Ep: idOf(ep), PrivateData: pd})
 	if err := r.c.done(resp, err); err != nil {
 		return err
 	}
 	r.c.forget(r)
+	if he != nil {
+		he.setConnecting()
+	}
 	return nil
 }
 
@@ -1071,7 +1140,11 @@ func (l *hLMR) Free() error {
 	return nil
 }
 
-type hRMR struct{ hbase }
+type hRMR struct {
+	hbase
+	mu    sync.Mutex
+	binds []*hEP // EPs of the outstanding binds, oldest first
+}
 
 func (m *hRMR) Query() (api.RMRParam, error) {
 	r, err := m.c.query(m)
@@ -1090,9 +1163,32 @@ func (m *hRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	if err := m.live(); err != nil {
 		return 0, err
 	}
+	he, _ := ep.(*hEP)
+	var tok uint64
+	if he != nil {
+		he.t.mu.Lock()
+		tok = he.t.reqs.add(cookie, api.OpBindMW, m)
+		he.t.mu.Unlock()
+		m.mu.Lock()
+		m.binds = append(m.binds, he)
+		m.mu.Unlock()
+	}
 	r, err := m.c.rpc.Bind(bg, &pb.BindReq{Rmr: m.id, Lmr: idOf(lmr), Triplet: lmrTripletToPB(t), Priv: uint32(priv),
 		VaType: uint32(va), Ep: idOf(ep), Cookie: uint64(cookie), Flags: uint32(flags)})
 	if err := m.c.done(r, err); err != nil {
+		if he != nil && !m.c.dead.Load() {
+			he.t.mu.Lock()
+			he.t.reqs.failed(tok)
+			he.t.mu.Unlock()
+			m.mu.Lock()
+			for i := len(m.binds) - 1; i >= 0; i-- {
+				if m.binds[i] == he {
+					m.binds = append(m.binds[:i], m.binds[i+1:]...)
+					break
+				}
+			}
+			m.mu.Unlock()
+		}
 		return 0, err
 	}
 	return api.RMRContext(r.RmrContext), nil
@@ -1100,7 +1196,11 @@ func (m *hRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 
 func (m *hRMR) Free() error { return m.c.free(m) }
 
-type hSRQ struct{ hbase }
+type hSRQ struct {
+	hbase
+	mu    sync.Mutex
+	recvs workQueue
+}
 
 func (s *hSRQ) Query() (api.SRQParam, error) {
 	r, err := s.c.query(s)
@@ -1120,8 +1220,17 @@ func (s *hSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	if err := s.live(); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	tok := s.recvs.add(cookie, api.OpReceive, nil)
+	s.mu.Unlock()
 	r, err := s.c.rpc.Post(bg, &pb.PostReq{Id: s.id, Srq: true, Op: uint32(api.OpReceive), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie)})
-	return s.c.done(r, err)
+	if err := s.c.done(r, err); err != nil {
+		s.mu.Lock()
+		s.recvs.failed(tok)
+		s.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 func (s *hSRQ) Resize(n int) error {
