@@ -15,13 +15,16 @@ import (
 // with an error that says so, and each of its IAs gets the catastrophic
 // asynchronous event. Opening one of its IAs again starts a new process.
 func (c *conn) crashed(cause error) {
-	c.client.Kill() // reaps the process
 	why := fmt.Sprintf("plugin %q (pid %d) exited unexpectedly", c.prov.e.Name, c.pid)
 	if cause != nil {
 		why += " (" + cause.Error() + ")"
 	}
 	c.deadErr.Store(api.Errorf(api.InternalError, api.NoSubtype, why+"; close its IAs and open them again"))
 	c.dead.Store(true)
+	c.client.Kill() // reaps the process
+	// The completions the plugin wrote before it died come first.
+	c.cqBell.close()
+	<-c.pumpDone
 	c.ctl.close()
 	c.seqMu.Lock()
 	c.seqCond.Broadcast()

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/godat/godat/api"
 	pb "github.com/godat/godat/plugin/proto"
@@ -184,7 +187,9 @@ func (p *Provider) released(c *conn) {
 	p.mu.Unlock()
 	if stop {
 		c.stop()
+		return
 	}
+	c.releaseRings()
 }
 
 // lost records that the process of c ended on its own.
@@ -219,7 +224,9 @@ func (p *Provider) start(ctx context.Context) (*conn, error) {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
 	tail := &tailWriter{}
+	rp := new(atomic.Pointer[rings])
 	client := goplugin.NewClient(&goplugin.ClientConfig{
+		GRPCDialOptions:  []grpc.DialOption{grpc.WithUnaryInterceptor(fenceCalls(rp))},
 		Stderr:           tail,
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: pluginSets(nil),
@@ -246,7 +253,7 @@ func (p *Provider) start(ctx context.Context) (*conn, error) {
 	}
 	c := &conn{prov: p, client: client, rpc: raw.(pb.ProviderClient), ctl: &hostCtl{c: hostEnd},
 		protocol: client.NegotiatedVersion(), objs: map[uint64]hobj{}, mems: map[*api.Memory]*sharedMem{},
-		crashDone: make(chan struct{})}
+		crashDone: make(chan struct{}), ringsP: rp}
 	c.seqCond = sync.NewCond(&c.seqMu)
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	hello, err := c.rpc.Hello(hctx, &pb.HelloReq{})
@@ -256,6 +263,10 @@ func (p *Provider) start(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("the plugin did not answer: %w", err)
 	}
 	c.version, c.pid = hello.Version, int(hello.Pid)
+	if err := c.setupRings(); err != nil {
+		c.kill()
+		return nil, err
+	}
 	if err := c.startEvents(); err != nil {
 		c.kill()
 		return nil, err
@@ -319,11 +330,20 @@ type conn struct {
 	protocol int
 
 	evCancel  context.CancelFunc
-	pumpDone  chan struct{}
+	watchDone chan struct{} // the liveness stream ended
+	pumpDone  chan struct{} // the completion pump ended
 	crashDone chan struct{} // closed when a crash has been dealt with
-	stopping  atomic.Bool
-	dead      atomic.Bool
-	deadErr   atomic.Pointer[api.Error]
+
+	// The data path (shm.go).
+	ringsP         *atomic.Pointer[rings]
+	ringMem        *api.Memory
+	sqBell, cqBell *bell
+	cqMu           sync.Mutex // one reader of the completion ring at a time
+	rec            event      // scratch record, under cqMu
+	ringsGone      bool       // under cqMu: the region is unmapped
+	stopping       atomic.Bool
+	dead           atomic.Bool
+	deadErr        atomic.Pointer[api.Error]
 
 	mu      sync.Mutex // objs, ias, opening
 	objs    map[uint64]hobj
@@ -360,18 +380,88 @@ func (c *conn) idleLocked() bool { return c.opening == 0 && c.iaCount() == 0 }
 func (c *conn) stop() {
 	c.stopping.Store(true)
 	c.evCancel()
-	<-c.pumpDone
+	<-c.watchDone
 	c.kill()
 }
 
-// kill ends the process and releases what the host holds for it.
+// kill ends the process and releases what the host holds for it: the
+// process is reaped, the completion pump has read the last record.
 func (c *conn) kill() {
 	c.client.Kill()
-	c.ctl.close()
 	c.dead.Store(true)
+	if c.cqBell != nil {
+		c.cqBell.close()
+		if c.pumpDone != nil {
+			<-c.pumpDone
+		}
+	}
+	c.ctl.close()
 	c.seqMu.Lock()
 	c.seqCond.Broadcast()
 	c.seqMu.Unlock()
+	c.releaseRings()
+}
+
+// releaseRings frees the data-path region once nothing can use it: the
+// process is dead and no IA of it is open (a crashed plugin's IAs may
+// still be posting until they are closed).
+func (c *conn) releaseRings() {
+	if !c.dead.Load() || c.iaCount() > 0 {
+		return
+	}
+	c.cqMu.Lock()
+	defer c.cqMu.Unlock()
+	if c.ringsGone || c.ringMem == nil {
+		return
+	}
+	c.ringsGone = true
+	c.ringsP.Store(nil)
+	c.sqBell.close()
+	c.ringMem.Free()
+}
+
+// setupRings makes the data-path region and doorbells and hands them to
+// the plugin.
+func (c *conn) setupRings() error {
+	m, err := api.AllocMemory(shmSize)
+	if err != nil {
+		return err
+	}
+	sq, err := newBell()
+	if err != nil {
+		m.Free()
+		return err
+	}
+	cq, err := newBell()
+	if err != nil {
+		m.Free()
+		sq.close()
+		return err
+	}
+	r := newRings(m.Bytes())
+	r.sqInit()
+	if err := c.ctl.call(ctlMsg{op: ctlRings, a: shmSize, b: uint64(api.AddrOf(m.Bytes()))}, m.FD(), sq.fd, cq.fd); err != nil {
+		m.Free()
+		sq.close()
+		cq.close()
+		return fmt.Errorf("setting up the shared rings: %w", err)
+	}
+	c.ringMem, c.sqBell, c.cqBell = m, sq, cq
+	c.ringsP.Store(r)
+	return nil
+}
+
+// fenceCalls makes every control call carry the number of submissions the
+// host has made, which the plugin executes before the call.
+func fenceCalls(rp *atomic.Pointer[rings]) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if r := rp.Load(); r != nil {
+			if n := r.submitted(); n > 0 {
+				ctx = metadata.AppendToOutgoingContext(ctx, fenceKey, strconv.FormatUint(n, 10))
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
 }
 
 // gone is the error of every call once the plugin process is gone.

@@ -184,7 +184,9 @@ func badHandle(what string) error {
 
 // --- events ---
 
-// startEvents opens the event stream and starts the pump.
+// startEvents starts the completion pump and the liveness watch: an
+// Events call the plugin holds open for its whole life, whose end without
+// the host asking means the process died.
 func (c *conn) startEvents() error {
 	ctx, cancel := context.WithCancel(bg)
 	stream, err := c.rpc.Events(ctx, &pb.EventsReq{})
@@ -192,73 +194,104 @@ func (c *conn) startEvents() error {
 		cancel()
 		return fmt.Errorf("the plugin refused the event stream: %w", err)
 	}
-	c.evCancel, c.pumpDone = cancel, make(chan struct{})
-	go c.pump(stream)
+	c.evCancel, c.watchDone, c.pumpDone = cancel, make(chan struct{}), make(chan struct{})
+	go c.watch(stream)
+	go c.pump()
 	return nil
 }
 
-// pump moves the plugin's events onto the host's queues until the stream
-// ends: by stop, or because the process died.
-func (c *conn) pump(stream pb.Provider_EventsClient) {
+func (c *conn) watch(stream pb.Provider_EventsClient) {
+	defer close(c.watchDone)
+	_, err := stream.Recv()
+	if !c.stopping.Load() {
+		c.crashed(err)
+	}
+}
+
+// pump moves the plugin's events from the completion ring onto the host's
+// queues, sleeping on the doorbell when the ring is empty, until the
+// doorbell is closed.
+func (c *conn) pump() {
 	defer close(c.pumpDone)
+	r := c.ringsP.Load()
 	for {
-		b, err := stream.Recv()
-		if err != nil {
-			if !c.stopping.Load() {
-				c.crashed(err)
-			}
+		c.consumeCQ()
+		if err := sleepOn(r.u32(offCQSleeping), r.cqPending, c.cqBell); err != nil {
+			c.consumeCQ()
 			return
 		}
-		for _, e := range b.Events {
-			c.deliver(e)
+	}
+}
+
+// consumeCQ delivers every record on the completion ring. The pump calls
+// it, and so does a Dequeue that finds its queue empty while records wait,
+// so that a polling consumer needs no system call and no other goroutine.
+func (c *conn) consumeCQ() {
+	c.cqMu.Lock()
+	r := c.ringsP.Load()
+	if r == nil || c.ringsGone {
+		c.cqMu.Unlock()
+		return
+	}
+	var last uint64
+	for r.get(&c.rec) {
+		last = c.rec.seq
+		c.deliver(&c.rec)
+	}
+	c.rec = event{}
+	c.cqMu.Unlock()
+	if last != 0 {
+		c.seqMu.Lock()
+		if last > c.processed {
+			c.processed = last
 		}
-		if n := len(b.Events); n > 0 {
-			c.seqMu.Lock()
-			c.processed = b.Events[n-1].Seq
-			c.seqCond.Broadcast()
-			c.seqMu.Unlock()
-		}
+		c.seqCond.Broadcast()
+		c.seqMu.Unlock()
 	}
 }
 
 // deliver queues one event of the plugin on the host EVD it names.
-func (c *conn) deliver(e *pb.Event) {
-	evd, ok := c.lookup(e.Evd).(*hEVD)
+// c.cqMu is held.
+func (c *conn) deliver(e *event) {
+	evd, ok := c.lookup(e.evd).(*hEVD)
 	if !ok {
 		return // the EVD was freed meanwhile
 	}
-	if e.Notify {
+	if e.notify {
 		evd.q.Notify()
 		return
 	}
 	ia := evd.ia
-	ev := api.Event{Number: api.EventNumber(e.Number)}
+	ev := api.Event{Number: e.number}
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
-		ep := c.hepOf(e.Ep, ia)
-		ev.DTO = api.DTOCompletionData{Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status),
-			Length: e.Length, Op: api.DTOOp(e.Op), RMRContext: api.RMRContext(e.RmrContext)}
+		ep := c.hepOf(e.ep, ia)
+		ev.DTO = api.DTOCompletionData{Cookie: api.Cookie(e.cookie), Status: e.status,
+			Length: e.length, Op: e.op, RMRContext: e.rmrContext}
 		if ep != nil {
 			ev.DTO.EP = ep
 			ep.completed(&ev.DTO)
 		}
 	case api.EVDRMRBind:
-		ev.RMRBind = api.RMRBindCompletionData{Cookie: api.Cookie(e.Cookie), Status: api.DTOStatus(e.Status)}
-		if m, ok := c.lookup(e.Rmr).(*hRMR); ok {
+		ev.RMRBind = api.RMRBindCompletionData{Cookie: api.Cookie(e.cookie), Status: e.status}
+		if m, ok := c.lookup(e.rmr).(*hRMR); ok {
 			ev.RMRBind.RMR = m
 			m.bindDone(ev.RMRBind.Cookie)
 		}
 	case api.EVDCR:
-		ev.CR = api.CRArrivalData{PSP: c.pspOf(e.Psp), RSP: c.rspOf(e.Rsp), LocalAddr: addrFromPB(e.LocalAddr),
-			ConnQual: api.ConnQual(e.ConnQual), CR: c.crOf(e.Cr, ia), Truncated: e.Truncated}
+		ev.CR = api.CRArrivalData{PSP: c.pspOf(e.psp), RSP: c.rspOf(e.rsp), ConnQual: api.ConnQual(e.connQual),
+			CR: c.crOf(e.cr, ia), Truncated: e.truncated}
+		if e.hasAddr {
+			ev.CR.LocalAddr = Addr{Net: e.network, Str: e.addr}
+		}
 	case api.EVDConnection:
-		ev.Conn = api.ConnectionData{PrivateData: e.PrivateData}
-		if ep := c.hepOf(e.Ep, ia); ep != nil {
+		ev.Conn = api.ConnectionData{PrivateData: e.privateData}
+		if ep := c.hepOf(e.ep, ia); ep != nil {
 			ev.Conn.EP = ep
 			ep.connEvent(ev.Number)
 		}
 	case api.EVDAsync:
-		ev.Async = api.AsyncErrorData{Object: c.objectOf(e.Object, api.HandleType(e.ObjectType), ia), Reason: int(e.Reason)}
+		ev.Async = api.AsyncErrorData{Object: c.objectOf(e.object, e.objectType, ia), Reason: int(e.reason)}
 	}
 	evd.post(&ev, false)
 }
@@ -660,16 +693,27 @@ func (e *hEVD) PostSE(ev *api.Event) error {
 	return e.q.PostSE(&se)
 }
 
+// Dequeue takes the first event (dat_evd_dequeue(3DAT)). When the queue is
+// empty but the completion ring holds records, it delivers them itself
+// first: polling needs neither a system call nor the pump.
 func (e *hEVD) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
+	err := e.q.Dequeue(ev)
+	if err == nil || !e.c.cqWaiting() {
+		return err
+	}
+	e.c.consumeCQ()
 	return e.q.Dequeue(ev)
 }
 
 func (e *hEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
+	}
+	if e.c.cqWaiting() {
+		e.c.consumeCQ()
 	}
 	return e.q.Wait(ctx, threshold, ev)
 }
@@ -824,6 +868,9 @@ func (e *hEP) Query() (api.EPParam, error) {
 	if a := epAttrFromPB(q.Attr); a != nil {
 		p.Attr = *a
 	}
+	e.t.mu.Lock()
+	e.t.maxReq, e.t.maxRecv = p.Attr.MaxRequestDTOs, p.Attr.MaxRecvDTOs
+	e.t.mu.Unlock()
 	return p, nil
 }
 
@@ -905,6 +952,9 @@ func (e *hEP) Disconnect(flags api.CloseFlags) error {
 	if err := e.live(); err != nil {
 		return err
 	}
+	e.t.mu.Lock()
+	e.t.established = false
+	e.t.mu.Unlock()
 	r, err := e.c.rpc.Disconnect(bg, &pb.CloseReq{Id: e.id, Flags: uint32(flags)})
 	return e.c.done(r, err)
 }
@@ -913,68 +963,100 @@ func (e *hEP) Reset() error {
 	if err := e.live(); err != nil {
 		return err
 	}
+	e.t.mu.Lock()
+	e.t.established = false
+	e.t.mu.Unlock()
 	r, err := e.c.rpc.ResetEP(bg, &pb.Obj{Id: e.id})
 	return e.c.done(r, err)
 }
 
 func (e *hEP) Free() error { return e.c.free(e) }
 
-// post records the DTO as outstanding and posts it. If the plugin dies
-// while the post is under way, the post counts as accepted: the DTO
-// completes flushed like everything else outstanding.
-func (e *hEP) post(req *pb.PostReq) error {
+// post records the DTO as outstanding and posts it: through the
+// submission ring when the EP is connected and within its limits (the
+// provider then has no reason to refuse it), else by a call that returns
+// the provider's answer. If the plugin dies while the post is under way,
+// the post counts as accepted: the DTO completes flushed like everything
+// else outstanding.
+func (e *hEP) post(s *submission, op api.DTOOp) error {
 	if err := e.live(); err != nil {
 		return err
 	}
-	op := api.DTOOp(req.Op)
-	e.t.mu.Lock()
-	q := &e.t.reqs
-	if isRecv(op) {
-		q = &e.t.recvs
+	t := &e.t
+	recv := isRecv(op)
+	t.mu.Lock()
+	q, limit := &t.reqs, t.maxReq
+	if recv {
+		q, limit = &t.recvs, t.maxRecv
 	}
-	tok := q.add(api.Cookie(req.Cookie), op, nil)
-	e.t.mu.Unlock()
-	req.Id = e.id
-	r, err := e.c.rpc.Post(bg, req)
+	suppressed := api.CompletionFlags(s.flags)&api.CompletionSuppress != 0
+	tok := q.add(api.Cookie(s.cookie), op, nil, suppressed, limit)
+	r := e.c.ringsP.Load()
+	fast := r != nil && t.established && len(s.iov) <= sqMaxIOV && q.r.Len() <= limit
+	t.mu.Unlock()
+	if fast {
+		s.ep = e.id
+		if _, ok := r.submit(s, e.c.dead.Load); ok {
+			wakeIf(r.u32(offSQSleeping), e.c.sqBell)
+		}
+		if e.c.dead.Load() {
+			// The plugin may have died before taking it: wait for the
+			// crash to be dealt with, then flush what is left.
+			<-e.c.crashDone
+			e.flush()
+		}
+		return nil
+	}
+	req := &pb.PostReq{Id: e.id, Op: uint32(op), Iov: lmrTripletsToPB(s.iov), Cookie: s.cookie, Flags: s.flags,
+		Remote: rmrTripletToPB(s.remote)}
+	switch s.kind {
+	case subSendInv:
+		req.WithInvalidate, req.Invalidate, req.InvalidateRmr = true, s.invalidate, uint32(s.invRMR)
+	case subReadToRMR:
+		req.LocalRmr, req.ToRmr, req.Iov = rmrTripletToPB(s.local), true, nil
+	}
+	resp, err := e.c.rpc.Post(bg, req)
 	if err != nil && e.c.lostDuring(err) {
 		e.flush()
 		return nil
 	}
-	if err := e.c.done(r, err); err != nil {
-		e.t.mu.Lock()
+	if err := e.c.done(resp, err); err != nil {
+		t.mu.Lock()
 		q.failed(tok)
-		e.t.mu.Unlock()
+		t.mu.Unlock()
 		return err
 	}
 	return nil
 }
 
 func (e *hEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	return e.post(&pb.PostReq{Op: uint32(api.OpSend), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags)})
+	s := submission{kind: subSend, flags: uint32(flags), cookie: uint64(cookie), iov: iov}
+	return e.post(&s, api.OpSend)
 }
 
 func (e *hEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
-	return e.post(&pb.PostReq{Op: uint32(api.OpSend), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags),
-		WithInvalidate: true, Invalidate: invalidate, InvalidateRmr: uint32(rmr)})
+	s := submission{kind: subSendInv, flags: uint32(flags), cookie: uint64(cookie), iov: iov, invalidate: invalidate, invRMR: rmr}
+	return e.post(&s, api.OpSend)
 }
 
 func (e *hEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	return e.post(&pb.PostReq{Op: uint32(api.OpReceive), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags)})
+	s := submission{kind: subRecv, flags: uint32(flags), cookie: uint64(cookie), iov: iov}
+	return e.post(&s, api.OpReceive)
 }
 
 func (e *hEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return e.post(&pb.PostReq{Op: uint32(api.OpRDMAWrite), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags),
-		Remote: rmrTripletToPB(remote)})
+	s := submission{kind: subWrite, flags: uint32(flags), cookie: uint64(cookie), iov: iov, remote: remote}
+	return e.post(&s, api.OpRDMAWrite)
 }
 
 func (e *hEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return e.post(&pb.PostReq{Op: uint32(api.OpRDMARead), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie), Flags: uint32(flags),
-		Remote: rmrTripletToPB(remote)})
+	s := submission{kind: subRead, flags: uint32(flags), cookie: uint64(cookie), iov: iov, remote: remote}
+	return e.post(&s, api.OpRDMARead)
 }
 
 func (e *hEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return e.post(&pb.PostReq{Op: uint32(api.OpRDMARead), Cookie: uint64(cookie), Flags: uint32(flags),
-		Remote: rmrTripletToPB(remote), LocalRmr: rmrTripletToPB(local), ToRmr: true})
+	s := submission{kind: subReadToRMR, flags: uint32(flags), cookie: uint64(cookie), local: local, remote: remote}
+	return e.post(&s, api.OpRDMARead)
 }
 
 func (e *hEP) RecvQuery() (int, int, error) {
@@ -1167,7 +1249,7 @@ func (m *hRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	var tok uint64
 	if he != nil {
 		he.t.mu.Lock()
-		tok = he.t.reqs.add(cookie, api.OpBindMW, m)
+		tok = he.t.reqs.add(cookie, api.OpBindMW, m, flags&api.CompletionSuppress != 0, he.t.maxReq)
 		he.t.mu.Unlock()
 		m.mu.Lock()
 		m.binds = append(m.binds, he)
@@ -1221,7 +1303,7 @@ func (s *hSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 		return err
 	}
 	s.mu.Lock()
-	tok := s.recvs.add(cookie, api.OpReceive, nil)
+	tok := s.recvs.add(cookie, api.OpReceive, nil, false, 0)
 	s.mu.Unlock()
 	r, err := s.c.rpc.Post(bg, &pb.PostReq{Id: s.id, Srq: true, Op: uint32(api.OpReceive), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie)})
 	if err := s.c.done(r, err); err != nil {
@@ -1250,3 +1332,9 @@ func (s *hSRQ) SetLW(n int) error {
 }
 
 func (s *hSRQ) Free() error { return s.c.free(s) }
+
+// cqWaiting reports records on the completion ring that nobody has read.
+func (c *conn) cqWaiting() bool {
+	r := c.ringsP.Load()
+	return r != nil && r.cqPending()
+}

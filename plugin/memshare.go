@@ -38,6 +38,7 @@ const (
 	ctlMap   = 1 // host → plugin: id, size, address; the memfd rides along
 	ctlUnmap = 2 // host → plugin: id
 	ctlReply = 3 // plugin → host: id, status (0 ok), message
+	ctlRings = 4 // host → plugin: size, address; the ring memfd and two eventfds ride along
 )
 
 const ctlMsgMax = 4096
@@ -96,13 +97,13 @@ type hostCtl struct {
 	c  *net.UnixConn
 }
 
-// call sends m (with fd when fd >= 0) and waits for the reply.
-func (h *hostCtl) call(m ctlMsg, fd int) error {
+// call sends m (with the descriptors fds) and waits for the reply.
+func (h *hostCtl) call(m ctlMsg, fds ...int) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var oob []byte
-	if fd >= 0 {
-		oob = unix.UnixRights(fd)
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
 	}
 	if _, _, err := h.c.WriteMsgUnix(m.encode(), oob, nil); err != nil {
 		return fmt.Errorf("control socket: %w", err)
@@ -134,6 +135,8 @@ func (h *hostCtl) close() error { return h.c.Close() }
 type pluginMem struct {
 	mu   sync.Mutex
 	maps map[uint64]*api.Memory
+	// rings receives the data-path region and doorbells.
+	rings func(m *api.Memory, sq, cq *bell)
 }
 
 func (pm *pluginMem) get(id uint64) ([]byte, bool) {
@@ -185,6 +188,14 @@ func (pm *pluginMem) serveCtl(c *net.UnixConn, gone func(error)) {
 			}
 		case ctlUnmap:
 			rerr = pm.unmap(m.id)
+		case ctlRings:
+			if len(fds) != 3 {
+				rerr = fmt.Errorf("rings: got %d descriptors, want 3", len(fds))
+				break
+			}
+			if rerr = pm.setRings(fds, m.a, m.b); rerr == nil {
+				fds = fds[:1] // the doorbells are kept
+			}
 		default:
 			rerr = fmt.Errorf("unknown control message %d", m.op)
 		}
@@ -222,6 +233,29 @@ func (pm *pluginMem) mapAt(id uint64, fd int, size, addr uint64) error {
 		pm.maps = map[uint64]*api.Memory{}
 	}
 	pm.maps[id] = m
+	return nil
+}
+
+// setRings maps the data-path region at the host's address and adopts
+// the two doorbells.
+func (pm *pluginMem) setRings(fds []int, size, addr uint64) error {
+	m, err := api.MapMemory(fds[0], api.VAddr(addr))
+	if err != nil {
+		return fmt.Errorf("mapping the rings: %w", err)
+	}
+	if uint64(m.Len()) != size || size != shmSize {
+		m.Free()
+		return fmt.Errorf("the ring region has %d bytes, want %d", m.Len(), shmSize)
+	}
+	for _, fd := range fds[1:] {
+		if err := unix.SetNonblock(fd, true); err != nil {
+			m.Free()
+			return err
+		}
+	}
+	sq, _ := bellFromFD(fds[1])
+	cq, _ := bellFromFD(fds[2])
+	pm.rings(m, sq, cq)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/godat/godat/api"
 	pb "github.com/godat/godat/plugin/proto"
@@ -59,14 +60,17 @@ func Serve(p api.Provider, opts ...ServeOption) {
 		os.Exit(1)
 	}
 	mem := &pluginMem{}
+	srv := newServer(p, &o, mem)
+	mem.rings = srv.attachRings
 	// The host is gone: nobody reads the plugin's output any more (a
 	// message on standard error would only raise SIGPIPE), so just exit.
 	go mem.serveCtl(ctl, func(error) { os.Exit(3) })
-	srv := newServer(p, &o, mem)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: pluginSets(srv),
-		GRPCServer:       goplugin.DefaultGRPCServer,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.UnaryInterceptor(srv.fenceInterceptor))...)
+		},
 	})
 }
 

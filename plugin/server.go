@@ -11,7 +11,12 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/godat/godat/api"
 	pb "github.com/godat/godat/plugin/proto"
@@ -58,19 +63,27 @@ type server struct {
 	objs   map[uint64]*sobj
 	ids    map[any]uint64
 
-	evMu  sync.Mutex // event order: draining, the outgoing batch, seq
+	evMu  sync.Mutex // event order: draining, the completion ring, seq
 	evds  map[uint64]*sevd
 	byEVD map[api.EVD]*sevd
-	out   []*pb.Event
 	seq   uint64
-	kick  chan struct{}
+	rec   event // scratch record, under evMu
+
+	// The shared rings, set up by the host over the control socket
+	// before its first call.
+	ringsP         atomic.Pointer[rings] // published last
+	ringMem        *api.Memory
+	sqBell, cqBell *bell
+	execMu         sync.Mutex
+	execCond       *sync.Cond
+	executed       uint64 // submissions executed
 }
 
 func newServer(p api.Provider, o *serveOptions, mem *pluginMem) *server {
 	return &server{
 		prov: p, name: o.name, version: o.version, addrs: newAddrCache(o.parse), mem: mem,
 		objs: map[uint64]*sobj{}, ids: map[any]uint64{},
-		evds: map[uint64]*sevd{}, byEVD: map[api.EVD]*sevd{}, kick: make(chan struct{}, 1),
+		evds: map[uint64]*sevd{}, byEVD: map[api.EVD]*sevd{},
 	}
 }
 
@@ -205,19 +218,18 @@ func (s *server) detachEVD(id uint64) {
 	s.evMu.Unlock()
 }
 
-// drainAll moves every queued event of every EVD to the outgoing batch and
-// returns the sequence number of the last event sent so far.
+// drainAll moves every queued event of every EVD to the completion ring
+// and returns the sequence number of the last event sent so far.
 func (s *server) drainAll() uint64 {
 	s.evMu.Lock()
-	n := len(s.out)
+	before := s.seq
 	for _, se := range s.evds {
 		s.drainLocked(se)
 	}
 	seq := s.seq
-	grew := len(s.out) > n
 	s.evMu.Unlock()
-	if grew {
-		s.signal()
+	if seq != before {
+		s.wakeHost()
 	}
 	return seq
 }
@@ -234,16 +246,25 @@ func (s *server) notified(evd api.EVD) {
 	}
 	s.drainLocked(se)
 	s.seq++
-	s.out = append(s.out, &pb.Event{Seq: s.seq, Evd: se.id, Notify: true})
+	s.rec = event{seq: s.seq, evd: se.id, notify: true}
+	s.putLocked(&s.rec)
 	s.evMu.Unlock()
-	s.signal()
+	s.wakeHost()
 }
 
-func (s *server) signal() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
+func (s *server) wakeHost() {
+	if r := s.ringsP.Load(); r != nil {
+		wakeIf(r.u32(offCQSleeping), s.cqBell)
 	}
+}
+
+// putLocked writes a record to the completion ring. s.evMu is held.
+func (s *server) putLocked(e *event) {
+	r := s.ringsP.Load()
+	if r == nil {
+		return // the host set up no rings: it is not listening
+	}
+	r.put(e, s.wakeHost, func() bool { return true })
 }
 
 // drainLocked dequeues every event of se. s.evMu is held.
@@ -254,59 +275,155 @@ func (s *server) drainLocked(se *sevd) {
 			return
 		}
 		s.seq++
-		pe := s.eventToPB(&ev, se.ia)
-		pe.Seq, pe.Evd = s.seq, se.id
-		s.out = append(s.out, pe)
+		s.eventToRec(&ev, se.ia, &s.rec)
+		s.rec.seq, s.rec.evd = s.seq, se.id
+		s.putLocked(&s.rec)
 	}
 }
 
-// eventToPB converts a provider event, naming its objects by id.
-func (s *server) eventToPB(ev *api.Event, ia *sia) *pb.Event {
-	pe := &pb.Event{Number: uint32(ev.Number)}
+// eventToRec converts a provider event, naming its objects by id.
+func (s *server) eventToRec(ev *api.Event, ia *sia, r *event) {
+	*r = event{number: ev.Number}
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
 		d := &ev.DTO
-		pe.Ep, pe.Cookie, pe.Status, pe.Length, pe.Op, pe.RmrContext =
-			s.idOf(d.EP, ia), uint64(d.Cookie), uint32(d.Status), d.Length, uint32(d.Op), uint32(d.RMRContext)
+		r.ep, r.cookie, r.status, r.length, r.op, r.rmrContext =
+			s.idOf(d.EP, ia), uint64(d.Cookie), d.Status, d.Length, d.Op, d.RMRContext
 	case api.EVDRMRBind:
 		b := &ev.RMRBind
-		pe.Rmr, pe.Cookie, pe.Status = s.idOf(b.RMR, ia), uint64(b.Cookie), uint32(b.Status)
+		r.rmr, r.cookie, r.status = s.idOf(b.RMR, ia), uint64(b.Cookie), b.Status
 	case api.EVDCR:
 		c := &ev.CR
-		pe.Psp, pe.Rsp, pe.Cr = s.idOf(c.PSP, ia), s.idOf(c.RSP, ia), s.idOf(c.CR, ia)
-		pe.LocalAddr, pe.ConnQual, pe.Truncated = s.addrs.out(c.LocalAddr), uint64(c.ConnQual), c.Truncated
+		r.psp, r.rsp, r.cr = s.idOf(c.PSP, ia), s.idOf(c.RSP, ia), s.idOf(c.CR, ia)
+		r.connQual, r.truncated = uint64(c.ConnQual), c.Truncated
+		if a := s.addrs.out(c.LocalAddr); a != nil {
+			r.hasAddr, r.network, r.addr = true, a.Network, a.Address
+		}
 	case api.EVDConnection:
-		pe.Ep, pe.PrivateData = s.idOf(ev.Conn.EP, ia), ev.Conn.PrivateData
+		r.ep, r.privateData, r.hasPrivData = s.idOf(ev.Conn.EP, ia), ev.Conn.PrivateData, ev.Conn.PrivateData != nil
 	case api.EVDAsync:
-		pe.Object, pe.Reason = s.idOf(ev.Async.Object, ia), int64(ev.Async.Reason)
+		r.object, r.reason = s.idOf(ev.Async.Object, ia), int32(ev.Async.Reason)
 		if ev.Async.Object != nil {
-			pe.ObjectType = uint32(ev.Async.Object.HandleType())
+			r.objectType = ev.Async.Object.HandleType()
 		}
 	}
-	return pe
 }
 
-// Events streams the outgoing batches until the host cancels the call.
+// Events is the host's way of knowing that the plugin lives: it lasts
+// until the host ends it or the process dies. The events themselves go
+// through the completion ring.
 func (s *server) Events(_ *pb.EventsReq, stream pb.Provider_EventsServer) error {
-	ctx := stream.Context()
+	<-stream.Context().Done()
+	return nil
+}
+
+// attachRings starts the data path on the region and doorbells the host
+// sent.
+func (s *server) attachRings(m *api.Memory, sq, cq *bell) {
+	s.ringMem, s.sqBell, s.cqBell = m, sq, cq
+	s.execCond = sync.NewCond(&s.execMu)
+	s.ringsP.Store(newRings(m.Bytes()))
+	go s.consume()
+}
+
+// consume executes the host's submissions in order, then hands their
+// events to the host; it sleeps on its doorbell when there are none.
+func (s *server) consume() {
+	r := s.ringsP.Load()
+	var sub submission
+	sub.iov = make([]api.LMRTriplet, 0, sqMaxIOV)
 	for {
-		select {
-		case <-s.kick:
-		case <-ctx.Done():
-			return nil
+		n := 0
+		for n < 256 && r.take(&sub) {
+			s.execute(&sub)
+			n++
 		}
-		s.evMu.Lock()
-		batch := s.out
-		s.out = nil
-		s.evMu.Unlock()
-		if len(batch) == 0 {
+		if n > 0 {
+			s.drainAll()
+			s.execMu.Lock()
+			s.executed += uint64(n)
+			s.execCond.Broadcast()
+			s.execMu.Unlock()
 			continue
 		}
-		if err := stream.Send(&pb.EventBatch{Events: batch}); err != nil {
-			return err
+		if err := sleepOn(r.u32(offSQSleeping), func() bool { return r.taken() != r.submitted() }, s.sqBell); err != nil {
+			return
 		}
 	}
 }
+
+// execute runs one submission. A post the provider refuses (which the
+// host avoids by sending only posts on connected EPs within their limits
+// through the ring) completes with DTOErrLocalEP, so that it is not lost.
+func (s *server) execute(sub *submission) {
+	o, err := s.lookup(sub.ep, api.HandleEP)
+	if err != nil {
+		return
+	}
+	ep := o.obj.(api.EP)
+	cookie, flags := api.Cookie(sub.cookie), api.CompletionFlags(sub.flags)
+	op := api.OpSend
+	switch sub.kind {
+	case subSend:
+		err = ep.PostSend(sub.iov, cookie, flags)
+	case subSendInv:
+		err = ep.PostSendWithInvalidate(sub.iov, cookie, flags, sub.invalidate, sub.invRMR)
+	case subRecv:
+		op = api.OpReceive
+		err = ep.PostRecv(sub.iov, cookie, flags)
+	case subWrite:
+		op = api.OpRDMAWrite
+		err = ep.PostRDMAWrite(sub.iov, cookie, sub.remote, flags)
+	case subRead:
+		op = api.OpRDMARead
+		err = ep.PostRDMARead(sub.iov, cookie, sub.remote, flags)
+	case subReadToRMR:
+		op = api.OpRDMARead
+		err = ep.PostRDMAReadToRMR(sub.local, cookie, sub.remote, flags)
+	}
+	if err == nil {
+		return
+	}
+	prm, qerr := ep.Query()
+	if qerr != nil {
+		return
+	}
+	evd := prm.RequestEVD
+	if op == api.OpReceive {
+		evd = prm.RecvEVD
+	}
+	s.evMu.Lock()
+	if se := s.byEVD[evd]; se != nil {
+		s.seq++
+		s.rec = event{seq: s.seq, evd: se.id, number: api.DTOCompletionEvent, ep: o.id, cookie: sub.cookie,
+			status: api.DTOErrLocalEP, op: op}
+		s.putLocked(&s.rec)
+		s.seq++
+		s.rec = event{seq: s.seq, evd: se.id, notify: true}
+		s.putLocked(&s.rec)
+	}
+	s.evMu.Unlock()
+}
+
+// fenceInterceptor runs a control call only after the submissions the
+// host had made before it (its "godat-sq" metadata) are executed.
+func (s *server) fenceInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if md, ok := metadata.FromIncomingContext(ctx); ok && s.ringsP.Load() != nil {
+		if v := md.Get(fenceKey); len(v) > 0 {
+			if n, err := strconv.ParseUint(v[0], 10, 64); err == nil {
+				s.execMu.Lock()
+				for s.executed < n {
+					s.execCond.Wait()
+				}
+				s.execMu.Unlock()
+			}
+		}
+	}
+	return handler(ctx, req)
+}
+
+// fenceKey is the metadata key of the submission count a call waits for.
+const fenceKey = "godat-sq"
 
 // --- the calls ---
 

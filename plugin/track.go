@@ -26,6 +26,7 @@ type work struct {
 	op     api.DTOOp
 	rmr    *hRMR // the RMR of a bind
 	dead   bool  // the post failed: not outstanding
+	quiet  bool  // posted with CompletionSuppress: success brings no event
 }
 
 // workQueue is the outstanding work of one queue, oldest first.
@@ -34,11 +35,18 @@ type workQueue struct {
 	next uint64
 }
 
-// add records a post and returns its token.
-func (q *workQueue) add(cookie api.Cookie, op api.DTOOp, rmr *hRMR) uint64 {
+// add records a post and returns its token. A queue longer than limit
+// (the EP's MaxRequestDTOs or MaxRecvDTOs) first forgets its oldest
+// suppressed entries: no more than limit can be outstanding, and a
+// suppressed success never reports, so those have completed.
+func (q *workQueue) add(cookie api.Cookie, op api.DTOOp, rmr *hRMR, quiet bool, limit int) uint64 {
+	for limit > 0 && q.r.Len() >= limit && (q.r.Front().quiet || q.r.Front().dead) {
+		*q.r.Front() = work{}
+		q.r.PopFront()
+	}
 	q.next++
 	w := q.r.PushBack()
-	*w = work{tok: q.next, cookie: cookie, op: op, rmr: rmr}
+	*w = work{tok: q.next, cookie: cookie, op: op, rmr: rmr, quiet: quiet}
 	return q.next
 }
 
@@ -100,6 +108,8 @@ type epTrack struct {
 	srq                    *hSRQ
 	reqs, recvs            workQueue
 	inConn                 bool // connected, or a connection is being made
+	established            bool // connected: posts may take the submission ring
+	maxReq, maxRecv        int  // the EP's queue limits (from its last Query)
 }
 
 // isRecv reports the operations of the receive queue.
@@ -131,6 +141,7 @@ func (e *hEP) completed(d *api.DTOCompletionData) {
 func (e *hEP) connEvent(n api.EventNumber) {
 	e.t.mu.Lock()
 	e.t.inConn = n == api.ConnectionEstablishedEvent
+	e.t.established = e.t.inConn
 	e.t.mu.Unlock()
 }
 
@@ -165,7 +176,7 @@ func (e *hEP) flush() {
 	t.mu.Lock()
 	reqs, recvs := t.reqs.drain(), t.recvs.drain()
 	req, recv, cn, inConn := t.reqEVD, t.recvEVD, t.cnEVD, t.inConn
-	t.inConn = false
+	t.inConn, t.established = false, false
 	t.mu.Unlock()
 	for _, w := range reqs {
 		var ev api.Event
