@@ -374,7 +374,7 @@ func (c *conn) iaCount() int {
 // idleLocked reports that no IA is open or opening. prov.mu is held.
 func (c *conn) idleLocked() bool { return c.opening == 0 && c.iaCount() == 0 }
 
-// stop ends a process that serves no IA: the event stream first (the
+// stop ends a process that serves no IA: the Watch stream first (the
 // server would otherwise wait for it), then the process, then the control
 // socket. It returns once the process is reaped.
 func (c *conn) stop() {

@@ -2,7 +2,7 @@ package plugin
 
 // The host's proxies: one per object in the plugin, implementing the api
 // interfaces by calls to the plugin. EVDs and CNOs are host-side queues
-// (package eventq) that the plugin's event stream fills; software events,
+// (package eventq) that the completion ring fills; software events,
 // waiting, enabling and CNOs never leave the host.
 
 import (
@@ -189,10 +189,10 @@ func badHandle(what string) error {
 // the host asking means the process died.
 func (c *conn) startEvents() error {
 	ctx, cancel := context.WithCancel(bg)
-	stream, err := c.rpc.Events(ctx, &pb.EventsReq{})
+	stream, err := c.rpc.Watch(ctx, &pb.WatchReq{})
 	if err != nil {
 		cancel()
-		return fmt.Errorf("the plugin refused the event stream: %w", err)
+		return fmt.Errorf("the plugin refused the Watch stream: %w", err)
 	}
 	c.evCancel, c.watchDone, c.pumpDone = cancel, make(chan struct{}), make(chan struct{})
 	go c.watch(stream)
@@ -200,7 +200,7 @@ func (c *conn) startEvents() error {
 	return nil
 }
 
-func (c *conn) watch(stream pb.Provider_EventsClient) {
+func (c *conn) watch(stream pb.Provider_WatchClient) {
 	defer close(c.watchDone)
 	_, err := stream.Recv()
 	if !c.stopping.Load() {

@@ -309,10 +309,10 @@ func (s *server) eventToRec(ev *api.Event, ia *sia, r *event) {
 	}
 }
 
-// Events is the host's way of knowing that the plugin lives: it lasts
+// Watch is the host's way of knowing that the plugin lives: it lasts
 // until the host ends it or the process dies. The events themselves go
 // through the completion ring.
-func (s *server) Events(_ *pb.EventsReq, stream pb.Provider_EventsServer) error {
+func (s *server) Watch(_ *pb.WatchReq, stream pb.Provider_WatchServer) error {
 	<-stream.Context().Done()
 	return nil
 }

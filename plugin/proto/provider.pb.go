@@ -1,10 +1,14 @@
 // The protocol between godat's plugin host and a provider plugin
-// (package plugin). The host calls these methods over gRPC through
-// hashicorp/go-plugin; every DAT object lives in the plugin and is named
-// here by a 64-bit id the plugin assigns (0 is a nil handle). Every
-// response carries the DAT error of the call (absent on success) and the
-// sequence number of the last event the plugin had sent when it replied,
-// so that the host returns only after those events are on its queues.
+// (package plugin): its control path. The host calls these methods over
+// gRPC through hashicorp/go-plugin; every DAT object lives in the plugin
+// and is named here by a 64-bit id the plugin assigns (0 is a nil handle).
+// Every response carries the DAT error of the call (absent on success) and
+// the sequence number of the last event the plugin had put on the
+// completion ring when it replied, so that the host returns only after
+// those events are on its queues. Every request carries, in the gRPC
+// metadata key "godat-sq", the number of submissions the host had put on
+// the submission ring; the plugin executes those first. Post is the path
+// of DTOs that the ring does not take (see plugin/shm.go).
 //
 // Regenerate the Go code with `go generate ./plugin/...` (needs protoc,
 // protoc-gen-go and protoc-gen-go-grpc; see plugin/doc.go).
@@ -1655,55 +1659,28 @@ func (x *CRParam) GetLocalEp() uint64 {
 	return 0
 }
 
-// Event is one DAT event the plugin took from a provider EVD, or (when
-// notify is set) the notification that the provider raised for the EVD:
-// the host wakes its waiter or CNO as the provider would have.
-type Event struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Seq    uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Evd    uint64                 `protobuf:"varint,2,opt,name=evd,proto3" json:"evd,omitempty"`
-	Notify bool                   `protobuf:"varint,3,opt,name=notify,proto3" json:"notify,omitempty"`
-	Number uint32                 `protobuf:"varint,4,opt,name=number,proto3" json:"number,omitempty"`
-	// DTO completion (ep, cookie, status, length, op, rmr_context) and RMR
-	// bind completion (rmr, cookie, status).
-	Ep         uint64 `protobuf:"varint,5,opt,name=ep,proto3" json:"ep,omitempty"`
-	Cookie     uint64 `protobuf:"varint,6,opt,name=cookie,proto3" json:"cookie,omitempty"`
-	Status     uint32 `protobuf:"varint,7,opt,name=status,proto3" json:"status,omitempty"`
-	Length     uint32 `protobuf:"varint,8,opt,name=length,proto3" json:"length,omitempty"`
-	Op         uint32 `protobuf:"varint,9,opt,name=op,proto3" json:"op,omitempty"`
-	RmrContext uint32 `protobuf:"varint,10,opt,name=rmr_context,json=rmrContext,proto3" json:"rmr_context,omitempty"`
-	Rmr        uint64 `protobuf:"varint,11,opt,name=rmr,proto3" json:"rmr,omitempty"`
-	// Connection request arrival.
-	Psp       uint64 `protobuf:"varint,12,opt,name=psp,proto3" json:"psp,omitempty"`
-	Rsp       uint64 `protobuf:"varint,13,opt,name=rsp,proto3" json:"rsp,omitempty"`
-	LocalAddr *Addr  `protobuf:"bytes,14,opt,name=local_addr,json=localAddr,proto3" json:"local_addr,omitempty"`
-	ConnQual  uint64 `protobuf:"varint,15,opt,name=conn_qual,json=connQual,proto3" json:"conn_qual,omitempty"`
-	Cr        uint64 `protobuf:"varint,16,opt,name=cr,proto3" json:"cr,omitempty"`
-	Truncated bool   `protobuf:"varint,17,opt,name=truncated,proto3" json:"truncated,omitempty"`
-	// Connection events (ep) carry private data.
-	PrivateData []byte `protobuf:"bytes,18,opt,name=private_data,json=privateData,proto3" json:"private_data,omitempty"`
-	// Asynchronous errors: the object, its handle type, and the reason.
-	Object        uint64 `protobuf:"varint,19,opt,name=object,proto3" json:"object,omitempty"`
-	ObjectType    uint32 `protobuf:"varint,20,opt,name=object_type,json=objectType,proto3" json:"object_type,omitempty"`
-	Reason        int64  `protobuf:"varint,21,opt,name=reason,proto3" json:"reason,omitempty"`
+// WatchMsg is never sent: the Watch stream only ends, when the host
+// cancels it or the plugin process dies.
+type WatchMsg struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *Event) Reset() {
-	*x = Event{}
+func (x *WatchMsg) Reset() {
+	*x = WatchMsg{}
 	mi := &file_provider_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *Event) String() string {
+func (x *WatchMsg) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*Event) ProtoMessage() {}
+func (*WatchMsg) ProtoMessage() {}
 
-func (x *Event) ProtoReflect() protoreflect.Message {
+func (x *WatchMsg) ProtoReflect() protoreflect.Message {
 	mi := &file_provider_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1715,179 +1692,31 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use Event.ProtoReflect.Descriptor instead.
-func (*Event) Descriptor() ([]byte, []int) {
+// Deprecated: Use WatchMsg.ProtoReflect.Descriptor instead.
+func (*WatchMsg) Descriptor() ([]byte, []int) {
 	return file_provider_proto_rawDescGZIP(), []int{15}
 }
 
-func (x *Event) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
-}
-
-func (x *Event) GetEvd() uint64 {
-	if x != nil {
-		return x.Evd
-	}
-	return 0
-}
-
-func (x *Event) GetNotify() bool {
-	if x != nil {
-		return x.Notify
-	}
-	return false
-}
-
-func (x *Event) GetNumber() uint32 {
-	if x != nil {
-		return x.Number
-	}
-	return 0
-}
-
-func (x *Event) GetEp() uint64 {
-	if x != nil {
-		return x.Ep
-	}
-	return 0
-}
-
-func (x *Event) GetCookie() uint64 {
-	if x != nil {
-		return x.Cookie
-	}
-	return 0
-}
-
-func (x *Event) GetStatus() uint32 {
-	if x != nil {
-		return x.Status
-	}
-	return 0
-}
-
-func (x *Event) GetLength() uint32 {
-	if x != nil {
-		return x.Length
-	}
-	return 0
-}
-
-func (x *Event) GetOp() uint32 {
-	if x != nil {
-		return x.Op
-	}
-	return 0
-}
-
-func (x *Event) GetRmrContext() uint32 {
-	if x != nil {
-		return x.RmrContext
-	}
-	return 0
-}
-
-func (x *Event) GetRmr() uint64 {
-	if x != nil {
-		return x.Rmr
-	}
-	return 0
-}
-
-func (x *Event) GetPsp() uint64 {
-	if x != nil {
-		return x.Psp
-	}
-	return 0
-}
-
-func (x *Event) GetRsp() uint64 {
-	if x != nil {
-		return x.Rsp
-	}
-	return 0
-}
-
-func (x *Event) GetLocalAddr() *Addr {
-	if x != nil {
-		return x.LocalAddr
-	}
-	return nil
-}
-
-func (x *Event) GetConnQual() uint64 {
-	if x != nil {
-		return x.ConnQual
-	}
-	return 0
-}
-
-func (x *Event) GetCr() uint64 {
-	if x != nil {
-		return x.Cr
-	}
-	return 0
-}
-
-func (x *Event) GetTruncated() bool {
-	if x != nil {
-		return x.Truncated
-	}
-	return false
-}
-
-func (x *Event) GetPrivateData() []byte {
-	if x != nil {
-		return x.PrivateData
-	}
-	return nil
-}
-
-func (x *Event) GetObject() uint64 {
-	if x != nil {
-		return x.Object
-	}
-	return 0
-}
-
-func (x *Event) GetObjectType() uint32 {
-	if x != nil {
-		return x.ObjectType
-	}
-	return 0
-}
-
-func (x *Event) GetReason() int64 {
-	if x != nil {
-		return x.Reason
-	}
-	return 0
-}
-
-type EventBatch struct {
+type WatchReq struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *EventBatch) Reset() {
-	*x = EventBatch{}
+func (x *WatchReq) Reset() {
+	*x = WatchReq{}
 	mi := &file_provider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *EventBatch) String() string {
+func (x *WatchReq) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*EventBatch) ProtoMessage() {}
+func (*WatchReq) ProtoMessage() {}
 
-func (x *EventBatch) ProtoReflect() protoreflect.Message {
+func (x *WatchReq) ProtoReflect() protoreflect.Message {
 	mi := &file_provider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1899,52 +1728,9 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
-func (*EventBatch) Descriptor() ([]byte, []int) {
+// Deprecated: Use WatchReq.ProtoReflect.Descriptor instead.
+func (*WatchReq) Descriptor() ([]byte, []int) {
 	return file_provider_proto_rawDescGZIP(), []int{16}
-}
-
-func (x *EventBatch) GetEvents() []*Event {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type EventsReq struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *EventsReq) Reset() {
-	*x = EventsReq{}
-	mi := &file_provider_proto_msgTypes[17]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *EventsReq) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*EventsReq) ProtoMessage() {}
-
-func (x *EventsReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[17]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use EventsReq.ProtoReflect.Descriptor instead.
-func (*EventsReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{17}
 }
 
 type HelloReq struct {
@@ -1955,7 +1741,7 @@ type HelloReq struct {
 
 func (x *HelloReq) Reset() {
 	*x = HelloReq{}
-	mi := &file_provider_proto_msgTypes[18]
+	mi := &file_provider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +1753,7 @@ func (x *HelloReq) String() string {
 func (*HelloReq) ProtoMessage() {}
 
 func (x *HelloReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[18]
+	mi := &file_provider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +1766,7 @@ func (x *HelloReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReq.ProtoReflect.Descriptor instead.
 func (*HelloReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{18}
+	return file_provider_proto_rawDescGZIP(), []int{17}
 }
 
 type HelloResp struct {
@@ -1994,7 +1780,7 @@ type HelloResp struct {
 
 func (x *HelloResp) Reset() {
 	*x = HelloResp{}
-	mi := &file_provider_proto_msgTypes[19]
+	mi := &file_provider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +1792,7 @@ func (x *HelloResp) String() string {
 func (*HelloResp) ProtoMessage() {}
 
 func (x *HelloResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[19]
+	mi := &file_provider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +1805,7 @@ func (x *HelloResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloResp.ProtoReflect.Descriptor instead.
 func (*HelloResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{19}
+	return file_provider_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HelloResp) GetName() string {
@@ -2056,7 +1842,7 @@ type OpenReq struct {
 
 func (x *OpenReq) Reset() {
 	*x = OpenReq{}
-	mi := &file_provider_proto_msgTypes[20]
+	mi := &file_provider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +1854,7 @@ func (x *OpenReq) String() string {
 func (*OpenReq) ProtoMessage() {}
 
 func (x *OpenReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[20]
+	mi := &file_provider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +1867,7 @@ func (x *OpenReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenReq.ProtoReflect.Descriptor instead.
 func (*OpenReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{20}
+	return file_provider_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OpenReq) GetName() string {
@@ -2134,7 +1920,7 @@ type OpenResp struct {
 
 func (x *OpenResp) Reset() {
 	*x = OpenResp{}
-	mi := &file_provider_proto_msgTypes[21]
+	mi := &file_provider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +1932,7 @@ func (x *OpenResp) String() string {
 func (*OpenResp) ProtoMessage() {}
 
 func (x *OpenResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[21]
+	mi := &file_provider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +1945,7 @@ func (x *OpenResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenResp.ProtoReflect.Descriptor instead.
 func (*OpenResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{21}
+	return file_provider_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OpenResp) GetErr() *Err {
@@ -2221,7 +2007,7 @@ type Obj struct {
 
 func (x *Obj) Reset() {
 	*x = Obj{}
-	mi := &file_provider_proto_msgTypes[22]
+	mi := &file_provider_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +2019,7 @@ func (x *Obj) String() string {
 func (*Obj) ProtoMessage() {}
 
 func (x *Obj) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[22]
+	mi := &file_provider_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2032,7 @@ func (x *Obj) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Obj.ProtoReflect.Descriptor instead.
 func (*Obj) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{22}
+	return file_provider_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Obj) GetId() uint64 {
@@ -2267,7 +2053,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2065,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[23]
+	mi := &file_provider_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2078,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{23}
+	return file_provider_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Result) GetErr() *Err {
@@ -2321,7 +2107,7 @@ type IAQueryResp struct {
 
 func (x *IAQueryResp) Reset() {
 	*x = IAQueryResp{}
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2119,7 @@ func (x *IAQueryResp) String() string {
 func (*IAQueryResp) ProtoMessage() {}
 
 func (x *IAQueryResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[24]
+	mi := &file_provider_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2132,7 @@ func (x *IAQueryResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IAQueryResp.ProtoReflect.Descriptor instead.
 func (*IAQueryResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{24}
+	return file_provider_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *IAQueryResp) GetErr() *Err {
@@ -2387,7 +2173,7 @@ type CloseReq struct {
 
 func (x *CloseReq) Reset() {
 	*x = CloseReq{}
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2185,7 @@ func (x *CloseReq) String() string {
 func (*CloseReq) ProtoMessage() {}
 
 func (x *CloseReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[25]
+	mi := &file_provider_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2198,7 @@ func (x *CloseReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseReq.ProtoReflect.Descriptor instead.
 func (*CloseReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{25}
+	return file_provider_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CloseReq) GetId() uint64 {
@@ -2440,7 +2226,7 @@ type CreateEVDReq struct {
 
 func (x *CreateEVDReq) Reset() {
 	*x = CreateEVDReq{}
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2452,7 +2238,7 @@ func (x *CreateEVDReq) String() string {
 func (*CreateEVDReq) ProtoMessage() {}
 
 func (x *CreateEVDReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[26]
+	mi := &file_provider_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2465,7 +2251,7 @@ func (x *CreateEVDReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEVDReq.ProtoReflect.Descriptor instead.
 func (*CreateEVDReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{26}
+	return file_provider_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateEVDReq) GetIa() uint64 {
@@ -2505,7 +2291,7 @@ type CreateEPReq struct {
 
 func (x *CreateEPReq) Reset() {
 	*x = CreateEPReq{}
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2303,7 @@ func (x *CreateEPReq) String() string {
 func (*CreateEPReq) ProtoMessage() {}
 
 func (x *CreateEPReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[27]
+	mi := &file_provider_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2316,7 @@ func (x *CreateEPReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateEPReq.ProtoReflect.Descriptor instead.
 func (*CreateEPReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{27}
+	return file_provider_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateEPReq) GetIa() uint64 {
@@ -2602,7 +2388,7 @@ type CreatePSPReq struct {
 
 func (x *CreatePSPReq) Reset() {
 	*x = CreatePSPReq{}
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +2400,7 @@ func (x *CreatePSPReq) String() string {
 func (*CreatePSPReq) ProtoMessage() {}
 
 func (x *CreatePSPReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[28]
+	mi := &file_provider_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +2413,7 @@ func (x *CreatePSPReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePSPReq.ProtoReflect.Descriptor instead.
 func (*CreatePSPReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{28}
+	return file_provider_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreatePSPReq) GetIa() uint64 {
@@ -2677,7 +2463,7 @@ type CreateRSPReq struct {
 
 func (x *CreateRSPReq) Reset() {
 	*x = CreateRSPReq{}
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2475,7 @@ func (x *CreateRSPReq) String() string {
 func (*CreateRSPReq) ProtoMessage() {}
 
 func (x *CreateRSPReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[29]
+	mi := &file_provider_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2488,7 @@ func (x *CreateRSPReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRSPReq.ProtoReflect.Descriptor instead.
 func (*CreateRSPReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{29}
+	return file_provider_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateRSPReq) GetIa() uint64 {
@@ -2753,7 +2539,7 @@ type CreateLMRReq struct {
 
 func (x *CreateLMRReq) Reset() {
 	*x = CreateLMRReq{}
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +2551,7 @@ func (x *CreateLMRReq) String() string {
 func (*CreateLMRReq) ProtoMessage() {}
 
 func (x *CreateLMRReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[30]
+	mi := &file_provider_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +2564,7 @@ func (x *CreateLMRReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLMRReq.ProtoReflect.Descriptor instead.
 func (*CreateLMRReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{30}
+	return file_provider_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateLMRReq) GetIa() uint64 {
@@ -2857,7 +2643,7 @@ type CreateSRQReq struct {
 
 func (x *CreateSRQReq) Reset() {
 	*x = CreateSRQReq{}
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +2655,7 @@ func (x *CreateSRQReq) String() string {
 func (*CreateSRQReq) ProtoMessage() {}
 
 func (x *CreateSRQReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[31]
+	mi := &file_provider_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +2668,7 @@ func (x *CreateSRQReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSRQReq.ProtoReflect.Descriptor instead.
 func (*CreateSRQReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{31}
+	return file_provider_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateSRQReq) GetIa() uint64 {
@@ -2932,7 +2718,7 @@ type CreateResp struct {
 
 func (x *CreateResp) Reset() {
 	*x = CreateResp{}
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +2730,7 @@ func (x *CreateResp) String() string {
 func (*CreateResp) ProtoMessage() {}
 
 func (x *CreateResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[32]
+	mi := &file_provider_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +2743,7 @@ func (x *CreateResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResp.ProtoReflect.Descriptor instead.
 func (*CreateResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{32}
+	return file_provider_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateResp) GetErr() *Err {
@@ -2999,7 +2785,7 @@ type SyncReq struct {
 
 func (x *SyncReq) Reset() {
 	*x = SyncReq{}
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +2797,7 @@ func (x *SyncReq) String() string {
 func (*SyncReq) ProtoMessage() {}
 
 func (x *SyncReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[33]
+	mi := &file_provider_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +2810,7 @@ func (x *SyncReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncReq.ProtoReflect.Descriptor instead.
 func (*SyncReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{33}
+	return file_provider_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SyncReq) GetIa() uint64 {
@@ -3065,7 +2851,7 @@ type QueryResp struct {
 
 func (x *QueryResp) Reset() {
 	*x = QueryResp{}
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +2863,7 @@ func (x *QueryResp) String() string {
 func (*QueryResp) ProtoMessage() {}
 
 func (x *QueryResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[34]
+	mi := &file_provider_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +2876,7 @@ func (x *QueryResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResp.ProtoReflect.Descriptor instead.
 func (*QueryResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{34}
+	return file_provider_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QueryResp) GetErr() *Err {
@@ -3166,7 +2952,7 @@ type ResizeReq struct {
 
 func (x *ResizeReq) Reset() {
 	*x = ResizeReq{}
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3178,7 +2964,7 @@ func (x *ResizeReq) String() string {
 func (*ResizeReq) ProtoMessage() {}
 
 func (x *ResizeReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[35]
+	mi := &file_provider_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3191,7 +2977,7 @@ func (x *ResizeReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResizeReq.ProtoReflect.Descriptor instead.
 func (*ResizeReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{35}
+	return file_provider_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ResizeReq) GetId() uint64 {
@@ -3219,7 +3005,7 @@ type ModifyEPReq struct {
 
 func (x *ModifyEPReq) Reset() {
 	*x = ModifyEPReq{}
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3231,7 +3017,7 @@ func (x *ModifyEPReq) String() string {
 func (*ModifyEPReq) ProtoMessage() {}
 
 func (x *ModifyEPReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[36]
+	mi := &file_provider_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3244,7 +3030,7 @@ func (x *ModifyEPReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyEPReq.ProtoReflect.Descriptor instead.
 func (*ModifyEPReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{36}
+	return file_provider_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ModifyEPReq) GetEp() uint64 {
@@ -3281,7 +3067,7 @@ type EPStatusResp struct {
 
 func (x *EPStatusResp) Reset() {
 	*x = EPStatusResp{}
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3079,7 @@ func (x *EPStatusResp) String() string {
 func (*EPStatusResp) ProtoMessage() {}
 
 func (x *EPStatusResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[37]
+	mi := &file_provider_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3092,7 @@ func (x *EPStatusResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EPStatusResp.ProtoReflect.Descriptor instead.
 func (*EPStatusResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{37}
+	return file_provider_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EPStatusResp) GetErr() *Err {
@@ -3360,7 +3146,7 @@ type ConnectReq struct {
 
 func (x *ConnectReq) Reset() {
 	*x = ConnectReq{}
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3158,7 @@ func (x *ConnectReq) String() string {
 func (*ConnectReq) ProtoMessage() {}
 
 func (x *ConnectReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[38]
+	mi := &file_provider_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3171,7 @@ func (x *ConnectReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectReq.ProtoReflect.Descriptor instead.
 func (*ConnectReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{38}
+	return file_provider_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ConnectReq) GetEp() uint64 {
@@ -3465,7 +3251,7 @@ type PostReq struct {
 
 func (x *PostReq) Reset() {
 	*x = PostReq{}
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +3263,7 @@ func (x *PostReq) String() string {
 func (*PostReq) ProtoMessage() {}
 
 func (x *PostReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[39]
+	mi := &file_provider_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +3276,7 @@ func (x *PostReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostReq.ProtoReflect.Descriptor instead.
 func (*PostReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{39}
+	return file_provider_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PostReq) GetId() uint64 {
@@ -3589,7 +3375,7 @@ type RecvQueryResp struct {
 
 func (x *RecvQueryResp) Reset() {
 	*x = RecvQueryResp{}
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3387,7 @@ func (x *RecvQueryResp) String() string {
 func (*RecvQueryResp) ProtoMessage() {}
 
 func (x *RecvQueryResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[40]
+	mi := &file_provider_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3400,7 @@ func (x *RecvQueryResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecvQueryResp.ProtoReflect.Descriptor instead.
 func (*RecvQueryResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{40}
+	return file_provider_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RecvQueryResp) GetErr() *Err {
@@ -3656,7 +3442,7 @@ type WatermarkReq struct {
 
 func (x *WatermarkReq) Reset() {
 	*x = WatermarkReq{}
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3454,7 @@ func (x *WatermarkReq) String() string {
 func (*WatermarkReq) ProtoMessage() {}
 
 func (x *WatermarkReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[41]
+	mi := &file_provider_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,7 +3467,7 @@ func (x *WatermarkReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatermarkReq.ProtoReflect.Descriptor instead.
 func (*WatermarkReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{41}
+	return file_provider_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatermarkReq) GetEp() uint64 {
@@ -3717,7 +3503,7 @@ type CRReq struct {
 
 func (x *CRReq) Reset() {
 	*x = CRReq{}
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3729,7 +3515,7 @@ func (x *CRReq) String() string {
 func (*CRReq) ProtoMessage() {}
 
 func (x *CRReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[42]
+	mi := &file_provider_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3742,7 +3528,7 @@ func (x *CRReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CRReq.ProtoReflect.Descriptor instead.
 func (*CRReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{42}
+	return file_provider_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CRReq) GetCr() uint64 {
@@ -3789,7 +3575,7 @@ type BindReq struct {
 
 func (x *BindReq) Reset() {
 	*x = BindReq{}
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3801,7 +3587,7 @@ func (x *BindReq) String() string {
 func (*BindReq) ProtoMessage() {}
 
 func (x *BindReq) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[43]
+	mi := &file_provider_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3814,7 +3600,7 @@ func (x *BindReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindReq.ProtoReflect.Descriptor instead.
 func (*BindReq) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{43}
+	return file_provider_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BindReq) GetRmr() uint64 {
@@ -3884,7 +3670,7 @@ type BindResp struct {
 
 func (x *BindResp) Reset() {
 	*x = BindResp{}
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3896,7 +3682,7 @@ func (x *BindResp) String() string {
 func (*BindResp) ProtoMessage() {}
 
 func (x *BindResp) ProtoReflect() protoreflect.Message {
-	mi := &file_provider_proto_msgTypes[44]
+	mi := &file_provider_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3909,7 +3695,7 @@ func (x *BindResp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindResp.ProtoReflect.Descriptor instead.
 func (*BindResp) Descriptor() ([]byte, []int) {
-	return file_provider_proto_rawDescGZIP(), []int{44}
+	return file_provider_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BindResp) GetErr() *Err {
@@ -4112,37 +3898,11 @@ const file_provider_proto_rawDesc = "" +
 	"remoteAddr\x12(\n" +
 	"\x10remote_port_qual\x18\x02 \x01(\x04R\x0eremotePortQual\x12!\n" +
 	"\fprivate_data\x18\x03 \x01(\fR\vprivateData\x12\x19\n" +
-	"\blocal_ep\x18\x04 \x01(\x04R\alocalEp\"\x8f\x04\n" +
-	"\x05Event\x12\x10\n" +
-	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
-	"\x03evd\x18\x02 \x01(\x04R\x03evd\x12\x16\n" +
-	"\x06notify\x18\x03 \x01(\bR\x06notify\x12\x16\n" +
-	"\x06number\x18\x04 \x01(\rR\x06number\x12\x0e\n" +
-	"\x02ep\x18\x05 \x01(\x04R\x02ep\x12\x16\n" +
-	"\x06cookie\x18\x06 \x01(\x04R\x06cookie\x12\x16\n" +
-	"\x06status\x18\a \x01(\rR\x06status\x12\x16\n" +
-	"\x06length\x18\b \x01(\rR\x06length\x12\x0e\n" +
-	"\x02op\x18\t \x01(\rR\x02op\x12\x1f\n" +
-	"\vrmr_context\x18\n" +
-	" \x01(\rR\n" +
-	"rmrContext\x12\x10\n" +
-	"\x03rmr\x18\v \x01(\x04R\x03rmr\x12\x10\n" +
-	"\x03psp\x18\f \x01(\x04R\x03psp\x12\x10\n" +
-	"\x03rsp\x18\r \x01(\x04R\x03rsp\x124\n" +
+	"\blocal_ep\x18\x04 \x01(\x04R\alocalEp\"\n" +
 	"\n" +
-	"local_addr\x18\x0e \x01(\v2\x15.godat.plugin.v1.AddrR\tlocalAddr\x12\x1b\n" +
-	"\tconn_qual\x18\x0f \x01(\x04R\bconnQual\x12\x0e\n" +
-	"\x02cr\x18\x10 \x01(\x04R\x02cr\x12\x1c\n" +
-	"\ttruncated\x18\x11 \x01(\bR\ttruncated\x12!\n" +
-	"\fprivate_data\x18\x12 \x01(\fR\vprivateData\x12\x16\n" +
-	"\x06object\x18\x13 \x01(\x04R\x06object\x12\x1f\n" +
-	"\vobject_type\x18\x14 \x01(\rR\n" +
-	"objectType\x12\x16\n" +
-	"\x06reason\x18\x15 \x01(\x03R\x06reason\"<\n" +
+	"\bWatchMsg\"\n" +
 	"\n" +
-	"EventBatch\x12.\n" +
-	"\x06events\x18\x01 \x03(\v2\x16.godat.plugin.v1.EventR\x06events\"\v\n" +
-	"\tEventsReq\"\n" +
+	"\bWatchReq\"\n" +
 	"\n" +
 	"\bHelloReq\"K\n" +
 	"\tHelloResp\x12\x12\n" +
@@ -4307,10 +4067,10 @@ const file_provider_proto_rawDesc = "" +
 	"\x03err\x18\x01 \x01(\v2\x14.godat.plugin.v1.ErrR\x03err\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1f\n" +
 	"\vrmr_context\x18\x03 \x01(\rR\n" +
-	"rmrContext2\xe8\x0f\n" +
+	"rmrContext2\xe4\x0f\n" +
 	"\bProvider\x12>\n" +
-	"\x05Hello\x12\x19.godat.plugin.v1.HelloReq\x1a\x1a.godat.plugin.v1.HelloResp\x12C\n" +
-	"\x06Events\x12\x1a.godat.plugin.v1.EventsReq\x1a\x1b.godat.plugin.v1.EventBatch0\x01\x12=\n" +
+	"\x05Hello\x12\x19.godat.plugin.v1.HelloReq\x1a\x1a.godat.plugin.v1.HelloResp\x12?\n" +
+	"\x05Watch\x12\x19.godat.plugin.v1.WatchReq\x1a\x19.godat.plugin.v1.WatchMsg0\x01\x12=\n" +
 	"\x06OpenIA\x12\x18.godat.plugin.v1.OpenReq\x1a\x19.godat.plugin.v1.OpenResp\x12=\n" +
 	"\aQueryIA\x12\x14.godat.plugin.v1.Obj\x1a\x1c.godat.plugin.v1.IAQueryResp\x12=\n" +
 	"\aCloseIA\x12\x19.godat.plugin.v1.CloseReq\x1a\x17.godat.plugin.v1.Result\x12=\n" +
@@ -4354,7 +4114,7 @@ func file_provider_proto_rawDescGZIP() []byte {
 	return file_provider_proto_rawDescData
 }
 
-var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_provider_proto_goTypes = []any{
 	(*Err)(nil),           // 0: godat.plugin.v1.Err
 	(*Addr)(nil),          // 1: godat.plugin.v1.Addr
@@ -4371,36 +4131,35 @@ var file_provider_proto_goTypes = []any{
 	(*PSPParam)(nil),      // 12: godat.plugin.v1.PSPParam
 	(*RSPParam)(nil),      // 13: godat.plugin.v1.RSPParam
 	(*CRParam)(nil),       // 14: godat.plugin.v1.CRParam
-	(*Event)(nil),         // 15: godat.plugin.v1.Event
-	(*EventBatch)(nil),    // 16: godat.plugin.v1.EventBatch
-	(*EventsReq)(nil),     // 17: godat.plugin.v1.EventsReq
-	(*HelloReq)(nil),      // 18: godat.plugin.v1.HelloReq
-	(*HelloResp)(nil),     // 19: godat.plugin.v1.HelloResp
-	(*OpenReq)(nil),       // 20: godat.plugin.v1.OpenReq
-	(*OpenResp)(nil),      // 21: godat.plugin.v1.OpenResp
-	(*Obj)(nil),           // 22: godat.plugin.v1.Obj
-	(*Result)(nil),        // 23: godat.plugin.v1.Result
-	(*IAQueryResp)(nil),   // 24: godat.plugin.v1.IAQueryResp
-	(*CloseReq)(nil),      // 25: godat.plugin.v1.CloseReq
-	(*CreateEVDReq)(nil),  // 26: godat.plugin.v1.CreateEVDReq
-	(*CreateEPReq)(nil),   // 27: godat.plugin.v1.CreateEPReq
-	(*CreatePSPReq)(nil),  // 28: godat.plugin.v1.CreatePSPReq
-	(*CreateRSPReq)(nil),  // 29: godat.plugin.v1.CreateRSPReq
-	(*CreateLMRReq)(nil),  // 30: godat.plugin.v1.CreateLMRReq
-	(*CreateSRQReq)(nil),  // 31: godat.plugin.v1.CreateSRQReq
-	(*CreateResp)(nil),    // 32: godat.plugin.v1.CreateResp
-	(*SyncReq)(nil),       // 33: godat.plugin.v1.SyncReq
-	(*QueryResp)(nil),     // 34: godat.plugin.v1.QueryResp
-	(*ResizeReq)(nil),     // 35: godat.plugin.v1.ResizeReq
-	(*ModifyEPReq)(nil),   // 36: godat.plugin.v1.ModifyEPReq
-	(*EPStatusResp)(nil),  // 37: godat.plugin.v1.EPStatusResp
-	(*ConnectReq)(nil),    // 38: godat.plugin.v1.ConnectReq
-	(*PostReq)(nil),       // 39: godat.plugin.v1.PostReq
-	(*RecvQueryResp)(nil), // 40: godat.plugin.v1.RecvQueryResp
-	(*WatermarkReq)(nil),  // 41: godat.plugin.v1.WatermarkReq
-	(*CRReq)(nil),         // 42: godat.plugin.v1.CRReq
-	(*BindReq)(nil),       // 43: godat.plugin.v1.BindReq
-	(*BindResp)(nil),      // 44: godat.plugin.v1.BindResp
+	(*WatchMsg)(nil),      // 15: godat.plugin.v1.WatchMsg
+	(*WatchReq)(nil),      // 16: godat.plugin.v1.WatchReq
+	(*HelloReq)(nil),      // 17: godat.plugin.v1.HelloReq
+	(*HelloResp)(nil),     // 18: godat.plugin.v1.HelloResp
+	(*OpenReq)(nil),       // 19: godat.plugin.v1.OpenReq
+	(*OpenResp)(nil),      // 20: godat.plugin.v1.OpenResp
+	(*Obj)(nil),           // 21: godat.plugin.v1.Obj
+	(*Result)(nil),        // 22: godat.plugin.v1.Result
+	(*IAQueryResp)(nil),   // 23: godat.plugin.v1.IAQueryResp
+	(*CloseReq)(nil),      // 24: godat.plugin.v1.CloseReq
+	(*CreateEVDReq)(nil),  // 25: godat.plugin.v1.CreateEVDReq
+	(*CreateEPReq)(nil),   // 26: godat.plugin.v1.CreateEPReq
+	(*CreatePSPReq)(nil),  // 27: godat.plugin.v1.CreatePSPReq
+	(*CreateRSPReq)(nil),  // 28: godat.plugin.v1.CreateRSPReq
+	(*CreateLMRReq)(nil),  // 29: godat.plugin.v1.CreateLMRReq
+	(*CreateSRQReq)(nil),  // 30: godat.plugin.v1.CreateSRQReq
+	(*CreateResp)(nil),    // 31: godat.plugin.v1.CreateResp
+	(*SyncReq)(nil),       // 32: godat.plugin.v1.SyncReq
+	(*QueryResp)(nil),     // 33: godat.plugin.v1.QueryResp
+	(*ResizeReq)(nil),     // 34: godat.plugin.v1.ResizeReq
+	(*ModifyEPReq)(nil),   // 35: godat.plugin.v1.ModifyEPReq
+	(*EPStatusResp)(nil),  // 36: godat.plugin.v1.EPStatusResp
+	(*ConnectReq)(nil),    // 37: godat.plugin.v1.ConnectReq
+	(*PostReq)(nil),       // 38: godat.plugin.v1.PostReq
+	(*RecvQueryResp)(nil), // 39: godat.plugin.v1.RecvQueryResp
+	(*WatermarkReq)(nil),  // 40: godat.plugin.v1.WatermarkReq
+	(*CRReq)(nil),         // 41: godat.plugin.v1.CRReq
+	(*BindReq)(nil),       // 42: godat.plugin.v1.BindReq
+	(*BindResp)(nil),      // 43: godat.plugin.v1.BindResp
 }
 var file_provider_proto_depIdxs = []int32{
 	1,  // 0: godat.plugin.v1.IAAttr.address:type_name -> godat.plugin.v1.Addr
@@ -4414,102 +4173,100 @@ var file_provider_proto_depIdxs = []int32{
 	5,  // 8: godat.plugin.v1.EPParam.attr:type_name -> godat.plugin.v1.EPAttr
 	7,  // 9: godat.plugin.v1.RMRParam.lmr_triplet:type_name -> godat.plugin.v1.LMRTriplet
 	1,  // 10: godat.plugin.v1.CRParam.remote_addr:type_name -> godat.plugin.v1.Addr
-	1,  // 11: godat.plugin.v1.Event.local_addr:type_name -> godat.plugin.v1.Addr
-	15, // 12: godat.plugin.v1.EventBatch.events:type_name -> godat.plugin.v1.Event
-	0,  // 13: godat.plugin.v1.OpenResp.err:type_name -> godat.plugin.v1.Err
-	3,  // 14: godat.plugin.v1.OpenResp.attr:type_name -> godat.plugin.v1.IAAttr
-	4,  // 15: godat.plugin.v1.OpenResp.provider_attr:type_name -> godat.plugin.v1.ProviderAttr
-	0,  // 16: godat.plugin.v1.Result.err:type_name -> godat.plugin.v1.Err
-	0,  // 17: godat.plugin.v1.IAQueryResp.err:type_name -> godat.plugin.v1.Err
-	3,  // 18: godat.plugin.v1.IAQueryResp.attr:type_name -> godat.plugin.v1.IAAttr
-	4,  // 19: godat.plugin.v1.IAQueryResp.provider_attr:type_name -> godat.plugin.v1.ProviderAttr
-	5,  // 20: godat.plugin.v1.CreateEPReq.attr:type_name -> godat.plugin.v1.EPAttr
-	0,  // 21: godat.plugin.v1.CreateResp.err:type_name -> godat.plugin.v1.Err
-	7,  // 22: godat.plugin.v1.SyncReq.segs:type_name -> godat.plugin.v1.LMRTriplet
-	0,  // 23: godat.plugin.v1.QueryResp.err:type_name -> godat.plugin.v1.Err
-	6,  // 24: godat.plugin.v1.QueryResp.ep:type_name -> godat.plugin.v1.EPParam
-	9,  // 25: godat.plugin.v1.QueryResp.lmr:type_name -> godat.plugin.v1.LMRParam
-	10, // 26: godat.plugin.v1.QueryResp.rmr:type_name -> godat.plugin.v1.RMRParam
-	11, // 27: godat.plugin.v1.QueryResp.srq:type_name -> godat.plugin.v1.SRQParam
-	12, // 28: godat.plugin.v1.QueryResp.psp:type_name -> godat.plugin.v1.PSPParam
-	13, // 29: godat.plugin.v1.QueryResp.rsp:type_name -> godat.plugin.v1.RSPParam
-	14, // 30: godat.plugin.v1.QueryResp.cr:type_name -> godat.plugin.v1.CRParam
-	6,  // 31: godat.plugin.v1.ModifyEPReq.param:type_name -> godat.plugin.v1.EPParam
-	0,  // 32: godat.plugin.v1.EPStatusResp.err:type_name -> godat.plugin.v1.Err
-	1,  // 33: godat.plugin.v1.ConnectReq.remote:type_name -> godat.plugin.v1.Addr
-	7,  // 34: godat.plugin.v1.PostReq.iov:type_name -> godat.plugin.v1.LMRTriplet
-	8,  // 35: godat.plugin.v1.PostReq.remote:type_name -> godat.plugin.v1.RMRTriplet
-	8,  // 36: godat.plugin.v1.PostReq.local_rmr:type_name -> godat.plugin.v1.RMRTriplet
-	0,  // 37: godat.plugin.v1.RecvQueryResp.err:type_name -> godat.plugin.v1.Err
-	7,  // 38: godat.plugin.v1.BindReq.triplet:type_name -> godat.plugin.v1.LMRTriplet
-	0,  // 39: godat.plugin.v1.BindResp.err:type_name -> godat.plugin.v1.Err
-	18, // 40: godat.plugin.v1.Provider.Hello:input_type -> godat.plugin.v1.HelloReq
-	17, // 41: godat.plugin.v1.Provider.Events:input_type -> godat.plugin.v1.EventsReq
-	20, // 42: godat.plugin.v1.Provider.OpenIA:input_type -> godat.plugin.v1.OpenReq
-	22, // 43: godat.plugin.v1.Provider.QueryIA:input_type -> godat.plugin.v1.Obj
-	25, // 44: godat.plugin.v1.Provider.CloseIA:input_type -> godat.plugin.v1.CloseReq
-	22, // 45: godat.plugin.v1.Provider.CreatePZ:input_type -> godat.plugin.v1.Obj
-	26, // 46: godat.plugin.v1.Provider.CreateEVD:input_type -> godat.plugin.v1.CreateEVDReq
-	27, // 47: godat.plugin.v1.Provider.CreateEP:input_type -> godat.plugin.v1.CreateEPReq
-	28, // 48: godat.plugin.v1.Provider.CreatePSP:input_type -> godat.plugin.v1.CreatePSPReq
-	29, // 49: godat.plugin.v1.Provider.CreateRSP:input_type -> godat.plugin.v1.CreateRSPReq
-	30, // 50: godat.plugin.v1.Provider.CreateLMR:input_type -> godat.plugin.v1.CreateLMRReq
-	31, // 51: godat.plugin.v1.Provider.CreateSRQ:input_type -> godat.plugin.v1.CreateSRQReq
-	22, // 52: godat.plugin.v1.Provider.CreateRMR:input_type -> godat.plugin.v1.Obj
-	33, // 53: godat.plugin.v1.Provider.SyncRDMA:input_type -> godat.plugin.v1.SyncReq
-	22, // 54: godat.plugin.v1.Provider.Free:input_type -> godat.plugin.v1.Obj
-	22, // 55: godat.plugin.v1.Provider.Query:input_type -> godat.plugin.v1.Obj
-	35, // 56: godat.plugin.v1.Provider.ResizeEVD:input_type -> godat.plugin.v1.ResizeReq
-	36, // 57: godat.plugin.v1.Provider.ModifyEP:input_type -> godat.plugin.v1.ModifyEPReq
-	22, // 58: godat.plugin.v1.Provider.EPStatus:input_type -> godat.plugin.v1.Obj
-	38, // 59: godat.plugin.v1.Provider.Connect:input_type -> godat.plugin.v1.ConnectReq
-	25, // 60: godat.plugin.v1.Provider.Disconnect:input_type -> godat.plugin.v1.CloseReq
-	22, // 61: godat.plugin.v1.Provider.ResetEP:input_type -> godat.plugin.v1.Obj
-	39, // 62: godat.plugin.v1.Provider.Post:input_type -> godat.plugin.v1.PostReq
-	22, // 63: godat.plugin.v1.Provider.RecvQuery:input_type -> godat.plugin.v1.Obj
-	41, // 64: godat.plugin.v1.Provider.SetWatermark:input_type -> godat.plugin.v1.WatermarkReq
-	42, // 65: godat.plugin.v1.Provider.Accept:input_type -> godat.plugin.v1.CRReq
-	42, // 66: godat.plugin.v1.Provider.Reject:input_type -> godat.plugin.v1.CRReq
-	42, // 67: godat.plugin.v1.Provider.Handoff:input_type -> godat.plugin.v1.CRReq
-	43, // 68: godat.plugin.v1.Provider.Bind:input_type -> godat.plugin.v1.BindReq
-	35, // 69: godat.plugin.v1.Provider.ResizeSRQ:input_type -> godat.plugin.v1.ResizeReq
-	35, // 70: godat.plugin.v1.Provider.SetLW:input_type -> godat.plugin.v1.ResizeReq
-	19, // 71: godat.plugin.v1.Provider.Hello:output_type -> godat.plugin.v1.HelloResp
-	16, // 72: godat.plugin.v1.Provider.Events:output_type -> godat.plugin.v1.EventBatch
-	21, // 73: godat.plugin.v1.Provider.OpenIA:output_type -> godat.plugin.v1.OpenResp
-	24, // 74: godat.plugin.v1.Provider.QueryIA:output_type -> godat.plugin.v1.IAQueryResp
-	23, // 75: godat.plugin.v1.Provider.CloseIA:output_type -> godat.plugin.v1.Result
-	32, // 76: godat.plugin.v1.Provider.CreatePZ:output_type -> godat.plugin.v1.CreateResp
-	32, // 77: godat.plugin.v1.Provider.CreateEVD:output_type -> godat.plugin.v1.CreateResp
-	32, // 78: godat.plugin.v1.Provider.CreateEP:output_type -> godat.plugin.v1.CreateResp
-	32, // 79: godat.plugin.v1.Provider.CreatePSP:output_type -> godat.plugin.v1.CreateResp
-	32, // 80: godat.plugin.v1.Provider.CreateRSP:output_type -> godat.plugin.v1.CreateResp
-	32, // 81: godat.plugin.v1.Provider.CreateLMR:output_type -> godat.plugin.v1.CreateResp
-	32, // 82: godat.plugin.v1.Provider.CreateSRQ:output_type -> godat.plugin.v1.CreateResp
-	32, // 83: godat.plugin.v1.Provider.CreateRMR:output_type -> godat.plugin.v1.CreateResp
-	23, // 84: godat.plugin.v1.Provider.SyncRDMA:output_type -> godat.plugin.v1.Result
-	23, // 85: godat.plugin.v1.Provider.Free:output_type -> godat.plugin.v1.Result
-	34, // 86: godat.plugin.v1.Provider.Query:output_type -> godat.plugin.v1.QueryResp
-	23, // 87: godat.plugin.v1.Provider.ResizeEVD:output_type -> godat.plugin.v1.Result
-	23, // 88: godat.plugin.v1.Provider.ModifyEP:output_type -> godat.plugin.v1.Result
-	37, // 89: godat.plugin.v1.Provider.EPStatus:output_type -> godat.plugin.v1.EPStatusResp
-	23, // 90: godat.plugin.v1.Provider.Connect:output_type -> godat.plugin.v1.Result
-	23, // 91: godat.plugin.v1.Provider.Disconnect:output_type -> godat.plugin.v1.Result
-	23, // 92: godat.plugin.v1.Provider.ResetEP:output_type -> godat.plugin.v1.Result
-	23, // 93: godat.plugin.v1.Provider.Post:output_type -> godat.plugin.v1.Result
-	40, // 94: godat.plugin.v1.Provider.RecvQuery:output_type -> godat.plugin.v1.RecvQueryResp
-	23, // 95: godat.plugin.v1.Provider.SetWatermark:output_type -> godat.plugin.v1.Result
-	23, // 96: godat.plugin.v1.Provider.Accept:output_type -> godat.plugin.v1.Result
-	23, // 97: godat.plugin.v1.Provider.Reject:output_type -> godat.plugin.v1.Result
-	23, // 98: godat.plugin.v1.Provider.Handoff:output_type -> godat.plugin.v1.Result
-	44, // 99: godat.plugin.v1.Provider.Bind:output_type -> godat.plugin.v1.BindResp
-	23, // 100: godat.plugin.v1.Provider.ResizeSRQ:output_type -> godat.plugin.v1.Result
-	23, // 101: godat.plugin.v1.Provider.SetLW:output_type -> godat.plugin.v1.Result
-	71, // [71:102] is the sub-list for method output_type
-	40, // [40:71] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	0,  // 11: godat.plugin.v1.OpenResp.err:type_name -> godat.plugin.v1.Err
+	3,  // 12: godat.plugin.v1.OpenResp.attr:type_name -> godat.plugin.v1.IAAttr
+	4,  // 13: godat.plugin.v1.OpenResp.provider_attr:type_name -> godat.plugin.v1.ProviderAttr
+	0,  // 14: godat.plugin.v1.Result.err:type_name -> godat.plugin.v1.Err
+	0,  // 15: godat.plugin.v1.IAQueryResp.err:type_name -> godat.plugin.v1.Err
+	3,  // 16: godat.plugin.v1.IAQueryResp.attr:type_name -> godat.plugin.v1.IAAttr
+	4,  // 17: godat.plugin.v1.IAQueryResp.provider_attr:type_name -> godat.plugin.v1.ProviderAttr
+	5,  // 18: godat.plugin.v1.CreateEPReq.attr:type_name -> godat.plugin.v1.EPAttr
+	0,  // 19: godat.plugin.v1.CreateResp.err:type_name -> godat.plugin.v1.Err
+	7,  // 20: godat.plugin.v1.SyncReq.segs:type_name -> godat.plugin.v1.LMRTriplet
+	0,  // 21: godat.plugin.v1.QueryResp.err:type_name -> godat.plugin.v1.Err
+	6,  // 22: godat.plugin.v1.QueryResp.ep:type_name -> godat.plugin.v1.EPParam
+	9,  // 23: godat.plugin.v1.QueryResp.lmr:type_name -> godat.plugin.v1.LMRParam
+	10, // 24: godat.plugin.v1.QueryResp.rmr:type_name -> godat.plugin.v1.RMRParam
+	11, // 25: godat.plugin.v1.QueryResp.srq:type_name -> godat.plugin.v1.SRQParam
+	12, // 26: godat.plugin.v1.QueryResp.psp:type_name -> godat.plugin.v1.PSPParam
+	13, // 27: godat.plugin.v1.QueryResp.rsp:type_name -> godat.plugin.v1.RSPParam
+	14, // 28: godat.plugin.v1.QueryResp.cr:type_name -> godat.plugin.v1.CRParam
+	6,  // 29: godat.plugin.v1.ModifyEPReq.param:type_name -> godat.plugin.v1.EPParam
+	0,  // 30: godat.plugin.v1.EPStatusResp.err:type_name -> godat.plugin.v1.Err
+	1,  // 31: godat.plugin.v1.ConnectReq.remote:type_name -> godat.plugin.v1.Addr
+	7,  // 32: godat.plugin.v1.PostReq.iov:type_name -> godat.plugin.v1.LMRTriplet
+	8,  // 33: godat.plugin.v1.PostReq.remote:type_name -> godat.plugin.v1.RMRTriplet
+	8,  // 34: godat.plugin.v1.PostReq.local_rmr:type_name -> godat.plugin.v1.RMRTriplet
+	0,  // 35: godat.plugin.v1.RecvQueryResp.err:type_name -> godat.plugin.v1.Err
+	7,  // 36: godat.plugin.v1.BindReq.triplet:type_name -> godat.plugin.v1.LMRTriplet
+	0,  // 37: godat.plugin.v1.BindResp.err:type_name -> godat.plugin.v1.Err
+	17, // 38: godat.plugin.v1.Provider.Hello:input_type -> godat.plugin.v1.HelloReq
+	16, // 39: godat.plugin.v1.Provider.Watch:input_type -> godat.plugin.v1.WatchReq
+	19, // 40: godat.plugin.v1.Provider.OpenIA:input_type -> godat.plugin.v1.OpenReq
+	21, // 41: godat.plugin.v1.Provider.QueryIA:input_type -> godat.plugin.v1.Obj
+	24, // 42: godat.plugin.v1.Provider.CloseIA:input_type -> godat.plugin.v1.CloseReq
+	21, // 43: godat.plugin.v1.Provider.CreatePZ:input_type -> godat.plugin.v1.Obj
+	25, // 44: godat.plugin.v1.Provider.CreateEVD:input_type -> godat.plugin.v1.CreateEVDReq
+	26, // 45: godat.plugin.v1.Provider.CreateEP:input_type -> godat.plugin.v1.CreateEPReq
+	27, // 46: godat.plugin.v1.Provider.CreatePSP:input_type -> godat.plugin.v1.CreatePSPReq
+	28, // 47: godat.plugin.v1.Provider.CreateRSP:input_type -> godat.plugin.v1.CreateRSPReq
+	29, // 48: godat.plugin.v1.Provider.CreateLMR:input_type -> godat.plugin.v1.CreateLMRReq
+	30, // 49: godat.plugin.v1.Provider.CreateSRQ:input_type -> godat.plugin.v1.CreateSRQReq
+	21, // 50: godat.plugin.v1.Provider.CreateRMR:input_type -> godat.plugin.v1.Obj
+	32, // 51: godat.plugin.v1.Provider.SyncRDMA:input_type -> godat.plugin.v1.SyncReq
+	21, // 52: godat.plugin.v1.Provider.Free:input_type -> godat.plugin.v1.Obj
+	21, // 53: godat.plugin.v1.Provider.Query:input_type -> godat.plugin.v1.Obj
+	34, // 54: godat.plugin.v1.Provider.ResizeEVD:input_type -> godat.plugin.v1.ResizeReq
+	35, // 55: godat.plugin.v1.Provider.ModifyEP:input_type -> godat.plugin.v1.ModifyEPReq
+	21, // 56: godat.plugin.v1.Provider.EPStatus:input_type -> godat.plugin.v1.Obj
+	37, // 57: godat.plugin.v1.Provider.Connect:input_type -> godat.plugin.v1.ConnectReq
+	24, // 58: godat.plugin.v1.Provider.Disconnect:input_type -> godat.plugin.v1.CloseReq
+	21, // 59: godat.plugin.v1.Provider.ResetEP:input_type -> godat.plugin.v1.Obj
+	38, // 60: godat.plugin.v1.Provider.Post:input_type -> godat.plugin.v1.PostReq
+	21, // 61: godat.plugin.v1.Provider.RecvQuery:input_type -> godat.plugin.v1.Obj
+	40, // 62: godat.plugin.v1.Provider.SetWatermark:input_type -> godat.plugin.v1.WatermarkReq
+	41, // 63: godat.plugin.v1.Provider.Accept:input_type -> godat.plugin.v1.CRReq
+	41, // 64: godat.plugin.v1.Provider.Reject:input_type -> godat.plugin.v1.CRReq
+	41, // 65: godat.plugin.v1.Provider.Handoff:input_type -> godat.plugin.v1.CRReq
+	42, // 66: godat.plugin.v1.Provider.Bind:input_type -> godat.plugin.v1.BindReq
+	34, // 67: godat.plugin.v1.Provider.ResizeSRQ:input_type -> godat.plugin.v1.ResizeReq
+	34, // 68: godat.plugin.v1.Provider.SetLW:input_type -> godat.plugin.v1.ResizeReq
+	18, // 69: godat.plugin.v1.Provider.Hello:output_type -> godat.plugin.v1.HelloResp
+	15, // 70: godat.plugin.v1.Provider.Watch:output_type -> godat.plugin.v1.WatchMsg
+	20, // 71: godat.plugin.v1.Provider.OpenIA:output_type -> godat.plugin.v1.OpenResp
+	23, // 72: godat.plugin.v1.Provider.QueryIA:output_type -> godat.plugin.v1.IAQueryResp
+	22, // 73: godat.plugin.v1.Provider.CloseIA:output_type -> godat.plugin.v1.Result
+	31, // 74: godat.plugin.v1.Provider.CreatePZ:output_type -> godat.plugin.v1.CreateResp
+	31, // 75: godat.plugin.v1.Provider.CreateEVD:output_type -> godat.plugin.v1.CreateResp
+	31, // 76: godat.plugin.v1.Provider.CreateEP:output_type -> godat.plugin.v1.CreateResp
+	31, // 77: godat.plugin.v1.Provider.CreatePSP:output_type -> godat.plugin.v1.CreateResp
+	31, // 78: godat.plugin.v1.Provider.CreateRSP:output_type -> godat.plugin.v1.CreateResp
+	31, // 79: godat.plugin.v1.Provider.CreateLMR:output_type -> godat.plugin.v1.CreateResp
+	31, // 80: godat.plugin.v1.Provider.CreateSRQ:output_type -> godat.plugin.v1.CreateResp
+	31, // 81: godat.plugin.v1.Provider.CreateRMR:output_type -> godat.plugin.v1.CreateResp
+	22, // 82: godat.plugin.v1.Provider.SyncRDMA:output_type -> godat.plugin.v1.Result
+	22, // 83: godat.plugin.v1.Provider.Free:output_type -> godat.plugin.v1.Result
+	33, // 84: godat.plugin.v1.Provider.Query:output_type -> godat.plugin.v1.QueryResp
+	22, // 85: godat.plugin.v1.Provider.ResizeEVD:output_type -> godat.plugin.v1.Result
+	22, // 86: godat.plugin.v1.Provider.ModifyEP:output_type -> godat.plugin.v1.Result
+	36, // 87: godat.plugin.v1.Provider.EPStatus:output_type -> godat.plugin.v1.EPStatusResp
+	22, // 88: godat.plugin.v1.Provider.Connect:output_type -> godat.plugin.v1.Result
+	22, // 89: godat.plugin.v1.Provider.Disconnect:output_type -> godat.plugin.v1.Result
+	22, // 90: godat.plugin.v1.Provider.ResetEP:output_type -> godat.plugin.v1.Result
+	22, // 91: godat.plugin.v1.Provider.Post:output_type -> godat.plugin.v1.Result
+	39, // 92: godat.plugin.v1.Provider.RecvQuery:output_type -> godat.plugin.v1.RecvQueryResp
+	22, // 93: godat.plugin.v1.Provider.SetWatermark:output_type -> godat.plugin.v1.Result
+	22, // 94: godat.plugin.v1.Provider.Accept:output_type -> godat.plugin.v1.Result
+	22, // 95: godat.plugin.v1.Provider.Reject:output_type -> godat.plugin.v1.Result
+	22, // 96: godat.plugin.v1.Provider.Handoff:output_type -> godat.plugin.v1.Result
+	43, // 97: godat.plugin.v1.Provider.Bind:output_type -> godat.plugin.v1.BindResp
+	22, // 98: godat.plugin.v1.Provider.ResizeSRQ:output_type -> godat.plugin.v1.Result
+	22, // 99: godat.plugin.v1.Provider.SetLW:output_type -> godat.plugin.v1.Result
+	69, // [69:100] is the sub-list for method output_type
+	38, // [38:69] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_provider_proto_init() }
@@ -4523,7 +4280,7 @@ func file_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provider_proto_rawDesc), len(file_provider_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

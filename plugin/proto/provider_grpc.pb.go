@@ -1,10 +1,14 @@
 // The protocol between godat's plugin host and a provider plugin
-// (package plugin). The host calls these methods over gRPC through
-// hashicorp/go-plugin; every DAT object lives in the plugin and is named
-// here by a 64-bit id the plugin assigns (0 is a nil handle). Every
-// response carries the DAT error of the call (absent on success) and the
-// sequence number of the last event the plugin had sent when it replied,
-// so that the host returns only after those events are on its queues.
+// (package plugin): its control path. The host calls these methods over
+// gRPC through hashicorp/go-plugin; every DAT object lives in the plugin
+// and is named here by a 64-bit id the plugin assigns (0 is a nil handle).
+// Every response carries the DAT error of the call (absent on success) and
+// the sequence number of the last event the plugin had put on the
+// completion ring when it replied, so that the host returns only after
+// those events are on its queues. Every request carries, in the gRPC
+// metadata key "godat-sq", the number of submissions the host had put on
+// the submission ring; the plugin executes those first. Post is the path
+// of DTOs that the ring does not take (see plugin/shm.go).
 //
 // Regenerate the Go code with `go generate ./plugin/...` (needs protoc,
 // protoc-gen-go and protoc-gen-go-grpc; see plugin/doc.go).
@@ -31,7 +35,7 @@ const _ = grpc.SupportPackageIsVersion7
 
 const (
 	Provider_Hello_FullMethodName        = "/godat.plugin.v1.Provider/Hello"
-	Provider_Events_FullMethodName       = "/godat.plugin.v1.Provider/Events"
+	Provider_Watch_FullMethodName        = "/godat.plugin.v1.Provider/Watch"
 	Provider_OpenIA_FullMethodName       = "/godat.plugin.v1.Provider/OpenIA"
 	Provider_QueryIA_FullMethodName      = "/godat.plugin.v1.Provider/QueryIA"
 	Provider_CloseIA_FullMethodName      = "/godat.plugin.v1.Provider/CloseIA"
@@ -68,9 +72,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ProviderClient interface {
 	Hello(ctx context.Context, in *HelloReq, opts ...grpc.CallOption) (*HelloResp, error)
-	// Events streams every event of every EVD the plugin's IAs have, in
-	// order per EVD, for as long as the host listens.
-	Events(ctx context.Context, in *EventsReq, opts ...grpc.CallOption) (Provider_EventsClient, error)
+	// Watch lasts as long as the plugin process: its end without the host
+	// asking tells the host that the plugin died. (Events travel through
+	// the completion ring in shared memory, DTO posts through the
+	// submission ring; see plugin/shm.go.)
+	Watch(ctx context.Context, in *WatchReq, opts ...grpc.CallOption) (Provider_WatchClient, error)
 	OpenIA(ctx context.Context, in *OpenReq, opts ...grpc.CallOption) (*OpenResp, error)
 	QueryIA(ctx context.Context, in *Obj, opts ...grpc.CallOption) (*IAQueryResp, error)
 	CloseIA(ctx context.Context, in *CloseReq, opts ...grpc.CallOption) (*Result, error)
@@ -121,12 +127,12 @@ func (c *providerClient) Hello(ctx context.Context, in *HelloReq, opts ...grpc.C
 	return out, nil
 }
 
-func (c *providerClient) Events(ctx context.Context, in *EventsReq, opts ...grpc.CallOption) (Provider_EventsClient, error) {
-	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[0], Provider_Events_FullMethodName, opts...)
+func (c *providerClient) Watch(ctx context.Context, in *WatchReq, opts ...grpc.CallOption) (Provider_WatchClient, error) {
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[0], Provider_Watch_FullMethodName, opts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &providerEventsClient{stream}
+	x := &providerWatchClient{stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -136,17 +142,17 @@ func (c *providerClient) Events(ctx context.Context, in *EventsReq, opts ...grpc
 	return x, nil
 }
 
-type Provider_EventsClient interface {
-	Recv() (*EventBatch, error)
+type Provider_WatchClient interface {
+	Recv() (*WatchMsg, error)
 	grpc.ClientStream
 }
 
-type providerEventsClient struct {
+type providerWatchClient struct {
 	grpc.ClientStream
 }
 
-func (x *providerEventsClient) Recv() (*EventBatch, error) {
-	m := new(EventBatch)
+func (x *providerWatchClient) Recv() (*WatchMsg, error) {
+	m := new(WatchMsg)
 	if err := x.ClientStream.RecvMsg(m); err != nil {
 		return nil, err
 	}
@@ -419,9 +425,11 @@ func (c *providerClient) SetLW(ctx context.Context, in *ResizeReq, opts ...grpc.
 // for forward compatibility
 type ProviderServer interface {
 	Hello(context.Context, *HelloReq) (*HelloResp, error)
-	// Events streams every event of every EVD the plugin's IAs have, in
-	// order per EVD, for as long as the host listens.
-	Events(*EventsReq, Provider_EventsServer) error
+	// Watch lasts as long as the plugin process: its end without the host
+	// asking tells the host that the plugin died. (Events travel through
+	// the completion ring in shared memory, DTO posts through the
+	// submission ring; see plugin/shm.go.)
+	Watch(*WatchReq, Provider_WatchServer) error
 	OpenIA(context.Context, *OpenReq) (*OpenResp, error)
 	QueryIA(context.Context, *Obj) (*IAQueryResp, error)
 	CloseIA(context.Context, *CloseReq) (*Result, error)
@@ -463,8 +471,8 @@ type UnimplementedProviderServer struct {
 func (UnimplementedProviderServer) Hello(context.Context, *HelloReq) (*HelloResp, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Hello not implemented")
 }
-func (UnimplementedProviderServer) Events(*EventsReq, Provider_EventsServer) error {
-	return status.Errorf(codes.Unimplemented, "method Events not implemented")
+func (UnimplementedProviderServer) Watch(*WatchReq, Provider_WatchServer) error {
+	return status.Errorf(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedProviderServer) OpenIA(context.Context, *OpenReq) (*OpenResp, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method OpenIA not implemented")
@@ -584,24 +592,24 @@ func _Provider_Hello_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Provider_Events_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(EventsReq)
+func _Provider_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchReq)
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(ProviderServer).Events(m, &providerEventsServer{stream})
+	return srv.(ProviderServer).Watch(m, &providerWatchServer{stream})
 }
 
-type Provider_EventsServer interface {
-	Send(*EventBatch) error
+type Provider_WatchServer interface {
+	Send(*WatchMsg) error
 	grpc.ServerStream
 }
 
-type providerEventsServer struct {
+type providerWatchServer struct {
 	grpc.ServerStream
 }
 
-func (x *providerEventsServer) Send(m *EventBatch) error {
+func (x *providerWatchServer) Send(m *WatchMsg) error {
 	return x.ServerStream.SendMsg(m)
 }
 
@@ -1257,8 +1265,8 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 	},
 	Streams: []grpc.StreamDesc{
 		{
-			StreamName:    "Events",
-			Handler:       _Provider_Events_Handler,
+			StreamName:    "Watch",
+			Handler:       _Provider_Watch_Handler,
 			ServerStreams: true,
 		},
 	},
