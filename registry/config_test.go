@@ -368,6 +368,10 @@ func TestConfigExample(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("IAs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	if len(cfg.Plugins) != 1 || cfg.Plugins[0].Name != "acme" || cfg.Plugins[0].Path != "/usr/local/libexec/dat/dat-provider-acme" ||
+		len(cfg.Plugins[0].Args) != 2 || len(cfg.Plugins[0].Env) != 1 {
+		t.Fatalf("plugins: %+v", cfg.Plugins)
+	}
 
 	// The classic lines in its comments say the same thing.
 	var classic []string
