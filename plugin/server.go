@@ -11,9 +11,11 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -326,12 +328,19 @@ func (s *server) attachRings(m *api.Memory, sq, cq *bell) {
 	go s.consume()
 }
 
+// consumerSpin is how long the consumer keeps looking for submissions
+// after its last one before it sleeps on its doorbell: a host that posts
+// again within it (a request/response loop) wakes nothing.
+const consumerSpin = 50 * time.Microsecond
+
 // consume executes the host's submissions in order, then hands their
-// events to the host; it sleeps on its doorbell when there are none.
+// events to the host; it sleeps on its doorbell when there have been none
+// for consumerSpin.
 func (s *server) consume() {
 	r := s.ringsP.Load()
 	var sub submission
 	sub.iov = make([]api.LMRTriplet, 0, sqMaxIOV)
+	var last time.Time
 	for {
 		n := 0
 		for n < 256 && r.take(&sub) {
@@ -344,6 +353,11 @@ func (s *server) consume() {
 			s.executed += uint64(n)
 			s.execCond.Broadcast()
 			s.execMu.Unlock()
+			last = time.Now()
+			continue
+		}
+		if time.Since(last) < consumerSpin {
+			runtime.Gosched()
 			continue
 		}
 		if err := sleepOn(r.u32(offSQSleeping), func() bool { return r.taken() != r.submitted() }, s.sqBell); err != nil {
