@@ -16,7 +16,9 @@ import (
 // asynchronous event. Opening one of its IAs again starts a new process.
 func (c *conn) crashed(cause error) {
 	why := fmt.Sprintf("plugin %q (pid %d) exited unexpectedly", c.prov.e.Name, c.pid)
-	if cause != nil {
+	if c.corrupt.Load() {
+		why = fmt.Sprintf("plugin %q (pid %d) broke the shared-memory protocol and was stopped", c.prov.e.Name, c.pid)
+	} else if cause != nil {
 		why += " (" + cause.Error() + ")"
 	}
 	c.deadErr.Store(api.Errorf(api.InternalError, api.NoSubtype, why+"; close its IAs and open them again"))

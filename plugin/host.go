@@ -343,6 +343,7 @@ type conn struct {
 	ringsGone      bool       // under cqMu: the region is unmapped
 	stopping       atomic.Bool
 	dead           atomic.Bool
+	corrupt        atomic.Bool // the plugin broke the ring protocol
 	deadErr        atomic.Pointer[api.Error]
 
 	mu      sync.Mutex // objs, ias, opening

@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/eventq"
@@ -234,7 +235,18 @@ func (c *conn) consumeCQ() {
 		return
 	}
 	var last uint64
-	for r.get(&c.rec) {
+	for {
+		ok, err := r.get(&c.rec)
+		if err != nil {
+			// A plugin that corrupts the ring has failed: end it, and
+			// the crash handling takes over.
+			c.corrupt.Store(true)
+			syscall.Kill(c.pid, syscall.SIGKILL)
+			break
+		}
+		if !ok {
+			break
+		}
 		last = c.rec.seq
 		c.deliver(&c.rec)
 	}
@@ -996,7 +1008,8 @@ func (e *hEP) post(s *submission, op api.DTOOp) error {
 	t.mu.Unlock()
 	if fast {
 		s.ep = e.id
-		if _, ok := r.submit(s, e.c.dead.Load); ok {
+		_, ok := r.submit(s, e.c.dead.Load)
+		if ok {
 			wakeIf(r.u32(offSQSleeping), e.c.sqBell)
 		}
 		if e.c.dead.Load() {
@@ -1004,8 +1017,12 @@ func (e *hEP) post(s *submission, op api.DTOOp) error {
 			// crash to be dealt with, then flush what is left.
 			<-e.c.crashDone
 			e.flush()
+			return nil
 		}
-		return nil
+		if ok {
+			return nil
+		}
+		// The ring stayed full: post by a call instead.
 	}
 	req := &pb.PostReq{Id: e.id, Op: uint32(op), Iov: lmrTripletsToPB(s.iov), Cookie: s.cookie, Flags: s.flags,
 		Remote: rmrTripletToPB(s.remote)}

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,9 @@ const (
 )
 
 const ctlMsgMax = 4096
+
+// ctlTimeout bounds one exchange on the control socket.
+const ctlTimeout = 10 * time.Second
 
 // ctlMsg is the fixed header of every control message.
 type ctlMsg struct {
@@ -105,6 +109,9 @@ func (h *hostCtl) call(m ctlMsg, fds ...int) error {
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
+	// A plugin that does not answer in time is as good as dead.
+	h.c.SetDeadline(time.Now().Add(ctlTimeout))
+	defer h.c.SetDeadline(time.Time{})
 	if _, _, err := h.c.WriteMsgUnix(m.encode(), oob, nil); err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}

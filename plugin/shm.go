@@ -24,6 +24,7 @@ package plugin
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -94,12 +95,13 @@ type submission struct {
 	iov         []api.LMRTriplet
 }
 
-// submit puts s on the submission ring, waiting while the ring is full,
-// and returns the number of submissions made so far. It reports false if
-// the plugin died meanwhile (dead says so).
+// submit puts s on the submission ring and returns the number of
+// submissions made so far. It reports false, having submitted nothing, if
+// the ring stays full for a while or the plugin died (dead says so): the
+// caller then posts by a call, which waits its turn in the plugin.
 func (r *rings) submit(s *submission, dead func() bool) (uint64, bool) {
 	tail := r.u64(offSQTail)
-	for {
+	for tries := 0; ; {
 		pos := atomic.LoadUint64(tail)
 		e := offSQ + int(pos%sqEntries)*sqEntry
 		seq := atomic.LoadUint64(r.u64(e))
@@ -112,8 +114,8 @@ func (r *rings) submit(s *submission, dead func() bool) (uint64, bool) {
 			atomic.StoreUint64(r.u64(e), pos+1)
 			return pos + 1, true
 		case seq < pos:
-			// Full: the plugin is behind. Make sure it is awake.
-			if dead() {
+			// Full: the plugin is behind.
+			if tries++; tries > 1000 || dead() {
 				return 0, false
 			}
 			runtime.Gosched()
@@ -299,23 +301,42 @@ func (r *rings) cqPending() bool {
 	return atomic.LoadUint64(r.u64(offCQHead)) != atomic.LoadUint64(r.u64(offCQTail))
 }
 
+// errCorrupt is what get reports when the plugin wrote something that is
+// not a record: the host then treats the plugin as failed. Nothing the
+// plugin writes may make the host read outside the ring.
+var errCorrupt = errors.New("the plugin wrote an invalid record on the completion ring")
+
 // get reads the next record into e, if there is one. The strings and the
 // private data are copied only when the record has them.
-func (r *rings) get(e *event) bool {
+func (r *rings) get(e *event) (bool, error) {
 	head := r.u64(offCQHead)
 	for {
 		pos := atomic.LoadUint64(head)
-		if pos == atomic.LoadUint64(r.u64(offCQTail)) {
-			return false
+		tail := atomic.LoadUint64(r.u64(offCQTail))
+		if pos == tail {
+			return false, nil
+		}
+		if tail-pos > cqBytes || pos%8 != 0 {
+			return false, errCorrupt // records are 8-byte aligned, so a header fits before the end
 		}
 		off := int(pos % cqBytes)
 		le := binary.LittleEndian
 		n := int(le.Uint32(r.b[offCQ+off:]))
-		if le.Uint32(r.b[offCQ+off+4:]) == recPad {
+		kind := le.Uint32(r.b[offCQ+off+4:])
+		if n < 8 || n%8 != 0 || off+n > cqBytes || uint64(n) > tail-pos {
+			return false, errCorrupt
+		}
+		if kind == recPad {
 			atomic.StoreUint64(head, pos+uint64(n))
 			continue
 		}
+		if kind != recEvent || n < recHeader {
+			return false, errCorrupt
+		}
 		b := r.b[offCQ+off : offCQ+off+n]
+		if nn, na, np := int(le.Uint16(b[112:])), int(le.Uint16(b[114:])), int(le.Uint32(b[116:])); recHeader+nn+na+np > n {
+			return false, errCorrupt
+		}
 		fl := le.Uint32(b[28:])
 		*e = event{
 			seq: le.Uint64(b[8:]), evd: le.Uint64(b[16:]), number: api.EventNumber(le.Uint32(b[24:])),
@@ -335,7 +356,7 @@ func (r *rings) get(e *event) bool {
 			e.privateData = append([]byte(nil), b[recHeader+nn+na:recHeader+nn+na+np]...)
 		}
 		atomic.StoreUint64(head, pos+uint64(n))
-		return true
+		return true, nil
 	}
 }
 
