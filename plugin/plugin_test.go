@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/plugin"
 	"github.com/godat/godat/registry"
@@ -99,6 +101,16 @@ func loadRegistry(t testing.TB, path string) *registry.Registry {
 	return r
 }
 
+// openFDs counts the test process's open descriptors.
+func openFDs(t testing.TB) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
 // exited reports whether process pid has ended and been reaped.
 func exited(pid int) bool {
 	return syscall.Kill(pid, 0) == syscall.ESRCH
@@ -117,6 +129,13 @@ func pluginStatus(t testing.TB, r *registry.Registry) registry.PluginStatus {
 // and stops (reaped) when the last IA closes; the next Open starts a new
 // process.
 func TestLifecycle(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	fds := openFDs(t)
+	defer func() {
+		if n := openFDs(t); n != fds {
+			t.Errorf("%d descriptors open after the plugin stopped, %d before it started", n, fds)
+		}
+	}()
 	r := loadRegistry(t, writeConfig(t, examplePath, "", "a", "b"))
 	if st := pluginStatus(t, r); st.State != "stopped" || st.PID != 0 {
 		t.Fatalf("before any Open: %+v", st)
@@ -168,6 +187,13 @@ func TestLifecycle(t *testing.T) {
 // Every way a plugin can fail to start makes its IA unavailable with the
 // reason, from Open and in the listing, without a panic or a hang.
 func TestUnavailable(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	fds := openFDs(t)
+	defer func() {
+		if n := openFDs(t); n != fds {
+			t.Errorf("%d descriptors open after the failed starts, %d before", n, fds)
+		}
+	}()
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "notexec")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
