@@ -21,11 +21,12 @@ import (
 
 // The executables the tests run, built once by TestMain.
 var (
-	binDir       string
-	examplePath  string // examples/loopback-plugin
-	oldProtoPath string // speaks protocol 99
-	exitEarly    string // exits before the handshake
-	silentPath   string // never completes the handshake
+	binDir        string
+	examplePath   string // examples/loopback-plugin
+	tcpPluginPath string // testdata/tcpplugin: the tcp provider out of process
+	oldProtoPath  string // speaks protocol 99
+	exitEarly     string // exits before the handshake
+	silentPath    string // never completes the handshake
 )
 
 func TestMain(m *testing.M) {
@@ -56,6 +57,7 @@ func TestMain(m *testing.M) {
 	// The example runs under the race detector when the tests do, so
 	// that the plugin side of the SDK is checked too.
 	examplePath = build("loopback-plugin", "github.com/godat/godat/examples/loopback-plugin", raceEnabled)
+	tcpPluginPath = build("tcpplugin", "./testdata/tcpplugin", raceEnabled)
 	oldProtoPath = build("oldproto", "./testdata/oldproto", false)
 	exitEarly = build("exitearly", "./testdata/exitearly", false)
 	silentPath = build("silent", "./testdata/silent", false)

@@ -105,7 +105,9 @@ func localIP(s string) (net.IP, error) {
 
 // remoteIP converts the remote address of Connect: a *net.IPAddr or a
 // *net.TCPAddr (whose port is ignored: the connection qualifier is the
-// port).
+// port), or any other net.Addr of network "ip" or "tcp" (or their 4 and 6
+// forms) whose String is an address in Go's form, such as an IA address
+// that reached this process from another one (a plugin's, for instance).
 func remoteIP(a net.Addr) (net.IP, error) {
 	switch v := a.(type) {
 	case *net.IPAddr:
@@ -118,8 +120,26 @@ func remoteIP(a net.Addr) (net.IP, error) {
 		}
 	case nil:
 	default:
-		return nil, api.Errorf(api.InvalidAddress, api.SubAddressUnsupported,
-			fmt.Sprintf("%s address %q is not an IP address", a.Network(), a.String()))
+		host := a.String()
+		switch a.Network() {
+		case "ip", "ip4", "ip6":
+		case "tcp", "tcp4", "tcp6":
+			h, _, err := net.SplitHostPort(host)
+			if err != nil {
+				return nil, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, fmt.Sprintf("%s address %q: %v", a.Network(), host, err))
+			}
+			host = h
+		default:
+			return nil, api.Errorf(api.InvalidAddress, api.SubAddressUnsupported,
+				fmt.Sprintf("%s address %q is not an IP address", a.Network(), a.String()))
+		}
+		if i := strings.IndexByte(host, '%'); i >= 0 {
+			host = host[:i] // a zone: link-local addresses are not routed by zone here
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			return ip, nil
+		}
+		return nil, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, fmt.Sprintf("%s address %q is not an IP literal", a.Network(), a.String()))
 	}
 	return nil, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, "remote address is nil or has no IP")
 }

@@ -72,9 +72,21 @@ func RunWith(t *testing.T, open func(ctx context.Context) (api.IA, error)) {
 	runWith(t, &suite{open: open})
 }
 
+// RunSplit runs the whole suite with the server of every connected pair
+// the checks make in an IA from openServer, and every other IA from
+// openClient: for instance an in-process IA and one served by another
+// process, so that the two ends of each connection live in two
+// processes. Both must open IAs of the same provider that can reach each
+// other.
+func RunSplit(t *testing.T, openClient, openServer func(ctx context.Context) (api.IA, error)) {
+	t.Helper()
+	runWith(t, &suite{open: openClient, openServer: openServer})
+}
+
 type suite struct {
-	open   func(ctx context.Context) (api.IA, error)
-	iaName string // known only through Run
+	open       func(ctx context.Context) (api.IA, error)
+	openServer func(ctx context.Context) (api.IA, error) // RunSplit: the servers' IAs
+	iaName     string                                    // known only through Run
 }
 
 // check is one behaviour of one page.
@@ -191,7 +203,22 @@ func (t *checkT) Skipf(format string, args ...any) {
 // openIA opens a new IA that the check owns.
 func (t *checkT) openIA() api.IA {
 	t.T.Helper()
-	ia, err := t.s.open(t.ctx)
+	return t.openFrom(t.s.open)
+}
+
+// openServerIA opens a new IA for the server end of a connection: from
+// the suite's server source under RunSplit, like openIA otherwise.
+func (t *checkT) openServerIA() api.IA {
+	t.T.Helper()
+	if t.s.openServer != nil {
+		return t.openFrom(t.s.openServer)
+	}
+	return t.openIA()
+}
+
+func (t *checkT) openFrom(open func(ctx context.Context) (api.IA, error)) api.IA {
+	t.T.Helper()
+	ia, err := open(t.ctx)
 	if err != nil {
 		t.Fatalf("opening an IA: %v", err)
 	}

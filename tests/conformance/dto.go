@@ -228,7 +228,7 @@ func dtoGroups() []group {
 				p.cli.expectReq(21, api.DTOSuccess, "the signalled send's completion")
 			}},
 			{"PARAMETERS", "a solicited send wakes a waiter on the receive EVD of a solicited-wait EP", func(t *checkT) {
-				srv := t.node()
+				srv := t.serverNode()
 				a := srv.epAttr()
 				a.RecvCompletionFlags = api.CompletionSolicitedWait
 				p := t.pairWith(pairCfg{srv: srv, srvAttr: a})

@@ -219,7 +219,19 @@ type node struct {
 // node opens an IA and creates its PZ and EVDs.
 func (t *checkT) node() *node {
 	t.T.Helper()
-	n := &node{t: t, ia: t.openIA()}
+	return t.nodeOn(t.openIA())
+}
+
+// serverNode is node for the server end of a connection (see RunSplit).
+func (t *checkT) serverNode() *node {
+	t.T.Helper()
+	return t.nodeOn(t.openServerIA())
+}
+
+// nodeOn creates the PZ and EVDs of a node on ia.
+func (t *checkT) nodeOn(ia api.IA) *node {
+	t.T.Helper()
+	n := &node{t: t, ia: ia}
 	var err error
 	n.attr, n.pattr, err = n.ia.Query()
 	t.noErr(err, "IA.Query")
@@ -374,7 +386,7 @@ func (t *checkT) pair() *pair {
 func (t *checkT) pairWith(c pairCfg) *pair {
 	t.T.Helper()
 	if c.srv == nil {
-		c.srv = t.node()
+		c.srv = t.serverNode()
 	}
 	if c.cli == nil {
 		c.cli = t.node()
