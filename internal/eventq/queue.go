@@ -267,15 +267,8 @@ func (q *Queue) Dequeue(ev *api.Event) error {
 func (q *Queue) Wait(ctx context.Context, threshold int, ev *api.Event) (nmore int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch {
-	case q.closed:
-		return 0, errAborted
-	case q.waiting:
-		return 0, errWaiter
-	case q.unwaitable:
-		return 0, errUnwaitable
-	case threshold < 1 || threshold > len(q.buf):
-		return 0, api.Errorf(api.InvalidParameter, api.SubArg3, "EVD wait threshold must be between 1 and the queue length")
+	if err := q.canWait(threshold); err != nil {
+		return 0, err
 	}
 	select { // discard a wake-up left over from an earlier wait
 	case <-q.wake:
@@ -304,6 +297,22 @@ func (q *Queue) Wait(ctx context.Context, threshold int, ev *api.Event) (nmore i
 			return q.n, errUnwaitable
 		}
 	}
+}
+
+// canWait checks whether a wait for threshold events may begin: the
+// errors Wait and BeginWait share. q.mu is held.
+func (q *Queue) canWait(threshold int) error {
+	switch {
+	case q.closed:
+		return errAborted
+	case q.waiting:
+		return errWaiter
+	case q.unwaitable:
+		return errUnwaitable
+	case threshold < 1 || threshold > len(q.buf):
+		return api.Errorf(api.InvalidParameter, api.SubArg3, "EVD wait threshold must be between 1 and the queue length")
+	}
+	return nil
 }
 
 // wakeWaiter wakes the blocked waiter. q.mu is held.
@@ -339,17 +348,11 @@ func (q *Queue) SetKick(kick func()) {
 func (q *Queue) BeginWait(threshold int, ev *api.Event) (done bool, nmore int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch {
-	case q.kick == nil:
+	if q.kick == nil {
 		return true, 0, api.Errorf(api.InternalError, api.NoSubtype, "eventq: driven wait without a kick function")
-	case q.closed:
-		return true, 0, errAborted
-	case q.waiting:
-		return true, 0, errWaiter
-	case q.unwaitable:
-		return true, 0, errUnwaitable
-	case threshold < 1 || threshold > len(q.buf):
-		return true, 0, api.Errorf(api.InvalidParameter, api.SubArg3, "EVD wait threshold must be between 1 and the queue length")
+	}
+	if err := q.canWait(threshold); err != nil {
+		return true, 0, err
 	}
 	if q.n >= threshold {
 		q.pop(ev)
