@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/godat/godat/internal/sock"
 )
@@ -117,17 +116,11 @@ func (r *rawConn) close() {
 	r.c.Close()
 }
 
-// rawIO is one raw read(2) or write(2).
-func rawIO(trap, fd uintptr, b []byte) (int, syscall.Errno) {
-	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	return int(n), e
-}
-
-// spin loops over op (read or write) until r.buf is done, the peer is
-// gone, or r.done is closed; it never parks.
-func (r *rawConn) spin(trap, fd uintptr) {
+// spin loops over op (sock.ReadNB or sock.WriteNB) until r.buf is done,
+// the peer is gone, or r.done is closed; it never parks.
+func (r *rawConn) spin(op func(uintptr, []byte) (int, syscall.Errno), fd uintptr) {
 	for spins := 0; r.n < len(r.buf); {
-		k, e := rawIO(trap, fd, r.buf[r.n:])
+		k, e := op(fd, r.buf[r.n:])
 		switch {
 		case e == 0 && k > 0:
 			r.n += k
@@ -151,8 +144,8 @@ func (r *rawConn) spin(trap, fd uintptr) {
 	}
 }
 
-func (r *rawConn) spinRead(fd uintptr)  { r.spin(syscall.SYS_READ, fd) }
-func (r *rawConn) spinWrite(fd uintptr) { r.spin(syscall.SYS_WRITE, fd) }
+func (r *rawConn) spinRead(fd uintptr)  { r.spin(sock.ReadNB, fd) }
+func (r *rawConn) spinWrite(fd uintptr) { r.spin(sock.WriteNB, fd) }
 
 func (r *rawConn) readFull(p []byte) error {
 	if !r.poll {

@@ -28,7 +28,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,7 +53,7 @@ type Conn struct {
 	// Scratch of the one writer at a time (Write, Writev, RawConn.Write).
 	wf    func(uintptr) bool
 	wfcb  func(uintptr) bool
-	wiov  []unix.Iovec
+	wiov  []syscall.Iovec
 	wbufs [][]byte
 	wn    int
 	werr  error
@@ -143,7 +142,7 @@ func FromTCP(c *net.TCPConn) (*Conn, error) {
 	// duplicate keeps the socket (and its non-blocking mode) alive.
 	c.Close()
 	s.wcb, s.rcb, s.rfcb, s.wfcb, s.watchFn = s.writevCB, s.readCB, s.rfCall, s.wfCall, s.watchCB
-	s.wiov = make([]unix.Iovec, 0, 64)
+	s.wiov = make([]syscall.Iovec, 0, 64)
 	return s, nil
 }
 
@@ -240,11 +239,15 @@ func (s *Conn) mapErr(err error) error {
 }
 
 func (s *Conn) readCB(uintptr) bool {
-	n, err := unix.Read(s.fd, s.rbuf)
-	if err == unix.EAGAIN || err == unix.EINTR {
+	n, e := ReadNB(uintptr(s.fd), s.rbuf)
+	switch e {
+	case unix.EAGAIN, unix.EINTR:
 		return false
+	case 0:
+		s.rn = n
+	default:
+		s.rerr = e
 	}
-	s.rn, s.rerr = n, err
 	return true
 }
 
@@ -275,41 +278,21 @@ func (s *Conn) Read(b []byte) (int, error) {
 
 func (s *Conn) writevCB(uintptr) bool {
 	for len(s.wbufs) > 0 {
-		iov := s.wiov[:0]
-		for _, b := range s.wbufs {
-			if len(b) == 0 {
-				continue
-			}
-			if len(iov) == 1024 {
-				break
-			}
-			v := unix.Iovec{Base: &b[0]}
-			v.SetLen(len(b))
-			iov = append(iov, v)
-		}
-		s.wiov = iov
-		if len(iov) == 0 {
-			s.wbufs = nil
-			break
-		}
-		r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(s.fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
-		clear(iov)
-		if e == unix.EAGAIN || e == unix.EINTR {
+		n, e := WritevNB(uintptr(s.fd), s.wbufs, &s.wiov)
+		switch e {
+		case 0:
+		case unix.EAGAIN, unix.EINTR:
 			return false
-		}
-		if e != 0 {
+		default:
 			s.werr = e
 			return true
 		}
-		k := int(r)
-		s.wn += k
-		for len(s.wbufs) > 0 && k >= len(s.wbufs[0]) {
-			k -= len(s.wbufs[0])
-			s.wbufs = s.wbufs[1:]
+		if n == 0 && len(s.wiov) == 0 {
+			s.wbufs = nil // nothing but empty slices
+			break
 		}
-		if len(s.wbufs) > 0 {
-			s.wbufs[0] = s.wbufs[0][k:]
-		}
+		s.wn += n
+		s.wbufs = Advance(s.wbufs, n)
 	}
 	return true
 }

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/ring"
@@ -92,7 +91,7 @@ type conn struct {
 	wbufs     net.Buffers
 	wiov      []syscall.Iovec
 	wrFn      func(uintptr) // writeNB's callback (made once: no allocation)
-	wrN       uintptr
+	wrN       int
 	wrErr     syscall.Errno
 	credTimer *time.Timer // sends a credit update or ACK that nothing carried
 	credArmed bool
@@ -633,17 +632,9 @@ func (c *conn) handTx() {
 // writeNB writes wvec with one non-blocking writev and drops what was
 // written from it; done reports that nothing is left.
 func (c *conn) writeNB() (done bool, err error) {
-	iov := c.wiov[:0]
-	for _, b := range c.wvec {
-		v := syscall.Iovec{Base: &b[0]}
-		v.SetLen(len(b))
-		iov = append(iov, v)
-	}
-	c.wiov = iov
 	c.wrN, c.wrErr = 0, 0
 	err = c.rc.Control(c.wrFn) // never waits: no need for the write lock
 	n, errno := c.wrN, c.wrErr
-	clear(iov)
 	if err != nil {
 		return false, err
 	}
@@ -654,37 +645,17 @@ func (c *conn) writeNB() (done bool, err error) {
 	default:
 		return false, errno
 	}
-	k := int(n)
-	for len(c.wvec) > 0 && k >= len(c.wvec[0]) {
-		k -= len(c.wvec[0])
-		c.wvec[0] = nil
-		c.wvec = c.wvec[1:]
-	}
+	c.wvec = sock.Advance(c.wvec, n)
 	if len(c.wvec) == 0 {
 		c.wvec = c.wvec0[:0]
 		return true, nil
 	}
-	c.wvec[0] = c.wvec[0][k:]
 	return false, nil
 }
 
-// readNB reads from a non-blocking socket. Like writevFD it makes a raw
-// system call: one that cannot block need not tell the scheduler (which
-// costs time, and wakes the runtime's monitor thread when it sleeps).
-func readNB(fd uintptr, b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if e != 0 {
-		return -1, e
-	}
-	return int(n), nil
-}
-
-// writevFD is writeNB's non-blocking writev of wiov.
+// writevFD is writeNB's non-blocking writev of wvec.
 func (c *conn) writevFD(fd uintptr) {
-	c.wrN, _, c.wrErr = syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wiov))), uintptr(len(c.wiov)))
+	c.wrN, c.wrErr = sock.WritevNB(fd, c.wvec, &c.wiov)
 }
 
 // writeVec writes wvec with one vectored write.
@@ -912,7 +883,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 	if c.rr != c.rw || c.pl.active {
 		return true // a poller left part of a frame
 	}
-	k, e := readNB(fd, c.rb[:])
+	k, e := sock.ReadNB(fd, c.rb[:])
 	switch {
 	case e == syscall.EAGAIN || e == syscall.EINTR:
 		c.rxTok.Store(0)
@@ -921,7 +892,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 			return true
 		}
 		return false
-	case e != nil:
+	case e != 0:
 		c.waitErr = e
 	case k == 0:
 		c.waitErr = io.EOF
@@ -933,12 +904,21 @@ func (c *conn) waitFD(fd uintptr) bool {
 
 // pollDirFD is fillNB's read, straight into payload memory.
 func (c *conn) pollDirFD(fd uintptr) {
-	c.rxN, c.rxErr = readNB(fd, c.rxDst)
+	c.rxN, c.rxErr = errnoErr(sock.ReadNB(fd, c.rxDst))
+}
+
+// errnoErr turns ReadNB's result into the (n, error) form of the polling
+// reads' state.
+func errnoErr(n int, e syscall.Errno) (int, error) {
+	if e != 0 {
+		return -1, e
+	}
+	return n, nil
 }
 
 // pollFD is pollStream's read, into the free end of the buffer.
 func (c *conn) pollFD(fd uintptr) {
-	c.rxN, c.rxErr = readNB(fd, c.rb[c.rw:])
+	c.rxN, c.rxErr = errnoErr(sock.ReadNB(fd, c.rb[c.rw:]))
 }
 
 // readLoop is the connection's reader in the data transfer phase.

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/sock"
 )
 
 // maxDriven is the most connections an EVD may be fed by for its waiter to
@@ -168,8 +168,7 @@ func (d *driver) parkCB(ep uintptr) bool {
 		return false
 	}
 	for {
-		// Raw: with a zero timeout it cannot block (see readNB).
-		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, ep, uintptr(unsafe.Pointer(&d.evs[0])), uintptr(len(d.evs)), 0, 0, 0)
+		n, e := sock.EpollWaitNB(ep, d.evs[:])
 		if e == unix.EINTR {
 			continue
 		}
