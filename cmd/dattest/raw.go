@@ -96,7 +96,7 @@ func newRawConn(c *net.TCPConn, poll bool, done <-chan struct{}) (*rawConn, erro
 		if err != nil {
 			return nil, err
 		}
-		if err := sk.Watch(false); err != nil {
+		if _, err := sk.Watch(false); err != nil {
 			sk.Close()
 			return nil, err
 		}

@@ -44,8 +44,8 @@ type Conn struct {
 	laddr net.Addr
 	raddr net.Addr
 
-	watchMu  sync.Mutex
-	watching bool
+	watchMu  sync.Mutex      // orders Watch calls
+	watching atomic.Bool     // changed under watchMu
 	wev      unix.EpollEvent // Watch's scratch, under watchMu
 	werr2    error           // Watch's scratch, under watchMu
 	watchFn  func(uintptr)   // s.watchCB, made once
@@ -79,7 +79,8 @@ const (
 // Conn, with input watched, and closes c (the socket itself stays open, in
 // the Conn). On failure c is left as it was.
 func FromTCP(c *net.TCPConn) (*Conn, error) {
-	s := &Conn{fd: -1, laddr: c.LocalAddr(), raddr: c.RemoteAddr(), watching: true}
+	s := &Conn{fd: -1, laddr: c.LocalAddr(), raddr: c.RemoteAddr()}
+	s.watching.Store(true)
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -166,18 +167,18 @@ func (s *Conn) decref() {
 	}
 }
 
-// Watch switches input notification on (the default) or off. With it
-// off, data arriving wakes no waiter; the end of the stream, a reset or
-// an error still do. Turning it on wakes a waiter at once if input is
-// already there.
-func (s *Conn) Watch(on bool) error {
+// Watch switches input notification on (the default) or off, and reports
+// whether that changed anything. With it off, data arriving wakes no
+// waiter; the end of the stream, a reset or an error still do. Turning it
+// on wakes a waiter at once if input is already there.
+func (s *Conn) Watch(on bool) (changed bool, err error) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
-	if s.watching == on {
-		return nil
+	if s.watching.Load() == on {
+		return false, nil
 	}
 	if !s.incref() {
-		return net.ErrClosed
+		return false, net.ErrClosed
 	}
 	defer s.decref()
 	s.wev = unix.EpollEvent{Events: quietEvents, Fd: int32(s.fd)}
@@ -187,22 +188,19 @@ func (s *Conn) Watch(on bool) error {
 	s.werr2 = nil
 	cerr := s.rxc.Control(s.watchFn)
 	if err := errors.Join(cerr, s.werr2); err != nil {
-		return s.mapErr(err)
+		return false, s.mapErr(err)
 	}
-	s.watching = on
-	return nil
+	s.watching.Store(on)
+	return true, nil
 }
+
+// Watching reports whether input notification is on, without waiting for
+// a Watch in progress.
+func (s *Conn) Watching() bool { return s.watching.Load() }
 
 // watchCB is Watch's change to the input epoll instance (watchMu held).
 func (s *Conn) watchCB(ep uintptr) {
 	s.werr2 = unix.EpollCtl(int(ep), unix.EPOLL_CTL_MOD, s.fd, &s.wev)
-}
-
-// Watching reports whether input notification is on.
-func (s *Conn) Watching() bool {
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	return s.watching
 }
 
 // Arm asks epoll instance ep (another than the Conn's own) for one

@@ -108,8 +108,11 @@ func TestDeadline(t *testing.T) {
 // once because the data is there.
 func TestWatch(t *testing.T) {
 	s, peer := pair(t)
-	if err := s.Watch(false); err != nil {
-		t.Fatal(err)
+	if changed, err := s.Watch(false); err != nil || !changed {
+		t.Fatalf("Watch(false) = %v, %v", changed, err)
+	}
+	if changed, err := s.Watch(false); err != nil || changed || s.Watching() {
+		t.Fatalf("Watch(false) again = %v, %v; watching %v", changed, err, s.Watching())
 	}
 	rc, _ := s.SyscallConn()
 	woke := make(chan int, 16)
@@ -131,8 +134,8 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("unwatched socket woke its waiter (call %d)", n)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if err := s.Watch(true); err != nil {
-		t.Fatal(err)
+	if changed, err := s.Watch(true); err != nil || !changed {
+		t.Fatalf("Watch(true) = %v, %v", changed, err)
 	}
 	select {
 	case <-woke:

@@ -124,8 +124,6 @@ type conn struct {
 
 	// Quiet mode (see "Polling" in the package documentation).
 	sk      *sock.Conn   // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
-	qmu     sync.Mutex   // orders changes of quiet with the socket's watch state
-	quiet   atomic.Bool  // input is not watched: pollers drive the connection
 	polled  atomic.Bool  // a poller took the receive token since the reader last looked
 	ackAt   atomic.Int64 // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none
 	ackPoll atomic.Int32 // polls since ackAt was last looked at
@@ -328,7 +326,7 @@ func (c *conn) writeLoop() {
 	mu.Lock()
 	for {
 		for c.wbusy || (!c.wrem && c.tx.Len() == 0 && !c.ackDue() && !c.closing) ||
-			(c.wrem && c.quiet.Load() && !c.closing) {
+			(c.wrem && c.isQuiet() && !c.closing) {
 			// (The rest of a direct write on a quiet connection is
 			// its pollers' to finish: pollTx.)
 			c.cond.Wait()
@@ -444,7 +442,7 @@ func (c *conn) armCredit() {
 // message (arming one wakes a runtime thread); otherwise the credit timer
 // does. ia.mu is held.
 func (c *conn) deferAck() {
-	if c.quiet.Load() {
+	if c.isQuiet() {
 		if c.ackAt.Load() == 0 {
 			c.ackPoll.Store(0)
 			c.ackAt.Store(ackOwed) // timed by the pollers, later (lateAck)
@@ -559,7 +557,7 @@ func (c *conn) flush(ack bool) {
 			// (pollTx), which spin anyway and so need no wake-up.
 			c.wrem = true
 			c.txPend.Store(true)
-			if !c.quiet.Load() {
+			if !c.isQuiet() {
 				c.cond.Signal()
 			}
 			return
@@ -587,7 +585,7 @@ func (c *conn) pollTx() bool {
 	if !c.wrem || c.wbusy || !c.up || c.closing {
 		return c.wrem
 	}
-	if !c.quiet.Load() {
+	if !c.isQuiet() {
 		c.cond.Signal() // the writer goroutine's again
 		return true
 	}
@@ -606,7 +604,7 @@ func (c *conn) pollTx() bool {
 		c.cond.Broadcast()
 	case !done:
 		c.wrem = true
-		if !c.quiet.Load() {
+		if !c.isQuiet() {
 			c.cond.Signal()
 		}
 	default:
@@ -679,7 +677,7 @@ func (c *conn) readFull(b []byte) error {
 	n := copy(b, c.rb[c.rr:c.rw])
 	c.rr += n
 	b = b[n:]
-	if len(b) > 0 && c.quiet.Load() {
+	if len(b) > 0 && c.isQuiet() {
 		c.watchOn() // the reader is about to wait inside a frame
 		c.handTx()
 	}
@@ -754,7 +752,7 @@ func (c *conn) kicked(err error) bool {
 		return false
 	}
 	c.rxKick.Store(false)
-	if c.quiet.Load() && c.polled.Swap(false) {
+	if c.isQuiet() && c.polled.Swap(false) {
 		// Pollers still drive the connection: look again later, and
 		// send an ACK they left waiting too long.
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
@@ -781,15 +779,12 @@ func (c *conn) kicked(err error) bool {
 // connection, and the reader looks every quietCheck whether they still do.
 // Called by the reader, without the receive token.
 func (c *conn) enterQuiet() {
-	c.qmu.Lock()
-	if !c.quiet.Load() && c.sk.Watch(false) == nil {
+	if changed, err := c.sk.Watch(false); err == nil && changed {
 		c.polled.Store(false)
-		c.quiet.Store(true)
 		if testHookQuiet != nil {
 			testHookQuiet(true)
 		}
 	}
-	c.qmu.Unlock()
 	c.ia.mu.Lock()
 	if !c.closing {
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
@@ -800,18 +795,17 @@ func (c *conn) enterQuiet() {
 // watchOn ends quiet mode: input is watched again (a waiter is woken at
 // once if input is already there). Any goroutine may call it.
 func (c *conn) watchOn() {
-	if !c.quiet.Load() {
+	if !c.isQuiet() {
 		return
 	}
-	c.qmu.Lock()
-	if c.quiet.Load() && c.sk.Watch(true) == nil {
-		c.quiet.Store(false)
-		if testHookQuiet != nil {
-			testHookQuiet(false)
-		}
+	if changed, err := c.sk.Watch(true); err == nil && changed && testHookQuiet != nil {
+		testHookQuiet(false)
 	}
-	c.qmu.Unlock()
 }
+
+// isQuiet reports whether the connection is in quiet mode: its socket's
+// input is not watched (pollers, or a driven wait, drive it).
+func (c *conn) isQuiet() bool { return c.sk != nil && !c.sk.Watching() }
 
 // testHookQuiet, set by tests only, sees connections enter (true) and
 // leave (false) quiet mode.
@@ -873,7 +867,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 		// go, so data that woke us is not left unread.
 		c.rxMissed.Store(1)
 		if !c.rxTok.CompareAndSwap(0, 1) {
-			if c.sk != nil && !c.quiet.Load() {
+			if c.sk != nil && !c.isQuiet() {
 				c.goQuiet = true
 				return true
 			}
@@ -887,7 +881,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 	switch {
 	case e == syscall.EAGAIN || e == syscall.EINTR:
 		c.rxTok.Store(0)
-		if c.rxCalls > 1 && c.sk != nil && !c.quiet.Load() && c.polled.Load() {
+		if c.rxCalls > 1 && c.sk != nil && !c.isQuiet() && c.polled.Load() {
 			c.goQuiet = true
 			return true
 		}
