@@ -524,7 +524,6 @@ func (c *conn) appendAck() {
 // so flush never waits for the peer. ia.mu is held; flush releases it
 // while it writes.
 func (c *conn) flush(ack bool) {
-	mu := &c.ia.mu
 	for range 4 {
 		work := c.tx.Len() > 0 || (ack && c.ackDue())
 		if !work {
@@ -539,29 +538,10 @@ func (c *conn) flush(ack bool) {
 		}
 		c.wbusy = true
 		c.batch()
-		mu.Unlock()
-		done, err := c.writeNB()
-		mu.Lock()
-		c.wbusy = false
-		switch {
-		case err != nil:
-			c.wvec = c.wvec0[:0]
-			if !c.closing {
-				c.ep.lost(c)
-			}
-			c.cond.Broadcast()
+		if !c.writeHeld() {
 			return
-		case !done:
-			// The socket is full: the rest is written by the writer
-			// goroutine, or on a quiet connection by its pollers
-			// (pollTx), which spin anyway and so need no wake-up.
-			c.wrem = true
-			c.txPend.Store(true)
-			if !c.isQuiet() {
-				c.cond.Signal()
-			}
-			return
-		case c.closing:
+		}
+		if c.closing {
 			c.cond.Broadcast()
 			return
 		}
@@ -590,6 +570,20 @@ func (c *conn) pollTx() bool {
 		return true
 	}
 	c.wrem, c.wbusy = false, true
+	if c.writeHeld() {
+		c.txPend.Store(false)
+		c.flush(true) // what was queued behind it
+	}
+	return c.wrem
+}
+
+// writeHeld writes wvec without waiting, for a caller that set wbusy and
+// holds ia.mu (released while it writes). What the socket does not take
+// is left in wrem, for the writer goroutine or, on a quiet connection,
+// for the pollers (pollTx), which spin anyway and so need no wake-up; an
+// error breaks the connection. true: everything was written.
+func (c *conn) writeHeld() bool {
+	mu := &c.ia.mu
 	mu.Unlock()
 	done, err := c.writeNB()
 	mu.Lock()
@@ -602,16 +596,16 @@ func (c *conn) pollTx() bool {
 			c.ep.lost(c)
 		}
 		c.cond.Broadcast()
+		return false
 	case !done:
 		c.wrem = true
+		c.txPend.Store(true)
 		if !c.isQuiet() {
 			c.cond.Signal()
 		}
-	default:
-		c.txPend.Store(false)
-		c.flush(true) // what was queued behind it
+		return false
 	}
-	return c.wrem
+	return true
 }
 
 // handTx gives the rest of a direct write back to the writer goroutine
