@@ -608,9 +608,11 @@ func (c *conn) writeHeld() bool {
 	return true
 }
 
-// handTx gives the rest of a direct write back to the writer goroutine
-// (quiet mode ended).
-func (c *conn) handTx() {
+// handBack ends quiet mode and gives the connection back to its reader
+// and writer goroutines: input is watched again, and the rest of a direct
+// write the pollers left is the writer's. ia.mu is not held.
+func (c *conn) handBack() {
+	c.watchOn()
 	if !c.txPend.Load() {
 		return
 	}
@@ -672,8 +674,7 @@ func (c *conn) readFull(b []byte) error {
 	c.rr += n
 	b = b[n:]
 	if len(b) > 0 && c.isQuiet() {
-		c.watchOn() // the reader is about to wait inside a frame
-		c.handTx()
+		c.handBack() // the reader is about to wait inside a frame
 	}
 	for len(b) > 0 {
 		if len(b) >= rxBufLen/2 {

@@ -300,8 +300,7 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 					// Another goroutine has the stream (or it is
 					// ending): its reader goes on, and a completion
 					// it posts kicks this waiter.
-					c.watchOn()
-					c.handTx()
+					c.handBack()
 					d.busy = append(d.busy, c)
 				}
 			}

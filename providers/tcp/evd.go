@@ -163,8 +163,7 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	// documentation).
 	if l := e.feeds.Load(); l != nil {
 		for _, c := range *l {
-			c.watchOn()
-			c.handTx()
+			c.handBack()
 			c.lateAck(true)
 		}
 	}
