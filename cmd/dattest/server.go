@@ -118,6 +118,9 @@ type session struct {
 	nreq    int
 	lat     int // pings still expected in a latency run
 	latSize int
+	// A latency run's receive and send IOVs, built once so that
+	// answering a ping allocates nothing (the raw baseline does not).
+	latRecv, latSend []api.LMRTriplet
 
 	// The one receive posted: its segments. A receive is always posted
 	// before the reply that lets the client send again.
@@ -333,10 +336,10 @@ func (s *session) pong(n uint32) error {
 	if s.lat == 0 {
 		s.poll = false
 	}
-	if err := s.postRecv(nil); err != nil {
-		return err
+	if err := s.ep.PostRecv(s.latRecv, s.nextCookie(), api.CompletionDefault); err != nil {
+		return fmt.Errorf("PostRecv: %w", err)
 	}
-	return s.ep.PostSend([]api.LMRTriplet{s.local.tri(s.slot, s.latSize)}, s.nextCookie(), api.CompletionDefault)
+	return s.ep.PostSend(s.latSend, s.nextCookie(), api.CompletionDefault)
 }
 
 // window returns the window bytes [off, off+n) a request names, or an
@@ -450,6 +453,10 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 			return failure(k, "size %d out of range (the session was opened for %d)", size, s.slot)
 		}
 		s.lat, s.latSize, s.poll = int(count), int(size), m.getOr(tagPoll, 0) == 1 && count > 0
+		// Every ping lands in the whole-slot receive that postRecv(nil)
+		// posts (recvSegs stays right for it).
+		s.latRecv, _ = s.local.scatter(0, []int{s.slot}, 0)
+		s.latSend = []api.LMRTriplet{s.local.tri(s.slot, s.latSize)}
 		return reply(k)
 	case kindSync:
 		return reply(k)
