@@ -273,6 +273,9 @@ func (c *client) bw(ctx context.Context, w remoteWindow, size, warm, iters int, 
 	}
 	src := []api.LMRTriplet{c.local.tri(c.slot, size)}
 	dst := w.at(0, size)
+	if err := c.serverMode(ctx, poll); err != nil {
+		return 0, err
+	}
 	stream := func(count int, timed bool) error {
 		var ev api.Event
 		posted, done := 0, 0
@@ -309,6 +312,18 @@ func (c *client) bw(ctx context.Context, w remoteWindow, size, warm, iters int, 
 		return 0, err
 	}
 	return float64(size) * float64(iters) / el.Seconds(), nil
+}
+
+// serverMode tells the server, with a SYNC round trip, to busy-poll until
+// the next request (poll) or to wait in EVD.Wait, so that in a poll run
+// both ends spin, as both ends of the raw baseline do.
+func (c *client) serverMode(ctx context.Context, poll bool) error {
+	req := newMsg(kindSync)
+	if poll {
+		req.u64(tagPoll, 1)
+	}
+	_, err := c.call(ctx, req, 1, nil)
+	return err
 }
 
 // readWindow is how many RDMA reads a read run keeps outstanding: at most
@@ -349,6 +364,10 @@ func (c *client) read(ctx context.Context, w remoteWindow, dst *buf, size, win i
 	}
 	regions := [3]api.LMRTriplet{dst.tri(0, size), dst.tri(size, size), dst.tri(2*size, size)}
 	src := w.at(0, size)
+	if err := c.serverMode(ctx, poll); err != nil {
+		return 0, err
+	}
+	defer c.serverMode(ctx, false)
 	stream := func(count int, timed bool) error {
 		var ev api.Event
 		posted, done := 0, 0

@@ -356,9 +356,14 @@ func (s *session) window(m *msg) (off, n int, err error) {
 	return int(o), int(l), nil
 }
 
-// handle answers one request.
+// handle answers one request. A request carrying tagPoll = 1 (SYNC, or
+// LAT for its pings) makes the session busy-poll its EVD until the next
+// request, as the raw baseline's server spins in a poll run: a bw or read
+// run in poll mode has no events for the server to see, but its polling
+// drives the connection.
 func (s *session) handle(ctx context.Context, m *msg) *msg {
 	k := m.kind
+	s.poll = false
 	switch k {
 	case kindPing:
 		p, _ := m.find(tagPayload)
@@ -459,6 +464,7 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		s.latSend = []api.LMRTriplet{s.local.tri(s.slot, s.latSize)}
 		return reply(k)
 	case kindSync:
+		s.poll = m.getOr(tagPoll, 0) == 1
 		return reply(k)
 	}
 	return failure(k, "unknown request %s", kindName(k))

@@ -124,7 +124,7 @@ type conn struct {
 
 	// Quiet mode (see "Polling" in the package documentation).
 	sk      *sock.Conn   // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
-	polled  atomic.Bool  // a poller took the receive token since the reader last looked
+	polled  atomic.Bool  // a poller tried to drive the connection since the reader last looked
 	ackAt   atomic.Int64 // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none
 	ackPoll atomic.Int32 // polls since ackAt was last looked at
 	rxCalls int          // waitFD calls in the current wait (reader scratch)
@@ -551,29 +551,36 @@ func (c *conn) flush(ack bool) {
 	}
 }
 
-// pollTx lets a poller go on with the rest of a direct write (flush)
-// without waiting, on a quiet connection, so that a polling consumer
-// writes its own stream as it reads it, with no writer goroutine to wake
-// and schedule. It returns whether an unwritten rest remains.
+// pollTx lets a poller write, without waiting, what a quiet connection
+// left to its pollers (txPend): the rest of a direct write (flush) and
+// the frames a streaming consumer queued (ep.post), so that a polling
+// consumer writes its own stream as it reads it, with no writer
+// goroutine to wake and schedule. It returns whether an unwritten rest
+// remains.
 func (c *conn) pollTx() bool {
 	if !c.txPend.Load() {
 		return false
 	}
+	c.markPolled()
+	defer c.markPolled() // (a long write counts as polling too)
 	mu := &c.ia.mu
 	mu.Lock()
 	defer mu.Unlock()
-	if !c.wrem || c.wbusy || !c.up || c.closing {
+	if c.wbusy || !c.up || c.closing {
 		return c.wrem
 	}
 	if !c.isQuiet() {
 		c.cond.Signal() // the writer goroutine's again
-		return true
+		return c.wrem
 	}
-	c.wrem, c.wbusy = false, true
-	if c.writeHeld() {
-		c.txPend.Store(false)
-		c.flush(true) // what was queued behind it
+	if c.wrem {
+		c.wrem, c.wbusy = false, true
+		if !c.writeHeld() {
+			return c.wrem
+		}
 	}
+	c.txPend.Store(false)
+	c.flush(true) // what is queued (behind the rest)
 	return c.wrem
 }
 
@@ -612,12 +619,13 @@ func (c *conn) writeHeld() bool {
 // and writer goroutines: input is watched again, and the rest of a direct
 // write the pollers left is the writer's. ia.mu is not held.
 func (c *conn) handBack() {
+	c.polled.Store(false) // (else the reader would leave the stream to pollers again)
 	c.watchOn()
 	if !c.txPend.Load() {
 		return
 	}
 	c.ia.mu.Lock()
-	if c.wrem {
+	if c.wrem || c.tx.Len() > 0 {
 		c.cond.Signal()
 	}
 	c.ia.mu.Unlock()
@@ -746,8 +754,14 @@ func (c *conn) kicked(err error) bool {
 	if c.closing {
 		return false
 	}
-	c.rxKick.Store(false)
-	if c.isQuiet() && c.polled.Swap(false) {
+	// (rxKick stays set: what a poller leaves to the reader is the end of
+	// the stream, and pollers keep off from then on.)
+	kick := c.rxKick.Load()
+	// A poller is at work if it polled since the last look, or is in
+	// the middle of a poll (it has the receive token: the reader has
+	// not) or of a write (a long one may span a look).
+	busy := c.polled.Swap(false) || c.rxTok.Load() != 0 || c.wbusy
+	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
 		// send an ACK they left waiting too long.
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
@@ -756,11 +770,12 @@ func (c *conn) kicked(err error) bool {
 		}
 		return true
 	}
-	// Pollers stopped (or a waiter already ended quiet mode): the
-	// reader watches the socket again, the writer finishes what they
-	// left unwritten, and they send what they left owed.
+	// Pollers stopped, a waiter already ended quiet mode, or a poller
+	// left the end of the stream to the reader: the reader watches the
+	// socket again, the writer finishes what they left unwritten, and
+	// they send what they left owed.
 	c.watchOn()
-	if c.wrem {
+	if c.wrem || c.tx.Len() > 0 {
 		c.cond.Signal()
 	}
 	if c.ackAt.Load() != 0 && c.ackDue() {
@@ -806,10 +821,11 @@ func (c *conn) isQuiet() bool { return c.sk != nil && !c.sk.Watching() }
 // leave (false) quiet mode.
 var testHookQuiet func(entered bool)
 
-// waitRx waits, at a frame boundary with nothing buffered, until there is
-// something to read, and reads it into the read-ahead buffer. The reader
-// holds the receive token on entry and on return; while it waits in the
-// netpoller it does not, and a polling consumer may take the stream
+// waitRx waits until there is something to read, and reads it into the
+// read-ahead buffer, or, with something buffered or a payload unfinished,
+// until the stream is the reader's again. The reader holds the receive
+// token on entry and on return; while it waits in the netpoller or in
+// quiet mode it does not, and a polling consumer may take the stream
 // meanwhile.
 func (c *conn) waitRx() error {
 	held := true
@@ -852,11 +868,21 @@ func (c *conn) waitRx() error {
 
 // waitFD is waitRx's callback: it takes the receive token and reads
 // without waiting; false (wait for the socket) if there is nothing to
-// read or a poller has the stream. Finding pollers at work (they hold
-// the token, or took what woke the reader) it returns true without the
-// token and sets goQuiet.
+// read or a poller has the stream. Finding pollers at work (they polled
+// since the reader last looked, hold the token, or took what woke the
+// reader) it returns true without the token and sets goQuiet; in quiet
+// mode it leaves the stream alone (false), and the quiet check decides.
 func (c *conn) waitFD(fd uintptr) bool {
 	c.rxCalls++
+	if c.sk != nil && !c.rxKick.Load() {
+		if c.isQuiet() {
+			return false // pollers drive the stream: wait for the quiet check
+		}
+		if c.polled.Load() {
+			c.goQuiet = true // pollers are at work: leave the stream to them
+			return true
+		}
+	}
 	if !c.rxTok.CompareAndSwap(0, 1) {
 		// A poller has the stream. It looks at rxMissed after it lets
 		// go, so data that woke us is not left unread.
@@ -876,10 +902,6 @@ func (c *conn) waitFD(fd uintptr) bool {
 	switch {
 	case e == syscall.EAGAIN || e == syscall.EINTR:
 		c.rxTok.Store(0)
-		if c.rxCalls > 1 && c.sk != nil && !c.isQuiet() && c.polled.Load() {
-			c.goQuiet = true
-			return true
-		}
 		return false
 	case e != 0:
 		c.waitErr = e
@@ -914,16 +936,20 @@ func (c *conn) pollFD(fd uintptr) {
 func (c *conn) readLoop() {
 	defer c.drain()
 	for {
-		if c.pl.active {
-			// A poller left a payload unfinished.
-			if !c.step(false, true) {
+		if c.pollable && (c.rr == c.rw && !c.pl.active || c.sk != nil && c.polled.Load()) {
+			// Nothing buffered, or pollers want the stream (they go
+			// on with what is buffered and with an unfinished
+			// payload): wait without the receive token, in the
+			// netpoller or in quiet mode while they drive it.
+			if err := c.waitRx(); err != nil {
+				c.readFailed(err)
 				return
 			}
 			continue
 		}
-		if c.pollable && c.rr == c.rw {
-			if err := c.waitRx(); err != nil {
-				c.readFailed(err)
+		if c.pl.active {
+			// A poller left a payload unfinished.
+			if !c.step(false, true) {
 				return
 			}
 			continue
@@ -1002,11 +1028,14 @@ func (c *conn) step(polled, resume bool) bool {
 // it. false: the caller could not drive the connection (another goroutine
 // has the stream, or it is ending).
 func (c *conn) poll() bool {
-	if c.rxKick.Load() || c.rxClosed.Load() || !c.rxTok.CompareAndSwap(0, 1) {
+	if c.rxKick.Load() || c.rxClosed.Load() {
 		return false
 	}
-	if !c.polled.Load() {
-		c.polled.Store(true)
+	// Marked even when the reader has the stream: it hands the stream
+	// over at its next frame boundary (readLoop).
+	c.markPolled()
+	if !c.rxTok.CompareAndSwap(0, 1) {
+		return false
 	}
 	defer c.lateAck(false)
 	for {
@@ -1025,6 +1054,14 @@ func (c *conn) poll() bool {
 		if c.rxMissed.Load() == 0 || !c.rxTok.CompareAndSwap(0, 1) {
 			return true
 		}
+	}
+}
+
+// markPolled records that a poller is at work, for the reader's quiet
+// check.
+func (c *conn) markPolled() {
+	if !c.polled.Load() {
+		c.polled.Store(true)
 	}
 }
 

@@ -202,16 +202,29 @@
 // the connection's own instead, which costs no extra system call), and
 // while pollers drive a connection its input is not watched at all:
 //
-//   - The reader enters quiet mode when it finds pollers at work (one
-//     holds the receive token, or took the data that woke the reader):
-//     input is unwatched (the end of the stream and errors still wake
-//     it) and it looks every quietCheck (1 ms) whether a poller took the
-//     token since; when none did, it watches the socket again.
+//   - The reader enters quiet mode when it finds pollers at work (they
+//     polled since it last looked, or one holds the receive token): at
+//     its next wake-up, or at its next frame boundary when it is busy
+//     with a stream that never runs dry (it leaves what is buffered and
+//     an unfinished payload to them). Input is then unwatched and the
+//     reader does not touch the stream (the end of the stream and errors
+//     a poller leaves to it still wake it); it looks every quietCheck
+//     (1 ms) whether a poller polled since, holds the token or is
+//     writing (a long write may span a look); when none did, it watches
+//     the socket again.
+//   - A post writes its frame itself, without waiting, when nothing is in
+//     flight. A consumer that streams (posts while earlier requests are
+//     in flight) has its frames written in batches, several per writev:
+//     elsewhere by the writer goroutine, on a quiet connection by the
+//     consumer's own next poll or wait (pollTx), since a writer
+//     goroutine would only take a CPU from pollers that spin anyway.
+//     pollTx also goes on with what a direct write left unwritten.
 //   - A Wait on an EVD fed by too many connections to drive (below) ends
 //     quiet mode at once on them, and so does the reader before it waits
 //     inside a frame and when the connection closes. A consumer that
 //     stops polling without waiting on the EVD (it blocks elsewhere, or
-//     in a CNO) may see its next completion up to quietCheck late.
+//     in a CNO) may see its next completion up to quietCheck late, and
+//     the frames it left to its pollers leave up to quietCheck late.
 //   - An ACK or credit update that would wait for the consumer's answer
 //     arms no timer on a quiet connection (arming one wakes a runtime
 //     thread): pollers send it once it has waited credDelay, or the

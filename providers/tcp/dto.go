@@ -114,9 +114,16 @@ func (p *ep) post(w *reqWR) error {
 	c.deferWake--
 	if c.txSeq-c.acked > 1 && c.tx.Len() > 0 && !c.wbusy {
 		// Earlier requests are in flight: the consumer is streaming.
-		// The writer goroutine batches what it finds queued, several
-		// frames per writev, while the consumer goes on posting.
-		c.cond.Signal()
+		// What it posts is written in batches, several frames per
+		// writev, while it goes on posting: on a quiet connection by
+		// its next poll or wait (pollTx), since a writer goroutine
+		// would only take a CPU from pollers that spin anyway;
+		// elsewhere by the writer goroutine.
+		if c.isQuiet() {
+			c.txPend.Store(true)
+		} else {
+			c.cond.Signal()
+		}
 		return err
 	}
 	c.flush(true)
