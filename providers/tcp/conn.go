@@ -123,18 +123,26 @@ type conn struct {
 	rxClosed  atomic.Bool  // the connection is closing: pollers keep off
 
 	// Quiet mode (see "Polling" in the package documentation).
-	sk      *sock.Conn   // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
-	polled  atomic.Bool  // a poller tried to drive the connection since the reader last looked
-	ackAt   atomic.Int64 // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none
-	ackPoll atomic.Int32 // polls since ackAt was last looked at
-	rxCalls int          // waitFD calls in the current wait (reader scratch)
-	waitErr error        // waitFD's read error (reader scratch: pollers have rxErr)
-	goQuiet bool         // waitFD found pollers at work (reader scratch)
+	sk      *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
+	polled  atomic.Bool   // a poller tried to drive the connection since the reader last looked
+	ackAt   atomic.Int64  // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none
+	ackPoll atomic.Int32  // polls since ackAt was last looked at
+	rxCalls int           // waitFD calls in the current wait (reader scratch)
+	waitErr error         // waitFD's read error (reader scratch: pollers have rxErr)
+	goQuiet bool          // waitFD found pollers at work (reader scratch)
+	quietIn time.Duration // how long until the quiet check looks again (under ia.mu)
 }
 
-// quietCheck is how often a quiet connection's reader looks whether
-// pollers still drive it; when they stopped, it watches the socket again.
-const quietCheck = time.Millisecond
+// A quiet connection's reader looks whether pollers still drive it
+// quietCheck after it went quiet, then twice as long after each look
+// that finds them at work, up to quietMax; when they stopped, it watches
+// the socket again. (Each look wakes a runtime thread, which on a small
+// machine preempts the very consumer that polls; the doubling keeps
+// steady polling down to a few looks a second.)
+const (
+	quietCheck = time.Millisecond
+	quietMax   = 16 * time.Millisecond
+)
 
 // rxBufLen is the reader's read-ahead buffer: a frame header and a small
 // payload arrive with one read system call. Payload bytes beyond it are
@@ -764,7 +772,8 @@ func (c *conn) kicked(err error) bool {
 	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
 		// send an ACK they left waiting too long.
-		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
+		c.quietIn = min(2*c.quietIn, quietMax)
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.quietIn))
 		if at := c.ackAt.Load(); at != 0 && (at == ackOwed || time.Now().UnixNano()-at >= int64(credDelay)) && c.ackDue() {
 			c.flush(true)
 		}
@@ -797,6 +806,7 @@ func (c *conn) enterQuiet() {
 	}
 	c.ia.mu.Lock()
 	if !c.closing {
+		c.quietIn = quietCheck
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
 	}
 	c.ia.mu.Unlock()

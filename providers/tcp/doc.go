@@ -208,10 +208,12 @@
 //     with a stream that never runs dry (it leaves what is buffered and
 //     an unfinished payload to them). Input is then unwatched and the
 //     reader does not touch the stream (the end of the stream and errors
-//     a poller leaves to it still wake it); it looks every quietCheck
-//     (1 ms) whether a poller polled since, holds the token or is
-//     writing (a long write may span a look); when none did, it watches
-//     the socket again.
+//     a poller leaves to it still wake it); it looks whether a poller
+//     polled since, holds the token or is writing (a long write may span
+//     a look), 1 ms after it went quiet and then twice as long after
+//     each look that found one, up to quietMax (16 ms): each look wakes
+//     a runtime thread, which preempts a polling consumer on a small
+//     machine. When none did, it watches the socket again.
 //   - A post writes its frame itself, without waiting, when nothing is in
 //     flight. A consumer that streams (posts while earlier requests are
 //     in flight) has its frames written in batches, several per writev:
@@ -223,8 +225,8 @@
 //     quiet mode at once on them, and so does the reader before it waits
 //     inside a frame and when the connection closes. A consumer that
 //     stops polling without waiting on the EVD (it blocks elsewhere, or
-//     in a CNO) may see its next completion up to quietCheck late, and
-//     the frames it left to its pollers leave up to quietCheck late.
+//     in a CNO) may see its next completion up to quietMax late, and
+//     the frames it left to its pollers leave up to quietMax late.
 //   - An ACK or credit update that would wait for the consumer's answer
 //     arms no timer on a quiet connection (arming one wakes a runtime
 //     thread): pollers send it once it has waited credDelay, or the
