@@ -21,6 +21,16 @@
 #
 # Usage:  bash bench/run.sh             (about 3 minutes; root for apt-get)
 #         REPS=1 bash bench/run.sh      (a quick look)
+#         PIN=1 bash bench/run.sh       (every tool's server on CPU 0, its
+#                                        client on CPU 1, with taskset)
+#
+# Pinning: unpinned, two busy-polling processes on a two-core machine
+# share the cores with every other thread of theirs (a Go process runs
+# GOMAXPROCS = 2 threads, and its idle P's thread wakes for timers and
+# scheduling), and where the scheduler puts them changes a poll latency
+# by half from one run to the next. Pinned, each process has one core
+# (a Go process then runs with GOMAXPROCS = 1): the spread shrinks. All
+# tools are pinned alike.
 # Not part of CI: timings depend on the machine. The table goes to stdout,
 # logs and the raw results (results.tsv) stay in $WORK (printed at the end).
 # Missing tools are installed with apt-get; a tool that still is missing,
@@ -31,6 +41,11 @@ export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 REPS=${REPS:-5}
+PIN=${PIN:-0}
+SRV=() CLI=()
+if [ "$PIN" = 1 ]; then
+	SRV=(taskset -c 0) CLI=(taskset -c 1)
+fi
 WORK=${WORK:-$(mktemp -d /tmp/godat-bench.XXXXXX)}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 mkdir -p "$WORK/logs"
@@ -102,7 +117,7 @@ GODAT=1
 SERVER_PID=
 start_server() { # starts a dattest server; sets SERVER_PID and PORT
 	next_port
-	"$WORK/dattest" -s -f "$CONF" -d tcp -p $PORT >"$WORK/logs/dattest-server.log" 2>&1 &
+	"${SRV[@]}" "$WORK/dattest" -s -f "$CONF" -d tcp -p $PORT >"$WORK/logs/dattest-server.log" 2>&1 &
 	SERVER_PID=$!
 	local i
 	for i in $(seq 250); do
@@ -122,7 +137,7 @@ fi
 
 dattest_run() { # rep mode op sizes iters
 	local rep=$1 mode=$2 op=$3 sizes=$4 iters=$5 out rc
-	out=$(timeout 120 "$WORK/dattest" -h 127.0.0.1 -f "$CONF" -d tcp -p $PORT \
+	out=$(timeout 120 "${CLI[@]}" "$WORK/dattest" -h 127.0.0.1 -f "$CONF" -d tcp -p $PORT \
 		-bench $op -size $sizes -iters $iters -mode $mode --json 2>>"$WORK/logs/dattest-client.log")
 	rc=$?
 	echo "$out" >>"$WORK/logs/dattest.json"
@@ -175,10 +190,10 @@ fi_run() { # size iters rep
 	local size=$1 iters=$2 rep=$3 sp rc line
 	have fi_pingpong || return 0
 	next_port
-	timeout 60 fi_pingpong -p tcp -e msg -I $iters -S $size -B $PORT >"$WORK/logs/fi-s.log" 2>&1 &
+	timeout 60 "${SRV[@]}" fi_pingpong -p tcp -e msg -I $iters -S $size -B $PORT >"$WORK/logs/fi-s.log" 2>&1 &
 	sp=$!
 	wait_listen $PORT
-	timeout 60 fi_pingpong -p tcp -e msg -I $iters -S $size -P $PORT 127.0.0.1 >"$WORK/logs/fi-c.log" 2>&1
+	timeout 60 "${CLI[@]}" fi_pingpong -p tcp -e msg -I $iters -S $size -P $PORT 127.0.0.1 >"$WORK/logs/fi-c.log" 2>&1
 	rc=$?
 	[ $rc = 0 ] && wait $sp || stop $sp
 	cat "$WORK/logs/fi-c.log" >>"$WORK/logs/fi_pingpong.log"
@@ -198,10 +213,10 @@ ucx_run() { # test size iters warmup rep
 	local t=$1 size=$2 iters=$3 warm=$4 rep=$5 sp rc line
 	have ucx_perftest || return 0
 	next_port
-	UCX_TLS=tcp timeout 60 ucx_perftest -p $PORT >"$WORK/logs/ucx-s.log" 2>&1 &
+	UCX_TLS=tcp timeout 60 "${SRV[@]}" ucx_perftest -p $PORT >"$WORK/logs/ucx-s.log" 2>&1 &
 	sp=$!
 	wait_listen $PORT
-	UCX_TLS=tcp timeout 60 ucx_perftest 127.0.0.1 -p $PORT -t $t -s $size -n $iters -w $warm -f \
+	UCX_TLS=tcp timeout 60 "${CLI[@]}" ucx_perftest 127.0.0.1 -p $PORT -t $t -s $size -n $iters -w $warm -f \
 		>"$WORK/logs/ucx-c.log" 2>&1
 	rc=$?
 	[ $rc = 0 ] && wait $sp || stop $sp
@@ -278,7 +293,9 @@ summary() {
 
 {
 	echo
-	echo "== godat vs raw TCP, libfabric, UCX on 127.0.0.1: $REPS repetitions, $(nproc) cores, $(uname -r) =="
+	pin="unpinned"
+	[ "$PIN" = 1 ] && pin="servers on CPU 0, clients on CPU 1"
+	echo "== godat vs raw TCP, libfabric, UCX on 127.0.0.1: $REPS repetitions, $(nproc) cores, $pin, $(uname -r) =="
 	echo "lat: one-way (half round trip) µs; GB/s: 10^9 B/s, streaming for bw/stream/read/pull/tag_bw, size/lat for ping-pong rows"
 	echo "modes: godat/rawtcp 'wait' block, 'poll' busy-poll; fi_pingpong and ucx_perftest busy-poll"
 	[ $GODAT = 1 ] || echo "(godat rows skipped: dattest could not serve the tcp IA; see $WORK/logs/dattest-server.log)"
