@@ -40,11 +40,12 @@ func WriteNB(fd uintptr, b []byte) (int, syscall.Errno) {
 // maxIOV is the most segments one writev takes (IOV_MAX on Linux).
 const maxIOV = 1024
 
-// WritevNB writes the non-empty slices of bufs (at most maxIOV of them)
-// to non-blocking descriptor fd with one writev, using *iov as scratch for
-// the vector (it grows as needed and is cleared after the call, so that
-// it keeps no memory alive). Advance drops what was written.
-func WritevNB(fd uintptr, bufs [][]byte, iov *[]syscall.Iovec) (int, syscall.Errno) {
+// WritevNB writes the non-empty slices of bufs (at most maxIOV of them,
+// and at most limit bytes if limit > 0) to non-blocking descriptor fd
+// with one writev, using *iov as scratch for the vector (it grows as
+// needed and is cleared after the call, so that it keeps no memory
+// alive). Advance drops what was written.
+func WritevNB(fd uintptr, bufs [][]byte, iov *[]syscall.Iovec, limit int) (int, syscall.Errno) {
 	v := (*iov)[:0]
 	for _, b := range bufs {
 		if len(b) == 0 {
@@ -53,9 +54,20 @@ func WritevNB(fd uintptr, bufs [][]byte, iov *[]syscall.Iovec) (int, syscall.Err
 		if len(v) == maxIOV {
 			break
 		}
+		if limit > 0 {
+			if limit <= len(b) {
+				b = b[:limit]
+				limit = -1 // this segment is the last
+			} else {
+				limit -= len(b)
+			}
+		}
 		e := syscall.Iovec{Base: &b[0]}
 		e.SetLen(len(b))
 		v = append(v, e)
+		if limit < 0 {
+			break
+		}
 	}
 	*iov = v
 	if len(v) == 0 {

@@ -276,7 +276,7 @@ func (s *Conn) Read(b []byte) (int, error) {
 
 func (s *Conn) writevCB(uintptr) bool {
 	for len(s.wbufs) > 0 {
-		n, e := WritevNB(uintptr(s.fd), s.wbufs, &s.wiov)
+		n, e := WritevNB(uintptr(s.fd), s.wbufs, &s.wiov, 0)
 		switch e {
 		case 0:
 		case unix.EAGAIN, unix.EINTR:

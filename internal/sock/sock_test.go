@@ -75,6 +75,33 @@ func TestReadWrite(t *testing.T) {
 	}
 }
 
+// WritevNB writes no more than its limit: the limit may fall inside a
+// segment or at a segment's end, and empty segments are skipped.
+func TestWritevNBLimit(t *testing.T) {
+	s, peer := pair(t)
+	fd := uintptr(s.fd)
+	var iov []syscall.Iovec
+	bufs := [][]byte{[]byte("abc"), nil, []byte("defgh"), []byte("ij")}
+	for _, c := range []struct {
+		limit int
+		want  string
+	}{{5, "abcde"}, {3, "abc"}, {8, "abcdefgh"}, {0, "abcdefghij"}, {100, "abcdefghij"}} {
+		n, e := WritevNB(fd, bufs, &iov, c.limit)
+		if e != 0 || n != len(c.want) {
+			t.Fatalf("limit %d: WritevNB = %d, %v; want %d", c.limit, n, e, len(c.want))
+		}
+		got := make([]byte, n)
+		if _, err := io.ReadFull(peer, got); err != nil || string(got) != c.want {
+			t.Fatalf("limit %d: peer read %q, %v; want %q", c.limit, got, err, c.want)
+		}
+		for i, v := range iov[:cap(iov)] {
+			if v.Base != nil {
+				t.Fatalf("limit %d: iovec %d still points at memory", c.limit, i)
+			}
+		}
+	}
+}
+
 // A large write waits for room and finishes.
 func TestWriteWaitsForRoom(t *testing.T) {
 	s, peer := pair(t)

@@ -663,10 +663,20 @@ func (c *conn) writeNB() (done bool, err error) {
 	return false, nil
 }
 
-// writevFD is writeNB's non-blocking writev of wvec.
+// writevFD is writeNB's non-blocking writev of wvec, maxWriteNB bytes
+// at most.
 func (c *conn) writevFD(fd uintptr) {
-	c.wrN, c.wrErr = sock.WritevNB(fd, c.wvec, &c.wiov)
+	c.wrN, c.wrErr = sock.WritevNB(fd, c.wvec, &c.wiov, maxWriteNB)
 }
+
+// maxWriteNB bounds one non-blocking write. On loopback the kernel takes
+// as much as the peer reads meanwhile, so an unbounded writev of a
+// stream of large DTOs ran for milliseconds, with the poller away from
+// its completions and many megabytes queued in the socket; streaming
+// 1 MiB RDMA writes between two polling processes went from 4.4-5.1 to
+// 6.1-6.4 GB/s with this bound (2 MiB; 1 MiB did as well, 256 KiB and
+// 4 MiB worse).
+const maxWriteNB = 2 << 20
 
 // writeVec writes wvec with one vectored write.
 func (c *conn) writeVec() error {
