@@ -2,6 +2,10 @@ package tcp
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,5 +90,183 @@ func TestQuietMode(t *testing.T) {
 	}
 	if left.Load() == 0 {
 		t.Fatal("no connection left quiet mode when its consumers stopped polling")
+	}
+}
+
+// TestMixedModeStreams streams RDMA writes and sends of random sizes
+// from the client while both consumers switch at random between polling
+// (Dequeue) and waiting (Wait), so that the stream changes hands between
+// pollers, driven waits and the reader and writer goroutines, in the
+// middle of payloads too. Every byte must land where it belongs, the
+// sends in order, and nothing may stall.
+func TestMixedModeStreams(t *testing.T) {
+	cli, srv := benchPair(t)
+	const (
+		nmsg   = 200
+		maxLen = 192 << 10
+		window = 8 // client requests outstanding
+		nrecv  = 8 // server receives posted
+	)
+	// The plan, which both sides know: each message a write (to a region
+	// of its own in the server's window) or a send; the last a send.
+	type msg struct {
+		write bool
+		n     int
+		off   int // a write's offset in the server's window
+	}
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	plan := make([]msg, nmsg)
+	winLen := 0
+	for i := range plan {
+		m := msg{write: rng.IntN(2) == 0 && i < nmsg-1, n: 1 + rng.IntN(maxLen)}
+		if m.write {
+			m.off = winLen
+			winLen += m.n
+		}
+		plan[i] = m
+	}
+	fill := func(b []byte, i int) {
+		for j := range b {
+			b[j] = byte(i*131 + j*7 + j>>9)
+		}
+	}
+	check := func(b []byte, i int, what string) error {
+		for j := range b {
+			if b[j] != byte(i*131+j*7+j>>9) {
+				return fmt.Errorf("%s of message %d (%d bytes): byte %d is wrong", what, i, len(b), j)
+			}
+		}
+		return nil
+	}
+
+	win := make([]byte, max(winLen, 1))
+	wl, err := srv.ia.CreateLMR(srv.pz, api.Region{Type: api.MemTypeVirtual, Bytes: win}, api.MemPrivAll, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp, _ := wl.Query()
+	rbuf := make([]byte, nrecv*maxLen)
+	rl, err := srv.ia.CreateLMR(srv.pz, api.Region{Type: api.MemTypeVirtual, Bytes: rbuf}, api.MemPrivLocalWrite, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, _ := rl.Query()
+	sbuf := make([]byte, window*maxLen)
+	sl, err := cli.ia.CreateLMR(cli.pz, api.Region{Type: api.MemTypeVirtual, Bytes: sbuf}, api.MemPrivLocalRead, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _ := sl.Query()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// next takes one event, polling or waiting as the side's current mode
+	// says, and switches mode now and then.
+	next := func(e api.EVD, poll *bool, r *rand.Rand, ev *api.Event) error {
+		if r.IntN(8) == 0 {
+			*poll = !*poll
+		}
+		if !*poll {
+			_, err := e.Wait(ctx, 1, ev)
+			return err
+		}
+		for i := 0; ; i++ {
+			err := e.Dequeue(ev)
+			if err == nil || !errors.Is(err, api.ErrQueueEmpty) {
+				return err
+			}
+			if i&63 == 63 {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				runtime.Gosched()
+			}
+		}
+	}
+
+	srvErr := make(chan error, 1)
+	go func() {
+		srvErr <- func() error {
+			r := rand.New(rand.NewPCG(9, uint64(time.Now().UnixNano())))
+			poll := false
+			slot := func(k int) []api.LMRTriplet {
+				return []api.LMRTriplet{rp.Triplet(uint64(k%nrecv*maxLen), maxLen)}
+			}
+			for k := range nrecv {
+				if err := srv.ep.PostRecv(slot(k), api.Cookie(k), api.CompletionDefault); err != nil {
+					return err
+				}
+			}
+			checked, got := 0, 0 // writes checked up to plan index; sends received
+			var ev api.Event
+			for i, m := range plan {
+				if m.write {
+					continue
+				}
+				if err := next(srv.recv, &poll, r, &ev); err != nil {
+					return fmt.Errorf("server, waiting for message %d: %w", i, err)
+				}
+				d := ev.DTO
+				if d.Status != api.DTOSuccess || d.Op != api.OpReceive || int(d.Cookie) != got || int(d.Length) != m.n {
+					return fmt.Errorf("server: message %d (receive %d, %d bytes): got %+v", i, got, m.n, d)
+				}
+				k := got % nrecv
+				if err := check(rbuf[k*maxLen:k*maxLen+m.n], i, "the send"); err != nil {
+					return err
+				}
+				// The writes posted before this send are placed.
+				for ; checked < i; checked++ {
+					if w := plan[checked]; w.write {
+						if err := check(win[w.off:w.off+w.n], checked, "the RDMA write"); err != nil {
+							return err
+						}
+					}
+				}
+				if err := srv.ep.PostRecv(slot(got+nrecv), api.Cookie(got+nrecv), api.CompletionDefault); err != nil {
+					return err
+				}
+				got++
+			}
+			return nil
+		}()
+	}()
+
+	r := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
+	poll := false
+	var ev api.Event
+	done := 0
+	for i, m := range plan {
+		for i-done >= window {
+			if err := next(cli.req, &poll, r, &ev); err != nil {
+				t.Fatalf("client, waiting for completion %d: %v", done, err)
+			}
+			if ev.DTO.Status != api.DTOSuccess || int(ev.DTO.Cookie) != done {
+				t.Fatalf("client: completion %d: %+v", done, ev.DTO)
+			}
+			done++
+		}
+		s := i % window * maxLen
+		fill(sbuf[s:s+m.n], i)
+		iov := []api.LMRTriplet{sp.Triplet(uint64(s), uint32(m.n))}
+		if m.write {
+			err = cli.ep.PostRDMAWrite(iov, api.Cookie(i), api.RMRTriplet{RMRContext: wp.RMRContext, Addr: wp.RegisteredAddress + api.VAddr(m.off), Length: uint32(m.n)}, api.CompletionDefault)
+		} else {
+			err = cli.ep.PostSend(iov, api.Cookie(i), api.CompletionDefault)
+		}
+		if err != nil {
+			t.Fatalf("client: posting message %d: %v", i, err)
+		}
+	}
+	for done < nmsg {
+		if err := next(cli.req, &poll, r, &ev); err != nil {
+			t.Fatalf("client, waiting for completion %d: %v", done, err)
+		}
+		if ev.DTO.Status != api.DTOSuccess || int(ev.DTO.Cookie) != done {
+			t.Fatalf("client: completion %d: %+v", done, ev.DTO)
+		}
+		done++
+	}
+	if err := <-srvErr; err != nil {
+		t.Fatal(err)
 	}
 }
