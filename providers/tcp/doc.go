@@ -117,9 +117,12 @@
 //     goroutine, when no other goroutine is writing to the connection (a
 //     flag under the IA's lock makes one goroutine at a time the owner of
 //     the sending side; frames queued meanwhile are written by the owner
-//     before it lets go). What the socket does not take at once (a full
-//     send buffer) is finished by the writer goroutine, so a post never
-//     waits for the peer. The writer goroutine otherwise only sends what
+//     before it lets go). One such write moves at most 2 MiB (on loopback
+//     the kernel otherwise keeps taking bytes for as long as the peer
+//     reads, milliseconds for a stream of large DTOs). What the socket
+//     does not take at once is finished by the writer goroutine (or, on
+//     a quiet connection, by the pollers: pollTx), so a post never waits
+//     for the peer. The writer goroutine otherwise only sends what
 //     nobody else flushed, and ends the sending side when the connection
 //     closes.
 //   - ACKs ride on data. A batch of frames starts with the cumulative ACK
