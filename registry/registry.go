@@ -60,6 +60,17 @@ func lookupProvider(name string) (api.Provider, bool) {
 	return p, ok
 }
 
+// Availability is an optional interface of a provider that can tell,
+// without opening anything, that none of its IAs can be opened here: a
+// provider built without support for its hardware, or a machine without
+// the device. List and Open ask it before anything else; a non-empty
+// reason makes the IA unavailable with that reason, word for word.
+// iaParams is the IA's ia_params, for a provider whose answer depends on
+// it.
+type Availability interface {
+	Unavailable(iaParams string) string
+}
+
 // ProviderInfo is one row of the registry listing
 // (dat_registry_list_providers(3DAT)): a configured IA, the provider behind
 // it, and whether it can be opened.
@@ -145,12 +156,16 @@ func (r *Registry) unavailable(e IAEntry) string {
 	if why, isPlugin := r.pluginUnavailable(e.Provider); isPlugin {
 		return why
 	}
-	if _, ok := lookupProvider(e.Provider); !ok {
+	p, ok := lookupProvider(e.Provider)
+	if !ok {
 		known := strings.Join(Providers(), ", ")
 		if known == "" {
 			known = "none"
 		}
 		return fmt.Sprintf("no provider named %q is built in (have: %s) and no [[plugin]] has that name", e.Provider, known)
+	}
+	if a, ok := p.(Availability); ok {
+		return a.Unavailable(e.IAParams)
 	}
 	return ""
 }
