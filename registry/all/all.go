@@ -13,4 +13,5 @@ import (
 	_ "github.com/godat/godat/plugin"             // providers that are separate executables
 	_ "github.com/godat/godat/providers/loopback" // in-process provider
 	_ "github.com/godat/godat/providers/tcp"      // RDMA semantics over TCP
+	_ "github.com/godat/godat/providers/verbs"    // RDMA hardware through rdma-core (needs -tags verbs)
 )

@@ -1,0 +1,77 @@
+//go:build verbs && cgo
+
+package verbs
+
+/*
+#cgo LDFLAGS: -lrdmacm -libverbs
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Supported reports whether this build can drive RDMA devices.
+const Supported = true
+
+// unavailable says why no verbs IA can be opened: rdma-core's own answer
+// when it cannot list devices or lists none.
+func unavailable() string {
+	n, err := C.gd_device_count()
+	switch {
+	case n < 0:
+		why := "rdma-core cannot list RDMA devices: ibv_get_device_list: " + errnoText(err)
+		if errors.Is(err, syscall.ENOSYS) {
+			why += "; the kernel has no RDMA support loaded (ib_uverbs)"
+		}
+		return why
+	case n == 0:
+		return "rdma-core found no RDMA device (ibv_get_device_list returned an empty list)"
+	}
+	return ""
+}
+
+// errnoText formats the errno a cgo call returned.
+func errnoText(err error) string {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		if e == 0 {
+			return "failed without an errno"
+		}
+		return fmt.Sprintf("%s (%s)", e.Error(), errnoName(e))
+	}
+	if err == nil {
+		return "failed without an errno"
+	}
+	return err.Error()
+}
+
+// errnoName gives the symbolic name of the errno values rdma-core
+// commonly returns, or the number.
+func errnoName(e syscall.Errno) string {
+	switch e {
+	case syscall.ENODEV:
+		return "ENODEV"
+	case syscall.ENOENT:
+		return "ENOENT"
+	case syscall.ENOSYS:
+		return "ENOSYS"
+	case syscall.EADDRNOTAVAIL:
+		return "EADDRNOTAVAIL"
+	case syscall.EINVAL:
+		return "EINVAL"
+	case syscall.ENOMEM:
+		return "ENOMEM"
+	case syscall.EPERM:
+		return "EPERM"
+	case syscall.EACCES:
+		return "EACCES"
+	}
+	return fmt.Sprintf("errno %d", int(e))
+}
+
+// syscallErrno converts an errno value a C helper returned.
+func syscallErrno(rc C.int) error { return syscall.Errno(rc) }

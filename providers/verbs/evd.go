@@ -1,0 +1,173 @@
+//go:build verbs && cgo
+
+package verbs
+
+import (
+	"context"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/dispatch"
+	"github.com/godat/godat/internal/eventq"
+)
+
+// evd is an Event Dispatcher (dat_evd_create(3DAT)). Its events wait in an
+// eventq.Queue; software, async and connection events are posted to it
+// directly.
+type evd struct {
+	api.ContextSlot
+	ia    *ia
+	q     *eventq.Queue
+	flags api.EVDFlags
+	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
+}
+
+func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
+	e := &evd{ia: i, flags: flags}
+	e.q = eventq.New(qlen, e)
+	return e
+}
+
+// CreateEVD creates an EVD of qlen events for the streams in flags,
+// feeding cno if it is not nil (dat_evd_create(3DAT)). qlen is bounded by
+// the device's completion queue depth.
+func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
+	if err := dispatch.CheckCreate(qlen, i.dev.attr.MaxCQE, flags); err != nil {
+		return nil, err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.evds) >= i.dev.attr.MaxCQ {
+		return nil, tooMany("EVDs")
+	}
+	e := newEVD(i, qlen, flags)
+	i.evds[e] = struct{}{}
+	e.cno = dispatch.Attach(e.q, nil, cnoOf(cnoArg))
+	return e, nil
+}
+
+// HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
+func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
+
+// Query returns the EVD's queue length, state, CNO and flags
+// (dat_evd_query(3DAT)).
+func (e *evd) Query() (api.EVDParam, error) {
+	e.ia.mu.Lock()
+	defer e.ia.mu.Unlock()
+	p := dispatch.Param(e.q, e.flags, e.cno)
+	p.IA = e.ia
+	return p, nil
+}
+
+// Resize changes the queue length without losing events
+// (dat_evd_resize(3DAT)).
+func (e *evd) Resize(qlen int) error { return dispatch.Resize(e.q, qlen, e.ia.dev.attr.MaxCQE) }
+
+// PostSE queues a software event (dat_evd_post_se(3DAT)).
+func (e *evd) PostSE(ev *api.Event) error { return dispatch.PostSE(e.q, e.flags, ev) }
+
+// Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
+func (e *evd) Dequeue(ev *api.Event) error {
+	if ev == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
+	}
+	return e.q.Dequeue(ev)
+}
+
+// Wait blocks until threshold events are queued and removes the first
+// (dat_evd_wait(3DAT)); a blocked Wait uses no CPU.
+func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	if ev == nil || ctx == nil {
+		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
+	}
+	return e.q.Wait(ctx, threshold, ev)
+}
+
+// Enable lets notification events trigger the CNO (dat_evd_enable(3DAT)).
+func (e *evd) Enable() error { e.q.SetEnabled(true); return nil }
+
+// Disable stops them from triggering it (dat_evd_disable(3DAT)).
+func (e *evd) Disable() error { e.q.SetEnabled(false); return nil }
+
+// SetUnwaitable wakes a blocked waiter with ErrInvalidState and refuses
+// waits (dat_evd_set_unwaitable(3DAT)).
+func (e *evd) SetUnwaitable() error { e.q.SetUnwaitable(true); return nil }
+
+// ClearUnwaitable makes the EVD waitable again (dat_evd_clear_unwaitable(3DAT)).
+func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
+
+// ModifyCNO changes the CNO the EVD feeds; nil detaches it
+// (dat_evd_modify_cno(3DAT)).
+func (e *evd) ModifyCNO(cnoArg api.CNO) error {
+	e.ia.mu.Lock()
+	defer e.ia.mu.Unlock()
+	e.cno = dispatch.Attach(e.q, e.cno, cnoOf(cnoArg))
+	return nil
+}
+
+// Free destroys the EVD (dat_evd_free(3DAT)); the guard refuses it while
+// in use. The async EVD belongs to the IA (ErrInvalidState).
+func (e *evd) Free() error {
+	e.ia.mu.Lock()
+	defer e.ia.mu.Unlock()
+	if e == e.ia.async {
+		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
+	}
+	e.cno = dispatch.Attach(e.q, e.cno, nil)
+	e.q.Close()
+	delete(e.ia.evds, e)
+	return nil
+}
+
+// cno is a Consumer Notification Object (dat_cno_create(3DAT)).
+type cno struct {
+	api.ContextSlot
+	ia *ia
+	n  dispatch.CNO // guarded by ia.mu
+}
+
+func cnoOf(x api.CNO) *dispatch.CNO {
+	if c, _ := x.(*cno); c != nil {
+		return &c.n
+	}
+	return nil
+}
+
+// CreateCNO creates a CNO with wait agent agent, nil for none
+// (dat_cno_create(3DAT)).
+func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	c := &cno{ia: i}
+	c.n = dispatch.NewCNO(agent, c)
+	i.cnos[c] = struct{}{}
+	return c, nil
+}
+
+// HandleType reports HandleCNO (dat_get_handle_type(3DAT)).
+func (c *cno) HandleType() api.HandleType { return api.HandleCNO }
+
+// Query returns the CNO's IA and agent (dat_cno_query(3DAT)).
+func (c *cno) Query() (api.CNOParam, error) {
+	return api.CNOParam{IA: c.ia, Agent: c.n.C.Agent()}, nil
+}
+
+// ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
+func (c *cno) ModifyAgent(agent api.WaitAgent) error { c.n.C.SetAgent(agent); return nil }
+
+// Wait blocks until an attached EVD is triggered and returns it
+// (dat_cno_wait(3DAT)).
+func (c *cno) Wait(ctx context.Context) (api.EVD, error) { return c.n.Wait(ctx) }
+
+// Free destroys the CNO (dat_cno_free(3DAT)); it returns once no agent
+// call runs.
+func (c *cno) Free() error {
+	c.ia.mu.Lock()
+	if err := c.n.Free(); err != nil {
+		c.ia.mu.Unlock()
+		return err
+	}
+	delete(c.ia.cnos, c)
+	c.ia.mu.Unlock()
+	c.n.C.WaitIdle()
+	return nil
+}

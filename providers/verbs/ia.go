@@ -1,0 +1,161 @@
+//go:build verbs && cgo
+
+package verbs
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/godat/godat/api"
+)
+
+// ia is an open verbs Interface Adapter (dat_ia_open(3DAT)): one port of
+// one RDMA device, reached through one local IP address. Its mutex guards
+// the object sets and every object's state; each EVD's queue has its own
+// lock, taken after it.
+type ia struct {
+	api.ContextSlot
+	mu     sync.Mutex
+	devs   *deviceList // holds librdmacm's device contexts while the IA is open
+	dev    *device
+	addr   *net.IPAddr
+	closed bool
+	async  *evd
+
+	pzs  map[*pz]struct{}
+	evds map[*evd]struct{} // without the async EVD
+	cnos map[*cno]struct{}
+	lmrs map[*lmr]struct{}
+}
+
+var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
+
+// open opens the IA p names: it finds the device and port, and creates
+// the async EVD.
+func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	qlen := max(p.AsyncEVDQLen, 1)
+	if qlen > maxEVDQLen {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxEVDQLen))
+	}
+	if why := unavailable(); why != "" {
+		return nil, notFound(why)
+	}
+	devs, err := getDevices()
+	if err != nil {
+		return nil, err
+	}
+	dev, err := resolve(devs, p.Params)
+	if err != nil {
+		devs.free()
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		devs.free()
+		return nil, api.ContextError(ctx)
+	}
+	i := &ia{
+		devs: devs, dev: dev, addr: &net.IPAddr{IP: dev.ip, Zone: ""},
+		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
+		lmrs: map[*lmr]struct{}{},
+	}
+	i.async = newEVD(i, qlen, api.EVDAsync)
+	return i, nil
+}
+
+// HandleType reports HandleIA (dat_get_handle_type(3DAT)).
+func (i *ia) HandleType() api.HandleType { return api.HandleIA }
+
+// Query returns the IA's attributes, which are the device's limits, and
+// the provider's attributes (dat_ia_query(3DAT)). The address is a
+// *net.IPAddr, the IA's local IP; TransportAttrs name the device, port,
+// link layer, GID and MTU, VendorAttrs the device's identity.
+func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
+	i.mu.Lock()
+	closed := i.closed
+	i.mu.Unlock()
+	if closed {
+		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
+	}
+	return iaAttr(i.dev, i.addr), providerAttr(i.dev), nil
+}
+
+// AsyncEVD returns the IA's async EVD, created by Open and destroyed by
+// Close (dat_ia_open(3DAT)).
+func (i *ia) AsyncEVD() (api.EVD, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed
+	}
+	return i.async, nil
+}
+
+func (i *ia) objectCount() int {
+	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs)
+}
+
+// Close closes the IA (dat_ia_close(3DAT)). CloseGraceful refuses while
+// objects other than the async EVD exist; CloseAbrupt destroys them all,
+// releasing their rdma-core resources before it returns.
+func (i *ia) Close(flags api.CloseFlags) error {
+	i.mu.Lock()
+	if i.closed {
+		i.mu.Unlock()
+		return errIAClosed
+	}
+	if n := i.objectCount(); flags == api.CloseGraceful && n > 0 {
+		i.mu.Unlock()
+		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
+	}
+	i.closed = true
+	for l := range i.lmrs {
+		l.destroy()
+	}
+	for z := range i.pzs {
+		z.destroy()
+	}
+	for e := range i.evds {
+		e.q.Close()
+	}
+	i.async.q.Close()
+	var cnos []*cno
+	for c := range i.cnos {
+		c.n.C.Close()
+		cnos = append(cnos, c)
+	}
+	clear(i.lmrs)
+	clear(i.pzs)
+	clear(i.evds)
+	clear(i.cnos)
+	i.devs.free()
+	i.mu.Unlock()
+	for _, c := range cnos {
+		c.n.C.WaitIdle()
+	}
+	return nil
+}
+
+// SyncRDMARead does nothing: memory that RDMA devices write is coherent
+// on the machines rdma-core supports (dat_lmr_sync_rdma_read(3DAT)).
+func (i *ia) SyncRDMARead([]api.LMRTriplet) error { return nil }
+
+// SyncRDMAWrite does nothing, for the same reason
+// (dat_lmr_sync_rdma_write(3DAT)).
+func (i *ia) SyncRDMAWrite([]api.LMRTriplet) error { return nil }
+
+func tooMany(what string) error {
+	return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the IA has the most "+what+" it allows")
+}
+
+// deviceText is the device, port and address in one phrase, for messages.
+func (d *device) String() string {
+	return d.name + " port " + strconv.Itoa(int(d.port.Num)) + " (" + d.ip.String() + ")"
+}

@@ -1,0 +1,208 @@
+//go:build verbs && cgo
+
+package verbs
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/memreg"
+)
+
+// pz is a protection zone: an ibv_pd of the IA's device
+// (dat_pz_create(3DAT)).
+type pz struct {
+	api.ContextSlot
+	ia *ia
+	pd *C.struct_ibv_pd // nil once destroyed
+}
+
+// CreatePZ allocates a protection domain (dat_pz_create(3DAT)).
+func (i *ia) CreatePZ() (api.PZ, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.pzs) >= i.dev.attr.MaxPD {
+		return nil, tooMany("PZs")
+	}
+	pd, err := C.ibv_alloc_pd(i.dev.ctx)
+	if pd == nil {
+		return nil, api.Errorf(api.InsufficientResources, api.SubResourceProtectionDomain, "ibv_alloc_pd: "+errnoText(err))
+	}
+	z := &pz{ia: i, pd: pd}
+	i.pzs[z] = struct{}{}
+	return z, nil
+}
+
+// HandleType reports HandlePZ (dat_get_handle_type(3DAT)).
+func (z *pz) HandleType() api.HandleType { return api.HandlePZ }
+
+// Query returns the PZ's IA (dat_pz_query(3DAT)).
+func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
+
+// CreateRMR is not implemented yet (dat_rmr_create(3DAT)).
+func (z *pz) CreateRMR() (api.RMR, error) { return nil, notYet("RMRs (memory windows)") }
+
+// Free deallocates the protection domain (dat_pz_free(3DAT)); the guard
+// refuses while objects use it.
+func (z *pz) Free() error {
+	z.ia.mu.Lock()
+	defer z.ia.mu.Unlock()
+	if err := z.destroy(); err != nil {
+		return err
+	}
+	delete(z.ia.pzs, z)
+	return nil
+}
+
+// destroy releases the PD. ia.mu is held.
+func (z *pz) destroy() error {
+	if z.pd == nil {
+		return nil
+	}
+	if rc := C.ibv_dealloc_pd(z.pd); rc != 0 {
+		return api.Errorf(api.InvalidState, api.SubStatePZInUse, "ibv_dealloc_pd: "+errnoText(syscallErrno(rc)))
+	}
+	z.pd = nil
+	return nil
+}
+
+func pzOf(x api.PZ) *pz {
+	z, _ := x.(*pz)
+	return z
+}
+
+// lmr is a Local Memory Region: an ibv_mr over api.AllocMemory memory
+// (dat_lmr_create(3DAT)). Its LMR context is the MR's lkey and its RMR
+// context the rkey, when it has a remote privilege.
+type lmr struct {
+	api.ContextSlot
+	ia    *ia
+	pz    *pz
+	mr    *C.struct_ibv_mr // nil once destroyed
+	mem   []byte
+	typ   api.MemType
+	priv  api.MemPriv
+	va    api.VAType
+	param api.LMRParam
+}
+
+// accessFlags maps DAT privileges to verbs access flags. Local read is
+// always allowed by verbs; remote write needs local write there, so it
+// implies it.
+func accessFlags(priv api.MemPriv, mw bool) C.int {
+	var a C.int
+	if priv&(api.MemPrivLocalWrite|api.MemPrivRemoteWrite) != 0 {
+		a |= C.IBV_ACCESS_LOCAL_WRITE
+	}
+	if priv&api.MemPrivRemoteWrite != 0 {
+		a |= C.IBV_ACCESS_REMOTE_WRITE
+	}
+	if priv&api.MemPrivRemoteRead != 0 {
+		a |= C.IBV_ACCESS_REMOTE_READ
+	}
+	if mw {
+		a |= C.IBV_ACCESS_MW_BIND
+	}
+	return a
+}
+
+// CreateLMR registers region in pz (dat_lmr_create(3DAT)). The memory
+// must come from api.AllocMemory: a device writes it on its own, so it
+// must never move (ErrInvalidParameter otherwise). MemTypeLMR registers
+// another LMR's memory again. With VATypeZB the device addresses the
+// region from 0.
+func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
+		return nil, err
+	}
+	z := pzOf(pzArg)
+	if z == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
+	}
+	var mem []byte
+	switch region.Type {
+	case api.MemTypeVirtual, api.MemTypeSharedVirtual:
+		mem = region.Bytes
+	case api.MemTypeLMR:
+		src, _ := region.LMR.(*lmr)
+		if src == nil || src.ia != i {
+			return nil, api.Errorf(api.InvalidHandle, api.SubHandleLMR, "region LMR is not a live LMR of this IA")
+		}
+		mem = src.mem
+	default:
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("memory type %#x is unknown", uint32(region.Type)))
+	}
+	if len(mem) == 0 {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, "the region to register is empty")
+	}
+	if _, _, ok := api.MemoryOf(mem); !ok {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg3,
+			"the verbs provider registers only memory from api.AllocMemory, which never moves and which the device may write at any time; allocate the buffer with api.AllocMemory")
+	}
+	if uint64(len(mem)) > i.dev.attr.MaxMRSize {
+		return nil, api.Errorf(api.LengthError, api.NoSubtype, fmt.Sprintf("region of %d bytes exceeds the device's MR size limit %d", len(mem), i.dev.attr.MaxMRSize))
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if z.ia != i || z.pd == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ is not a live PZ of this IA")
+	}
+	if len(i.lmrs) >= i.dev.attr.MaxMR {
+		return nil, tooMany("LMRs")
+	}
+	addr := api.AddrOf(mem)
+	iova := uint64(addr)
+	if va == api.VATypeZB {
+		iova = 0
+	}
+	mr, err := C.gd_reg_mr(z.pd, unsafe.Pointer(&mem[0]), C.size_t(len(mem)), C.uint64_t(iova), accessFlags(priv, i.dev.attr.MemWindowType2))
+	if mr == nil {
+		return nil, api.Errorf(api.InsufficientResources, api.SubResourceMemoryRegion, "ibv_reg_mr: "+errnoText(err))
+	}
+	l := &lmr{ia: i, pz: z, mr: mr, mem: mem, typ: region.Type, priv: priv, va: va}
+	l.param = api.LMRParam{
+		IA: i, MemType: region.Type, Length: uint64(len(mem)), PZ: z, Priv: priv, VAType: va,
+		LMRContext: api.LMRContext(mr.lkey), RegisteredSize: uint64(len(mem)), RegisteredAddress: api.VAddr(iova),
+	}
+	if priv&(api.MemPrivRemoteRead|api.MemPrivRemoteWrite) != 0 {
+		l.param.RMRContext = api.RMRContext(mr.rkey)
+	}
+	i.lmrs[l] = struct{}{}
+	return l, nil
+}
+
+// HandleType reports HandleLMR (dat_get_handle_type(3DAT)).
+func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
+
+// Query returns the LMR's parameters (dat_lmr_query(3DAT)).
+func (l *lmr) Query() (api.LMRParam, error) { return l.param, nil }
+
+// Free deregisters the region (dat_lmr_free(3DAT)); its keys stop working
+// at once.
+func (l *lmr) Free() error {
+	l.ia.mu.Lock()
+	defer l.ia.mu.Unlock()
+	if err := l.destroy(); err != nil {
+		return err
+	}
+	delete(l.ia.lmrs, l)
+	return nil
+}
+
+// destroy deregisters the MR. ia.mu is held.
+func (l *lmr) destroy() error {
+	if l.mr == nil {
+		return nil
+	}
+	if rc := C.ibv_dereg_mr(l.mr); rc != 0 {
+		return api.Errorf(api.InvalidState, api.SubStateLMRInUse, "ibv_dereg_mr: "+errnoText(syscallErrno(rc)))
+	}
+	l.mr = nil
+	return nil
+}

@@ -1,0 +1,5 @@
+//go:build !verbs
+
+package verbs
+
+func unavailable() string { return NoSupportReason }
