@@ -293,6 +293,9 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeDevices(w, reps); err != nil {
+		return err
+	}
 	if err := writePlugins(w, reps); err != nil {
 		return err
 	}
@@ -303,6 +306,50 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	}
 	_, err := fmt.Fprintf(w, "\n* marked default; OpenDefault opens %s.\n", firstDefault)
 	return err
+}
+
+// writeDevices prints one line per opened IA that sits on a device (its
+// transport attributes name a "device", as the verbs provider's do): the
+// device, port, link layer, GID and MTU, and the IA's limits as the device
+// sets them.
+func writeDevices(w io.Writer, reps []iaReport) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	header := false
+	for _, r := range reps {
+		ta := r.attr.TransportAttrs
+		if !r.opened || namedAttr(ta, "device") == "" {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw, "\nDevices:")
+			fmt.Fprintln(tw, "  IA\tDEVICE\tPORT\tLINK\tGID\tMTU\tMAX_QP\tCQ_DEPTH\tMAX_MR\tSGE\tRDMA_READS(IN/OUT)")
+			header = true
+		}
+		gid := orDash(namedAttr(ta, "gid"))
+		if ix := namedAttr(ta, "gid_index"); ix != "" && gid != "-" {
+			gid += " [" + ix
+			if ty := namedAttr(ta, "gid_type"); ty != "" {
+				gid += ", " + ty
+			}
+			gid += "]"
+		}
+		a := r.attr
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d/%d\n", r.info.IAName,
+			namedAttr(ta, "device"), orDash(namedAttr(ta, "port")), orDash(namedAttr(ta, "link_layer")), gid,
+			orDash(namedAttr(ta, "active_mtu")), a.MaxEPs, a.MaxEVDQLen, size(a.MaxLMRBlockSize),
+			a.MaxIOVSegmentsPerDTO, a.MaxRDMAReadPerEPIn, a.MaxRDMAReadPerEPOut)
+	}
+	return tw.Flush()
+}
+
+// namedAttr returns the value of the attribute called name, or "".
+func namedAttr(l []api.NamedAttr, name string) string {
+	for _, a := range l {
+		if a.Name == name {
+			return a.Value
+		}
+	}
+	return ""
 }
 
 // writePlugins prints one line per plugin that serves a listed IA: its
