@@ -15,11 +15,12 @@ import (
 const (
 	// maxEVDQLen bounds the async EVD, whose queue is in Go memory.
 	maxEVDQLen = 1 << 20
-	// maxPrivateData is the private data rdma_cm carries in a connect
+	// maxPrivateData is the private data godat carries in a connect
 	// request over the InfiniBand CM (IB and RoCE): the 92 bytes of a CM
-	// REQ less the 36 that rdma_cm uses for its own header. Accept and
-	// reject carry more, so the smallest bounds all three.
-	maxPrivateData = 56
+	// REQ, less the 36 that rdma_cm uses for its own header, less godat's
+	// two-byte length header (cm.go). Accept and reject carry more, so
+	// the smallest bounds all three.
+	maxPrivateData = 56 - pdHeader
 	// providerVersion is the version godat reports for this provider.
 	providerVersionMajor, providerVersionMinor = 1, 0
 )

@@ -19,6 +19,7 @@ type evd struct {
 	q     *eventq.Queue
 	flags api.EVDFlags
 	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
+	cq    *cq           // for DTO and RMR bind completions; nil without those streams
 }
 
 func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
@@ -40,9 +41,26 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 		return nil, tooMany("EVDs")
 	}
 	e := newEVD(i, qlen, flags)
+	if flags&(api.EVDDTO|api.EVDRMRBind) != 0 {
+		c, err := newCQ(e, qlen)
+		if err != nil {
+			return nil, err
+		}
+		e.cq = c
+	}
 	i.evds[e] = struct{}{}
 	e.cno = dispatch.Attach(e.q, nil, cnoOf(cnoArg))
 	return e, nil
+}
+
+// post delivers a provider event; a nil EVD, or one without a queue (the
+// sink), discards it. An overflow is reported once per episode on the
+// async EVD.
+func (e *evd) post(ev *api.Event, notify bool) {
+	if e == nil || e.q == nil {
+		return
+	}
+	dispatch.Post(e.q, ev, notify, e, e.ia.async.q)
 }
 
 // HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
@@ -70,6 +88,13 @@ func (e *evd) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
+	err := e.q.Dequeue(ev)
+	if err == nil || e.cq == nil {
+		return err
+	}
+	// Nothing queued: look in the CQ, so that a consumer that polls needs
+	// no wake-up from the watcher.
+	e.drain()
 	return e.q.Dequeue(ev)
 }
 
@@ -79,6 +104,7 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
+	e.drain()
 	return e.q.Wait(ctx, threshold, ev)
 }
 
@@ -115,6 +141,12 @@ func (e *evd) Free() error {
 	e.cno = dispatch.Attach(e.q, e.cno, nil)
 	e.q.Close()
 	delete(e.ia.evds, e)
+	if c := e.cq; c != nil {
+		// The watcher takes ia.mu to deliver: stop it without the lock.
+		e.ia.mu.Unlock()
+		c.destroy()
+		e.ia.mu.Lock()
+	}
 	return nil
 }
 

@@ -30,10 +30,21 @@ type ia struct {
 	closed bool
 	async  *evd
 
+	cm     *cmChannel                       // the rdma_cm event channel of every id of the IA
+	owners map[*C.struct_rdma_cm_id]cmOwner // who each cm id belongs to
+	qps    map[uint32]*ep                   // EPs by QP number, for completions
+
+	// sink takes the completions of EP queues created without an EVD.
+	sink    *cq
+	sinkEVD *evd
+
 	pzs  map[*pz]struct{}
 	evds map[*evd]struct{} // without the async EVD
 	cnos map[*cno]struct{}
 	lmrs map[*lmr]struct{}
+	eps  map[*ep]struct{}
+	psps map[*psp]struct{}
+	crs  map[*cr]struct{}
 }
 
 var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
@@ -64,9 +75,15 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	i := &ia{
 		devs: devs, dev: dev, addr: &net.IPAddr{IP: dev.ip, Zone: ""},
 		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
-		lmrs: map[*lmr]struct{}{},
+		lmrs: map[*lmr]struct{}{}, eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, crs: map[*cr]struct{}{},
+		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{},
 	}
 	i.async = newEVD(i, qlen, api.EVDAsync)
+	i.sinkEVD = &evd{ia: i}
+	if i.cm, err = newCMChannel(i); err != nil {
+		devs.free()
+		return nil, err
+	}
 	return i, nil
 }
 
@@ -99,7 +116,7 @@ func (i *ia) AsyncEVD() (api.EVD, error) {
 }
 
 func (i *ia) objectCount() int {
-	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs)
+	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs) + len(i.eps) + len(i.psps) + len(i.crs)
 }
 
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful refuses while
@@ -116,14 +133,33 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
 	}
 	i.closed = true
+	// Children before parents: requests, listeners and connections, QPs,
+	// then CQs, MRs and PDs.
+	for c := range i.crs {
+		C.rdma_reject(c.id, nil, 0)
+		c.drop()
+	}
+	for s := range i.psps {
+		s.stop()
+	}
+	for p := range i.eps {
+		p.destroy()
+	}
+	var cqs []*cq
+	for e := range i.evds {
+		e.q.Close()
+		if e.cq != nil {
+			cqs = append(cqs, e.cq)
+		}
+	}
+	if i.sink != nil {
+		cqs = append(cqs, i.sink)
+	}
 	for l := range i.lmrs {
 		l.destroy()
 	}
 	for z := range i.pzs {
 		z.destroy()
-	}
-	for e := range i.evds {
-		e.q.Close()
 	}
 	i.async.q.Close()
 	var cnos []*cno
@@ -135,8 +171,17 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	clear(i.pzs)
 	clear(i.evds)
 	clear(i.cnos)
-	i.devs.free()
+	clear(i.eps)
+	clear(i.psps)
+	clear(i.crs)
+	clear(i.owners)
 	i.mu.Unlock()
+	// The watchers take ia.mu: stop them without it.
+	for _, c := range cqs {
+		c.destroy()
+	}
+	i.cm.close()
+	i.devs.free()
 	for _, c := range cnos {
 		c.n.C.WaitIdle()
 	}
@@ -150,6 +195,12 @@ func (i *ia) SyncRDMARead([]api.LMRTriplet) error { return nil }
 // SyncRDMAWrite does nothing, for the same reason
 // (dat_lmr_sync_rdma_write(3DAT)).
 func (i *ia) SyncRDMAWrite([]api.LMRTriplet) error { return nil }
+
+// postAsync posts an asynchronous event about obj to the async EVD.
+func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
+	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
+	i.async.post(&ev, true)
+}
 
 func tooMany(what string) error {
 	return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the IA has the most "+what+" it allows")

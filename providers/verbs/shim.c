@@ -57,3 +57,260 @@ int gd_bind_probe(const uint8_t *ip, int iplen, struct ibv_context **ctx, uint8_
 struct ibv_mr *gd_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, int access) {
 	return ibv_reg_mr_iova2(pd, addr, len, iova, (unsigned int)access);
 }
+
+#include <fcntl.h>
+#include <arpa/inet.h>
+
+int gd_nonblock(int fd) {
+	int f = fcntl(fd, F_GETFL);
+	if (f < 0 || fcntl(fd, F_SETFL, f | O_NONBLOCK) < 0) {
+		return errno;
+	}
+	return 0;
+}
+
+int gd_cq_create(struct ibv_context *c, int depth, struct ibv_comp_channel **ch, struct ibv_cq **cq) {
+	*ch = ibv_create_comp_channel(c);
+	if (*ch == NULL) {
+		return errno ? errno : EIO;
+	}
+	int rc = gd_nonblock((*ch)->fd);
+	if (rc == 0) {
+		*cq = ibv_create_cq(c, depth, NULL, *ch, 0);
+		if (*cq == NULL) {
+			rc = errno ? errno : EIO;
+		} else if ((rc = ibv_req_notify_cq(*cq, 0)) != 0) {
+			ibv_destroy_cq(*cq);
+		}
+	}
+	if (rc != 0) {
+		ibv_destroy_comp_channel(*ch);
+		*ch = NULL;
+		*cq = NULL;
+	}
+	return rc;
+}
+
+void gd_cq_destroy(struct ibv_comp_channel *ch, struct ibv_cq *cq) {
+	// Every notification taken has been acknowledged (gd_cq_event), so
+	// the CQ can be destroyed; then its channel.
+	ibv_destroy_cq(cq);
+	ibv_destroy_comp_channel(ch);
+}
+
+int gd_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq) {
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
+		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -(errno ? errno : EIO);
+	}
+	ibv_ack_cq_events(ev_cq, 1);
+	int rc = ibv_req_notify_cq(cq, 0);
+	return rc ? -rc : 1;
+}
+
+int gd_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
+	return ibv_poll_cq(cq, n, wc);
+}
+
+struct ibv_qp *gd_qp_create(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,
+                            uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge, uint32_t recv_sge, uint8_t port, int *err) {
+	struct ibv_qp_init_attr ia;
+	memset(&ia, 0, sizeof ia);
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.srq = srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = send_wr;
+	ia.cap.max_recv_wr = srq ? 0 : recv_wr;
+	ia.cap.max_send_sge = send_sge;
+	ia.cap.max_recv_sge = srq ? 0 : recv_sge;
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	if (qp == NULL) {
+		*err = errno ? errno : EIO;
+		return NULL;
+	}
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = port;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (rc) {
+		ibv_destroy_qp(qp);
+		*err = rc;
+		return NULL;
+	}
+	return qp;
+}
+
+int gd_qp_connect(struct rdma_cm_id *id, struct ibv_qp *qp) {
+	struct ibv_qp_attr a;
+	int mask;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR;
+	if (rdma_init_qp_attr(id, &a, &mask)) {
+		return errno ? errno : EIO;
+	}
+	int rc = ibv_modify_qp(qp, &a, mask);
+	if (rc) {
+		return rc;
+	}
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS;
+	if (rdma_init_qp_attr(id, &a, &mask)) {
+		return errno ? errno : EIO;
+	}
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+int gd_qp_error(struct ibv_qp *qp) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_ERR;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+int gd_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags, struct ibv_sge *sg, int n,
+                 uint64_t raddr, uint32_t rkey) {
+	struct ibv_send_wr wr, *bad;
+	memset(&wr, 0, sizeof wr);
+	wr.wr_id = wr_id;
+	wr.sg_list = sg;
+	wr.num_sge = n;
+	wr.opcode = opcode;
+	wr.send_flags = flags;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+int gd_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sg, int n) {
+	struct ibv_recv_wr wr, *bad;
+	memset(&wr, 0, sizeof wr);
+	wr.wr_id = wr_id;
+	wr.sg_list = sg;
+	wr.num_sge = n;
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static void gd_sockaddr(struct sockaddr_storage *ss, const uint8_t *ip, int iplen, uint16_t port) {
+	memset(ss, 0, sizeof *ss);
+	if (iplen == 4) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+		s->sin_family = AF_INET;
+		s->sin_port = htons(port);
+		memcpy(&s->sin_addr, ip, 4);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+		s->sin6_family = AF_INET6;
+		s->sin6_port = htons(port);
+		memcpy(&s->sin6_addr, ip, 16);
+	}
+}
+
+static void gd_addr_out(struct sockaddr *sa, uint8_t *ip, int *iplen, uint16_t *port) {
+	*iplen = 0;
+	*port = 0;
+	if (sa == NULL) {
+		return;
+	}
+	if (sa->sa_family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)sa;
+		memcpy(ip, &s->sin_addr, 4);
+		*iplen = 4;
+		*port = ntohs(s->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)sa;
+		memcpy(ip, &s->sin6_addr, 16);
+		*iplen = 16;
+		*port = ntohs(s->sin6_port);
+	}
+}
+
+int gd_cm_get(struct rdma_event_channel *ch, struct gd_cm_event *out) {
+	struct rdma_cm_event *ev;
+	if (rdma_get_cm_event(ch, &ev)) {
+		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -(errno ? errno : EIO);
+	}
+	memset(out, 0, sizeof *out);
+	out->event = ev->event;
+	out->status = ev->status;
+	out->id = ev->id;
+	out->listen_id = ev->listen_id;
+	if (ev->id && ev->id->ps == RDMA_PS_TCP && ev->param.conn.private_data != NULL) {
+		int n = ev->param.conn.private_data_len;
+		if (n > GD_PDATA_MAX) {
+			n = GD_PDATA_MAX;
+		}
+		memcpy(out->pdata, ev->param.conn.private_data, n);
+		out->pdata_len = n;
+	}
+	if (ev->id) {
+		uint16_t lport;
+		gd_addr_out(rdma_get_peer_addr(ev->id), out->peer_ip, &out->peer_ip_len, &out->peer_port);
+		uint8_t lip[16];
+		int llen;
+		gd_addr_out(rdma_get_local_addr(ev->id), lip, &llen, &lport);
+		out->local_port = lport;
+	}
+	rdma_ack_cm_event(ev);
+	return 1;
+}
+
+int gd_cm_bind(struct rdma_cm_id *id, const uint8_t *ip, int iplen, uint16_t port) {
+	struct sockaddr_storage ss;
+	gd_sockaddr(&ss, ip, iplen, port);
+	return rdma_bind_addr(id, (struct sockaddr *)&ss) ? (errno ? errno : EIO) : 0;
+}
+
+int gd_cm_resolve_addr(struct rdma_cm_id *id, const uint8_t *src, const uint8_t *dst, int iplen, uint16_t port, int timeout_ms) {
+	struct sockaddr_storage s, d;
+	gd_sockaddr(&s, src, iplen, 0);
+	gd_sockaddr(&d, dst, iplen, port);
+	return rdma_resolve_addr(id, (struct sockaddr *)&s, (struct sockaddr *)&d, timeout_ms) ? (errno ? errno : EIO) : 0;
+}
+
+static void gd_conn_param(struct rdma_conn_param *p, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in) {
+	memset(p, 0, sizeof *p);
+	p->private_data = pd;
+	p->private_data_len = (uint8_t)pdlen;
+	p->responder_resources = (uint8_t)rd_in;
+	p->initiator_depth = (uint8_t)rd_out;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+	p->qp_num = qpn;
+}
+
+int gd_cm_connect(struct rdma_cm_id *id, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in) {
+	struct rdma_conn_param p;
+	gd_conn_param(&p, qpn, pd, pdlen, rd_out, rd_in);
+	return rdma_connect(id, &p) ? (errno ? errno : EIO) : 0;
+}
+
+int gd_cm_accept(struct rdma_cm_id *id, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in) {
+	struct rdma_conn_param p;
+	gd_conn_param(&p, qpn, pd, pdlen, rd_out, rd_in);
+	return rdma_accept(id, &p) ? (errno ? errno : EIO) : 0;
+}
+
+uint16_t gd_cm_local_port(struct rdma_cm_id *id) {
+	return ntohs(rdma_get_src_port(id));
+}
+
+int gd_qp_reset(struct ibv_qp *qp, uint8_t port) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RESET;
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (rc) {
+		return rc;
+	}
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = port;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}

@@ -26,4 +26,57 @@ int gd_bind_probe(const uint8_t *ip, int iplen, struct ibv_context **ctx, uint8_
 // device addresses them from iova (addr itself, or 0 for zero-based
 // LMRs). NULL with errno set on failure.
 struct ibv_mr *gd_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, int access);
+
+// gd_nonblock makes fd non-blocking, for Go's network poller.
+int gd_nonblock(int fd);
+
+// Completion queues. gd_cq_create makes a non-blocking completion channel
+// and a CQ of at least depth entries on it, armed for the next completion.
+int gd_cq_create(struct ibv_context *c, int depth, struct ibv_comp_channel **ch, struct ibv_cq **cq);
+void gd_cq_destroy(struct ibv_comp_channel *ch, struct ibv_cq *cq);
+// gd_cq_event consumes a pending notification of cq's channel and arms
+// the CQ again: 1 if there was one, 0 if none is pending, -errno on error.
+int gd_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq);
+int gd_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+
+// gd_qp_create creates an RC QP outside rdma_cm and moves it to INIT on
+// port, so that receives may be posted before it is connected.
+struct ibv_qp *gd_qp_create(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,
+                            uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge, uint32_t recv_sge, uint8_t port, int *err);
+// gd_qp_connect moves qp to RTR and RTS with the attributes rdma_cm
+// computed for id.
+int gd_qp_connect(struct rdma_cm_id *id, struct ibv_qp *qp);
+int gd_qp_error(struct ibv_qp *qp);
+
+// Posting: one call per work request; sg points to n SGEs.
+int gd_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags, struct ibv_sge *sg, int n,
+                 uint64_t raddr, uint32_t rkey);
+int gd_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sg, int n);
+
+// Connection management.
+#define GD_PDATA_MAX 256
+struct gd_cm_event {
+	int event;
+	int status;
+	struct rdma_cm_id *id;
+	struct rdma_cm_id *listen_id;
+	int pdata_len;
+	uint8_t pdata[GD_PDATA_MAX];
+	uint8_t peer_ip[16];
+	int peer_ip_len;
+	uint16_t peer_port;
+	uint16_t local_port;
+};
+// gd_cm_get takes one event from ch, copies it to out and acknowledges
+// it: 1 if there was one, 0 if none is pending, -errno on error.
+int gd_cm_get(struct rdma_event_channel *ch, struct gd_cm_event *out);
+int gd_cm_bind(struct rdma_cm_id *id, const uint8_t *ip, int iplen, uint16_t port);
+int gd_cm_resolve_addr(struct rdma_cm_id *id, const uint8_t *src, const uint8_t *dst, int iplen, uint16_t port, int timeout_ms);
+int gd_cm_connect(struct rdma_cm_id *id, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in);
+int gd_cm_accept(struct rdma_cm_id *id, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in);
+uint16_t gd_cm_local_port(struct rdma_cm_id *id);
+
+// gd_qp_reset takes qp back to RESET and then INIT on port.
+int gd_qp_reset(struct ibv_qp *qp, uint8_t port);
+
 #endif

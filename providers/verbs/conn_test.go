@@ -1,0 +1,241 @@
+//go:build verbs && cgo
+
+package verbs_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/godat/godat/api"
+)
+
+// side is one end of a test connection: an IA with a PZ, one EVD for
+// everything, an EP, and a registered buffer.
+type side struct {
+	ia  api.IA
+	pz  api.PZ
+	evd api.EVD
+	ep  api.EP
+	mem *api.Memory
+	lmr api.LMR
+	lp  api.LMRParam
+}
+
+func newSide(t *testing.T) *side {
+	t.Helper()
+	s := &side{ia: openIA(t, "verbs")}
+	var err error
+	if s.pz, err = s.ia.CreatePZ(); err != nil {
+		t.Fatal(err)
+	}
+	if s.evd, err = s.ia.CreateEVD(64, nil, api.EVDDTO|api.EVDConnection|api.EVDCR); err != nil {
+		t.Fatal(err)
+	}
+	if s.ep, err = s.ia.CreateEP(s.pz, s.evd, s.evd, s.evd, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.mem, err = api.AllocMemory(1 << 16); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.mem.Free() })
+	if s.lmr, err = s.ia.CreateLMR(s.pz, api.Region{Type: api.MemTypeVirtual, Bytes: s.mem.Bytes()}, api.MemPrivAll, api.VATypeVA); err != nil {
+		t.Fatal(err)
+	}
+	if s.lp, err = s.lmr.Query(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *side) wait(t *testing.T, want api.EventNumber) api.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ev api.Event
+	if _, err := s.evd.Wait(ctx, 1, &ev); err != nil {
+		t.Fatalf("waiting for %v: %v", want, err)
+	}
+	if ev.Number != want {
+		t.Fatalf("event %v (%+v), want %v", ev.Number, ev, want)
+	}
+	if ev.Number == api.DTOCompletionEvent && ev.DTO.Status != api.DTOSuccess {
+		t.Fatalf("DTO completion %+v", ev.DTO)
+	}
+	return ev
+}
+
+func (s *side) seg(off, n int) api.LMRTriplet { return s.lp.Triplet(uint64(off), uint32(n)) }
+
+func vmIP() net.IP { return net.ParseIP(envOr("RXE_VM_IP", "192.0.2.1")) }
+
+// connect makes a connected pair through a PSP on a port of rdma_cm's
+// choosing, with private data both ways.
+func connect(t *testing.T) (client, server *side) {
+	t.Helper()
+	client, server = newSide(t), newSide(t)
+	psp, q, err := server.ia.CreatePSPAny(server.evd, api.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { psp.Free() })
+	// A receive posted before the connection exists is kept.
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(0, 4096)}, 7, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ep.Connect(&net.IPAddr{IP: vmIP()}, q, 5*time.Second, []byte("hello"), api.QOSBestEffort, 0); err != nil {
+		t.Fatal(err)
+	}
+	ev := server.wait(t, api.ConnectionRequestEvent)
+	crp, err := ev.CR.CR.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(crp.PrivateData) != "hello" {
+		t.Errorf("request private data %q, want hello", crp.PrivateData)
+	}
+	if err := ev.CR.CR.Accept(server.ep, []byte("welcome")); err != nil {
+		t.Fatal(err)
+	}
+	est := client.wait(t, api.ConnectionEstablishedEvent)
+	if string(est.Conn.PrivateData) != "welcome" {
+		t.Errorf("accept private data %q, want welcome", est.Conn.PrivateData)
+	}
+	server.wait(t, api.ConnectionEstablishedEvent)
+	return client, server
+}
+
+func TestConnectSendWriteRead(t *testing.T) {
+	needDevice(t)
+	client, server := connect(t)
+
+	// Send into the receive posted before the connection.
+	copy(client.mem.Bytes(), "a message")
+	if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 9)}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ev := client.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != 1 || ev.DTO.Op != api.OpSend {
+		t.Errorf("send completion %+v", ev.DTO)
+	}
+	if ev := server.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != 7 || ev.DTO.Length != 9 || ev.DTO.Op != api.OpReceive {
+		t.Errorf("receive completion %+v", ev.DTO)
+	}
+	if got := string(server.mem.Bytes()[:9]); got != "a message" {
+		t.Errorf("received %q", got)
+	}
+
+	// RDMA write 32 KiB into the server's buffer, read it back.
+	src := client.mem.Bytes()[4096 : 4096+32768]
+	for k := range src {
+		src[k] = byte(k * 13)
+	}
+	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 8192, Length: 32768, RMRContext: server.lp.RMRContext}
+	if err := client.ep.PostRDMAWrite([]api.LMRTriplet{client.seg(4096, 32768)}, 2, remote, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ev := client.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != 2 || ev.DTO.Op != api.OpRDMAWrite || ev.DTO.Length != 32768 {
+		t.Errorf("write completion %+v", ev.DTO)
+	}
+	if !bytes.Equal(server.mem.Bytes()[8192:8192+32768], src) {
+		t.Error("RDMA write: data differs")
+	}
+	if err := client.ep.PostRDMARead([]api.LMRTriplet{client.seg(40960, 16384)}, 3, api.RMRTriplet{Addr: remote.Addr, Length: 16384, RMRContext: remote.RMRContext}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ev := client.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != 3 || ev.DTO.Op != api.OpRDMARead {
+		t.Errorf("read completion %+v", ev.DTO)
+	}
+	if !bytes.Equal(client.mem.Bytes()[40960:40960+16384], src[:16384]) {
+		t.Error("RDMA read: data differs")
+	}
+
+	// A suppressed send completes silently; the next one is reported.
+	if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 1)}, 4, api.CompletionSuppress); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(0, 64)}, 8, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(64, 64)}, 9, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 2)}, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ev := client.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != 5 {
+		t.Errorf("after a suppressed send: completion %+v, want cookie 5", ev.DTO)
+	}
+	server.wait(t, api.DTOCompletionEvent)
+	server.wait(t, api.DTOCompletionEvent)
+
+	// Disconnect: both sides get DISCONNECTED; a receive left over is
+	// flushed.
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(0, 64)}, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ep.Disconnect(api.CloseGraceful); err != nil {
+		t.Fatal(err)
+	}
+	client.wait(t, api.ConnectionDisconnectedEvent)
+	var sawFlush, sawDisc bool
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var ev api.Event
+		_, err := server.evd.Wait(ctx, 1, &ev)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOErrFlushed && ev.DTO.Cookie == 10:
+			sawFlush = true
+		case ev.Number == api.ConnectionDisconnectedEvent:
+			sawDisc = true
+		default:
+			t.Errorf("server event %v %+v", ev.Number, ev.DTO)
+		}
+	}
+	if !sawFlush || !sawDisc {
+		t.Errorf("server: flushed receive %v, disconnected %v", sawFlush, sawDisc)
+	}
+	if st, _, _, _ := client.ep.GetStatus(); st != api.EPDisconnected {
+		t.Errorf("client state %v", st)
+	}
+	if err := client.ep.Reset(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRejectAndNoListener(t *testing.T) {
+	needDevice(t)
+	client, server := newSide(t), newSide(t)
+	psp, q, err := server.ia.CreatePSPAny(server.evd, api.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer psp.Free()
+	if _, err := server.ia.CreatePSP(q, server.evd, api.PSPConsumer); err == nil {
+		t.Error("a second PSP on the same port was created")
+	}
+	if err := client.ep.Connect(&net.IPAddr{IP: vmIP()}, q, 5*time.Second, []byte("let me in"), api.QOSBestEffort, 0); err != nil {
+		t.Fatal(err)
+	}
+	ev := server.wait(t, api.ConnectionRequestEvent)
+	if err := ev.CR.CR.Reject([]byte("no")); err != nil {
+		t.Fatal(err)
+	}
+	rej := client.wait(t, api.ConnectionPeerRejectedEvent)
+	if string(rej.Conn.PrivateData) != "no" {
+		t.Errorf("reject private data %q, want no", rej.Conn.PrivateData)
+	}
+	if err := client.ep.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	// Nobody listens on q+1.
+	if err := client.ep.Connect(&net.IPAddr{IP: vmIP()}, q+1, 5*time.Second, nil, api.QOSBestEffort, 0); err != nil {
+		t.Fatal(err)
+	}
+	client.wait(t, api.ConnectionNonPeerRejectedEvent)
+}

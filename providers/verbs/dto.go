@@ -1,0 +1,225 @@
+//go:build verbs && cgo
+
+package verbs
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"github.com/godat/godat/api"
+)
+
+// reqWR is a posted request (send, RDMA) as its completion needs it.
+type reqWR struct {
+	seq    uint64
+	cookie api.Cookie
+	op     api.DTOOp
+	length uint32
+	flags  api.CompletionFlags
+}
+
+// recvWR is a posted receive.
+type recvWR struct {
+	seq    uint64
+	cookie api.Cookie
+	flags  api.CompletionFlags
+}
+
+// wcStatus maps a verbs completion status to DAT's.
+func wcStatus(s C.enum_ibv_wc_status) api.DTOStatus {
+	switch s {
+	case C.IBV_WC_SUCCESS:
+		return api.DTOSuccess
+	case C.IBV_WC_WR_FLUSH_ERR:
+		return api.DTOErrFlushed
+	case C.IBV_WC_LOC_LEN_ERR:
+		return api.DTOErrLocalLength
+	case C.IBV_WC_LOC_QP_OP_ERR:
+		return api.DTOErrLocalEP
+	case C.IBV_WC_LOC_PROT_ERR, C.IBV_WC_LOC_ACCESS_ERR:
+		return api.DTOErrLocalProtection
+	case C.IBV_WC_BAD_RESP_ERR:
+		return api.DTOErrBadResponse
+	case C.IBV_WC_REM_ACCESS_ERR:
+		return api.DTOErrRemoteAccess
+	case C.IBV_WC_REM_INV_REQ_ERR, C.IBV_WC_REM_OP_ERR:
+		return api.DTOErrRemoteResponder
+	case C.IBV_WC_RNR_RETRY_EXC_ERR:
+		return api.DTOErrReceiverNotReady
+	case C.IBV_WC_MW_BIND_ERR:
+		return api.RMROperationFailed
+	}
+	return api.DTOErrTransport
+}
+
+// complete turns one work completion into the DTO completion events it
+// stands for: requests posted before it that were not signalled
+// (CompletionSuppress) complete silently, in order. ia.mu is held.
+func (i *ia) complete(wc *C.struct_ibv_wc) {
+	p := i.qps[uint32(wc.qp_num)]
+	if p == nil {
+		return // the EP is gone; its completions go with it
+	}
+	st := wcStatus(wc.status)
+	seq := uint64(wc.wr_id)
+	var ev api.Event
+	ev.Number = api.DTOCompletionEvent
+	ev.DTO.EP = p
+	ev.DTO.Status = st
+	if seq&recvBit != 0 {
+		r := p.recvs.Front()
+		for r != nil && r.seq != seq {
+			p.recvs.PopFront() // cannot happen: receives are always signalled
+			r = p.recvs.Front()
+		}
+		if r == nil {
+			return
+		}
+		ev.DTO.Cookie, ev.DTO.Op = r.cookie, api.OpReceive
+		if st == api.DTOSuccess {
+			ev.DTO.Length = uint32(wc.byte_len)
+		}
+		notify := r.flags&api.CompletionUnsignalled == 0
+		p.recvs.PopFront()
+		p.recvEVD.post(&ev, notify)
+	} else {
+		r := p.reqs.Front()
+		for r != nil && r.seq != seq {
+			p.reqs.PopFront() // a suppressed request that succeeded
+			r = p.reqs.Front()
+		}
+		if r == nil {
+			return
+		}
+		ev.DTO.Cookie, ev.DTO.Op = r.cookie, r.op
+		if st == api.DTOSuccess {
+			ev.DTO.Length = r.length
+		}
+		notify := r.flags&api.CompletionUnsignalled == 0
+		suppress := r.flags&api.CompletionSuppress != 0 && st == api.DTOSuccess
+		p.reqs.PopFront()
+		if !suppress {
+			p.reqEVD.post(&ev, notify)
+		}
+	}
+	if st != api.DTOSuccess && st != api.DTOErrFlushed {
+		p.broken()
+	}
+}
+
+// recvBit marks the work request ids of receives.
+const recvBit = 1 << 63
+
+// fillSGEs copies iov into the EP's C array of SGEs and returns the
+// total length.
+func (p *ep) fillSGEs(iov []api.LMRTriplet) uint32 {
+	var total uint32
+	for k, t := range iov {
+		s := &p.sges[k]
+		s.addr = C.uint64_t(t.Addr)
+		s.length = C.uint32_t(t.Length)
+		s.lkey = C.uint32_t(t.LMRContext)
+		total += t.Length
+	}
+	return total
+}
+
+func sendFlags(f api.CompletionFlags) C.int {
+	var v C.int
+	if f&api.CompletionSuppress == 0 {
+		v |= C.IBV_SEND_SIGNALED
+	}
+	if f&api.CompletionBarrierFence != 0 {
+		v |= C.IBV_SEND_FENCE
+	}
+	if f&api.CompletionSolicitedWait != 0 {
+		v |= C.IBV_SEND_SOLICITED
+	}
+	return v
+}
+
+func (p *ep) postReq(op api.DTOOp, opcode C.int, iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	i := p.ia
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if p.qp == nil {
+		return errEPGone
+	}
+	if p.state != api.EPConnected {
+		return api.Errorf(api.InvalidState, p.state.StateSubtype(), "a request may be posted only on a connected EP")
+	}
+	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the request queue is full")
+	}
+	n := p.fillSGEs(iov)
+	p.reqSeq++
+	var sg *C.struct_ibv_sge
+	if len(iov) > 0 {
+		sg = &p.sges[0]
+	}
+	if rc := C.gd_post_send(p.qp, C.uint64_t(p.reqSeq), opcode, sendFlags(flags), sg, C.int(len(iov)),
+		C.uint64_t(remote.Addr), C.uint32_t(remote.RMRContext)); rc != 0 {
+		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_post_send: "+errnoText(syscallErrno(rc)))
+	}
+	w := p.reqs.PushBack()
+	*w = reqWR{seq: p.reqSeq, cookie: cookie, op: op, length: n, flags: flags}
+	return nil
+}
+
+// PostSend sends the bytes iov names (dat_ep_post_send(3DAT)).
+func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	return p.postReq(api.OpSend, C.IBV_WR_SEND, iov, cookie, api.RMRTriplet{}, flags)
+}
+
+// PostSendWithInvalidate sends; invalidation needs memory windows, which
+// are not implemented yet (dat_ep_post_send_with_invalidate(3DAT)).
+func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+	if invalidate {
+		return notYet("sends with invalidate")
+	}
+	return p.PostSend(iov, cookie, flags)
+}
+
+// PostRDMAWrite writes iov into the peer's window (dat_ep_post_rdma_write(3DAT)).
+func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	return p.postReq(api.OpRDMAWrite, C.IBV_WR_RDMA_WRITE, iov, cookie, remote, flags)
+}
+
+// PostRDMARead reads the peer's window into iov (dat_ep_post_rdma_read(3DAT)).
+func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	return p.postReq(api.OpRDMARead, C.IBV_WR_RDMA_READ, iov, cookie, remote, flags)
+}
+
+// PostRDMAReadToRMR is not implemented yet (dat_ep_post_rdma_read_to_rmr).
+func (p *ep) PostRDMAReadToRMR(api.RMRTriplet, api.Cookie, api.RMRTriplet, api.CompletionFlags) error {
+	return notYet("RDMA reads into RMRs")
+}
+
+// PostRecv posts a receive buffer (dat_ep_post_recv(3DAT)); allowed
+// before the EP is connected, as on RDMA hardware.
+func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	i := p.ia
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if p.qp == nil {
+		return errEPGone
+	}
+	if p.recvs.Len() >= p.attr.MaxRecvDTOs {
+		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the receive queue is full")
+	}
+	p.fillSGEs(iov)
+	p.recvSeq++
+	seq := p.recvSeq | recvBit
+	var sg *C.struct_ibv_sge
+	if len(iov) > 0 {
+		sg = &p.sges[0]
+	}
+	if rc := C.gd_post_recv(p.qp, C.uint64_t(seq), sg, C.int(len(iov))); rc != 0 {
+		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_post_recv: "+errnoText(syscallErrno(rc)))
+	}
+	w := p.recvs.PushBack()
+	*w = recvWR{seq: seq, cookie: cookie, flags: flags}
+	return nil
+}

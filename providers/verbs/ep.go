@@ -1,0 +1,276 @@
+//go:build verbs && cgo
+
+package verbs
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"unsafe"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/epattr"
+	"github.com/godat/godat/internal/ring"
+)
+
+// ep is an Endpoint: an RC queue pair of its own, created at EP creation
+// outside rdma_cm and moved to INIT so that receives may be posted before
+// any connection, and driven to RTR/RTS with the attributes rdma_cm
+// computes for the cm id of its connection. Its fields are guarded by
+// ia.mu.
+type ep struct {
+	api.ContextSlot
+	ia                     *ia
+	pz                     *pz
+	recvEVD, reqEVD, cnEVD *evd
+	attr                   api.EPAttr
+	state                  api.EPState
+
+	qp   *C.struct_ibv_qp // nil once destroyed
+	qpn  uint32
+	sgeC *C.struct_ibv_sge // C array of the most SGEs a post may name
+	sges []C.struct_ibv_sge
+
+	id      *C.struct_rdma_cm_id // of the connection or attempt, or nil
+	pdata   []byte               // the private data Connect sends, with its header
+	peerPD  []byte
+	remote  net.Addr
+	rport   api.ConnQual
+	lport   api.ConnQual
+	reqs    ring.Ring[reqWR]
+	recvs   ring.Ring[recvWR]
+	reqSeq  uint64
+	recvSeq uint64
+}
+
+var errEPGone = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
+
+// epLimits are the EP attribute limits on device d.
+func epLimits(d *device) epattr.Limits {
+	return epattr.Limits{
+		MaxDTOs: d.attr.MaxQPWR, MaxIOV: d.attr.MaxSGE, MaxRDMAReads: min(d.attr.MaxQPRdAtom, d.attr.MaxQPInitRdAtom),
+		MaxMessageSize: int(d.port.MaxMsgSize), MaxRDMASize: int(d.port.MaxMsgSize),
+		QOS: api.QOSBestEffort, Flags: api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled | api.CompletionBarrierFence,
+	}
+}
+
+// defaultEPAttr is what an EP on device d gets for unset attributes.
+func defaultEPAttr(d *device) api.EPAttr {
+	reads := min(d.attr.MaxQPRdAtom, d.attr.MaxQPInitRdAtom, 16)
+	iov := min(d.attr.MaxSGE, 16)
+	return api.EPAttr{
+		ServiceType: api.ServiceRC, MaxMessageSize: d.port.MaxMsgSize, MaxRDMASize: d.port.MaxMsgSize,
+		MaxRecvDTOs: min(d.attr.MaxQPWR, 256), MaxRequestDTOs: min(d.attr.MaxQPWR, 256),
+		MaxRecvIOV: iov, MaxRequestIOV: iov, MaxRDMAReadIn: reads, MaxRDMAReadOut: reads,
+		MaxRDMAReadIOV: min(d.attr.MaxSGERead, iov), MaxRDMAWriteIOV: iov,
+	}
+}
+
+// CreateEP creates an Endpoint in the UNCONNECTED state with its QP
+// (dat_ep_create(3DAT)). The request and receive EVDs must have been
+// created for DTO completions: their CQs are the QP's.
+func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
+	a := defaultEPAttr(i.dev)
+	if attr != nil {
+		a = epattr.WithDefaults(*attr, a)
+		if err := epattr.Check(&a, epLimits(i.dev)); err != nil {
+			return nil, err
+		}
+	}
+	z := pzOf(pzArg)
+	if z == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
+	}
+	re, qe, ce := evdOf(recvEVD), evdOf(requestEVD), evdOf(connectEVD)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.eps) >= i.dev.attr.MaxQP {
+		return nil, tooMany("EPs")
+	}
+	// A QP needs a CQ for each queue; an EP without one of the EVDs gets
+	// a CQ of its own that nobody reads (its completions are discarded).
+	scq, rcq, err := i.cqFor(qe), (*C.struct_ibv_cq)(nil), error(nil)
+	if scq == nil {
+		if scq, err = i.sinkCQ(); err != nil {
+			return nil, err
+		}
+	}
+	if rcq = i.cqFor(re); rcq == nil {
+		if rcq, err = i.sinkCQ(); err != nil {
+			return nil, err
+		}
+	}
+	iov := max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV, a.MaxRecvIOV, 1)
+	var cerr C.int
+	qp := C.gd_qp_create(z.pd, scq, rcq, nil, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
+		C.uint32_t(max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV)), C.uint32_t(a.MaxRecvIOV), C.uint8_t(i.dev.port.Num), &cerr)
+	if qp == nil {
+		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_create_qp: "+errnoText(syscallErrno(cerr)))
+	}
+	p := &ep{ia: i, pz: z, recvEVD: re, reqEVD: qe, cnEVD: ce, attr: a, state: api.EPUnconnected, qp: qp, qpn: uint32(qp.qp_num)}
+	p.sgeC = (*C.struct_ibv_sge)(C.calloc(C.size_t(iov), C.size_t(unsafe.Sizeof(C.struct_ibv_sge{}))))
+	p.sges = unsafe.Slice(p.sgeC, iov)
+	i.eps[p] = struct{}{}
+	i.qps[p.qpn] = p
+	return p, nil
+}
+
+// CreateEPWithSRQ is not implemented yet (dat_ep_create_with_srq(3DAT)).
+func (i *ia) CreateEPWithSRQ(api.PZ, api.EVD, api.EVD, api.EVD, api.SRQ, *api.EPAttr) (api.EP, error) {
+	return nil, notYet("shared receive queues")
+}
+
+// cqFor returns the CQ of EVD e, or nil when e is nil or has none.
+func (i *ia) cqFor(e *evd) *C.struct_ibv_cq {
+	if e == nil || e.cq == nil {
+		return nil
+	}
+	return e.cq.cq
+}
+
+// sinkCQ returns the IA's CQ for queues whose completions nobody wants,
+// creating it on first use. ia.mu is held.
+func (i *ia) sinkCQ() (*C.struct_ibv_cq, error) {
+	if i.sink == nil {
+		c, err := newCQ(i.sinkEVD, 64)
+		if err != nil {
+			return nil, err
+		}
+		i.sink = c
+		i.sinkEVD.cq = c
+	}
+	return i.sink.cq, nil
+}
+
+func evdOf(x api.EVD) *evd {
+	e, _ := x.(*evd)
+	return e
+}
+
+// HandleType reports HandleEP (dat_get_handle_type(3DAT)).
+func (p *ep) HandleType() api.HandleType { return api.HandleEP }
+
+// Query returns the EP's parameters (dat_ep_query(3DAT)).
+func (p *ep) Query() (api.EPParam, error) {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	prm := api.EPParam{
+		IA: p.ia, State: p.state, LocalAddr: p.ia.addr, LocalPortQual: p.lport,
+		RemoteAddr: p.remote, RemotePortQual: p.rport, PZ: p.pz, Attr: p.attr,
+	}
+	if p.recvEVD != nil {
+		prm.RecvEVD = p.recvEVD
+	}
+	if p.reqEVD != nil {
+		prm.RequestEVD = p.reqEVD
+	}
+	if p.cnEVD != nil {
+		prm.ConnectEVD = p.cnEVD
+	}
+	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
+	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
+	return prm, nil
+}
+
+// Modify is not implemented yet (dat_ep_modify(3DAT)).
+func (p *ep) Modify(api.EPParamMask, *api.EPParam) error { return notYet("EP modifications") }
+
+// GetStatus returns the state and whether each queue is idle
+// (dat_ep_get_status(3DAT)).
+func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
+}
+
+func (p *ep) stateErr(what string) error {
+	return api.Errorf(api.InvalidState, p.state.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, p.state))
+}
+
+// Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)): its
+// QP goes back to RESET and INIT with empty queues.
+func (p *ep) Reset() error {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if p.state != api.EPDisconnected {
+		return p.stateErr("Reset")
+	}
+	p.dropID()
+	if rc := C.gd_qp_reset(p.qp, C.uint8_t(p.ia.dev.port.Num)); rc != 0 {
+		return api.Errorf(api.InternalError, api.NoSubtype, "resetting the QP: "+errnoText(syscallErrno(rc)))
+	}
+	p.reqs.Clear()
+	p.recvs.Clear()
+	p.state, p.remote, p.rport, p.lport, p.peerPD = api.EPUnconnected, nil, 0, 0, nil
+	return nil
+}
+
+// Free destroys the EP, its connection and its QP (dat_ep_free(3DAT)).
+func (p *ep) Free() error {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	p.destroy()
+	delete(p.ia.eps, p)
+	return nil
+}
+
+// destroy releases the cm id and the QP. ia.mu is held.
+func (p *ep) destroy() {
+	if p.qp == nil {
+		return
+	}
+	p.dropID()
+	delete(p.ia.qps, p.qpn)
+	C.ibv_destroy_qp(p.qp)
+	p.qp = nil
+	C.free(unsafe.Pointer(p.sgeC))
+	p.sgeC, p.sges = nil, nil
+	p.state = api.EPDisconnected
+}
+
+// dropID destroys the EP's cm id, if it has one. ia.mu is held.
+func (p *ep) dropID() {
+	if p.id == nil {
+		return
+	}
+	delete(p.ia.owners, p.id)
+	C.rdma_destroy_id(p.id)
+	p.id = nil
+}
+
+// broken ends a connection whose QP failed: the peer is told, the
+// outstanding DTOs are flushed, and the connect EVD gets BROKEN.
+func (p *ep) broken() {
+	if p.state != api.EPConnected {
+		return
+	}
+	C.gd_qp_error(p.qp)
+	if p.id != nil {
+		C.rdma_disconnect(p.id)
+	}
+	p.state = api.EPDisconnected
+	p.connEvent(api.ConnectionBrokenEvent, nil)
+}
+
+// connEvent posts a connection event of the EP. ia.mu is held.
+func (p *ep) connEvent(n api.EventNumber, pd []byte) {
+	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
+	p.cnEVD.post(&ev, true)
+}
+
+// DupConnect is not implemented yet (dat_ep_dup_connect(3DAT)).
+func (p *ep) DupConnect(api.EP, api.Timeout, []byte, api.QOS) error {
+	return notYet("duplicate connections")
+}
+
+// RecvQuery is for EPs on an SRQ, which are not implemented yet.
+func (p *ep) RecvQuery() (int, int, error) { return 0, 0, notYet("shared receive queues") }
+
+// SetWatermark is for EPs on an SRQ, which are not implemented yet.
+func (p *ep) SetWatermark(int, int) error { return notYet("shared receive queues") }
