@@ -52,6 +52,13 @@
 // PSP that creates EPs, ...) are skipped, except the check that the
 // unsupported call fails the way the page says.
 //
+// A rule that cannot hold on a provider's device or wire protocol (not a
+// missing feature) is declared by the provider in its provider attributes,
+// as a ProviderSpecific entry named DeviationPrefix plus the rule's key,
+// with the reason as value (see the Deviation constants). The checks of
+// that rule then say so by key and reason, in a skip message or a log
+// line, instead of failing; nothing is skipped silently.
+//
 // The suite contains no timed assertion: deadlines only stop a check from
 // hanging when an expected event never comes (a wait for an event gives up
 // after 10 seconds and fails the check, saying what it waited for). After the checks of each page, and at the end, it

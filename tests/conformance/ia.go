@@ -100,7 +100,9 @@ func iaGroups() []group {
 				}
 			}},
 			{"DESCRIPTION", "MaxPrivateDataSize is at least 64 bytes", func(t *checkT) {
-				if m := t.node().pattr.MaxPrivateDataSize; m < 64 {
+				n := t.node()
+				t.skipForDeviation(n, DeviationPrivateDataMin64)
+				if m := n.pattr.MaxPrivateDataSize; m < 64 {
 					t.Fatalf("ProviderAttr.MaxPrivateDataSize is %d", m)
 				}
 			}},
