@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/godat/godat/api"
 )
@@ -31,19 +32,20 @@ func iaAttr(d *device, addr net.Addr) api.IAAttr {
 	a := d.attr
 	msg := d.port.MaxMsgSize
 	return api.IAAttr{
-		VendorName:                    fmt.Sprintf("rdma-core %s (vendor 0x%x part %d)", d.name, a.VendorID, a.VendorPartID),
-		HardwareVersionMajor:          a.HardwareVersion,
-		FirmwareVersionMajor:          0,
-		Address:                       addr,
-		MaxEPs:                        a.MaxQP,
-		MaxDTOPerEP:                   a.MaxQPWR,
-		MaxRDMAReadPerEPIn:            a.MaxQPRdAtom,
-		MaxRDMAReadPerEPOut:           a.MaxQPInitRdAtom,
-		MaxEVDs:                       a.MaxCQ,
-		MaxEVDQLen:                    a.MaxCQE,
-		MaxIOVSegmentsPerDTO:          a.MaxSGE,
-		MaxLMRs:                       a.MaxMR,
-		MaxLMRBlockSize:               a.MaxMRSize,
+		VendorName:           fmt.Sprintf("rdma-core %s (vendor 0x%x part %d)", d.name, a.VendorID, a.VendorPartID),
+		HardwareVersionMajor: a.HardwareVersion,
+		FirmwareVersionMajor: 0,
+		Address:              addr,
+		MaxEPs:               a.MaxQP,
+		MaxDTOPerEP:          a.MaxQPWR,
+		MaxRDMAReadPerEPIn:   a.MaxQPRdAtom,
+		MaxRDMAReadPerEPOut:  a.MaxQPInitRdAtom,
+		MaxEVDs:              a.MaxCQ,
+		MaxEVDQLen:           a.MaxCQE,
+		MaxIOVSegmentsPerDTO: a.MaxSGE,
+		MaxLMRs:              a.MaxMR,
+		MaxLMRBlockSize:      min(a.MaxMRSize, 1<<63-1), // rxe reports 2^64-1
+
 		MaxLMRVirtualAddress:          api.VAddr(1<<64 - 1),
 		MaxPZs:                        a.MaxPD,
 		MaxMessageSize:                msg,
@@ -121,11 +123,27 @@ func providerAttr(d *device) api.ProviderAttr {
 		DTOAsyncReturnGuaranteed:      true,
 		RMRScopeSupported:             api.RMRScopeEP,
 		RDMAReadLMRRMRContextExposure: false,
-		ProviderSpecific: []api.NamedAttr{
+		ProviderSpecific: append([]api.NamedAttr{
 			{Name: "rdma_core_device", Value: d.name},
 			{Name: "rmr", Value: rmrMode(d)},
-		},
+		}, deviations(d)...),
 	}
+}
+
+// deviations are the rules of the conformance suite that cannot hold on
+// device d, each with the reason (conformance.DeviationPrefix).
+func deviations(d *device) []api.NamedAttr {
+	out := []api.NamedAttr{{
+		Name:  "conformance.deviation.private-data-min-64",
+		Value: fmt.Sprintf("rdma_cm carries at most 56 bytes of private data in a connect request over the InfiniBand CM (IB and RoCE); godat uses 2 of them for the length, leaving %d", maxPrivateData),
+	}}
+	if strings.HasPrefix(d.name, "rxe") {
+		out = append(out, api.NamedAttr{
+			Name:  "conformance.deviation.recv-length-status",
+			Value: "soft-RoCE (rdma_rxe) completes a receive too small for the message with IBV_WC_LOC_QP_OP_ERR (DTO_ERR_LOCAL_EP), not IBV_WC_LOC_LEN_ERR",
+		})
+	}
+	return out
 }
 
 // rmrMode says how RMRs are made on device d.

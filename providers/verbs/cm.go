@@ -187,6 +187,9 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if len(privateData) > maxPrivateData {
 		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
 	}
+	if qos&^api.QOSBestEffort != 0 {
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x: the verbs provider offers best effort only", uint32(qos)))
+	}
 	i := p.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -200,9 +203,14 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if err != nil {
 		return err
 	}
+	// Bound first, so that the local port is known (Query) before the
+	// request leaves.
 	src, n := ipBytes(i.dev.ip)
 	dst, _ := ipBytes(ip)
-	rc := C.gd_cm_resolve_addr(id, src, dst, C.int(n), C.uint16_t(q), resolveTimeout(timeout))
+	rc := C.gd_cm_bind(id, src, C.int(n), 0)
+	if rc == 0 {
+		rc = C.gd_cm_resolve_addr(id, nil, dst, C.int(n), C.uint16_t(q), resolveTimeout(timeout))
+	}
 	C.free(unsafe.Pointer(src))
 	C.free(unsafe.Pointer(dst))
 	if rc != 0 {
@@ -211,9 +219,37 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	}
 	p.id, p.pdata = id, encodePD(privateData)
 	i.owners[id] = p
-	p.remote, p.rport = &net.IPAddr{IP: ip}, q
+	p.remote, p.rport, p.lport = &net.IPAddr{IP: ip}, q, api.ConnQual(C.gd_cm_local_port(id))
 	p.state = api.EPActiveConnectionPending
+	p.attempt++
+	if timeout > 0 {
+		attempt := p.attempt
+		p.timer = time.AfterFunc(timeout, func() { p.timedOut(attempt) })
+	}
 	return nil
+}
+
+// timedOut ends connection attempt number attempt if it is still
+// pending: the DAT timeout is the consumer's, shorter than the CM's own
+// retries.
+func (p *ep) timedOut(attempt uint64) {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if p.attempt != attempt || p.state != api.EPActiveConnectionPending || p.qp == nil {
+		return
+	}
+	p.dropID()
+	C.gd_qp_error(p.qp)
+	p.state = api.EPDisconnected
+	p.connEvent(api.ConnectionTimedOutEvent, nil)
+}
+
+// stopTimer cancels the connect timeout. ia.mu is held.
+func (p *ep) stopTimer() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
 }
 
 // cmEvent moves the EP's connection along. ia.mu is held.
@@ -230,8 +266,8 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 		if rc != 0 {
 			p.failConnect(api.ConnectionUnreachableEvent, nil)
 		}
-		p.lport = api.ConnQual(C.gd_cm_local_port(p.id))
 	case C.RDMA_CM_EVENT_CONNECT_RESPONSE:
+		p.stopTimer()
 		// The QP is godat's, not rdma_cm's: bring it up, then confirm.
 		if C.gd_qp_connect(p.id, p.qp) != 0 || C.rdma_establish(p.id) != 0 {
 			C.rdma_reject(p.id, nil, 0)
@@ -286,6 +322,7 @@ func (p *ep) failConnect(n api.EventNumber, pd []byte) {
 	if p.state != api.EPActiveConnectionPending && p.state != api.EPCompletionPending {
 		return
 	}
+	p.stopTimer()
 	C.gd_qp_error(p.qp)
 	p.state = api.EPDisconnected
 	p.connEvent(n, pd)
@@ -303,6 +340,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 		C.rdma_disconnect(p.id)
 		p.state = api.EPDisconnectPending
 	case api.EPActiveConnectionPending, api.EPCompletionPending:
+		p.stopTimer()
 		p.dropID()
 		C.gd_qp_error(p.qp)
 		p.state = api.EPDisconnected

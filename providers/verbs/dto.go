@@ -147,11 +147,25 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, iov []api.LMRTriplet, cookie ap
 	if p.qp == nil {
 		return errEPGone
 	}
-	if p.state != api.EPConnected {
+	switch p.state {
+	case api.EPConnected:
+	case api.EPDisconnected:
+		// Accepted and flushed at once (dat_ep_post_send(3DAT)); the QP,
+		// in its error state, is not asked.
+		p.flushNow(p.reqEVD, op, cookie, flags)
+		return nil
+	default:
 		return api.Errorf(api.InvalidState, p.state.StateSubtype(), "a request may be posted only on a connected EP")
 	}
 	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the request queue is full")
+	}
+	need := api.MemPrivLocalRead
+	if op == api.OpRDMARead {
+		need = api.MemPrivLocalWrite
+	}
+	if err := i.checkIOV(iov, p.pz, need); err != nil {
+		return err
 	}
 	n := p.fillSGEs(iov)
 	p.reqSeq++
@@ -206,8 +220,15 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	if p.qp == nil {
 		return errEPGone
 	}
+	if p.state == api.EPDisconnected {
+		p.flushNow(p.recvEVD, api.OpReceive, cookie, flags)
+		return nil
+	}
 	if p.recvs.Len() >= p.attr.MaxRecvDTOs {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the receive queue is full")
+	}
+	if err := i.checkIOV(iov, p.pz, api.MemPrivLocalWrite); err != nil {
+		return err
 	}
 	p.fillSGEs(iov)
 	p.recvSeq++
@@ -222,4 +243,11 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	w := p.recvs.PushBack()
 	*w = recvWR{seq: seq, cookie: cookie, flags: flags}
 	return nil
+}
+
+// flushNow completes a DTO posted on a DISCONNECTED EP with FLUSHED at
+// once. ia.mu is held.
+func (p *ep) flushNow(e *evd, op api.DTOOp, cookie api.Cookie, flags api.CompletionFlags) {
+	ev := api.Event{Number: api.DTOCompletionEvent, DTO: api.DTOCompletionData{EP: p, Cookie: cookie, Status: api.DTOErrFlushed, Op: op}}
+	e.post(&ev, flags&api.CompletionUnsignalled == 0)
 }

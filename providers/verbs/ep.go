@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/godat/godat/api"
@@ -47,6 +48,8 @@ type ep struct {
 	recvs   ring.Ring[recvWR]
 	reqSeq  uint64
 	recvSeq uint64
+	attempt uint64      // counts Connect calls, so a stale timeout does nothing
+	timer   *time.Timer // the connect timeout of the pending attempt
 }
 
 var errEPGone = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
@@ -198,7 +201,11 @@ func (p *ep) stateErr(what string) error {
 func (p *ep) Reset() error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.state != api.EPDisconnected {
+	switch p.state {
+	case api.EPUnconnected:
+		return nil // a no-op that keeps the posted receives
+	case api.EPDisconnected:
+	default:
 		return p.stateErr("Reset")
 	}
 	p.dropID()
@@ -225,6 +232,7 @@ func (p *ep) destroy() {
 	if p.qp == nil {
 		return
 	}
+	p.stopTimer()
 	p.dropID()
 	delete(p.ia.qps, p.qpn)
 	C.ibv_destroy_qp(p.qp)

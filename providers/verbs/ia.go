@@ -33,6 +33,7 @@ type ia struct {
 	cm     *cmChannel                       // the rdma_cm event channel of every id of the IA
 	owners map[*C.struct_rdma_cm_id]cmOwner // who each cm id belongs to
 	qps    map[uint32]*ep                   // EPs by QP number, for completions
+	lkeys  map[uint32]*lmr                  // LMRs by LMR context (lkey), for the checks of a post
 
 	// sink takes the completions of EP queues created without an EVD.
 	sink    *cq
@@ -76,7 +77,7 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 		devs: devs, dev: dev, addr: &net.IPAddr{IP: dev.ip, Zone: ""},
 		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
 		lmrs: map[*lmr]struct{}{}, eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, crs: map[*cr]struct{}{},
-		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{},
+		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{}, lkeys: map[uint32]*lmr{},
 	}
 	i.async = newEVD(i, qlen, api.EVDAsync)
 	i.sinkEVD = &evd{ia: i}
@@ -188,13 +189,17 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	return nil
 }
 
-// SyncRDMARead does nothing: memory that RDMA devices write is coherent
-// on the machines rdma-core supports (dat_lmr_sync_rdma_read(3DAT)).
-func (i *ia) SyncRDMARead([]api.LMRTriplet) error { return nil }
+// SyncRDMARead checks that every segment lies inside an LMR of the IA and
+// does nothing more: memory that RDMA devices write is coherent on the
+// machines rdma-core supports (dat_lmr_sync_rdma_read(3DAT)).
+func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.checkIOV(segs, nil, 0)
+}
 
-// SyncRDMAWrite does nothing, for the same reason
-// (dat_lmr_sync_rdma_write(3DAT)).
-func (i *ia) SyncRDMAWrite([]api.LMRTriplet) error { return nil }
+// SyncRDMAWrite is SyncRDMARead for dat_lmr_sync_rdma_write(3DAT).
+func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.SyncRDMARead(segs) }
 
 // postAsync posts an asynchronous event about obj to the async EVD.
 func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {

@@ -174,6 +174,7 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 		l.param.RMRContext = api.RMRContext(mr.rkey)
 	}
 	i.lmrs[l] = struct{}{}
+	i.lkeys[uint32(mr.lkey)] = l
 	return l, nil
 }
 
@@ -200,9 +201,51 @@ func (l *lmr) destroy() error {
 	if l.mr == nil {
 		return nil
 	}
+	lkey := uint32(l.mr.lkey)
 	if rc := C.ibv_dereg_mr(l.mr); rc != 0 {
 		return api.Errorf(api.InvalidState, api.SubStateLMRInUse, "ibv_dereg_mr: "+errnoText(syscallErrno(rc)))
 	}
+	delete(l.ia.lkeys, lkey)
 	l.mr = nil
+	return nil
+}
+
+var (
+	errNoLMR      = api.Errorf(api.ProtectionViolation, api.NoSubtype, "a segment's LMR context names no LMR of the IA")
+	errOtherPZ    = api.Errorf(api.ProtectionViolation, api.NoSubtype, "a segment's LMR is in another PZ than the EP")
+	errOutside    = api.Errorf(api.InvalidParameter, api.SubArg2, "a segment runs outside its LMR")
+	errLocalRead  = api.Errorf(api.PrivilegesViolation, api.NoSubtype, "a segment's LMR lacks local read privilege")
+	errLocalWrite = api.Errorf(api.PrivilegesViolation, api.NoSubtype, "a segment's LMR lacks local write privilege")
+)
+
+// checkIOV checks the segments of a post against the IA's LMRs: each must
+// name a live LMR (in pz, when pz is not nil), lie inside it, and have
+// the privileges in need. The device checks the same, but reports some
+// failures in ways DAT does not (rxe: a bad lkey as a QP operation
+// error), and cannot refuse a send from memory without local read. It
+// allocates nothing. ia.mu is held.
+func (i *ia) checkIOV(iov []api.LMRTriplet, z *pz, need api.MemPriv) error {
+	for _, t := range iov {
+		if t.Length == 0 {
+			continue
+		}
+		l := i.lkeys[uint32(t.LMRContext)]
+		if l == nil {
+			return errNoLMR
+		}
+		if z != nil && l.pz != z {
+			return errOtherPZ
+		}
+		base, n := l.param.RegisteredAddress, l.param.RegisteredSize
+		if t.Addr < base || uint64(t.Addr-base)+uint64(t.Length) > n {
+			return errOutside
+		}
+		if l.priv&need != need {
+			if need&api.MemPrivLocalWrite != 0 {
+				return errLocalWrite
+			}
+			return errLocalRead
+		}
+	}
 	return nil
 }

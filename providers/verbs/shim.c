@@ -267,9 +267,11 @@ int gd_cm_bind(struct rdma_cm_id *id, const uint8_t *ip, int iplen, uint16_t por
 
 int gd_cm_resolve_addr(struct rdma_cm_id *id, const uint8_t *src, const uint8_t *dst, int iplen, uint16_t port, int timeout_ms) {
 	struct sockaddr_storage s, d;
-	gd_sockaddr(&s, src, iplen, 0);
+	if (src) {
+		gd_sockaddr(&s, src, iplen, 0);
+	}
 	gd_sockaddr(&d, dst, iplen, port);
-	return rdma_resolve_addr(id, (struct sockaddr *)&s, (struct sockaddr *)&d, timeout_ms) ? (errno ? errno : EIO) : 0;
+	return rdma_resolve_addr(id, src ? (struct sockaddr *)&s : NULL, (struct sockaddr *)&d, timeout_ms) ? (errno ? errno : EIO) : 0;
 }
 
 static void gd_conn_param(struct rdma_conn_param *p, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in) {

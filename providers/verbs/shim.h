@@ -71,6 +71,8 @@ struct gd_cm_event {
 // it: 1 if there was one, 0 if none is pending, -errno on error.
 int gd_cm_get(struct rdma_event_channel *ch, struct gd_cm_event *out);
 int gd_cm_bind(struct rdma_cm_id *id, const uint8_t *ip, int iplen, uint16_t port);
+// gd_cm_resolve_addr resolves dst from src, or from the address id is
+// bound to when src is NULL.
 int gd_cm_resolve_addr(struct rdma_cm_id *id, const uint8_t *src, const uint8_t *dst, int iplen, uint16_t port, int timeout_ms);
 int gd_cm_connect(struct rdma_cm_id *id, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in);
 int gd_cm_accept(struct rdma_cm_id *id, uint32_t qpn, const uint8_t *pd, int pdlen, int rd_out, int rd_in);
