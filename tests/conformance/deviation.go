@@ -24,6 +24,11 @@ const (
 	// check then accepts any error status, and still requires the
 	// connection to break.
 	DeviationRecvLengthStatus = "recv-length-status"
+	// DeviationRMRWindowBounds: the device checks a remote access through
+	// an RMR context against the whole LMR, not the RMR's window. The
+	// check of an access outside the window but inside the LMR is
+	// skipped.
+	DeviationRMRWindowBounds = "rmr-window-bounds"
 )
 
 // deviation returns the reason the provider of n gives for not meeting
