@@ -141,6 +141,9 @@ func deviations(d *device) []api.NamedAttr {
 		out = append(out, api.NamedAttr{
 			Name:  "conformance.deviation.recv-length-status",
 			Value: "soft-RoCE (rdma_rxe) completes a receive too small for the message with IBV_WC_LOC_QP_OP_ERR (DTO_ERR_LOCAL_EP), not IBV_WC_LOC_LEN_ERR",
+		}, api.NamedAttr{
+			Name:  "conformance.deviation.rmr-window-bounds",
+			Value: "soft-RoCE (rdma_rxe, Linux 6.1) checks an access through a memory window against the range of the window's MR, not of the window",
 		})
 	}
 	return out

@@ -18,6 +18,7 @@ type reqWR struct {
 	op     api.DTOOp
 	length uint32
 	flags  api.CompletionFlags
+	rmr    *rmr // the RMR of a bind, or nil
 }
 
 // recvWR is a posted receive.
@@ -80,6 +81,11 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		ev.DTO.Cookie, ev.DTO.Op = r.cookie, api.OpReceive
 		if st == api.DTOSuccess {
 			ev.DTO.Length = uint32(wc.byte_len)
+			if wc.wc_flags&withInv != 0 {
+				key := uint32(C.gd_wc_invalidated(wc))
+				ev.DTO.Op, ev.DTO.RMRContext = api.OpReceiveWithInvalidate, api.RMRContext(key)
+				i.invalidated(key)
+			}
 		}
 		notify := r.flags&api.CompletionUnsignalled == 0
 		p.recvs.PopFront()
@@ -97,6 +103,9 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		if st == api.DTOSuccess {
 			ev.DTO.Length = r.length
 		}
+		if r.rmr != nil {
+			ev = api.Event{Number: api.RMRBindCompletionEvent, RMRBind: api.RMRBindCompletionData{RMR: r.rmr, Cookie: r.cookie, Status: st}}
+		}
 		notify := r.flags&api.CompletionUnsignalled == 0
 		suppress := r.flags&api.CompletionSuppress != 0 && st == api.DTOSuccess
 		p.reqs.PopFront()
@@ -108,6 +117,12 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		p.broken()
 	}
 }
+
+// withInv are the completion flags that mark a received send with
+// invalidate: IBV_WC_WITH_INV, and the kernel's IB_WC_WITH_INVALIDATE bit
+// (1<<2, IBV_WC_IP_CSUM_OK in libibverbs) that rxe passes through
+// untranslated. The checksum flag has no meaning on an RC receive.
+const withInv = C.IBV_WC_WITH_INV | 1<<2
 
 // recvBit marks the work request ids of receives.
 const recvBit = 1 << 63
@@ -140,7 +155,9 @@ func sendFlags(f api.CompletionFlags) C.int {
 	return v
 }
 
-func (p *ep) postReq(op api.DTOOp, opcode C.int, iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+// postReq posts a request. inv makes a send a send-with-invalidate of the
+// peer's key remote.RMRContext.
+func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
 	i := p.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -173,8 +190,18 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, iov []api.LMRTriplet, cookie ap
 	if len(iov) > 0 {
 		sg = &p.sges[0]
 	}
-	if rc := C.gd_post_send(p.qp, C.uint64_t(p.reqSeq), opcode, sendFlags(flags), sg, C.int(len(iov)),
-		C.uint64_t(remote.Addr), C.uint32_t(remote.RMRContext)); rc != 0 {
+	sf := sendFlags(flags)
+	if p.fenceNext {
+		sf |= C.IBV_SEND_FENCE
+	}
+	var rc C.int
+	if inv {
+		rc = C.gd_post_send_inv(p.qp, C.uint64_t(p.reqSeq), sf, sg, C.int(len(iov)), C.uint32_t(remote.RMRContext))
+	} else {
+		rc = C.gd_post_send(p.qp, C.uint64_t(p.reqSeq), opcode, sf, sg, C.int(len(iov)), C.uint64_t(remote.Addr), C.uint32_t(remote.RMRContext))
+	}
+	p.fenceNext = false
+	if rc != 0 {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_post_send: "+errnoText(syscallErrno(rc)))
 	}
 	w := p.reqs.PushBack()
@@ -184,31 +211,49 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, iov []api.LMRTriplet, cookie ap
 
 // PostSend sends the bytes iov names (dat_ep_post_send(3DAT)).
 func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	return p.postReq(api.OpSend, C.IBV_WR_SEND, iov, cookie, api.RMRTriplet{}, flags)
+	return p.postReq(api.OpSend, C.IBV_WR_SEND, false, iov, cookie, api.RMRTriplet{}, flags)
 }
 
-// PostSendWithInvalidate sends; invalidation needs memory windows, which
-// are not implemented yet (dat_ep_post_send_with_invalidate(3DAT)).
+// PostSendWithInvalidate sends and, with invalidate, invalidates the
+// peer's window rmr on delivery (dat_ep_post_send_with_invalidate).
 func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
-	if invalidate {
-		return notYet("sends with invalidate")
-	}
-	return p.PostSend(iov, cookie, flags)
+	return p.postReq(api.OpSend, C.IBV_WR_SEND, invalidate, iov, cookie, api.RMRTriplet{RMRContext: rmr}, flags)
 }
 
 // PostRDMAWrite writes iov into the peer's window (dat_ep_post_rdma_write(3DAT)).
 func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return p.postReq(api.OpRDMAWrite, C.IBV_WR_RDMA_WRITE, iov, cookie, remote, flags)
+	return p.postReq(api.OpRDMAWrite, C.IBV_WR_RDMA_WRITE, false, iov, cookie, remote, flags)
 }
 
 // PostRDMARead reads the peer's window into iov (dat_ep_post_rdma_read(3DAT)).
 func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return p.postReq(api.OpRDMARead, C.IBV_WR_RDMA_READ, iov, cookie, remote, flags)
+	return p.postReq(api.OpRDMARead, C.IBV_WR_RDMA_READ, false, iov, cookie, remote, flags)
 }
 
-// PostRDMAReadToRMR is not implemented yet (dat_ep_post_rdma_read_to_rmr).
-func (p *ep) PostRDMAReadToRMR(api.RMRTriplet, api.Cookie, api.RMRTriplet, api.CompletionFlags) error {
-	return notYet("RDMA reads into RMRs")
+// PostRDMAReadToRMR reads the peer's window into a window of one of the
+// IA's own RMRs (dat_ep_post_rdma_read_to_rmr). A device cannot use a
+// window's key for local access, so the local window is translated to the
+// LMR it is bound to; it must grant remote write, as the page requires.
+func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	i := p.ia
+	i.mu.Lock()
+	r := i.rkeys[uint32(local.RMRContext)]
+	var t api.LMRTriplet
+	ok := r != nil && r.bound && r.lmr != nil && r.priv&api.MemPrivRemoteWrite != 0
+	if ok {
+		addr := local.Addr
+		if r.va == api.VATypeZB {
+			addr += r.t.Addr
+		}
+		ok = addr >= r.t.Addr && uint64(addr-r.t.Addr)+uint64(local.Length) <= uint64(r.t.Length)
+		t = api.LMRTriplet{Addr: addr, Length: local.Length, LMRContext: r.lmr.param.LMRContext}
+	}
+	i.mu.Unlock()
+	if !ok {
+		return api.Errorf(api.ProtectionViolation, api.NoSubtype, "the local RMR triplet names no window of the IA with remote write that holds it")
+	}
+	p.iov1[0] = t
+	return p.postReq(api.OpRDMARead, C.IBV_WR_RDMA_READ, false, p.iov1[:], cookie, remote, flags)
 }
 
 // PostRecv posts a receive buffer (dat_ep_post_recv(3DAT)); allowed

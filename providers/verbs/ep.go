@@ -38,18 +38,20 @@ type ep struct {
 	sgeC *C.struct_ibv_sge // C array of the most SGEs a post may name
 	sges []C.struct_ibv_sge
 
-	id      *C.struct_rdma_cm_id // of the connection or attempt, or nil
-	pdata   []byte               // the private data Connect sends, with its header
-	peerPD  []byte
-	remote  net.Addr
-	rport   api.ConnQual
-	lport   api.ConnQual
-	reqs    ring.Ring[reqWR]
-	recvs   ring.Ring[recvWR]
-	reqSeq  uint64
-	recvSeq uint64
-	attempt uint64      // counts Connect calls, so a stale timeout does nothing
-	timer   *time.Timer // the connect timeout of the pending attempt
+	id        *C.struct_rdma_cm_id // of the connection or attempt, or nil
+	pdata     []byte               // the private data Connect sends, with its header
+	peerPD    []byte
+	remote    net.Addr
+	rport     api.ConnQual
+	lport     api.ConnQual
+	reqs      ring.Ring[reqWR]
+	recvs     ring.Ring[recvWR]
+	reqSeq    uint64
+	recvSeq   uint64
+	iov1      [1]api.LMRTriplet // PostRDMAReadToRMR's translated segment
+	fenceNext bool              // an RMR bind was posted: fence the next request
+	attempt   uint64            // counts Connect calls, so a stale timeout does nothing
+	timer     *time.Timer       // the connect timeout of the pending attempt
 }
 
 var errEPGone = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")

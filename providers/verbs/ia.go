@@ -34,6 +34,7 @@ type ia struct {
 	owners map[*C.struct_rdma_cm_id]cmOwner // who each cm id belongs to
 	qps    map[uint32]*ep                   // EPs by QP number, for completions
 	lkeys  map[uint32]*lmr                  // LMRs by LMR context (lkey), for the checks of a post
+	rkeys  map[uint32]*rmr                  // bound RMRs by context, for send-with-invalidate
 
 	// sink takes the completions of EP queues created without an EVD.
 	sink    *cq
@@ -43,6 +44,7 @@ type ia struct {
 	evds map[*evd]struct{} // without the async EVD
 	cnos map[*cno]struct{}
 	lmrs map[*lmr]struct{}
+	rmrs map[*rmr]struct{}
 	eps  map[*ep]struct{}
 	psps map[*psp]struct{}
 	crs  map[*cr]struct{}
@@ -77,7 +79,7 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 		devs: devs, dev: dev, addr: &net.IPAddr{IP: dev.ip, Zone: ""},
 		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
 		lmrs: map[*lmr]struct{}{}, eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, crs: map[*cr]struct{}{},
-		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{}, lkeys: map[uint32]*lmr{},
+		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{}, lkeys: map[uint32]*lmr{}, rkeys: map[uint32]*rmr{}, rmrs: map[*rmr]struct{}{},
 	}
 	i.async = newEVD(i, qlen, api.EVDAsync)
 	i.sinkEVD = &evd{ia: i}
@@ -117,7 +119,7 @@ func (i *ia) AsyncEVD() (api.EVD, error) {
 }
 
 func (i *ia) objectCount() int {
-	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs) + len(i.eps) + len(i.psps) + len(i.crs)
+	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs) + len(i.rmrs) + len(i.eps) + len(i.psps) + len(i.crs)
 }
 
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful refuses while
@@ -156,7 +158,11 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	if i.sink != nil {
 		cqs = append(cqs, i.sink)
 	}
+	for r := range i.rmrs {
+		r.destroy()
+	}
 	for l := range i.lmrs {
+		l.rmrs = 0
 		l.destroy()
 	}
 	for z := range i.pzs {
@@ -169,6 +175,8 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		cnos = append(cnos, c)
 	}
 	clear(i.lmrs)
+	clear(i.rmrs)
+	clear(i.rkeys)
 	clear(i.pzs)
 	clear(i.evds)
 	clear(i.cnos)

@@ -45,9 +45,6 @@ func (z *pz) HandleType() api.HandleType { return api.HandlePZ }
 // Query returns the PZ's IA (dat_pz_query(3DAT)).
 func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
 
-// CreateRMR is not implemented yet (dat_rmr_create(3DAT)).
-func (z *pz) CreateRMR() (api.RMR, error) { return nil, notYet("RMRs (memory windows)") }
-
 // Free deallocates the protection domain (dat_pz_free(3DAT)); the guard
 // refuses while objects use it.
 func (z *pz) Free() error {
@@ -90,6 +87,7 @@ type lmr struct {
 	priv  api.MemPriv
 	va    api.VAType
 	param api.LMRParam
+	rmrs  int // RMRs bound to it
 }
 
 // accessFlags maps DAT privileges to verbs access flags. Local read is
@@ -189,6 +187,9 @@ func (l *lmr) Query() (api.LMRParam, error) { return l.param, nil }
 func (l *lmr) Free() error {
 	l.ia.mu.Lock()
 	defer l.ia.mu.Unlock()
+	if l.rmrs > 0 {
+		return api.Errorf(api.InvalidState, api.SubStateLMRInUse, fmt.Sprintf("%d RMR(s) are bound to the LMR", l.rmrs))
+	}
 	if err := l.destroy(); err != nil {
 		return err
 	}

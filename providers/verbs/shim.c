@@ -316,3 +316,45 @@ int gd_qp_reset(struct ibv_qp *qp, uint8_t port) {
 	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
+
+int gd_post_bind(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_mw *mw, uint32_t rkey,
+                 struct ibv_mr *mr, uint64_t addr, uint64_t len, int access) {
+	struct ibv_send_wr wr, *bad;
+	memset(&wr, 0, sizeof wr);
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = addr;
+	wr.bind_mw.bind_info.length = len;
+	wr.bind_mw.bind_info.mw_access_flags = access;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+int gd_post_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, uint32_t rkey) {
+	struct ibv_send_wr wr, *bad;
+	memset(&wr, 0, sizeof wr);
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.send_flags = flags;
+	wr.invalidate_rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+int gd_post_send_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_sge *sg, int n, uint32_t rkey) {
+	struct ibv_send_wr wr, *bad;
+	memset(&wr, 0, sizeof wr);
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.send_flags = flags;
+	wr.sg_list = sg;
+	wr.num_sge = n;
+	wr.invalidate_rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+uint32_t gd_wc_invalidated(struct ibv_wc *wc) {
+	return wc->invalidated_rkey;
+}

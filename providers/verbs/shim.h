@@ -81,4 +81,16 @@ uint16_t gd_cm_local_port(struct rdma_cm_id *id);
 // gd_qp_reset takes qp back to RESET and then INIT on port.
 int gd_qp_reset(struct ibv_qp *qp, uint8_t port);
 
+// Memory windows: a bind (type 2, through the send queue) and a local
+// invalidation of a window's key. flags are ibv_send_flags.
+int gd_post_bind(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_mw *mw, uint32_t rkey,
+                 struct ibv_mr *mr, uint64_t addr, uint64_t len, int access);
+int gd_post_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, uint32_t rkey);
+// gd_post_send_inv sends and invalidates the peer's key rkey.
+int gd_post_send_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_sge *sg, int n, uint32_t rkey);
+
+// gd_wc_invalidated returns the key a received send-with-invalidate
+// invalidated (the union field of ibv_wc).
+uint32_t gd_wc_invalidated(struct ibv_wc *wc);
+
 #endif
