@@ -454,7 +454,7 @@ func (s *psp) cmEvent(ev *C.struct_gd_cm_event) {
 	if ev.event != C.RDMA_CM_EVENT_CONNECT_REQUEST {
 		return
 	}
-	c := &cr{ia: s.ia, id: ev.id, psp: s, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
+	c := &cr{ia: s.ia, id: ev.id, psp: s, q: s.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
 	s.ia.owners[ev.id] = c
 	s.ia.crs[c] = struct{}{}
 	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: s, LocalAddr: s.ia.addr, ConnQual: s.q, CR: c}}
@@ -466,7 +466,10 @@ type cr struct {
 	api.ContextSlot
 	ia     *ia
 	id     *C.struct_rdma_cm_id // nil once accepted, rejected or gone
-	psp    *psp
+	psp    *psp                 // the PSP it arrived on, or nil
+	rsp    *rsp                 // the RSP it arrived on, or nil
+	local  *ep                  // the reserved EP of an RSP's request
+	q      api.ConnQual
 	pd     []byte
 	remote net.Addr
 	rport  api.ConnQual
@@ -477,7 +480,13 @@ func (c *cr) HandleType() api.HandleType { return api.HandleCR }
 
 // Query returns the request's parameters (dat_cr_query(3DAT)).
 func (c *cr) Query() (api.CRParam, error) {
-	return api.CRParam{RemoteAddr: c.remote, RemotePortQual: c.rport, PrivateData: c.pd}, nil
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	prm := api.CRParam{RemoteAddr: c.remote, RemotePortQual: c.rport, PrivateData: c.pd}
+	if c.local != nil {
+		prm.LocalEP = c.local
+	}
+	return prm, nil
 }
 
 // cmEvent: the requester gave up before the consumer answered.
@@ -490,16 +499,19 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
 	}
 	p, _ := epArg.(*ep)
-	if p == nil {
-		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "accept needs an EP")
-	}
 	i := c.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if p == nil {
+		p = c.local
+	}
+	if p == nil {
+		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "accept needs an EP")
+	}
 	if c.id == nil {
 		return api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request is gone")
 	}
-	if p.state != api.EPUnconnected {
+	if p.state != api.EPUnconnected && !(p == c.local && p.state == api.EPPassiveConnectionPending) {
 		return p.stateErr("Accept")
 	}
 	if rc := C.gd_qp_connect(c.id, p.qp); rc != 0 {
@@ -513,7 +525,13 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 		C.gd_qp_reset(p.qp, C.uint8_t(i.dev.port.Num))
 		return api.Errorf(api.InternalError, api.NoSubtype, "rdma_accept: "+errnoText(syscallErrno(rc)))
 	}
-	p.id, p.remote, p.rport, p.lport = c.id, c.remote, c.rport, c.psp.q
+	p.id, p.remote, p.rport, p.lport = c.id, c.remote, c.rport, c.q
+	if c.local != nil && c.local != p && c.local.state == api.EPPassiveConnectionPending {
+		c.local.state = api.EPUnconnected
+	}
+	if p.rsp != nil {
+		p.rsp.ep, p.rsp = nil, nil
+	}
 	i.owners[c.id] = p
 	c.id = nil
 	delete(i.crs, c)
@@ -538,6 +556,12 @@ func (c *cr) Reject(privateData []byte) error {
 	C.rdma_reject(c.id, pd, C.uint8_t(len(wire)))
 	C.free(pd)
 	c.drop()
+	if l := c.local; l != nil && l.state == api.EPPassiveConnectionPending {
+		l.state = api.EPUnconnected
+		if l.rsp != nil {
+			l.rsp.ep, l.rsp = nil, nil
+		}
+	}
 	return nil
 }
 
@@ -551,5 +575,136 @@ func (c *cr) drop() {
 	delete(c.ia.crs, c)
 }
 
-// Handoff is not implemented yet (dat_cr_handoff(3DAT)).
-func (c *cr) Handoff(api.ConnQual) error { return notYet("connection request handoffs") }
+// Handoff passes the request to the PSP on q (dat_cr_handoff(3DAT)). An
+// rdma_cm request cannot travel to another listener, so q must be a PSP
+// of the same IA, which gets the request (the same cm id) as a new CR;
+// a q without one is ErrInvalidParameter and the request stays.
+func (c *cr) Handoff(q api.ConnQual) error {
+	i := c.ia
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if c.id == nil {
+		return api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request is gone")
+	}
+	var to *psp
+	for s := range i.psps {
+		if s.q == q && s.id != nil {
+			to = s
+		}
+	}
+	if to == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no PSP of the IA listens on %d", q))
+	}
+	n := &cr{ia: i, id: c.id, psp: to, q: q, pd: c.pd, remote: c.remote, rport: c.rport}
+	i.owners[c.id] = n
+	i.crs[n] = struct{}{}
+	c.id = nil
+	delete(i.crs, c)
+	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: to, LocalAddr: i.addr, ConnQual: q, CR: n}}
+	to.evd.post(&out, true)
+	return nil
+}
+
+// rsp is a Reserved Service Point: a listening cm id that hands its one
+// connection request to the EP it reserves (dat_rsp_create(3DAT)).
+type rsp struct {
+	api.ContextSlot
+	ia  *ia
+	id  *C.struct_rdma_cm_id // nil once it has delivered its request or is freed
+	q   api.ConnQual
+	evd *evd
+	ep  *ep // the reserved EP, until it is accepted, rejected or released
+}
+
+// CreateRSP listens on q for one request for ep, which becomes RESERVED
+// (dat_rsp_create(3DAT)).
+func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
+	if q > 0xffff {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("connection qualifier %d is not an rdma_cm port (1..65535)", q))
+	}
+	p, _ := epArg.(*ep)
+	if p == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if p.state != api.EPUnconnected {
+		return nil, p.stateErr("CreateRSP")
+	}
+	s, err := i.listen(q, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The listener belongs to the RSP, not to a PSP.
+	delete(i.psps, s)
+	r := &rsp{ia: i, id: s.id, q: s.q, evd: evdOf(evdArg), ep: p}
+	i.owners[r.id] = r
+	i.rsps[r] = struct{}{}
+	p.state, p.rsp = api.EPReserved, r
+	return r, nil
+}
+
+// HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
+func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
+
+// Query returns the RSP's parameters (dat_rsp_query(3DAT)).
+func (r *rsp) Query() (api.RSPParam, error) {
+	r.ia.mu.Lock()
+	defer r.ia.mu.Unlock()
+	prm := api.RSPParam{IA: r.ia, ConnQual: r.q, EVD: r.evd}
+	if r.ep != nil {
+		prm.EP = r.ep
+	}
+	return prm, nil
+}
+
+// Free stops listening; a still reserved EP reverts to UNCONNECTED
+// (dat_rsp_free(3DAT)).
+func (r *rsp) Free() error {
+	r.ia.mu.Lock()
+	defer r.ia.mu.Unlock()
+	r.stop()
+	delete(r.ia.rsps, r)
+	return nil
+}
+
+// stop destroys the listener and releases the reserved EP. ia.mu is held.
+func (r *rsp) stop() {
+	r.unlisten()
+	if p := r.ep; p != nil {
+		if p.state == api.EPReserved {
+			p.state = api.EPUnconnected
+		}
+		p.rsp, r.ep = nil, nil
+	}
+}
+
+func (r *rsp) unlisten() {
+	if r.id != nil {
+		delete(r.ia.owners, r.id)
+		C.rdma_destroy_id(r.id)
+		r.id = nil
+	}
+}
+
+// cmEvent turns the first connection request into a CR for the reserved
+// EP, which becomes PASSIVE_CONNECTION_PENDING; the RSP then stops
+// listening, so a second requester is refused. ia.mu is held.
+func (r *rsp) cmEvent(ev *C.struct_gd_cm_event) {
+	if ev.event != C.RDMA_CM_EVENT_CONNECT_REQUEST {
+		return
+	}
+	p := r.ep
+	if p == nil || p.state != api.EPReserved {
+		C.rdma_reject(ev.id, nil, 0)
+		C.rdma_destroy_id(ev.id)
+		return
+	}
+	c := &cr{ia: r.ia, id: ev.id, rsp: r, local: p, q: r.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
+	r.ia.owners[ev.id] = c
+	r.ia.crs[c] = struct{}{}
+	p.state = api.EPPassiveConnectionPending
+	r.unlisten()
+	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.q, CR: c}}
+	r.evd.post(&out, true)
+}

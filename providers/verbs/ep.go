@@ -49,6 +49,7 @@ type ep struct {
 	reqSeq    uint64
 	recvSeq   uint64
 	iov1      [1]api.LMRTriplet // PostRDMAReadToRMR's translated segment
+	rsp       *rsp              // the RSP that reserves the EP, while it does
 	fenceNext bool              // an RMR bind was posted: fence the next request
 	attempt   uint64            // counts Connect calls, so a stale timeout does nothing
 	timer     *time.Timer       // the connect timeout of the pending attempt
@@ -98,32 +99,57 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 	if len(i.eps) >= i.dev.attr.MaxQP {
 		return nil, tooMany("EPs")
 	}
+	p := &ep{ia: i, pz: z, recvEVD: re, reqEVD: qe, cnEVD: ce, attr: a, state: api.EPUnconnected}
+	if err := p.makeQP(); err != nil {
+		return nil, err
+	}
+	i.eps[p] = struct{}{}
+	i.qps[p.qpn] = p
+	return p, nil
+}
+
+// makeQP creates the EP's QP, in INIT, and its SGE array from the EP's
+// PZ, EVDs and attributes. ia.mu is held.
+func (p *ep) makeQP() error {
+	i, a := p.ia, p.attr
 	// A QP needs a CQ for each queue; an EP without one of the EVDs gets
-	// a CQ of its own that nobody reads (its completions are discarded).
-	scq, rcq, err := i.cqFor(qe), (*C.struct_ibv_cq)(nil), error(nil)
+	// the IA's sink CQ, whose completions are discarded.
+	scq, rcq := i.cqFor(p.reqEVD), i.cqFor(p.recvEVD)
+	var err error
 	if scq == nil {
 		if scq, err = i.sinkCQ(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if rcq = i.cqFor(re); rcq == nil {
+	if rcq == nil {
 		if rcq, err = i.sinkCQ(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	iov := max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV, a.MaxRecvIOV, 1)
 	var cerr C.int
-	qp := C.gd_qp_create(z.pd, scq, rcq, nil, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
+	qp := C.gd_qp_create(p.pz.pd, scq, rcq, nil, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
 		C.uint32_t(max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV)), C.uint32_t(a.MaxRecvIOV), C.uint8_t(i.dev.port.Num), &cerr)
 	if qp == nil {
-		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_create_qp: "+errnoText(syscallErrno(cerr)))
+		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_create_qp: "+errnoText(syscallErrno(cerr)))
 	}
-	p := &ep{ia: i, pz: z, recvEVD: re, reqEVD: qe, cnEVD: ce, attr: a, state: api.EPUnconnected, qp: qp, qpn: uint32(qp.qp_num)}
+	p.qp, p.qpn = qp, uint32(qp.qp_num)
 	p.sgeC = (*C.struct_ibv_sge)(C.calloc(C.size_t(iov), C.size_t(unsafe.Sizeof(C.struct_ibv_sge{}))))
 	p.sges = unsafe.Slice(p.sgeC, iov)
-	i.eps[p] = struct{}{}
 	i.qps[p.qpn] = p
-	return p, nil
+	return nil
+}
+
+// dropQP destroys the EP's QP and SGE array. ia.mu is held.
+func (p *ep) dropQP() {
+	if p.qp == nil {
+		return
+	}
+	delete(p.ia.qps, p.qpn)
+	C.ibv_destroy_qp(p.qp)
+	p.qp = nil
+	C.free(unsafe.Pointer(p.sgeC))
+	p.sgeC, p.sges = nil, nil
 }
 
 // CreateEPWithSRQ is not implemented yet (dat_ep_create_with_srq(3DAT)).
@@ -183,8 +209,60 @@ func (p *ep) Query() (api.EPParam, error) {
 	return prm, nil
 }
 
-// Modify is not implemented yet (dat_ep_modify(3DAT)).
-func (p *ep) Modify(api.EPParamMask, *api.EPParam) error { return notYet("EP modifications") }
+// Modify changes the fields mask selects in the states the page allows
+// (dat_ep_modify(3DAT)). A change of the PZ, the request or receive EVD,
+// or a queue limit needs a new QP: it is allowed only while no receive
+// is posted (ErrInvalidState otherwise), since the old QP's receives
+// would be lost.
+func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
+	if err := epattr.CheckModify(mask, prm); err != nil {
+		return err
+	}
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if !epattr.Modifiable(p.state, mask) {
+		return p.stateErr("modifying these EP parameters")
+	}
+	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, epLimits(p.ia.dev), p.recvs.Len())
+	if err != nil {
+		return err
+	}
+	nz, nr, nq := p.pz, p.recvEVD, p.reqEVD
+	if mask&api.EPFieldPZ != 0 {
+		nz = pzOf(prm.PZ)
+	}
+	if mask&api.EPFieldRecvEVD != 0 {
+		nr = evdOf(prm.RecvEVD)
+	}
+	if mask&api.EPFieldRequestEVD != 0 {
+		nq = evdOf(prm.RequestEVD)
+	}
+	rebuild := nz != p.pz || nr != p.recvEVD || nq != p.reqEVD ||
+		a.MaxRecvDTOs != p.attr.MaxRecvDTOs || a.MaxRequestDTOs != p.attr.MaxRequestDTOs ||
+		a.MaxRecvIOV != p.attr.MaxRecvIOV || a.MaxRequestIOV != p.attr.MaxRequestIOV ||
+		a.MaxRDMAReadIOV != p.attr.MaxRDMAReadIOV || a.MaxRDMAWriteIOV != p.attr.MaxRDMAWriteIOV
+	if rebuild {
+		if p.recvs.Len() > 0 || p.reqs.Len() > 0 || p.state != api.EPUnconnected {
+			return api.Errorf(api.InvalidState, p.state.StateSubtype(), "this change needs a new QP, which would lose the posted receives")
+		}
+		oz, or, oq, oa, oqp, oqpn, osge, osges := p.pz, p.recvEVD, p.reqEVD, p.attr, p.qp, p.qpn, p.sgeC, p.sges
+		p.pz, p.recvEVD, p.reqEVD, p.attr = nz, nr, nq, a
+		if err := p.makeQP(); err != nil {
+			p.pz, p.recvEVD, p.reqEVD, p.attr, p.qp, p.qpn, p.sgeC, p.sges = oz, or, oq, oa, oqp, oqpn, osge, osges
+			p.ia.qps[p.qpn] = p
+			return err
+		}
+		delete(p.ia.qps, oqpn)
+		C.ibv_destroy_qp(oqp)
+		C.free(unsafe.Pointer(osge))
+		p.ia.qps[p.qpn] = p
+	}
+	if mask&api.EPFieldConnectEVD != 0 {
+		p.cnEVD = evdOf(prm.ConnectEVD)
+	}
+	p.attr = a
+	return nil
+}
 
 // GetStatus returns the state and whether each queue is idle
 // (dat_ep_get_status(3DAT)).
@@ -224,6 +302,10 @@ func (p *ep) Reset() error {
 func (p *ep) Free() error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
+	switch p.state {
+	case api.EPReserved, api.EPPassiveConnectionPending:
+		return p.stateErr("Free")
+	}
 	p.destroy()
 	delete(p.ia.eps, p)
 	return nil
@@ -236,11 +318,10 @@ func (p *ep) destroy() {
 	}
 	p.stopTimer()
 	p.dropID()
-	delete(p.ia.qps, p.qpn)
-	C.ibv_destroy_qp(p.qp)
-	p.qp = nil
-	C.free(unsafe.Pointer(p.sgeC))
-	p.sgeC, p.sges = nil, nil
+	p.dropQP()
+	if p.rsp != nil {
+		p.rsp.stop()
+	}
 	p.state = api.EPDisconnected
 }
 
@@ -274,13 +355,30 @@ func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 	p.cnEVD.post(&ev, true)
 }
 
-// DupConnect is not implemented yet (dat_ep_dup_connect(3DAT)).
-func (p *ep) DupConnect(api.EP, api.Timeout, []byte, api.QOS) error {
-	return notYet("duplicate connections")
+// DupConnect connects to the service point the connected EP dup is
+// connected to (dat_ep_dup_connect(3DAT)).
+func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
+	dup, _ := dupArg.(*ep)
+	if dup == nil || dup.ia != p.ia {
+		return api.Errorf(api.InvalidHandle, api.SubHandle2, "duplicate EP is not a live EP of this IA")
+	}
+	p.ia.mu.Lock()
+	st, remote, q := dup.state, dup.remote, dup.rport
+	p.ia.mu.Unlock()
+	if st != api.EPConnected {
+		return api.Errorf(api.InvalidState, st.StateSubtype(), "the EP to duplicate is not connected")
+	}
+	return p.Connect(remote, q, timeout, privateData, qos, 0)
 }
 
-// RecvQuery is for EPs on an SRQ, which are not implemented yet.
-func (p *ep) RecvQuery() (int, int, error) { return 0, 0, notYet("shared receive queues") }
+// RecvQuery reports the receives posted on the EP and not yet completed
+// (dat_ep_recv_query(3DAT)).
+func (p *ep) RecvQuery() (int, int, error) {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	n := p.recvs.Len()
+	return n, n, nil
+}
 
 // SetWatermark is for EPs on an SRQ, which are not implemented yet.
 func (p *ep) SetWatermark(int, int) error { return notYet("shared receive queues") }

@@ -10,11 +10,6 @@ func notYet(what string) error {
 	return api.Errorf(api.NotImplemented, api.NoSubtype, "verbs provider: "+what+" are not implemented yet")
 }
 
-// CreateRSP is not implemented yet (dat_rsp_create(3DAT)).
-func (i *ia) CreateRSP(api.ConnQual, api.EP, api.EVD) (api.RSP, error) {
-	return nil, notYet("reserved service points")
-}
-
 // CreateSRQ is not implemented yet (dat_srq_create(3DAT)).
 func (i *ia) CreateSRQ(api.PZ, api.SRQAttr) (api.SRQ, error) {
 	return nil, notYet("shared receive queues")
