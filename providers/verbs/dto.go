@@ -69,7 +69,20 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 	ev.Number = api.DTOCompletionEvent
 	ev.DTO.EP = p
 	ev.DTO.Status = st
-	if seq&recvBit != 0 {
+	if seq&(recvBit|srqBit) == recvBit|srqBit {
+		if p.srq == nil {
+			return
+		}
+		cookie, ok := p.srq.taken(int(seq &^ (recvBit | srqBit)))
+		if !ok {
+			return
+		}
+		ev.DTO.Cookie, ev.DTO.Op = cookie, api.OpReceive
+		if st == api.DTOSuccess {
+			ev.DTO.Length = uint32(wc.byte_len)
+		}
+		p.recvEVD.post(&ev, true)
+	} else if seq&recvBit != 0 {
 		r := p.recvs.Front()
 		for r != nil && r.seq != seq {
 			p.recvs.PopFront() // cannot happen: receives are always signalled
@@ -264,6 +277,9 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	defer i.mu.Unlock()
 	if p.qp == nil {
 		return errEPGone
+	}
+	if p.srq != nil {
+		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	}
 	if p.state == api.EPDisconnected {
 		p.flushNow(p.recvEVD, api.OpReceive, cookie, flags)

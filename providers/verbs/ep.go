@@ -50,6 +50,7 @@ type ep struct {
 	recvSeq   uint64
 	iov1      [1]api.LMRTriplet // PostRDMAReadToRMR's translated segment
 	rsp       *rsp              // the RSP that reserves the EP, while it does
+	srq       *srq              // the SRQ its receives come from, or nil
 	fenceNext bool              // an RMR bind was posted: fence the next request
 	attempt   uint64            // counts Connect calls, so a stale timeout does nothing
 	timer     *time.Timer       // the connect timeout of the pending attempt
@@ -128,7 +129,11 @@ func (p *ep) makeQP() error {
 	}
 	iov := max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV, a.MaxRecvIOV, 1)
 	var cerr C.int
-	qp := C.gd_qp_create(p.pz.pd, scq, rcq, nil, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
+	var sq *C.struct_ibv_srq
+	if p.srq != nil {
+		sq = p.srq.srq
+	}
+	qp := C.gd_qp_create(p.pz.pd, scq, rcq, sq, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
 		C.uint32_t(max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV)), C.uint32_t(a.MaxRecvIOV), C.uint8_t(i.dev.port.Num), &cerr)
 	if qp == nil {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_create_qp: "+errnoText(syscallErrno(cerr)))
@@ -150,11 +155,6 @@ func (p *ep) dropQP() {
 	p.qp = nil
 	C.free(unsafe.Pointer(p.sgeC))
 	p.sgeC, p.sges = nil, nil
-}
-
-// CreateEPWithSRQ is not implemented yet (dat_ep_create_with_srq(3DAT)).
-func (i *ia) CreateEPWithSRQ(api.PZ, api.EVD, api.EVD, api.EVD, api.SRQ, *api.EPAttr) (api.EP, error) {
-	return nil, notYet("shared receive queues")
 }
 
 // cqFor returns the CQ of EVD e, or nil when e is nil or has none.
@@ -197,6 +197,9 @@ func (p *ep) Query() (api.EPParam, error) {
 	}
 	if p.recvEVD != nil {
 		prm.RecvEVD = p.recvEVD
+	}
+	if p.srq != nil {
+		prm.SRQ = p.srq
 	}
 	if p.reqEVD != nil {
 		prm.RequestEVD = p.reqEVD
@@ -307,6 +310,9 @@ func (p *ep) Free() error {
 		return p.stateErr("Free")
 	}
 	p.destroy()
+	if p.srq != nil {
+		p.srq.eps--
+	}
 	delete(p.ia.eps, p)
 	return nil
 }
@@ -379,6 +385,3 @@ func (p *ep) RecvQuery() (int, int, error) {
 	n := p.recvs.Len()
 	return n, n, nil
 }
-
-// SetWatermark is for EPs on an SRQ, which are not implemented yet.
-func (p *ep) SetWatermark(int, int) error { return notYet("shared receive queues") }

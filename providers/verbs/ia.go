@@ -48,6 +48,7 @@ type ia struct {
 	eps  map[*ep]struct{}
 	psps map[*psp]struct{}
 	rsps map[*rsp]struct{}
+	srqs map[*srq]struct{}
 	crs  map[*cr]struct{}
 }
 
@@ -79,7 +80,7 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	i := &ia{
 		devs: devs, dev: dev, addr: &net.IPAddr{IP: dev.ip, Zone: ""},
 		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
-		lmrs: map[*lmr]struct{}{}, eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{}, crs: map[*cr]struct{}{},
+		lmrs: map[*lmr]struct{}{}, eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{}, srqs: map[*srq]struct{}{}, crs: map[*cr]struct{}{},
 		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{}, lkeys: map[uint32]*lmr{}, rkeys: map[uint32]*rmr{}, rmrs: map[*rmr]struct{}{},
 	}
 	i.async = newEVD(i, qlen, api.EVDAsync)
@@ -120,7 +121,7 @@ func (i *ia) AsyncEVD() (api.EVD, error) {
 }
 
 func (i *ia) objectCount() int {
-	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs) + len(i.rmrs) + len(i.eps) + len(i.psps) + len(i.rsps) + len(i.crs)
+	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs) + len(i.rmrs) + len(i.eps) + len(i.psps) + len(i.rsps) + len(i.srqs) + len(i.crs)
 }
 
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful refuses while
@@ -162,6 +163,9 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	if i.sink != nil {
 		cqs = append(cqs, i.sink)
 	}
+	for s := range i.srqs {
+		s.destroy()
+	}
 	for r := range i.rmrs {
 		r.destroy()
 	}
@@ -187,6 +191,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	clear(i.eps)
 	clear(i.psps)
 	clear(i.rsps)
+	clear(i.srqs)
 	clear(i.crs)
 	clear(i.owners)
 	i.mu.Unlock()

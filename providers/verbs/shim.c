@@ -358,3 +358,31 @@ int gd_post_send_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_sg
 uint32_t gd_wc_invalidated(struct ibv_wc *wc) {
 	return wc->invalidated_rkey;
 }
+
+struct ibv_srq *gd_srq_create(struct ibv_pd *pd, uint32_t max_wr, uint32_t max_sge, int *err) {
+	struct ibv_srq_init_attr a;
+	memset(&a, 0, sizeof a);
+	a.attr.max_wr = max_wr;
+	a.attr.max_sge = max_sge;
+	struct ibv_srq *s = ibv_create_srq(pd, &a);
+	if (s == NULL) {
+		*err = errno ? errno : EIO;
+	}
+	return s;
+}
+
+int gd_srq_post(struct ibv_srq *srq, uint64_t wr_id, struct ibv_sge *sg, int n) {
+	struct ibv_recv_wr wr, *bad;
+	memset(&wr, 0, sizeof wr);
+	wr.wr_id = wr_id;
+	wr.sg_list = sg;
+	wr.num_sge = n;
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+int gd_srq_resize(struct ibv_srq *srq, uint32_t max_wr) {
+	struct ibv_srq_attr a;
+	memset(&a, 0, sizeof a);
+	a.max_wr = max_wr;
+	return ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR);
+}

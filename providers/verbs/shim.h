@@ -93,4 +93,9 @@ int gd_post_send_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_sg
 // invalidated (the union field of ibv_wc).
 uint32_t gd_wc_invalidated(struct ibv_wc *wc);
 
+// Shared receive queues.
+struct ibv_srq *gd_srq_create(struct ibv_pd *pd, uint32_t max_wr, uint32_t max_sge, int *err);
+int gd_srq_post(struct ibv_srq *srq, uint64_t wr_id, struct ibv_sge *sg, int n);
+int gd_srq_resize(struct ibv_srq *srq, uint32_t max_wr);
+
 #endif
