@@ -324,6 +324,7 @@ func (p *ep) destroy() {
 	}
 	p.stopTimer()
 	p.dropID()
+	p.ia.releaseEP(p)
 	p.dropQP()
 	if p.rsp != nil {
 		p.rsp.stop()

@@ -150,6 +150,9 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	for r := range i.rsps {
 		r.stop()
 	}
+	for r := range i.rmrs {
+		r.destroy()
+	}
 	for p := range i.eps {
 		p.destroy()
 	}
@@ -165,9 +168,6 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	}
 	for s := range i.srqs {
 		s.destroy()
-	}
-	for r := range i.rmrs {
-		r.destroy()
 	}
 	for l := range i.lmrs {
 		l.rmrs = 0

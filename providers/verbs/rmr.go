@@ -27,6 +27,7 @@ type rmr struct {
 	mw    *C.struct_ibv_mw // nil once freed
 	key   uint32           // the context of the current binding; 0 when unbound
 	lmr   *lmr             // the LMR bound to, or nil
+	ep    *ep              // the EP whose QP the window is bound to, or nil
 	t     api.LMRTriplet
 	priv  api.MemPriv
 	va    api.VAType
@@ -152,7 +153,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	}
 	w := p.reqs.PushBack()
 	*w = reqWR{seq: p.reqSeq, cookie: cookie, op: api.OpBindMW, flags: flags, rmr: r}
-	r.key, r.lmr, r.t, r.priv, r.va, r.bound = key, l, t, priv, va, true
+	r.key, r.lmr, r.t, r.priv, r.va, r.bound, r.ep = key, l, t, priv, va, true, p
 	l.rmrs++
 	i.rkeys[key] = r
 	return api.RMRContext(key), nil
@@ -194,7 +195,7 @@ func (r *rmr) unbind() {
 	if r.lmr != nil {
 		r.lmr.rmrs--
 	}
-	r.key, r.lmr, r.t, r.priv, r.bound = 0, nil, api.LMRTriplet{}, 0, false
+	r.key, r.lmr, r.t, r.priv, r.bound, r.ep = 0, nil, api.LMRTriplet{}, 0, false, nil
 }
 
 // Free destroys the window, invalidating its context (dat_rmr_free(3DAT)).
@@ -214,6 +215,20 @@ func (r *rmr) destroy() {
 	r.unbind()
 	C.ibv_dealloc_mw(r.mw)
 	r.mw = nil
+}
+
+// releaseEP replaces the windows bound to p's QP, before the QP is
+// destroyed: a type 2 window holds its QP, and rxe's QP destruction waits
+// for the window (for tens of seconds) otherwise. Their contexts stop
+// working, as the connection they were bound for is gone. ia.mu is held.
+func (i *ia) releaseEP(p *ep) {
+	for r := range i.rmrs {
+		if r.bound && r.ep == p {
+			if r.renew() != nil {
+				r.destroy() // no new window: the RMR is left without one
+			}
+		}
+	}
 }
 
 // invalidated records that a peer's send-with-invalidate ended the
