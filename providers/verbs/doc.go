@@ -54,38 +54,92 @@
 // registered with an I/O virtual address of 0, so that triplets and RMR
 // triplets carry offsets. Remote write implies local write (verbs
 // requires it). LMRs over another LMR (MemTypeLMR) register the same
-// memory again.
+// memory again. Every post checks its segments against the IA's LMRs
+// (context, PZ, bounds, local read or write privilege) before the device
+// sees them, and refuses a bad one at once: verbs cannot refuse a send
+// from memory without local read, and rxe reports a bad lkey as a QP
+// operation error, not a protection error.
 //
-// RMR (to come): a type 2 memory window (ibv_alloc_mw) bound by a bind
-// work request posted on the EP's send queue with the fence flag, so that
-// the DTOs posted after the bind see the new window, and completing on the
-// EP's request EVD, as dat_rmr_bind(3DAT) requires. A device without type
-// 2 windows reports it in the provider attribute "rmr" and refuses
-// CreateRMR with ErrNotImplemented rather than emulating them (an
-// emulation would need a key per window that the device does not have).
+// RMR: a type 2 memory window (ibv_alloc_mw) bound by a bind work request
+// posted on the EP's send queue with the fence flag; the request posted
+// next on the EP carries the fence flag too, so nothing posted after the
+// bind starts before it is done, as dat_rmr_bind(3DAT) requires. The
+// bind completes on the EP's request EVD. The context is the window's
+// rkey, whose key byte godat draws at random on every bind. A rebind or
+// an unbind replaces the window with a new one (ibv_dealloc_mw and
+// ibv_alloc_mw) rather than posting a local invalidate: the old context
+// then fails before the call returns, and rxe refused a bind posted after
+// an invalidate of the same window. Windows bound to an EP are replaced
+// before the EP's QP is destroyed. A device without type 2 windows
+// refuses CreateRMR with ErrNotImplemented (no emulation). Send with
+// invalidate is IBV_WR_SEND_WITH_INV; an RDMA read into a local RMR is
+// translated to the LMR the window is bound to, since a device cannot use
+// a window's key locally.
 //
-// EP (to come): an RC queue pair created through rdma_cm (rdma_create_id,
-// rdma_resolve_addr, rdma_resolve_route, rdma_create_qp, rdma_connect),
-// whose private data travels in the connect, accept and reject messages
-// (MaxPrivateDataSize is the smallest of those: 56 bytes).
+// EP: an RC queue pair that godat creates itself (ibv_create_qp) and
+// moves to INIT at once, so that receives can be posted before the EP is
+// connected, as DAT allows. rdma_cm carries the connection: the active
+// side binds a cm id to the IA's address (its port is the EP's local port
+// qualifier), resolves address and route, and sends the request with the
+// QP's number and the private data; on the response godat moves the QP to
+// RTR and RTS with the attributes rdma_cm computes (rdma_init_qp_attr)
+// and confirms (rdma_establish). The passive side does the same with the
+// request's cm id before rdma_accept. The DAT connect timeout is enforced
+// by godat (TIMED_OUT), since the CM's own retries take much longer.
+// Disconnect moves the QP to the error state, which flushes outstanding
+// DTOs (FLUSHED), and sends the CM disconnect; both sides get
+// DISCONNECTED. A DTO that fails for any other reason breaks the
+// connection (BROKEN). DTOs posted on a DISCONNECTED EP complete FLUSHED
+// at once, without the device. Modify of anything the QP depends on (PZ,
+// request or receive EVD, queue sizes) makes a new QP, which is allowed
+// only while nothing is posted.
 //
-// PSP and RSP (to come): listening rdma_cm ids bound to the IA's address,
-// with the connection qualifier as the port number (rdma_cm's port space
-// is RDMA_PS_TCP, like the tcp provider's ports).
+// Private data: the InfiniBand CM (used by RoCE too) pads private data to
+// its field size, so godat prefixes its own with a marker byte and a
+// length byte and strips them on arrival; private data without the marker
+// (a peer that is not godat) is delivered whole, padding included. A
+// connect request holds 56 bytes of rdma_cm private data, so
+// MaxPrivateDataSize is 54, below the 64 of dat_ia_query(3DAT): the
+// provider declares that as a conformance deviation (below).
 //
-// EVD: a bounded queue of events in Go memory (package eventq). An EVD for
-// DTO completions will own a completion queue (ibv_create_cq) and a
-// completion channel; connection events come from the IA's rdma_cm event
-// channel. Both channels' descriptors are non-blocking and watched by
-// Go's network poller, so a blocked Wait holds no OS thread and spins on
-// nothing. Completions are polled many per cgo call into a preallocated
-// C array, so the fast path allocates nothing in Go.
+// PSP and RSP: listening rdma_cm ids bound to the IA's address, with the
+// connection qualifier as the port (rdma_cm's TCP port space, so at most
+// 65535). An RSP stops listening after its one request. CR.Handoff can
+// only move a request to another PSP of the same IA: rdma_cm cannot pass
+// a request to another listener.
 //
-// SRQ (to come): a shared receive queue (ibv_create_srq); its limit event
-// (IBV_EVENT_SRQ_LIMIT_REACHED) is the low-watermark event.
+// EVD: a bounded queue of events in Go memory (package eventq). An EVD
+// created for DTO or RMR bind completions owns a completion queue
+// (ibv_create_cq, as deep as the EVD) on a completion channel whose
+// non-blocking descriptor a goroutine watches through Go's network
+// poller: it holds no OS thread while it waits and spins on nothing. When
+// the device signals, the goroutine re-arms the CQ and drains it into the
+// queue, up to 32 completions per cgo call into a C array allocated with
+// the EVD; Dequeue drains it too when the queue is empty, so a consumer
+// that polls needs no wake-up. Connection events come from the IA's
+// rdma_cm event channel, watched the same way. Posting and completing
+// allocate nothing in Go (TestFastPathAllocatesNothing).
 //
-// Async EVD: device events of the IA's port (port down, device fatal) and
-// of its QPs, CQs and SRQs, read from the device's async event descriptor.
+// SRQ: an ibv_srq. The device takes its receives in any order, so each
+// has a slot found again by the completion's work request id. The low
+// watermark is counted by godat, not armed on the device
+// (IBV_EVENT_SRQ_LIMIT_REACHED): device async events arrive on a
+// descriptor that librdmacm's shared context gives every IA of the
+// process.
+//
+// Async EVD: it receives the EVD overflow and SRQ low-watermark events.
+// The device's own async events (port changes, fatal errors, QP and CQ
+// errors) are not read yet: the descriptor they arrive on belongs to
+// librdmacm's device context, shared by every IA of the process, so
+// reading them needs one process-wide reader per device.
+//
+// Conformance deviations: rules of the conformance suite the device or
+// the wire cannot meet are declared in ProviderAttr.ProviderSpecific
+// (conformance.DeviationPrefix): private-data-min-64 always, and on
+// soft-RoCE (devices named rxe*) recv-length-status (rxe completes a
+// receive too small for its message with IBV_WC_LOC_QP_OP_ERR) and
+// rmr-window-bounds (rxe checks an access through a window against the
+// whole MR).
 //
 // # Resources
 //
@@ -93,7 +147,9 @@
 // destroyed when that object is freed, or when its IA is closed: a closed
 // IA leaves no PD, MR, CQ, QP, memory window or cm id behind. The device
 // contexts are librdmacm's (rdma_get_devices); an IA holds the list while
-// it is open.
+// it is open. librdmacm keeps each device open, with a PD of its own, from
+// first use to the end of the process (TestNothingOutlivesTheIA counts
+// the device's resources with `rdma resource show`).
 //
 // # Testing on soft-RoCE
 //
@@ -101,5 +157,7 @@
 // VM with rdma_rxe (../../shared/tools/rxe-vm). The configuration in
 // testdata names the VM's rxe0 device in each ia_params form. rdma_cm
 // does not work over 127.0.0.1 in that VM, so everything uses the address
-// of the dummy netdev rxe0 sits on ($RXE_VM_IP).
+// of the dummy netdev rxe0 sits on ($RXE_VM_IP). ../../.ci/verbs builds
+// the tagged test binary and runs it, with the conformance suite under
+// -race, and datinfo, in one boot of the VM.
 package verbs
