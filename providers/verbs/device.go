@@ -153,16 +153,20 @@ func resolve(devs *deviceList, params string) (*device, error) {
 		ctx, portNum, ip = c, p, cand
 		return true
 	}
-	switch {
-	case len(f) == 0:
-		found := false
-		for _, a := range localAddrs("") {
+	// probeAll tries the addresses of netdev (of all netdevs for "") in
+	// turn and keeps the first that binds where it should.
+	probeAll := func(dev string) bool {
+		for _, a := range localAddrs(dev) {
 			if probe(a.ip) {
-				netdev, found = a.netdev, true
-				break
+				netdev = a.netdev
+				return true
 			}
 		}
-		if !found {
+		return false
+	}
+	switch {
+	case len(f) == 0:
+		if !probeAll("") {
 			return nil, notFound(fmt.Sprintf("ia_params is empty and no local address binds to an RDMA device through rdma_cm (devices: %s; tried %s)",
 				strings.Join(devs.names(), ", "), listOrNone(tried)))
 		}
@@ -175,32 +179,17 @@ func resolve(devs *deviceList, params string) (*device, error) {
 			}
 			portNum = uint8(n)
 		}
-		found := false
-		for _, a := range localAddrs("") {
-			if probe(a.ip) {
-				netdev, found = a.netdev, true
-				break
-			}
-		}
-		if !found {
+		if !probeAll("") {
 			return nil, notFound(fmt.Sprintf("ia_params %q: no local IP address belongs to device %s port %d, so rdma_cm cannot use it (tried %s)",
 				params, f[0], portNum, listOrNone(tried)))
 		}
 	case isNetdev(f[0]):
-		netdev = f[0]
-		found := false
-		for _, a := range localAddrs(netdev) {
-			if probe(a.ip) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !probeAll(f[0]) {
 			why := "it has no IP address"
 			if len(tried) > 0 {
 				why = "rdma_cm cannot bind its addresses " + strings.Join(tried, ", ") + ": " + probeErr
 			}
-			return nil, notFound(fmt.Sprintf("ia_params %q: netdev %s is not usable for RDMA: %s (devices: %s)", params, netdev, why, strings.Join(devs.names(), ", ")))
+			return nil, notFound(fmt.Sprintf("ia_params %q: netdev %s is not usable for RDMA: %s (devices: %s)", params, f[0], why, strings.Join(devs.names(), ", ")))
 		}
 	default:
 		cand := net.ParseIP(strings.Trim(f[0], "[]"))
