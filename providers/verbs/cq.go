@@ -11,7 +11,6 @@ import "C"
 import (
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -25,10 +24,7 @@ const wcBatch = 32
 // completions, with its completion channel. A goroutine parked in Go's
 // network poller on the channel's (non-blocking) descriptor drains the CQ
 // into the EVD's queue when the device signals a completion; Dequeue
-// drains it too. The CQ is armed for a notification only while someone
-// may sleep on the EVD: a Wait arms it before it sleeps, and an EVD that
-// feeds a CNO keeps it armed. A consumer that only polls thus costs the
-// device no notification and the process no wake-up per completion.
+// drains it too, so that a consumer that only polls needs no wake-up.
 type cq struct {
 	ch   *C.struct_ibv_comp_channel
 	cq   *C.struct_ibv_cq
@@ -38,12 +34,6 @@ type cq struct {
 	done chan struct{}
 
 	pollMu sync.Mutex // one drain at a time, so events keep the CQ's order
-	// keepArmed is set while the EVD feeds a CNO, whose waiters do not
-	// call Wait on the EVD.
-	keepArmed atomic.Bool
-	// waiters counts the Waits in progress, from before they arm the CQ
-	// to after they return, so the watcher re-arms for them.
-	waiters atomic.Int32
 }
 
 // newCQ creates the CQ of e with room for depth completions and starts
@@ -79,11 +69,7 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 	for {
 		var failed C.int
 		err := rc.Read(func(uintptr) bool {
-			rearm := C.int(0)
-			if c.keepArmed.Load() || c.waiters.Load() > 0 {
-				rearm = 1
-			}
-			r := C.gd_cq_event(c.ch, c.cq, rearm)
+			r := C.gd_cq_event(c.ch, c.cq)
 			if r < 0 {
 				failed = -r
 			}
@@ -98,15 +84,6 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 		}
 		e.drain()
 	}
-}
-
-// arm asks for a notification of the next completion.
-func (c *cq) arm() {
-	c.pollMu.Lock()
-	if c.wc != nil {
-		C.gd_cq_arm(c.cq)
-	}
-	c.pollMu.Unlock()
 }
 
 // destroy stops the watcher and releases the CQ and its channel. The

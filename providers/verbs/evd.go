@@ -50,7 +50,6 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	i.evds[e] = struct{}{}
 	e.cno = dispatch.Attach(e.q, nil, cnoOf(cnoArg))
-	e.syncArm()
 	return e, nil
 }
 
@@ -105,15 +104,7 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
-	if c := e.cq; c != nil {
-		// Counted, armed, then drained: a completion that the drain
-		// misses is notified, the watcher delivers it and re-arms for
-		// the completions after it while this Wait runs.
-		c.waiters.Add(1)
-		defer c.waiters.Add(-1)
-		c.arm()
-		e.drain()
-	}
+	e.drain()
 	return e.q.Wait(ctx, threshold, ev)
 }
 
@@ -136,18 +127,7 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
 	e.cno = dispatch.Attach(e.q, e.cno, cnoOf(cnoArg))
-	e.syncArm()
 	return nil
-}
-
-// syncArm keeps the CQ armed while the EVD feeds a CNO. ia.mu is held.
-func (e *evd) syncArm() {
-	if e.cq != nil {
-		e.cq.keepArmed.Store(e.cno != nil)
-		if e.cno != nil {
-			e.cq.arm()
-		}
-	}
 }
 
 // Free destroys the EVD (dat_evd_free(3DAT)); the guard refuses it while
