@@ -578,7 +578,12 @@ func (c *conn) pollTx() bool {
 		return c.wrem
 	}
 	if !c.isQuiet() {
-		c.cond.Signal() // the writer goroutine's again
+		// The writer goroutine's again (it clears txPend when it
+		// takes a rest; queued frames alone are simply its).
+		if !c.wrem {
+			c.txPend.Store(false)
+		}
+		c.cond.Signal()
 		return c.wrem
 	}
 	if c.wrem {

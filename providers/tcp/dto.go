@@ -121,9 +121,15 @@ func (p *ep) post(w *reqWR) error {
 		// elsewhere by the writer goroutine.
 		if c.isQuiet() {
 			c.txPend.Store(true)
-		} else {
-			c.cond.Signal()
+			// Looked at again after txPend is set: a handBack that
+			// ended quiet mode meanwhile either sees txPend or is seen
+			// here, so the frames are never left to pollers that are
+			// gone.
+			if c.isQuiet() {
+				return err
+			}
 		}
+		c.cond.Signal()
 		return err
 	}
 	c.flush(true)
