@@ -14,7 +14,7 @@ import (
 
 // benchParams says what to measure.
 type benchParams struct {
-	ops   []string // "lat", "bw", "read"
+	ops   []string // "lat", "bw", "read", "wlat"
 	sizes []int
 	iters int
 	poll  bool
@@ -31,7 +31,7 @@ func (p benchParams) mode() string {
 func warmup(iters int) int { return min(max(iters/10, 10), 1000) }
 
 // benchRow is one row of the benchmark table and of its JSON output.
-// Latency rows (op "lat") give the one-way latency in microseconds (half
+// Latency rows (ops "lat" and "wlat") give the one-way latency in microseconds (half
 // the round trip) and ratio = godat ÷ raw (> 1: godat is slower);
 // bandwidth rows (ops "bw" and "read") give GB/s (10^9 bytes per second)
 // and ratio = godat ÷ raw (> 1: godat is faster). Unit says which ("us"
@@ -75,7 +75,7 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 		}
 	}()
 	var w remoteWindow
-	if slices.Contains(p.ops, "bw") || slices.Contains(p.ops, "read") {
+	if slices.Contains(p.ops, "bw") || slices.Contains(p.ops, "read") || slices.Contains(p.ops, "wlat") {
 		if w, err = c.window(ctx); err != nil {
 			return nil, err
 		}
@@ -113,6 +113,27 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 				}
 				prog.begin(label+" raw TCP", size, p.iters, false)
 				r, err := raw.lat(ctx, size, warm, p.iters, p.poll)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", label, err)
+				}
+				row.Unit, row.Godat, row.Raw = "us", us(d), us(r)
+				row.Ratio = ratio(row.Godat, row.Raw)
+			case "wlat":
+				if err := c.checkSize(size, true); err != nil {
+					return nil, err
+				}
+				if !p.poll {
+					return nil, fmt.Errorf("%s: an RDMA-write ping-pong runs in poll mode only", label)
+				}
+				prog.begin(label+" godat", size, p.iters, false)
+				d, err := c.wlat(ctx, w, size, warm, p.iters, prog)
+				prog.end()
+				if err != nil {
+					return nil, fmt.Errorf("%s godat: %w", label, err)
+				}
+				prog.begin(label+" raw TCP", size, p.iters, false)
+				r, err := raw.lat(ctx, size, warm, p.iters, true)
 				prog.end()
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", label, err)

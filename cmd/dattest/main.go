@@ -6,7 +6,7 @@
 //
 //	dattest -s [-d IA] [-p PORT] [-raw-port PORT]
 //	dattest -h HOST [-d IA] [-p PORT] [--json]
-//	dattest -h HOST -bench lat|bw|read|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+//	dattest -h HOST -bench lat|bw|read|wlat|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
 //	dattest -demo [-mode poll|wait] [-size LIST] [-iters N] [--json]
 //
 // Common flags: -f FILE reads that configuration file, -embedded uses
@@ -51,7 +51,7 @@
 // # Benchmarks
 //
 // "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw",
-// "read", "all" or a comma list) at each size of -size (default
+// "read", "wlat", "all" for the first three, or a comma list) at each size of -size (default
 // 64,4K,1M), -iters timed iterations (default 1000) after an untimed
 // warm-up of iters/10 (at least 10, at most 1000):
 //
@@ -70,6 +70,18 @@
 //     server fills the bytes with a pattern first; the first and the last
 //     timed read land in buffers of their own, and those and the buffer of
 //     the others are checked in full afterwards.
+//   - wlat: RDMA-write ping-pong, the test of perftest's ib_write_lat.
+//     The client RDMA-writes size bytes into the start of the server's
+//     window; the server, spinning on the last byte of that area, answers
+//     with an RDMA write of the same size into an area of the client's,
+//     on whose last byte the client spins; then the next round trip.
+//     Every write is signalled, and each side reaps its completions with
+//     EVD.Dequeue between two looks at the byte (which also lets a
+//     provider that progresses only inside its consumer's calls, tcp in
+//     poll mode, place the peer's write). Watching memory has no
+//     blocking form, so wlat needs -mode poll. The figure is the one-way
+//     latency, half the mean round trip, in microseconds; its raw TCP
+//     baseline is the busy-polling ping-pong of the lat row.
 //
 // -mode poll makes the client (and the server, in a latency run) spin on
 // EVD.Dequeue; -mode wait (the default) blocks in EVD.Wait.
@@ -102,7 +114,7 @@
 // object {"client_ia", "server", "steps": [{"step", "result", "detail"}],
 // "passed"}; a benchmark is an array of rows {"op", "size", "mode",
 // "godat", "raw", "ratio", "unit", "iters"}: size in bytes, mode "poll" or
-// "wait", unit "us" (one-way latency, microseconds) for op "lat" and
+// "wait", unit "us" (one-way latency, microseconds) for ops "lat" and "wlat" and
 // "GB/s" (10^9 bytes per second) for ops "bw" and "read". The demo
 // prints {"check": the sequence, "bench": the rows}.
 //
@@ -133,7 +145,11 @@
 // segments; the reply says how many), 17 IOV_DATA (a PING taken and
 // answered in several segments), 20 BENCH_LAT {length, count, poll} (the
 // next count messages are pings of that length, each answered by a
-// message of the same length; no header), 22 SYNC. The client has one
+// message of the same length; no header), 21 BENCH_WLAT {length, count,
+// address, RMR context} (the server clears the first length bytes of its
+// window, replies, then answers count RDMA-write pings landing there with
+// RDMA-write pongs to the client's area the address and context name; see
+// wlat above), 22 SYNC. The client has one
 // request outstanding at a time, and the server always has exactly one
 // receive posted, which is how IOV_PREP can shape it.
 //
@@ -177,7 +193,7 @@ const defaultPort = 18515
 const usageText = `usage:
   dattest -s [-d IA] [-p PORT] [-raw-port PORT]      serve until interrupted
   dattest -h HOST [-d IA] [-p PORT] [--json]         run the validated sequence
-  dattest -h HOST -bench lat|bw|read|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+  dattest -h HOST -bench lat|bw|read|wlat|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
   dattest -demo [-mode M] [-size LIST] [-iters N] [--json]   server and client here
 
 flags:
@@ -188,7 +204,8 @@ flags:
                 0 with -s picks a free one)
   -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)
   -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write),
-                read (pipelined RDMA read), all, or a comma list
+                read (pipelined RDMA read), wlat (RDMA-write ping-pong, spinning
+                on memory; -mode poll only), all (lat,bw,read), or a comma list
   -size LIST    message sizes, comma separated, K/M suffixes (default 64,4K,1M)
   -iters N      timed iterations per size (default 1000)
   -mode M       poll (spin on EVD.Dequeue) or wait (EVD.Wait; default)
@@ -337,13 +354,16 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 			switch op = strings.TrimSpace(op); op {
 			case "all":
 				o.params.ops = append(o.params.ops, "lat", "bw", "read")
-			case "lat", "bw", "read":
+			case "lat", "bw", "read", "wlat":
 				o.params.ops = append(o.params.ops, op)
 			default:
-				return usage("bad -bench %q: want lat, bw, read, all or a comma list", op)
+				return usage("bad -bench %q: want lat, bw, read, wlat, all or a comma list", op)
 			}
 		}
 		o.params.ops = slices.Compact(o.params.ops)
+		if slices.Contains(o.params.ops, "wlat") && !o.params.poll {
+			return usage("-bench wlat needs -mode poll: it watches memory, which has no blocking form")
+		}
 	}
 	return o, 0, true
 }
@@ -455,7 +475,8 @@ func writeBench(w io.Writer, rows []benchRow) error {
 	}
 	_, err := fmt.Fprintln(w, "\nlat: one-way latency (half a send/recv round trip), ratio = godat/raw time (>1: godat slower)\n"+
 		"bw:  streaming RDMA write, 10^9 B/s, ratio = godat/raw throughput (>1: godat faster)\n"+
-		"read: pipelined RDMA read (raw: server-to-client messages, one request each), 10^9 B/s, ratio as for bw")
+		"read: pipelined RDMA read (raw: server-to-client messages, one request each), 10^9 B/s, ratio as for bw\n"+
+		"wlat: one-way latency of an RDMA-write ping-pong, each side spinning on memory (raw: the polling ping-pong), ratio as for lat")
 	return err
 }
 

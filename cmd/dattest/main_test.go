@@ -391,6 +391,8 @@ func TestUsage(t *testing.T) {
 		{"-h", "x", "-bench", "lat", "-size", "1G"},
 		{"-h", "x", "-bench", "lat", "-iters", "0"},
 		{"-h", "x", "-bench", "lat", "-mode", "spin"},
+		{"-h", "x", "-bench", "wlat"},
+		{"-h", "x", "-bench", "lat,wlat", "-mode", "wait"},
 		{"-h", "x", "-size", "64"},
 		{"-h", "x", "-p", "0"},
 		{"-h", "x", "-raw-port", "5"},
@@ -409,8 +411,9 @@ func TestUsage(t *testing.T) {
 	for arg, want := range map[string][]string{
 		"read": {"read"},
 		"all":  {"lat", "bw", "read"},
+		"wlat": {"wlat"},
 	} {
-		o, code, ok := parseArgs([]string{"-h", "x", "-bench", arg}, io.Discard, io.Discard)
+		o, code, ok := parseArgs([]string{"-h", "x", "-bench", arg, "-mode", "poll"}, io.Discard, io.Discard)
 		if !ok || !slices.Equal(o.params.ops, want) {
 			t.Errorf("-bench %s: ops %q (ok %v, exit %d), want %q", arg, o.params.ops, ok, code, want)
 		}
@@ -525,6 +528,42 @@ ia_params = "127.0.0.1"
 			}
 		}
 	}
+	checkWLat(t, ctx, cfg)
+}
+
+// checkWLat runs the RDMA-write ping-pong at two sizes, twice (the second
+// run must not mistake the first one's bytes for pings), and checks the
+// rows; then the validated sequence must still pass on the same server.
+func checkWLat(t *testing.T, ctx context.Context, cfg clientConfig) {
+	t.Helper()
+	for range 2 {
+		p := benchParams{ops: []string{"wlat"}, sizes: []int{64, 4097}, iters: 30, poll: true}
+		rows, err := runBench(ctx, cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 {
+			t.Fatalf("rows %+v", rows)
+		}
+		for i, r := range rows {
+			if r.Op != "wlat" || r.Unit != "us" || r.Mode != "poll" || r.Size != p.sizes[i] ||
+				!(r.Godat > 0) || !(r.Raw > 0) || !(r.Ratio > 0) {
+				t.Errorf("wlat row %+v", r)
+			}
+		}
+	}
+	if _, err := runBench(ctx, cfg, benchParams{ops: []string{"wlat"}, sizes: []int{64}, iters: 5}); err == nil {
+		t.Error("wlat in wait mode: no error")
+	}
+	rep, err := runCheck(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAllPass(t, rep)
+}
+
+func TestWLatLoopback(t *testing.T) {
+	checkWLat(t, testCtx(t), inProcess(t))
 }
 
 func TestWire(t *testing.T) {

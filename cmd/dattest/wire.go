@@ -39,6 +39,7 @@ const (
 	kindIOVPrep uint16 = 16 // server: post the next receive as several segments
 	kindIOVData uint16 = 17 // payload check through multi-segment IOVs
 	kindLat     uint16 = 20 // server: the next count messages are pings
+	kindWLat    uint16 = 21 // server: answer count RDMA-write pings with RDMA-write pongs
 	kindSync    uint16 = 22 // round trip; all earlier RDMA writes are placed
 )
 
@@ -46,7 +47,7 @@ var kindNames = map[uint16]string{
 	kindHello: "HELLO", kindWelcome: "WELCOME", kindReject: "REJECT", kindPing: "PING",
 	kindWindow: "WINDOW", kindVerify: "VERIFY", kindFill: "FILL", kindBind: "BIND",
 	kindUnbind: "UNBIND", kindIOVPrep: "IOV_PREP", kindIOVData: "IOV_DATA", kindLat: "BENCH_LAT",
-	kindSync: "SYNC",
+	kindWLat: "BENCH_WLAT", kindSync: "SYNC",
 }
 
 func kindName(k uint16) string {

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/godat/godat/api"
+)
+
+// The RDMA-write ping-pong ("wlat"), the latency test of perftest's
+// ib_write_lat done through DAT: each side has a landing area the other
+// RDMA-writes into, and learns of a message by watching the last byte of
+// its landing area change, not from an event. The client writes ping i
+// (its last byte a tag that differs from the previous one) into the
+// server's window; the server, spinning on that byte, writes the pong of
+// the same tag into the client's landing area; the client, spinning on
+// its own last byte, then sends the next ping. Both sides post every
+// write signalled and reap the completions while they spin.
+//
+// Watching memory has no blocking form, so wlat runs in poll mode only.
+// The spinning side calls EVD.Dequeue between two looks at the byte: it
+// reaps its write completions and gives a provider that moves bytes only
+// when its consumer calls in (tcp in poll mode) the chance to place the
+// peer's write. The byte is read with an atomic load, so that the loop
+// sees a store made by the device or by another goroutine of a software
+// provider.
+
+// wlatTag is the last byte of the i-th message (i from 0): never 0 (the
+// value of fresh memory) and never the previous message's.
+func wlatTag(i int) byte { return byte(1 + i%255) }
+
+// lastByte reads b's last byte with an atomic load of the aligned 32-bit
+// word that holds it. b must lie in memory from api.AllocMemory (page
+// aligned), so that the word is inside it.
+func lastByte(b []byte) byte {
+	off := len(b) - 1
+	base := unsafe.Pointer(unsafe.SliceData(b))
+	w := atomic.LoadUint32((*uint32)(unsafe.Add(base, off&^3)))
+	return byte(w >> (8 * (off & 3))) // little endian
+}
+
+// wlatSpinner watches a landing area for a tag while it reaps the write
+// completions of its own side.
+type wlatSpinner struct {
+	l       *link
+	land    []byte // the landing area: the message is its bytes
+	pending int    // writes posted and not completed
+	iov     [1]api.LMRTriplet
+}
+
+// await spins until the landing area's last byte is tag, reaping write
+// completions in between. ctx ends it, and so does a failed completion
+// (the peer is gone).
+func (s *wlatSpinner) await(ctx context.Context, tag byte) error {
+	var ev api.Event
+	for spins := 1; lastByte(s.land) != tag; spins++ {
+		if err := s.reap(&ev); err != nil {
+			return err
+		}
+		if spins&63 == 0 {
+			// Let another goroutine of this process run (an in-process
+			// peer sharing one P); never park.
+			runtime.Gosched()
+			if err := ctx.Err(); err != nil {
+				return api.ContextError(ctx)
+			}
+		}
+	}
+	return nil
+}
+
+// reap takes at most one event off the EVD without blocking: a write's
+// completion, a late send completion of the control path (ignored), or a
+// failure.
+func (s *wlatSpinner) reap(ev *api.Event) error {
+	err := s.l.dto.Dequeue(ev)
+	if errors.Is(err, api.ErrQueueEmpty) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ev.Number != api.DTOCompletionEvent {
+		return fmt.Errorf("unexpected event %v", ev.Number)
+	}
+	if ev.DTO.Status != api.DTOSuccess {
+		return &dtoError{d: ev.DTO, conn: s.l.connState()}
+	}
+	if ev.DTO.Op == api.OpRDMAWrite {
+		s.pending--
+	}
+	return nil
+}
+
+// drain reaps until at most left writes are outstanding.
+func (s *wlatSpinner) drain(ctx context.Context, left int) error {
+	var ev api.Event
+	for spins := 1; s.pending > left; spins++ {
+		if err := s.reap(&ev); err != nil {
+			return err
+		}
+		if spins&63 == 0 {
+			runtime.Gosched()
+			if err := ctx.Err(); err != nil {
+				return api.ContextError(ctx)
+			}
+		}
+	}
+	return nil
+}
+
+// write posts one signalled RDMA write of src, whose last byte it sets to
+// tag first, to dst.
+func (s *wlatSpinner) write(ctx context.Context, src []byte, srcTri api.LMRTriplet, dst api.RMRTriplet, tag byte, cookie api.Cookie) error {
+	if err := s.drain(ctx, maxWindow-1); err != nil {
+		return err
+	}
+	src[len(src)-1] = tag
+	s.iov[0] = srcTri
+	if err := s.l.ep.PostRDMAWrite(s.iov[:], cookie, dst, api.CompletionDefault); err != nil {
+		return fmt.Errorf("PostRDMAWrite: %w", err)
+	}
+	s.pending++
+	return nil
+}
+
+// wlat runs warm+iters RDMA-write round trips of size bytes between the
+// client's landing area and the start of the server's window, and returns
+// the one-way latency (half the mean round trip) of the timed ones.
+func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int, prog *progress) (_ time.Duration, err error) {
+	if size > w.len {
+		return 0, fmt.Errorf("size %d exceeds the server's %d-byte window", size, w.len)
+	}
+	land, err := newBuf(c.n, size, api.MemPrivAll)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if ferr := land.free(); err == nil && ferr != nil {
+			err = ferr
+		}
+	}()
+	req := newMsg(kindWLat).u64(tagLength, uint64(size)).u64(tagCount, uint64(warm+iters)).
+		u64(tagAddr, uint64(land.prm.RegisteredAddress)).u64(tagRMR, uint64(land.prm.RMRContext))
+	if _, err := c.call(ctx, req, 1, nil); err != nil {
+		return 0, err
+	}
+	src := c.local.b[c.slot : c.slot+size]
+	srcTri := c.local.tri(c.slot, size)
+	dst := w.at(0, size)
+	sp := wlatSpinner{l: c.link, land: land.b[:size]}
+	var t0 time.Time
+	for i := 0; i < warm+iters; i++ {
+		if i == warm {
+			t0 = time.Now()
+			prog.start()
+		}
+		if err := sp.write(ctx, src, srcTri, dst, wlatTag(i), api.Cookie(i)); err != nil {
+			return 0, err
+		}
+		if err := sp.await(ctx, wlatTag(i)); err != nil {
+			return 0, fmt.Errorf("waiting for pong %d: %w", i, err)
+		}
+		prog.add(1)
+	}
+	d := time.Since(t0) / time.Duration(2*iters)
+	if err := sp.drain(ctx, 0); err != nil {
+		return 0, err
+	}
+	return d, nil
+}
+
+// wlatServe is the server side of an RDMA-write ping-pong the client asked
+// for with m: it answers count pings landing at the start of the window
+// with pongs written to the client's area, then returns to the request
+// loop. A failure (the client gone) ends the session.
+func (s *session) wlatServe(ctx context.Context, size, count int, dst api.RMRTriplet) error {
+	src := s.local.b[s.slot : s.slot+size]
+	srcTri := s.local.tri(s.slot, size)
+	sp := wlatSpinner{l: s.link, land: s.win.b[:size]}
+	for i := 0; i < count; i++ {
+		tag := wlatTag(i)
+		if err := sp.await(ctx, tag); err != nil {
+			return fmt.Errorf("RDMA-write ping %d: %w", i, err)
+		}
+		if err := sp.write(ctx, src, srcTri, dst, tag, s.nextCookie()); err != nil {
+			return err
+		}
+	}
+	return sp.drain(ctx, 0)
+}
