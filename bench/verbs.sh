@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# bench/verbs.sh — godat's verbs provider beside rdma-core's own tools, on
+# soft-RoCE (rdma_rxe) in one boot of the rxe VM
+# (/work/shared/tools/rxe-vm/run): server and client of every tool run in
+# the same guest over rxe0, REPS repetitions (default 5), interleaved (the
+# repetition is the outer loop, so drift hits every tool alike).
+#
+#   ibv_rc_pingpong  send/recv ping-pong, busy-polling the CQ; 64 B and
+#                    1 MiB (usec/iter is a round trip)
+#   ib_write_lat     perftest: RDMA-write ping-pong, each side spinning on
+#                    the last byte of its buffer; 64 B (one-way, t_avg)
+#   ib_send_lat      perftest: send/recv ping-pong; 64 B (one-way, t_avg)
+#   ib_write_bw      perftest: streaming RDMA writes; 1 MiB (BW average)
+#   dattest          -bench wlat (RDMA-write ping-pong spinning on memory),
+#                    -bench lat (send/recv ping-pong) at 64 B, and
+#                    -bench bw (streaming RDMA writes, 16 in flight) at
+#                    1 MiB, all -mode poll, server and client over the
+#                    verbs IA on $RXE_VM_IP; also bw in -mode wait
+#
+# perftest's tools are packed into the VM image from the host
+# (RXE_VM_EXTRA_BINS) when the host has them (apt-get install perftest);
+# without them their rows are skipped. qemu runs in TCG emulation here:
+# absolute numbers mean little, the ratios in the same run are what counts.
+#
+# Usage:  bash bench/verbs.sh            (about 3 minutes)
+#         REPS=1 bash bench/verbs.sh     (a quick look)
+# Environment: RXE_VM_RUN (the harness), LAT_ITERS (default 2000),
+# BW_ITERS (1 MiB messages per bw run, default 100), PP_BW_ITERS
+# (ibv_rc_pingpong 1 MiB exchanges, default 50), KEEP=1 keeps the raw
+# output in $WORK.
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+REPS=${REPS:-5}
+LAT_ITERS=${LAT_ITERS:-2000}
+BW_ITERS=${BW_ITERS:-100}
+PP_BW_ITERS=${PP_BW_ITERS:-50}
+export PATH="/usr/local/go/bin:$PATH"
+export RXE_VM_NO_KVM="${RXE_VM_NO_KVM:-1}"
+[ "$RXE_VM_NO_KVM" = 0 ] && unset RXE_VM_NO_KVM
+
+run="${RXE_VM_RUN:-}"
+if [ -z "$run" ]; then
+	for c in ../shared/tools/rxe-vm/run /work/shared/tools/rxe-vm/run; do
+		[ -x "$c" ] && { run="$c"; break; }
+	done
+fi
+[ -n "$run" ] || { echo "no rxe-vm harness found: set RXE_VM_RUN" >&2; exit 1; }
+
+extra=
+for b in ib_write_lat ib_write_bw ib_send_lat; do
+	command -v "$b" >/dev/null 2>&1 && extra="$extra $b"
+done
+[ -n "$extra" ] || echo "note: perftest is not installed on the host (apt-get install perftest): its rows are skipped" >&2
+
+out=.vmbin
+mkdir -p "$out"
+echo "building dattest -tags verbs" >&2
+go build -tags verbs -o "$out/dattest" ./cmd/dattest
+WORK=$(mktemp -d /tmp/godat-verbs-bench.XXXXXX)
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
+
+# The guest's part: prints "R<TAB>metric<TAB>rep<TAB>value" lines.
+cat >"$out/verbs-bench-guest.sh" <<'GUEST'
+set -u
+ip=$RXE_VM_IP g=$RXE_VM_GID_INDEX
+conf=providers/verbs/testdata/datinfo.conf
+dt=.vmbin/dattest
+have() { command -v "$1" >/dev/null 2>&1; }
+r() { printf 'R\t%s\t%s\t%s\n' "$1" "$2" "$3"; }
+pair() { # server-args -- client-args: run a tool's server and client; client output on stdout
+	local s=() c=()
+	while [ "$1" != -- ]; do s+=("$1"); shift; done
+	shift
+	c=("$@")
+	"${s[@]}" >/tmp/srv.out 2>&1 &
+	local pid=$!
+	sleep 0.5
+	timeout 120 "${c[@]}" 2>/tmp/cli.err
+	local rc=$?
+	wait $pid
+	[ $rc = 0 ] || { echo "FAILED ($rc): ${c[*]}" >&2; cat /tmp/cli.err /tmp/srv.out >&2; }
+}
+$dt -s -d rxe-ip -f $conf -p 7471 >/tmp/dattest-server.log 2>&1 &
+dsrv=$!
+sleep 2
+dattest_row() { # name rep args...: the godat and raw values of a one-row bench
+	local name=$1 rep=$2
+	shift 2
+	local j
+	j=$(timeout 300 $dt -h "$ip" -d rxe-ip -f $conf -p 7471 --json "$@" 2>/tmp/dt.err) || {
+		echo "FAILED: dattest $*" >&2; cat /tmp/dt.err /tmp/dattest-server.log >&2; return; }
+	r "$name" "$rep" "$(echo "$j" | awk -F'[:,]' '/"godat"/ { gsub(/ /, "", $2); print $2 }')"
+	r "$name.rawtcp" "$rep" "$(echo "$j" | awk -F'[:,]' '/"raw"/ { gsub(/ /, "", $2); print $2 }')"
+}
+for rep in $(seq 1 "$REPS"); do
+	echo "--- repetition $rep" >&2
+	v=$(pair ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 64 -n "$LAT_ITERS" -- \
+		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 64 -n "$LAT_ITERS" "$ip" | awk '/usec\/iter/ { print $(NF-1) }')
+	r pp64.rtt_us "$rep" "$v"
+	dattest_row wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
+	if have ib_write_lat; then
+		v=$(pair ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
+			ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" "$ip" | awk '$1 == 64 && NF >= 6 { print $6 }')
+		r write_lat64.oneway_us "$rep" "$v"
+	fi
+	dattest_row lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
+	if have ib_send_lat; then
+		v=$(pair ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
+			ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" "$ip" | awk '$1 == 64 && NF >= 6 { print $6 }')
+		r send_lat64.oneway_us "$rep" "$v"
+	fi
+	if have ib_write_bw; then
+		v=$(pair ib_write_bw -d rxe0 -x "$g" -p 18516 -s 1048576 -n "$BW_ITERS" -- \
+			ib_write_bw -d rxe0 -x "$g" -p 18516 -s 1048576 -n "$BW_ITERS" "$ip" | awk '$1 == 1048576 { print $4 * 1.048576 / 1000 }')
+		r write_bw1M.GBps "$rep" "$v"
+	fi
+	dattest_row bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
+	dattest_row bw1M.wait.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode wait
+	v=$(pair ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" -- \
+		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" "$ip" | awk '/Mbit\/sec/ { print $(NF-1) / 8000 }')
+	r pp1M.GBps "$rep" "$v"
+done
+kill -INT $dsrv
+wait $dsrv || { echo "dattest server exit $?" >&2; cat /tmp/dattest-server.log >&2; }
+GUEST
+
+echo "running $REPS repetitions in the rxe VM (perftest:${extra:- none})" >&2
+RXE_VM_EXTRA_BINS="${extra# }" nice -n 10 "$run" -q --timeout "${RXE_VM_TIMEOUT:-900}" \
+	-e REPS="$REPS" -e LAT_ITERS="$LAT_ITERS" -e BW_ITERS="$BW_ITERS" -e PP_BW_ITERS="$PP_BW_ITERS" \
+	-- bash "$out/verbs-bench-guest.sh" >"$WORK/guest.out" 2>"$WORK/guest.err" || {
+	echo "the VM run failed (exit $?):" >&2
+	tail -40 "$WORK/guest.err" >&2
+	exit 1
+}
+grep -v '^R' "$WORK/guest.err" | grep -E 'FAILED|exit' >&2 || true
+
+# median (min–max) per metric, then the ratios of the medians.
+awk -F'\t' -v reps="$REPS" '
+$1 == "R" && $4 != "" { v[$2] = v[$2] " " $4; n[$2]++ }
+function stats(k,   a, m, i, j, t) {
+	m = split(substr(v[k], 2), a, " ")
+	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+	med[k] = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	lo[k] = a[1]; hi[k] = a[m]; cnt[k] = m
+}
+function row(k, what, tool,   s) {
+	if (!(k in v)) { printf "| %s | %s | — (not run) | |\n", what, tool; return }
+	stats(k)
+	printf "| %s | %s | %.4g (%.4g–%.4g) | %d |\n", what, tool, med[k], lo[k], hi[k], cnt[k]
+}
+function ratio(a, b, what,   x) {
+	if (!(a in med) || !(b in med) || med[b] == 0) { printf "| %s | — |\n", what; return }
+	printf "| %s | **%.2f×** |\n", what, med[a] / med[b]
+}
+END {
+	print "| measurement | tool | median (min–max) | runs |"
+	print "|---|---|---|---|"
+	row("wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll")
+	row("write_lat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "ib_write_lat (t_avg)")
+	row("pp64.rtt_us", "64 B send/recv ping-pong, round trip µs", "ibv_rc_pingpong")
+	row("lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll")
+	row("send_lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "ib_send_lat (t_avg)")
+	row("wlat64.oneway_us.rawtcp", "64 B ping-pong, one-way µs", "raw TCP (dattest baseline, poll)")
+	row("bw1M.poll.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode poll")
+	row("bw1M.wait.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode wait")
+	row("write_bw1M.GBps", "1 MiB RDMA-write stream, GB/s", "ib_write_bw (BW average; its MB is 2^20 B)")
+	row("pp1M.GBps", "1 MiB send/recv ping-pong, GB/s", "ibv_rc_pingpong")
+	row("bw1M.poll.GBps.rawtcp", "1 MiB stream, GB/s", "raw TCP (dattest baseline, poll)")
+	print ""
+	print "| ratio of the medians | value |"
+	print "|---|---|"
+	# dattest wlat is one-way; ibv_rc_pingpong gives the round trip.
+	if ("wlat64.oneway_us" in med && "pp64.rtt_us" in med) med["wlat64.rtt_us"] = 2 * med["wlat64.oneway_us"]
+	if ("lat64.oneway_us" in med && "pp64.rtt_us" in med) med["lat64.rtt_us"] = 2 * med["lat64.oneway_us"]
+	ratio("wlat64.rtt_us", "pp64.rtt_us", "dattest wlat 64 B ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
+	ratio("wlat64.oneway_us", "write_lat64.oneway_us", "dattest wlat 64 B ÷ ib_write_lat 64 B")
+	ratio("lat64.rtt_us", "pp64.rtt_us", "dattest lat 64 B ÷ ibv_rc_pingpong 64 B (round trips)")
+	ratio("lat64.oneway_us", "send_lat64.oneway_us", "dattest lat 64 B ÷ ib_send_lat 64 B")
+	ratio("bw1M.poll.GBps", "write_bw1M.GBps", "dattest bw 1 MiB poll ÷ ib_write_bw 1 MiB (goal ≥ 0.9)")
+	ratio("bw1M.wait.GBps", "write_bw1M.GBps", "dattest bw 1 MiB wait ÷ ib_write_bw 1 MiB")
+}' "$WORK/guest.out"
+[ "${KEEP:-0}" = 1 ] && echo "raw output: $WORK" >&2
+exit 0
