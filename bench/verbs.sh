@@ -24,6 +24,10 @@
 #
 # Usage:  bash bench/verbs.sh            (about 3 minutes)
 #         REPS=1 bash bench/verbs.sh     (a quick look)
+#         BASE=<git rev> bash bench/verbs.sh
+#                                        (also measures dattest built from
+#                                        that revision, in the same boot:
+#                                        before/after rows)
 # Environment: RXE_VM_RUN (the harness), LAT_ITERS (default 2000),
 # BW_ITERS (1 MiB messages per bw run, default 100), PP_BW_ITERS
 # (ibv_rc_pingpong 1 MiB exchanges, default 50), KEEP=1 keeps the raw
@@ -61,6 +65,13 @@ echo "building dattest -tags verbs" >&2
 go build -tags verbs -o "$out/dattest" ./cmd/dattest
 WORK=$(mktemp -d /tmp/godat-verbs-bench.XXXXXX)
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
+rm -f "$out/dattest-base"
+if [ -n "${BASE:-}" ]; then
+	echo "building dattest -tags verbs at $BASE" >&2
+	mkdir -p "$WORK/base"
+	git archive "$BASE" | tar -x -C "$WORK/base"
+	(cd "$WORK/base" && go build -tags verbs -o "$ROOT/$out/dattest-base" ./cmd/dattest)
+fi
 
 # The guest's part: prints "R<TAB>metric<TAB>rep<TAB>value" lines.
 cat >"$out/verbs-bench-guest.sh" <<'GUEST'
@@ -85,12 +96,18 @@ pair() { # server-args -- client-args: run a tool's server and client; client ou
 }
 $dt -s -d rxe-ip -f $conf -p 7471 >/tmp/dattest-server.log 2>&1 &
 dsrv=$!
+bsrv=
+if [ -x .vmbin/dattest-base ]; then
+	.vmbin/dattest-base -s -d rxe-ip -f $conf -p 7472 >/tmp/dattest-base-server.log 2>&1 &
+	bsrv=$!
+fi
 sleep 2
 dattest_row() { # name rep args...: the godat and raw values of a one-row bench
-	local name=$1 rep=$2
+	local name=$1 rep=$2 bin=$dt port=7471
 	shift 2
+	case $name in base.*) bin=.vmbin/dattest-base port=7472 ;; esac
 	local j
-	j=$(timeout 300 $dt -h "$ip" -d rxe-ip -f $conf -p 7471 --json "$@" 2>/tmp/dt.err) || {
+	j=$(timeout 300 $bin -h "$ip" -d rxe-ip -f $conf -p $port --json "$@" 2>/tmp/dt.err) || {
 		echo "FAILED: dattest $*" >&2; cat /tmp/dt.err /tmp/dattest-server.log >&2; return; }
 	r "$name" "$rep" "$(echo "$j" | awk -F'[:,]' '/"godat"/ { gsub(/ /, "", $2); print $2 }')"
 	r "$name.rawtcp" "$rep" "$(echo "$j" | awk -F'[:,]' '/"raw"/ { gsub(/ /, "", $2); print $2 }')"
@@ -101,12 +118,14 @@ for rep in $(seq 1 "$REPS"); do
 		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 64 -n "$LAT_ITERS" "$ip" | awk '/usec\/iter/ { print $(NF-1) }')
 	r pp64.rtt_us "$rep" "$v"
 	dattest_row wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
+	[ -n "$bsrv" ] && dattest_row base.wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
 	if have ib_write_lat; then
 		v=$(pair ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
 			ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" "$ip" | awk '$1 == 64 && NF >= 6 { print $6 }')
 		r write_lat64.oneway_us "$rep" "$v"
 	fi
 	dattest_row lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
+	[ -n "$bsrv" ] && dattest_row base.lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
 	if have ib_send_lat; then
 		v=$(pair ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
 			ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" "$ip" | awk '$1 == 64 && NF >= 6 { print $6 }')
@@ -119,12 +138,20 @@ for rep in $(seq 1 "$REPS"); do
 	fi
 	dattest_row bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
 	dattest_row bw1M.wait.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode wait
+	if [ -n "$bsrv" ]; then
+		dattest_row base.bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
+		dattest_row base.bw1M.wait.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode wait
+	fi
 	v=$(pair ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" -- \
 		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" "$ip" | awk '/Mbit\/sec/ { print $(NF-1) / 8000 }')
 	r pp1M.GBps "$rep" "$v"
 done
 kill -INT $dsrv
 wait $dsrv || { echo "dattest server exit $?" >&2; cat /tmp/dattest-server.log >&2; }
+if [ -n "$bsrv" ]; then
+	kill -INT $bsrv
+	wait $bsrv || { echo "dattest base server exit $?" >&2; cat /tmp/dattest-base-server.log >&2; }
+fi
 GUEST
 
 echo "running $REPS repetitions in the rxe VM (perftest:${extra:- none})" >&2
@@ -169,6 +196,12 @@ END {
 	row("write_bw1M.GBps", "1 MiB RDMA-write stream, GB/s", "ib_write_bw (BW average; its MB is 2^20 B)")
 	row("pp1M.GBps", "1 MiB send/recv ping-pong, GB/s", "ibv_rc_pingpong")
 	row("bw1M.poll.GBps.rawtcp", "1 MiB stream, GB/s", "raw TCP (dattest baseline, poll)")
+	if ("base.wlat64.oneway_us" in v) {
+		row("base.wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest at BASE, -mode poll")
+		row("base.lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "dattest at BASE, -mode poll")
+		row("base.bw1M.poll.GBps", "1 MiB RDMA-write stream, GB/s", "dattest at BASE, -mode poll")
+		row("base.bw1M.wait.GBps", "1 MiB RDMA-write stream, GB/s", "dattest at BASE, -mode wait")
+	}
 	print ""
 	print "| ratio of the medians | value |"
 	print "|---|---|"
@@ -181,6 +214,12 @@ END {
 	ratio("lat64.oneway_us", "send_lat64.oneway_us", "dattest lat 64 B ÷ ib_send_lat 64 B")
 	ratio("bw1M.poll.GBps", "write_bw1M.GBps", "dattest bw 1 MiB poll ÷ ib_write_bw 1 MiB (goal ≥ 0.9)")
 	ratio("bw1M.wait.GBps", "write_bw1M.GBps", "dattest bw 1 MiB wait ÷ ib_write_bw 1 MiB")
+	if ("base.wlat64.oneway_us" in med) {
+		ratio("wlat64.oneway_us", "base.wlat64.oneway_us", "dattest wlat 64 B: this tree ÷ BASE")
+		ratio("lat64.oneway_us", "base.lat64.oneway_us", "dattest lat 64 B: this tree ÷ BASE")
+		ratio("bw1M.poll.GBps", "base.bw1M.poll.GBps", "dattest bw 1 MiB poll: this tree ÷ BASE")
+		ratio("bw1M.wait.GBps", "base.bw1M.wait.GBps", "dattest bw 1 MiB wait: this tree ÷ BASE")
+	}
 }' "$WORK/guest.out"
 [ "${KEEP:-0}" = 1 ] && echo "raw output: $WORK" >&2
 exit 0

@@ -4,6 +4,7 @@ package verbs
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/dispatch"
@@ -20,6 +21,11 @@ type evd struct {
 	flags api.EVDFlags
 	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
 	cq    *cq           // for DTO and RMR bind completions; nil without those streams
+	// cnoFed is cno != nil, for the CQ's watcher (it keeps such a CQ armed).
+	cnoFed atomic.Bool
+	// waiting counts the Waits in progress (the watcher keeps the CQ armed
+	// for them).
+	waiting atomic.Int32
 }
 
 func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
@@ -50,6 +56,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	i.evds[e] = struct{}{}
 	e.cno = dispatch.Attach(e.q, nil, cnoOf(cnoArg))
+	e.cnoFed.Store(e.cno != nil)
 	return e, nil
 }
 
@@ -60,6 +67,7 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	if e == nil || e.q == nil {
 		return
 	}
+	e.catchUp()
 	dispatch.Post(e.q, ev, notify, e, e.ia.async.q)
 }
 
@@ -93,8 +101,9 @@ func (e *evd) Dequeue(ev *api.Event) error {
 		return err
 	}
 	// Nothing queued: look in the CQ, so that a consumer that polls needs
-	// no wake-up from the watcher.
-	e.drain()
+	// no wake-up from the watcher (which leaves the CQ unarmed meanwhile).
+	e.cq.polled.Store(true)
+	e.drain(true)
 	return e.q.Dequeue(ev)
 }
 
@@ -104,7 +113,12 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
-	e.drain()
+	if c := e.cq; c != nil {
+		e.waiting.Add(1)
+		defer e.waiting.Add(-1)
+		e.arm()
+		e.drain(false)
+	}
 	return e.q.Wait(ctx, threshold, ev)
 }
 
@@ -125,8 +139,13 @@ func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 // (dat_evd_modify_cno(3DAT)).
 func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	e.ia.mu.Lock()
-	defer e.ia.mu.Unlock()
 	e.cno = dispatch.Attach(e.q, e.cno, cnoOf(cnoArg))
+	fed := e.cno != nil
+	e.cnoFed.Store(fed)
+	e.ia.mu.Unlock()
+	if fed && e.cq != nil {
+		e.arm() // a CNO must hear of the next completion
+	}
 	return nil
 }
 
@@ -139,6 +158,7 @@ func (e *evd) Free() error {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
 	e.cno = dispatch.Attach(e.q, e.cno, nil)
+	e.cnoFed.Store(false)
 	e.q.Close()
 	delete(e.ia.evds, e)
 	if c := e.cq; c != nil {
