@@ -15,7 +15,12 @@
 #                    -bench lat (send/recv ping-pong) at 64 B, and
 #                    -bench bw (streaming RDMA writes, 16 in flight) at
 #                    1 MiB, all -mode poll, server and client over the
-#                    verbs IA on $RXE_VM_IP; also bw in -mode wait
+#                    verbs IA on $RXE_VM_IP; also bw in -mode wait.
+#                    Each dattest row runs twice: with GOMAXPROCS=1 for
+#                    server and client (one thread per side, as the C tools
+#                    have), and with Go's default (GOMAXPROCS = the 2
+#                    vCPUs): two spinning Go processes with two Ps each
+#                    share the guest's two vCPUs with rxe's kernel work
 #
 # perftest's tools are packed into the VM image from the host
 # (RXE_VM_EXTRA_BINS) when the host has them (apt-get install perftest);
@@ -24,6 +29,7 @@
 #
 # Usage:  bash bench/verbs.sh            (about 3 minutes)
 #         REPS=1 bash bench/verbs.sh     (a quick look)
+#         (about 45 s per repetition plus the boot)
 #         BASE=<git rev> bash bench/verbs.sh
 #                                        (also measures dattest built from
 #                                        that revision, in the same boot:
@@ -96,6 +102,8 @@ pair() { # server-args -- client-args: run a tool's server and client; client ou
 }
 $dt -s -d rxe-ip -f $conf -p 7471 >/tmp/dattest-server.log 2>&1 &
 dsrv=$!
+GOMAXPROCS=1 $dt -s -d rxe-ip -f $conf -p 7473 >/tmp/dattest-server1.log 2>&1 &
+dsrv1=$!
 bsrv=
 if [ -x .vmbin/dattest-base ]; then
 	.vmbin/dattest-base -s -d rxe-ip -f $conf -p 7472 >/tmp/dattest-base-server.log 2>&1 &
@@ -103,11 +111,14 @@ if [ -x .vmbin/dattest-base ]; then
 fi
 sleep 2
 dattest_row() { # name rep args...: the godat and raw values of a one-row bench
-	local name=$1 rep=$2 bin=$dt port=7471
+	local name=$1 rep=$2 bin=$dt port=7471 procs=
 	shift 2
-	case $name in base.*) bin=.vmbin/dattest-base port=7472 ;; esac
+	case $name in
+	base.*) bin=.vmbin/dattest-base port=7472 ;;
+	*.p1) port=7473 procs=1 ;;
+	esac
 	local j
-	j=$(timeout 300 $bin -h "$ip" -d rxe-ip -f $conf -p $port --json "$@" 2>/tmp/dt.err) || {
+	j=$(GOMAXPROCS=$procs timeout 300 $bin -h "$ip" -d rxe-ip -f $conf -p $port --json "$@" 2>/tmp/dt.err) || {
 		echo "FAILED: dattest $*" >&2; cat /tmp/dt.err /tmp/dattest-server.log >&2; return; }
 	r "$name" "$rep" "$(echo "$j" | awk -F'[:,]' '/"godat"/ { gsub(/ /, "", $2); print $2 }')"
 	r "$name.rawtcp" "$rep" "$(echo "$j" | awk -F'[:,]' '/"raw"/ { gsub(/ /, "", $2); print $2 }')"
@@ -118,6 +129,7 @@ for rep in $(seq 1 "$REPS"); do
 		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 64 -n "$LAT_ITERS" "$ip" | awk '/usec\/iter/ { print $(NF-1) }')
 	r pp64.rtt_us "$rep" "$v"
 	dattest_row wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
+	dattest_row wlat64.oneway_us.p1 "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
 	[ -n "$bsrv" ] && dattest_row base.wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
 	if have ib_write_lat; then
 		v=$(pair ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
@@ -125,6 +137,7 @@ for rep in $(seq 1 "$REPS"); do
 		r write_lat64.oneway_us "$rep" "$v"
 	fi
 	dattest_row lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
+	dattest_row lat64.oneway_us.p1 "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
 	[ -n "$bsrv" ] && dattest_row base.lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
 	if have ib_send_lat; then
 		v=$(pair ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
@@ -137,6 +150,7 @@ for rep in $(seq 1 "$REPS"); do
 		r write_bw1M.GBps "$rep" "$v"
 	fi
 	dattest_row bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
+	dattest_row bw1M.poll.GBps.p1 "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
 	dattest_row bw1M.wait.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode wait
 	if [ -n "$bsrv" ]; then
 		dattest_row base.bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
@@ -146,8 +160,9 @@ for rep in $(seq 1 "$REPS"); do
 		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" "$ip" | awk '/Mbit\/sec/ { print $(NF-1) / 8000 }')
 	r pp1M.GBps "$rep" "$v"
 done
-kill -INT $dsrv
+kill -INT $dsrv $dsrv1
 wait $dsrv || { echo "dattest server exit $?" >&2; cat /tmp/dattest-server.log >&2; }
+wait $dsrv1 || { echo "dattest server (GOMAXPROCS=1) exit $?" >&2; cat /tmp/dattest-server1.log >&2; }
 if [ -n "$bsrv" ]; then
 	kill -INT $bsrv
 	wait $bsrv || { echo "dattest base server exit $?" >&2; cat /tmp/dattest-base-server.log >&2; }
@@ -166,7 +181,9 @@ grep -v '^R' "$WORK/guest.err" | grep -E 'FAILED|exit' >&2 || true
 
 # median (min–max) per metric, then the ratios of the medians.
 awk -F'\t' -v reps="$REPS" '
-$1 == "R" && $4 != "" { v[$2] = v[$2] " " $4; n[$2]++ }
+# A value that is not a finite number (perftest printed "inf" for t_avg
+# once) counts as a failed run: the runs column shows how many are left.
+$1 == "R" && $4 ~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/ { v[$2] = v[$2] " " $4; n[$2]++ }
 function stats(k,   a, m, i, j, t) {
 	m = split(substr(v[k], 2), a, " ")
 	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -185,14 +202,17 @@ function ratio(a, b, what,   x) {
 END {
 	print "| measurement | tool | median (min–max) | runs |"
 	print "|---|---|---|---|"
-	row("wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll")
+	row("wlat64.oneway_us.p1", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=1")
+	row("wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=2")
 	row("write_lat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "ib_write_lat (t_avg)")
 	row("pp64.rtt_us", "64 B send/recv ping-pong, round trip µs", "ibv_rc_pingpong")
-	row("lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll")
+	row("lat64.oneway_us.p1", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll, GOMAXPROCS=1")
+	row("lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll, GOMAXPROCS=2")
 	row("send_lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "ib_send_lat (t_avg)")
 	row("wlat64.oneway_us.rawtcp", "64 B ping-pong, one-way µs", "raw TCP (dattest baseline, poll)")
-	row("bw1M.poll.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode poll")
-	row("bw1M.wait.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode wait")
+	row("bw1M.poll.GBps.p1", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode poll, GOMAXPROCS=1")
+	row("bw1M.poll.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode poll, GOMAXPROCS=2")
+	row("bw1M.wait.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode wait, GOMAXPROCS=2")
 	row("write_bw1M.GBps", "1 MiB RDMA-write stream, GB/s", "ib_write_bw (BW average; its MB is 2^20 B)")
 	row("pp1M.GBps", "1 MiB send/recv ping-pong, GB/s", "ibv_rc_pingpong")
 	row("bw1M.poll.GBps.rawtcp", "1 MiB stream, GB/s", "raw TCP (dattest baseline, poll)")
@@ -206,14 +226,18 @@ END {
 	print "| ratio of the medians | value |"
 	print "|---|---|"
 	# dattest wlat is one-way; ibv_rc_pingpong gives the round trip.
-	if ("wlat64.oneway_us" in med && "pp64.rtt_us" in med) med["wlat64.rtt_us"] = 2 * med["wlat64.oneway_us"]
-	if ("lat64.oneway_us" in med && "pp64.rtt_us" in med) med["lat64.rtt_us"] = 2 * med["lat64.oneway_us"]
-	ratio("wlat64.rtt_us", "pp64.rtt_us", "dattest wlat 64 B ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
-	ratio("wlat64.oneway_us", "write_lat64.oneway_us", "dattest wlat 64 B ÷ ib_write_lat 64 B")
-	ratio("lat64.rtt_us", "pp64.rtt_us", "dattest lat 64 B ÷ ibv_rc_pingpong 64 B (round trips)")
-	ratio("lat64.oneway_us", "send_lat64.oneway_us", "dattest lat 64 B ÷ ib_send_lat 64 B")
-	ratio("bw1M.poll.GBps", "write_bw1M.GBps", "dattest bw 1 MiB poll ÷ ib_write_bw 1 MiB (goal ≥ 0.9)")
-	ratio("bw1M.wait.GBps", "write_bw1M.GBps", "dattest bw 1 MiB wait ÷ ib_write_bw 1 MiB")
+	nk = split("wlat64.oneway_us wlat64.oneway_us.p1 lat64.oneway_us lat64.oneway_us.p1", ks, " ")
+	for (i = 1; i <= nk; i++) if (ks[i] in med) { r = ks[i]; sub(/oneway/, "rtt", r); med[r] = 2 * med[ks[i]] }
+	ratio("wlat64.rtt_us.p1", "pp64.rtt_us", "dattest wlat 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
+	ratio("wlat64.rtt_us", "pp64.rtt_us", "dattest wlat 64 B, GOMAXPROCS=2 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
+	ratio("wlat64.oneway_us.p1", "write_lat64.oneway_us", "dattest wlat 64 B, GOMAXPROCS=1 ÷ ib_write_lat 64 B")
+	ratio("wlat64.oneway_us", "write_lat64.oneway_us", "dattest wlat 64 B, GOMAXPROCS=2 ÷ ib_write_lat 64 B")
+	ratio("lat64.rtt_us.p1", "pp64.rtt_us", "dattest lat 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips)")
+	ratio("lat64.oneway_us.p1", "send_lat64.oneway_us", "dattest lat 64 B, GOMAXPROCS=1 ÷ ib_send_lat 64 B")
+	ratio("lat64.oneway_us", "send_lat64.oneway_us", "dattest lat 64 B, GOMAXPROCS=2 ÷ ib_send_lat 64 B")
+	ratio("bw1M.poll.GBps.p1", "write_bw1M.GBps", "dattest bw 1 MiB poll, GOMAXPROCS=1 ÷ ib_write_bw 1 MiB (goal ≥ 0.9)")
+	ratio("bw1M.poll.GBps", "write_bw1M.GBps", "dattest bw 1 MiB poll, GOMAXPROCS=2 ÷ ib_write_bw 1 MiB (goal ≥ 0.9)")
+	ratio("bw1M.wait.GBps", "write_bw1M.GBps", "dattest bw 1 MiB wait, GOMAXPROCS=2 ÷ ib_write_bw 1 MiB")
 	if ("base.wlat64.oneway_us" in med) {
 		ratio("wlat64.oneway_us", "base.wlat64.oneway_us", "dattest wlat 64 B: this tree ÷ BASE")
 		ratio("lat64.oneway_us", "base.lat64.oneway_us", "dattest lat 64 B: this tree ÷ BASE")

@@ -113,12 +113,19 @@
 // (ibv_create_cq, as deep as the EVD) on a completion channel whose
 // non-blocking descriptor a goroutine watches through Go's network
 // poller: it holds no OS thread while it waits and spins on nothing. When
-// the device signals, the goroutine re-arms the CQ and drains it into the
-// queue, up to 32 completions per cgo call into a C array allocated with
-// the EVD; Dequeue drains it too when the queue is empty, so a consumer
-// that polls needs no wake-up. Connection events come from the IA's
-// rdma_cm event channel, watched the same way. Posting and completing
-// allocate nothing in Go (TestFastPathAllocatesNothing).
+// the device signals, the goroutine drains the CQ into the queue, up to 32
+// completions per cgo call into a C array allocated with the EVD, and
+// arms the CQ again; Dequeue drains it too when the queue is empty, so a
+// consumer that polls needs no wake-up. While a consumer polls (a Dequeue
+// found the queue empty since the last look), the goroutine leaves the CQ
+// unarmed, so that completions cost no notification, and looks again
+// every millisecond; the CQ is armed again after a millisecond without
+// such a Dequeue, when a Wait starts, and always while the EVD feeds a
+// CNO. An event godat posts to the EVD itself (a connection event, a
+// flush) first drains an unarmed CQ, so it stays behind the completions
+// that came before it. Connection events come from the IA's rdma_cm
+// event channel, watched the same way. Posting and completing allocate
+// nothing in Go (TestFastPathAllocatesNothing).
 //
 // SRQ: an ibv_srq. The device takes its receives in any order, so each
 // has a slot found again by the completion's work request id. The low
