@@ -329,7 +329,9 @@ func (c *client) bw(ctx context.Context, w remoteWindow, size, warm, iters int, 
 		return 0, err
 	}
 	el := time.Since(t0)
-	if _, err := c.call(ctx, newMsg(kindSync), 1, nil); err != nil {
+	// The SYNC round trip also checks that the connection is healthy, and
+	// puts the server back in wait mode.
+	if err := c.serverMode(ctx, false); err != nil {
 		return 0, err
 	}
 	return float64(size) * float64(iters) / el.Seconds(), nil
