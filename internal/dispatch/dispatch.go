@@ -7,11 +7,13 @@
 // dat_cno_wait(3DAT) depend on.
 //
 // A provider keeps, in its EVD object, the eventq.Queue, the stream flags
-// and a *CNO (nil when the EVD feeds none); in its CNO object, a CNO value.
-// The functions here work on those fields. The EVD link and the counts are
-// not safe for concurrent use: the provider calls Attach and CNO.Free
-// under the lock that guards its objects. Post takes only the queues'
-// locks, so it allocates nothing and blocks nobody.
+// and a *CNO (nil when the EVD feeds none); the functions here work on
+// those fields. Its CNO objects are CNOObjects, made with the lock that
+// guards the provider's objects; each holds a CNO, and AsCNO turns a CNO
+// argument into that CNO. The EVD link and the counts are not safe for
+// concurrent use: the provider calls Attach and AsCNO under that lock, and
+// CNOObject.Free takes it. Post takes only the queues' locks, so it
+// allocates nothing and blocks nobody.
 package dispatch
 
 import (

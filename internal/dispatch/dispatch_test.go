@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +106,126 @@ func TestAttachAndFree(t *testing.T) {
 	if _, err := b.Wait(nil); !errors.Is(err, api.ErrInvalidParameter) {
 		t.Errorf("Wait(nil) = %v", err)
 	}
+}
+
+// fakeIA stands for a provider's IA; fakeCNO for a CNO of another kind.
+type (
+	fakeIA  struct{ api.IA }
+	fakeCNO struct{ api.CNO }
+)
+
+func wantErr(t *testing.T, err error, typ api.ReturnType, sub api.Subtype, what string) {
+	t.Helper()
+	if !errors.Is(err, &api.Error{Type: typ, Sub: sub}) {
+		t.Fatalf("%s: %v; want %v (%v)", what, err, typ, sub)
+	}
+}
+
+func TestCNOObject(t *testing.T) {
+	ia, other := &fakeIA{}, &fakeIA{}
+	var mu sync.Mutex
+	var released []*CNOObject
+	o := NewCNOObject(nil, ia, &mu, func(c *CNOObject) {
+		if mu.TryLock() {
+			mu.Unlock()
+			t.Error("release called without the provider lock")
+		}
+		released = append(released, c)
+	})
+	if o.HandleType() != api.HandleCNO {
+		t.Errorf("HandleType %v", o.HandleType())
+	}
+	agent := func(api.EVD) {}
+	if err := o.ModifyAgent(agent); err != nil {
+		t.Fatal(err)
+	}
+	p, err := o.Query()
+	if err != nil || p.IA != ia || p.Agent == nil {
+		t.Fatalf("Query: %+v, %v", p, err)
+	}
+
+	mu.Lock()
+	if c, err := AsCNO(nil, ia); c != nil || err != nil {
+		t.Errorf("AsCNO(nil) = %p, %v", c, err)
+	}
+	_, errForeign := AsCNO(fakeCNO{}, ia)
+	_, errNilObj := AsCNO((*CNOObject)(nil), ia)
+	_, errOtherIA := AsCNO(o, other)
+	c, err := AsCNO(o, ia)
+	mu.Unlock()
+	wantErr(t, errForeign, api.InvalidHandle, api.SubHandleCNO, "AsCNO of a CNO of another kind")
+	wantErr(t, errNilObj, api.InvalidHandle, api.SubHandleCNO, "AsCNO of a nil *CNOObject")
+	wantErr(t, errOtherIA, api.InvalidHandle, api.SubHandleCNO, "AsCNO for another IA")
+	if err != nil || c != &o.n || c.Owner != o {
+		t.Fatalf("AsCNO = %p, %v; want the object's state", c, err)
+	}
+
+	q := eventq.New(1, nil)
+	mu.Lock()
+	cur := Attach(q, nil, c)
+	mu.Unlock()
+	wantErr(t, o.Free(), api.InvalidState, api.SubStateCNOInUse, "Free of a CNO an EVD feeds")
+	if _, err := o.Query(); err != nil {
+		t.Fatalf("Query after a refused Free: %v", err)
+	}
+	mu.Lock()
+	Attach(q, cur, nil)
+	mu.Unlock()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := o.Wait(context.Background())
+		done <- err
+	}()
+	for o.n.C.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	wantErr(t, o.Free(), api.InvalidState, api.SubStateCNOInUse, "Free of a CNO a goroutine waits on")
+	o.n.C.ReleaseWaiters()
+	if err := <-done; err != nil {
+		t.Fatalf("released waiter: %v", err)
+	}
+
+	if err := o.Free(); err != nil {
+		t.Fatalf("Free: %v", err)
+	}
+	if len(released) != 1 || released[0] != o {
+		t.Fatalf("release calls: %v", released)
+	}
+	_, err = o.Query()
+	wantErr(t, err, api.InvalidHandle, api.SubHandleCNO, "Query after Free")
+	wantErr(t, o.Free(), api.InvalidHandle, api.SubHandleCNO, "second Free")
+	mu.Lock()
+	_, err = AsCNO(o, ia)
+	mu.Unlock()
+	wantErr(t, err, api.InvalidHandle, api.SubHandleCNO, "AsCNO of a freed CNO")
+	if len(released) != 1 {
+		t.Fatalf("release called %d times", len(released))
+	}
+}
+
+func TestCNOObjectClose(t *testing.T) {
+	ia := &fakeIA{}
+	var mu sync.Mutex
+	o := NewCNOObject(nil, ia, &mu, nil)
+	done := make(chan api.EVD, 1)
+	go func() {
+		evd, _ := o.Wait(context.Background())
+		done <- evd
+	}()
+	for o.n.C.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	o.Close()
+	_, err := AsCNO(o, ia)
+	mu.Unlock()
+	o.WaitIdle()
+	if evd := <-done; evd != nil {
+		t.Errorf("waiter on a closed CNO got %v; want nil", evd)
+	}
+	wantErr(t, err, api.InvalidHandle, api.SubHandleCNO, "AsCNO of a CNO closed with its IA")
+	_, err = o.Query()
+	wantErr(t, err, api.InvalidHandle, api.SubHandleCNO, "Query of a CNO closed with its IA")
+	wantErr(t, o.Free(), api.InvalidHandle, api.SubHandleCNO, "Free of a CNO closed with its IA")
 }

@@ -40,7 +40,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if i.closed {
 		return nil, errIAClosed
 	}
-	c, err := asCNO(cnoArg, i)
+	c, err := dispatch.AsCNO(cnoArg, i)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	if e.freed {
 		return errEVDFreed
 	}
-	c, err := asCNO(cnoArg, e.ia)
+	c, err := dispatch.AsCNO(cnoArg, e.ia)
 	if err != nil {
 		return err
 	}
@@ -196,20 +196,8 @@ func (e *evd) use(d int) {
 	}
 }
 
-// cno is a Consumer Notification Object over an eventq.CNO.
-type cno struct {
-	api.ContextSlot
-	ia    *ia
-	n     dispatch.CNO // guarded by fab.mu
-	freed bool
-}
-
-var errCNOFreed = api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
-
-// CreateCNO creates a CNO with wait agent agent (nil for none)
-// (dat_cno_create(3DAT)). The agent is called, on a goroutine of the
-// CNO's, once for every trigger, with the EVD that triggered; calls never
-// overlap.
+// CreateCNO creates a CNO with wait agent agent, nil for none
+// (dat_cno_create(3DAT)); see dispatch.CNOObject.
 func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	fab.mu.Lock()
 	defer fab.mu.Unlock()
@@ -219,68 +207,7 @@ func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	if len(i.cnos) >= maxObjects {
 		return nil, tooMany("CNOs")
 	}
-	c := &cno{ia: i}
-	c.n = dispatch.NewCNO(agent, c)
+	c := dispatch.NewCNOObject(agent, i, &fab.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
 	i.cnos[c] = struct{}{}
 	return c, nil
-}
-
-// HandleType reports HandleCNO (dat_get_handle_type(3DAT)).
-func (c *cno) HandleType() api.HandleType { return api.HandleCNO }
-
-// Query returns the CNO's IA and agent (dat_cno_query(3DAT)).
-func (c *cno) Query() (api.CNOParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
-	if c.freed {
-		return api.CNOParam{}, errCNOFreed
-	}
-	return api.CNOParam{IA: c.ia, Agent: c.n.C.Agent()}, nil
-}
-
-// ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
-func (c *cno) ModifyAgent(agent api.WaitAgent) error {
-	c.n.C.SetAgent(agent)
-	return nil
-}
-
-// Wait blocks until an attached, enabled EVD without a direct waiter
-// receives a notification event, and returns that EVD
-// (dat_cno_wait(3DAT)). It returns (nil, nil) when the IA is closed or the
-// last EVD is detached; a passed deadline is ErrTimeoutExpired and a
-// cancel ErrInterruptedCall.
-func (c *cno) Wait(ctx context.Context) (api.EVD, error) {
-	return c.n.Wait(ctx)
-}
-
-// Free destroys the CNO (dat_cno_free(3DAT)): ErrInvalidState
-// (SubStateCNOInUse) while an EVD feeds it or a goroutine waits on it. It
-// returns once no agent call runs; it must not be called from the agent.
-func (c *cno) Free() error {
-	fab.mu.Lock()
-	if c.freed {
-		fab.mu.Unlock()
-		return errCNOFreed
-	}
-	if err := c.n.Free(); err != nil {
-		fab.mu.Unlock()
-		return err
-	}
-	c.freed = true
-	delete(c.ia.cnos, c)
-	fab.mu.Unlock()
-	c.n.C.WaitIdle()
-	return nil
-}
-
-// asCNO converts a CNO argument to the CNO's state; nil stays nil.
-func asCNO(x api.CNO, i *ia) (*dispatch.CNO, error) {
-	if x == nil {
-		return nil, nil
-	}
-	c, ok := x.(*cno)
-	if !ok || c == nil || c.freed || c.ia != i {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "not a live CNO of this IA")
-	}
-	return &c.n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/dispatch"
 	"github.com/godat/godat/internal/iaattr"
 	"github.com/godat/godat/internal/memreg"
 )
@@ -18,7 +19,7 @@ type ia struct {
 
 	pzs  map[*pz]struct{}
 	evds map[*evd]struct{} // without the async EVD
-	cnos map[*cno]struct{}
+	cnos map[*dispatch.CNOObject]struct{}
 	eps  map[*ep]struct{}
 	psps map[*psp]struct{}
 	rsps map[*rsp]struct{}
@@ -32,7 +33,7 @@ type ia struct {
 func newIA(a Addr) *ia {
 	return &ia{
 		addr: a,
-		pzs:  map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
+		pzs:  map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*dispatch.CNOObject]struct{}{},
 		eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{},
 		crs: map[*cr]struct{}{}, lmrs: map[*lmr]struct{}{}, rmrs: map[*rmr]struct{}{},
 		srqs: map[*srq]struct{}{}, mem: memreg.New[*pz, *ep](),
@@ -147,9 +148,8 @@ func (i *ia) teardown() []func() {
 	i.async.freed = true
 	i.async.q.Close()
 	for c := range i.cnos {
-		c.freed = true
-		c.n.C.Close()
-		waits = append(waits, c.n.C.WaitIdle)
+		c.Close()
+		waits = append(waits, c.WaitIdle)
 	}
 	clear(i.pzs)
 	clear(i.evds)

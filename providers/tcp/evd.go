@@ -78,12 +78,16 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	c, err := dispatch.AsCNO(cnoArg, i)
+	if err != nil {
+		return nil, err
+	}
 	if len(i.evds) >= maxObjects {
 		return nil, tooMany("EVDs")
 	}
 	e := newEVD(i, qlen, flags)
 	i.evds[e] = struct{}{}
-	e.cno = dispatch.Attach(e.q, nil, cnoOf(cnoArg))
+	e.cno = dispatch.Attach(e.q, nil, c)
 	return e, nil
 }
 
@@ -189,7 +193,11 @@ func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	e.cno = dispatch.Attach(e.q, e.cno, cnoOf(cnoArg))
+	c, err := dispatch.AsCNO(cnoArg, e.ia)
+	if err != nil {
+		return err
+	}
+	e.cno = dispatch.Attach(e.q, e.cno, c)
 	return nil
 }
 
@@ -214,15 +222,6 @@ func evdOf(x api.EVD) *evd {
 	return e
 }
 
-// cnoOf returns the state of the provider CNO of a CNO argument; nil stays
-// nil.
-func cnoOf(x api.CNO) *dispatch.CNO {
-	if c, _ := x.(*cno); c != nil {
-		return &c.n
-	}
-	return nil
-}
-
 func evdOrNil(e *evd) api.EVD {
 	if e == nil {
 		return nil
@@ -230,56 +229,15 @@ func evdOrNil(e *evd) api.EVD {
 	return e
 }
 
-// cno is a Consumer Notification Object over an eventq.CNO
-// (dat_cno_create(3DAT)).
-type cno struct {
-	api.ContextSlot
-	ia *ia
-	n  dispatch.CNO // guarded by ia.mu
-}
-
 // CreateCNO creates a CNO with wait agent agent, nil for none
-// (dat_cno_create(3DAT)); the agent runs on a goroutine of the CNO's.
+// (dat_cno_create(3DAT)); see dispatch.CNOObject.
 func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if len(i.cnos) >= maxObjects {
 		return nil, tooMany("CNOs")
 	}
-	c := &cno{ia: i}
-	c.n = dispatch.NewCNO(agent, c)
+	c := dispatch.NewCNOObject(agent, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
 	i.cnos[c] = struct{}{}
 	return c, nil
-}
-
-// HandleType reports HandleCNO (dat_get_handle_type(3DAT)).
-func (c *cno) HandleType() api.HandleType { return api.HandleCNO }
-
-// Query returns the CNO's IA and agent (dat_cno_query(3DAT)).
-func (c *cno) Query() (api.CNOParam, error) {
-	return api.CNOParam{IA: c.ia, Agent: c.n.C.Agent()}, nil
-}
-
-// ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
-func (c *cno) ModifyAgent(agent api.WaitAgent) error { c.n.C.SetAgent(agent); return nil }
-
-// Wait blocks until an attached EVD is triggered and returns it
-// (dat_cno_wait(3DAT)); (nil, nil) when the IA closes or the last EVD is
-// detached.
-func (c *cno) Wait(ctx context.Context) (api.EVD, error) {
-	return c.n.Wait(ctx)
-}
-
-// Free destroys the CNO (dat_cno_free(3DAT)): ErrInvalidState while an EVD
-// feeds it or a goroutine waits on it. It returns once no agent call runs.
-func (c *cno) Free() error {
-	c.ia.mu.Lock()
-	if err := c.n.Free(); err != nil {
-		c.ia.mu.Unlock()
-		return err
-	}
-	delete(c.ia.cnos, c)
-	c.ia.mu.Unlock()
-	c.n.C.WaitIdle()
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/dispatch"
 	"github.com/godat/godat/internal/iaattr"
 	"github.com/godat/godat/internal/memreg"
 )
@@ -27,7 +28,7 @@ type ia struct {
 
 	pzs  map[*pz]struct{}
 	evds map[*evd]struct{} // without the async EVD
-	cnos map[*cno]struct{}
+	cnos map[*dispatch.CNOObject]struct{}
 	eps  map[*ep]struct{}
 	psps map[*psp]struct{}
 	rsps map[*rsp]struct{}
@@ -41,7 +42,7 @@ type ia struct {
 func newIA(ip net.IP) *ia {
 	i := &ia{
 		ip: ip, addr: &net.IPAddr{IP: ip},
-		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
+		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*dispatch.CNOObject]struct{}{},
 		eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{},
 		crs: map[*cr]struct{}{}, lmrs: map[*lmr]struct{}{}, rmrs: map[*rmr]struct{}{},
 		srqs: map[*srq]struct{}{}, mem: memreg.New[*pz, *ep](),
@@ -127,9 +128,9 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		e.closeDriver()
 	}
 	i.async.q.Close()
-	var cnos []*cno
+	var cnos []*dispatch.CNOObject
 	for c := range i.cnos {
-		c.n.C.Close()
+		c.Close()
 		cnos = append(cnos, c)
 	}
 	i.srqCond.Broadcast()
@@ -147,7 +148,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.mu.Unlock()
 	i.wg.Wait()
 	for _, c := range cnos {
-		c.n.C.WaitIdle()
+		c.WaitIdle()
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	cn, err := dispatch.AsCNO(cnoArg, i)
+	if err != nil {
+		return nil, err
+	}
 	if len(i.evds) >= i.dev.attr.MaxCQ {
 		return nil, tooMany("EVDs")
 	}
@@ -55,7 +59,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 		e.cq = c
 	}
 	i.evds[e] = struct{}{}
-	e.cno = dispatch.Attach(e.q, nil, cnoOf(cnoArg))
+	e.cno = dispatch.Attach(e.q, nil, cn)
 	e.cnoFed.Store(e.cno != nil)
 	return e, nil
 }
@@ -139,7 +143,12 @@ func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 // (dat_evd_modify_cno(3DAT)).
 func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	e.ia.mu.Lock()
-	e.cno = dispatch.Attach(e.q, e.cno, cnoOf(cnoArg))
+	c, err := dispatch.AsCNO(cnoArg, e.ia)
+	if err != nil {
+		e.ia.mu.Unlock()
+		return err
+	}
+	e.cno = dispatch.Attach(e.q, e.cno, c)
 	fed := e.cno != nil
 	e.cnoFed.Store(fed)
 	e.ia.mu.Unlock()
@@ -170,56 +179,12 @@ func (e *evd) Free() error {
 	return nil
 }
 
-// cno is a Consumer Notification Object (dat_cno_create(3DAT)).
-type cno struct {
-	api.ContextSlot
-	ia *ia
-	n  dispatch.CNO // guarded by ia.mu
-}
-
-func cnoOf(x api.CNO) *dispatch.CNO {
-	if c, _ := x.(*cno); c != nil {
-		return &c.n
-	}
-	return nil
-}
-
 // CreateCNO creates a CNO with wait agent agent, nil for none
-// (dat_cno_create(3DAT)).
+// (dat_cno_create(3DAT)); see dispatch.CNOObject.
 func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	c := &cno{ia: i}
-	c.n = dispatch.NewCNO(agent, c)
+	c := dispatch.NewCNOObject(agent, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
 	i.cnos[c] = struct{}{}
 	return c, nil
-}
-
-// HandleType reports HandleCNO (dat_get_handle_type(3DAT)).
-func (c *cno) HandleType() api.HandleType { return api.HandleCNO }
-
-// Query returns the CNO's IA and agent (dat_cno_query(3DAT)).
-func (c *cno) Query() (api.CNOParam, error) {
-	return api.CNOParam{IA: c.ia, Agent: c.n.C.Agent()}, nil
-}
-
-// ModifyAgent replaces the wait agent (dat_cno_modify_agent(3DAT)).
-func (c *cno) ModifyAgent(agent api.WaitAgent) error { c.n.C.SetAgent(agent); return nil }
-
-// Wait blocks until an attached EVD is triggered and returns it
-// (dat_cno_wait(3DAT)).
-func (c *cno) Wait(ctx context.Context) (api.EVD, error) { return c.n.Wait(ctx) }
-
-// Free destroys the CNO (dat_cno_free(3DAT)); it returns once no agent
-// call runs.
-func (c *cno) Free() error {
-	c.ia.mu.Lock()
-	if err := c.n.Free(); err != nil {
-		c.ia.mu.Unlock()
-		return err
-	}
-	delete(c.ia.cnos, c)
-	c.ia.mu.Unlock()
-	c.n.C.WaitIdle()
-	return nil
 }

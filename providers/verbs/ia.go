@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/dispatch"
 )
 
 // ia is an open verbs Interface Adapter (dat_ia_open(3DAT)): one port of
@@ -42,7 +43,7 @@ type ia struct {
 
 	pzs  map[*pz]struct{}
 	evds map[*evd]struct{} // without the async EVD
-	cnos map[*cno]struct{}
+	cnos map[*dispatch.CNOObject]struct{}
 	lmrs map[*lmr]struct{}
 	rmrs map[*rmr]struct{}
 	eps  map[*ep]struct{}
@@ -79,7 +80,7 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	}
 	i := &ia{
 		devs: devs, dev: dev, addr: &net.IPAddr{IP: dev.ip, Zone: ""},
-		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*cno]struct{}{},
+		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*dispatch.CNOObject]struct{}{},
 		lmrs: map[*lmr]struct{}{}, eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{}, srqs: map[*srq]struct{}{}, crs: map[*cr]struct{}{},
 		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{}, lkeys: map[uint32]*lmr{}, rkeys: map[uint32]*rmr{}, rmrs: map[*rmr]struct{}{},
 	}
@@ -177,9 +178,9 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		z.destroy()
 	}
 	i.async.q.Close()
-	var cnos []*cno
+	var cnos []*dispatch.CNOObject
 	for c := range i.cnos {
-		c.n.C.Close()
+		c.Close()
 		cnos = append(cnos, c)
 	}
 	clear(i.lmrs)
@@ -202,7 +203,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.cm.close()
 	i.devs.free()
 	for _, c := range cnos {
-		c.n.C.WaitIdle()
+		c.WaitIdle()
 	}
 	return nil
 }

@@ -1,0 +1,123 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+
+	"github.com/godat/godat/api"
+)
+
+var (
+	errCNOFreed   = api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
+	errNotLiveCNO = api.Errorf(api.InvalidHandle, api.SubHandleCNO, "not a live CNO of this IA")
+)
+
+// CNOObject is the consumer notification object of a provider
+// (dat_cno_create(3DAT)): the api.CNO that the provider hands out, over a
+// CNO state. The state and the freed mark are guarded by the provider lock
+// the object was made with, the lock that guards the IA's other objects;
+// Query and Free take it, ModifyAgent and Wait need none.
+type CNOObject struct {
+	api.ContextSlot
+	n       CNO
+	ia      api.IA
+	mu      sync.Locker
+	release func(*CNOObject)
+	freed   bool
+}
+
+// NewCNOObject returns a CNO of ia with wait agent agent (nil for none);
+// mu is the provider lock that guards it. A successful Free calls release
+// with mu held, for the provider to drop the CNO from its IA.
+func NewCNOObject(agent api.WaitAgent, ia api.IA, mu sync.Locker, release func(*CNOObject)) *CNOObject {
+	o := &CNOObject{ia: ia, mu: mu, release: release}
+	o.n = NewCNO(agent, o)
+	return o
+}
+
+// AsCNO converts the CNO argument x of a call on an object of IA owner
+// (dat_evd_create(3DAT), dat_evd_modify_cno(3DAT)) to its state, for
+// Attach: nil stays nil; anything but a live CNOObject of owner is
+// ErrInvalidHandle (SubHandleCNO). The provider lock of owner is held.
+func AsCNO(x api.CNO, owner api.IA) (*CNO, error) {
+	if x == nil {
+		return nil, nil
+	}
+	o, ok := x.(*CNOObject)
+	// The IA is compared before the freed mark is read: only the lock of
+	// the CNO's own IA guards the mark.
+	if !ok || o == nil || o.ia != owner || o.freed {
+		return nil, errNotLiveCNO
+	}
+	return &o.n, nil
+}
+
+// HandleType reports HandleCNO (dat_get_handle_type(3DAT)).
+func (o *CNOObject) HandleType() api.HandleType { return api.HandleCNO }
+
+// Query returns the IA and the wait agent of the CNO (dat_cno_query(3DAT));
+// ErrInvalidHandle once it is freed.
+func (o *CNOObject) Query() (api.CNOParam, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.freed {
+		return api.CNOParam{}, errCNOFreed
+	}
+	return api.CNOParam{IA: o.ia, Agent: o.n.C.Agent()}, nil
+}
+
+// ModifyAgent sets the wait agent, nil for none
+// (dat_cno_modify_agent(3DAT)). The agent runs on a goroutine of the
+// CNO's, once a trigger, with the EVD that triggered; its calls never
+// overlap.
+func (o *CNOObject) ModifyAgent(agent api.WaitAgent) error {
+	o.n.C.SetAgent(agent)
+	return nil
+}
+
+// Wait blocks until an enabled EVD that feeds the CNO, and has no waiter
+// of its own, gets a notification event, and returns that EVD
+// (dat_cno_wait(3DAT)). When the IA closes or the last EVD stops feeding
+// the CNO it returns (nil, nil); the end of ctx is ErrTimeoutExpired for a
+// deadline, ErrInterruptedCall for a cancel. A nil ctx is
+// ErrInvalidParameter.
+func (o *CNOObject) Wait(ctx context.Context) (api.EVD, error) {
+	return o.n.Wait(ctx)
+}
+
+// Free destroys the CNO (dat_cno_free(3DAT)). While an EVD feeds it or a
+// goroutine waits on it, it is ErrInvalidState (SubStateCNOInUse); a
+// second Free is ErrInvalidHandle. It returns once no agent call runs, so
+// the agent itself must not call it.
+func (o *CNOObject) Free() error {
+	o.mu.Lock()
+	if o.freed {
+		o.mu.Unlock()
+		return errCNOFreed
+	}
+	if err := o.n.Free(); err != nil {
+		o.mu.Unlock()
+		return err
+	}
+	o.freed = true
+	if o.release != nil {
+		o.release(o)
+	}
+	o.mu.Unlock()
+	// The agent may need the provider lock: wait for it without the lock.
+	o.n.C.WaitIdle()
+	return nil
+}
+
+// Close destroys the CNO along with its IA (dat_ia_close(3DAT)): its
+// waiters return (nil, nil) and it counts as freed from then on. The
+// provider lock is held; once it has released the lock, the provider
+// calls WaitIdle.
+func (o *CNOObject) Close() {
+	o.freed = true
+	o.n.C.Close()
+}
+
+// WaitIdle returns once no call of the wait agent runs. The caller holds
+// no lock that the agent may need.
+func (o *CNOObject) WaitIdle() { o.n.C.WaitIdle() }
