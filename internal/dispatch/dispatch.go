@@ -6,9 +6,9 @@
 // CNO it feeds with the count that dat_cno_free(3DAT) and
 // dat_cno_wait(3DAT) depend on.
 //
-// A provider keeps, in its EVD object, the eventq.Queue, the stream flags
-// and a *CNO (nil when the EVD feeds none); the functions here work on
-// those fields. Its CNO objects are CNOObjects, made with the lock that
+// A provider keeps, in its EVD object, a QueueControl with the
+// eventq.Queue, the stream flags and a *CNO (nil when the EVD feeds none);
+// the functions here work on those fields. Its CNO objects are CNOObjects, made with the lock that
 // guards the provider's objects; each holds a CNO, and AsCNO turns a CNO
 // argument into that CNO. The EVD link and the counts are not safe for
 // concurrent use: the provider calls Attach and AsCNO under that lock, and
@@ -91,6 +91,28 @@ func Param(q *eventq.Queue, flags api.EVDFlags, c *CNO) api.EVDParam {
 	}
 	return p
 }
+
+// QueueControl gives an EVD object the calls that only switch a flag of
+// its queue Q. A provider's EVD embeds it and keeps its queue there.
+type QueueControl struct {
+	Q *eventq.Queue
+}
+
+// Enable lets the EVD's notification events trigger its CNO
+// (dat_evd_enable(3DAT)).
+func (c QueueControl) Enable() error { c.Q.SetEnabled(true); return nil }
+
+// Disable keeps the EVD's notification events from triggering its CNO
+// (dat_evd_disable(3DAT)); the events are queued all the same.
+func (c QueueControl) Disable() error { c.Q.SetEnabled(false); return nil }
+
+// SetUnwaitable makes a goroutine blocked in Wait return ErrInvalidState,
+// as every Wait does until ClearUnwaitable (dat_evd_set_unwaitable(3DAT)).
+func (c QueueControl) SetUnwaitable() error { c.Q.SetUnwaitable(true); return nil }
+
+// ClearUnwaitable lets Wait block on the EVD again
+// (dat_evd_clear_unwaitable(3DAT)).
+func (c QueueControl) ClearUnwaitable() error { c.Q.SetUnwaitable(false); return nil }
 
 // CNO is the state of a consumer notification object: its eventq.CNO, the
 // provider's object that EVD parameters name, and how many EVDs feed it.

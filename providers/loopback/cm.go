@@ -240,7 +240,7 @@ func (s *psp) arrive(c *cr) bool {
 	}
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{PSP: s, LocalAddr: s.ia.addr, ConnQual: s.qual, CR: c}}
-	if !s.evd.q.TryPost(&ev, true) {
+	if !s.evd.Q.TryPost(&ev, true) {
 		if c.local != nil {
 			c.local.destroy()
 			c.local = nil
@@ -341,7 +341,7 @@ func (r *rsp) arrive(c *cr) bool {
 	c.ia, c.rsp, c.qual, c.local = r.ia, r, r.qual, r.ep
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.qual, CR: c}}
-	if !r.evd.q.TryPost(&ev, true) {
+	if !r.evd.Q.TryPost(&ev, true) {
 		return false
 	}
 	r.unlist()

@@ -9,12 +9,13 @@ import (
 )
 
 // evd is an Event Dispatcher over an eventq.Queue. The hot calls (Dequeue,
-// Wait, PostSE) go to the queue without taking fab.mu; the fields below
-// are guarded by fab.mu.
+// Wait, PostSE) go to the queue without taking fab.mu; the fields after
+// the queue are guarded by fab.mu.
 type evd struct {
 	api.ContextSlot
+	dispatch.QueueControl // Q, the event queue
+
 	ia    *ia
-	q     *eventq.Queue
 	flags api.EVDFlags
 	cno   *dispatch.CNO // the CNO it feeds, or nil
 	users int           // EPs, PSPs and RSPs that report to it
@@ -23,7 +24,7 @@ type evd struct {
 
 func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
 	e := &evd{ia: i, flags: flags}
-	e.q = eventq.New(qlen, e)
+	e.Q = eventq.New(qlen, e)
 	return e
 }
 
@@ -49,7 +50,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	e := newEVD(i, qlen, flags)
 	i.evds[e] = struct{}{}
-	e.cno = dispatch.Attach(e.q, nil, c)
+	e.cno = dispatch.Attach(e.Q, nil, c)
 	return e, nil
 }
 
@@ -61,7 +62,7 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	if e == nil {
 		return
 	}
-	dispatch.Post(e.q, ev, notify, e, e.ia.async.q)
+	dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
 }
 
 // postAsync posts an asynchronous error event about obj to the IA's async
@@ -82,7 +83,7 @@ func (e *evd) Query() (api.EVDParam, error) {
 	if e.freed {
 		return api.EVDParam{}, errEVDFreed
 	}
-	p := dispatch.Param(e.q, e.flags, e.cno)
+	p := dispatch.Param(e.Q, e.flags, e.cno)
 	p.IA = e.ia
 	return p, nil
 }
@@ -90,14 +91,14 @@ func (e *evd) Query() (api.EVDParam, error) {
 // Resize changes the queue length without losing events
 // (dat_evd_resize(3DAT)); ErrInvalidState if more events are queued.
 func (e *evd) Resize(qlen int) error {
-	return dispatch.Resize(e.q, qlen, maxEVDQLen)
+	return dispatch.Resize(e.Q, qlen, maxEVDQLen)
 }
 
 // PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull
 // when full, without an overflow event; ErrInvalidParameter if the EVD was
 // not created with EVDSoftware.
 func (e *evd) PostSE(ev *api.Event) error {
-	return dispatch.PostSE(e.q, e.flags, ev)
+	return dispatch.PostSE(e.Q, e.flags, ev)
 }
 
 var errNilEvent = api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
@@ -107,7 +108,7 @@ func (e *evd) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return errNilEvent
 	}
-	return e.q.Dequeue(ev)
+	return e.Q.Dequeue(ev)
 }
 
 // Wait blocks until threshold events are queued and removes the first
@@ -116,23 +117,8 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
-	return e.q.Wait(ctx, threshold, ev)
+	return e.Q.Wait(ctx, threshold, ev)
 }
-
-// Enable lets notification events trigger the CNO (dat_evd_enable(3DAT)).
-func (e *evd) Enable() error { e.q.SetEnabled(true); return nil }
-
-// Disable stops notification events from triggering the CNO
-// (dat_evd_disable(3DAT)); events are still queued.
-func (e *evd) Disable() error { e.q.SetEnabled(false); return nil }
-
-// SetUnwaitable wakes a blocked waiter with ErrInvalidState and refuses
-// waits until ClearUnwaitable (dat_evd_set_unwaitable(3DAT)).
-func (e *evd) SetUnwaitable() error { e.q.SetUnwaitable(true); return nil }
-
-// ClearUnwaitable makes the EVD waitable again
-// (dat_evd_clear_unwaitable(3DAT)).
-func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 
 // ModifyCNO changes the CNO the EVD feeds; nil detaches it
 // (dat_evd_modify_cno(3DAT)).
@@ -146,7 +132,7 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	if err != nil {
 		return err
 	}
-	e.cno = dispatch.Attach(e.q, e.cno, c)
+	e.cno = dispatch.Attach(e.Q, e.cno, c)
 	return nil
 }
 
@@ -162,9 +148,9 @@ func (e *evd) Free() error {
 	if e.users > 0 || e == e.ia.async {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the EVD is in use")
 	}
-	e.cno = dispatch.Attach(e.q, e.cno, nil)
+	e.cno = dispatch.Attach(e.Q, e.cno, nil)
 	e.freed = true
-	e.q.Close()
+	e.Q.Close()
 	delete(e.ia.evds, e)
 	return nil
 }

@@ -143,10 +143,10 @@ func (i *ia) teardown() []func() {
 	}
 	for e := range i.evds {
 		e.freed = true
-		e.q.Close()
+		e.Q.Close()
 	}
 	i.async.freed = true
-	i.async.q.Close()
+	i.async.Q.Close()
 	for c := range i.cnos {
 		c.Close()
 		waits = append(waits, c.WaitIdle)

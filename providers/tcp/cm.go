@@ -494,7 +494,7 @@ func (s *psp) arrive(pr *pendingReq) bool {
 	}
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{PSP: s, LocalAddr: &net.IPAddr{IP: s.ia.ip}, ConnQual: s.l.qual, CR: c}}
-	if !s.evd.q.TryPost(&ev, true) {
+	if !s.evd.Q.TryPost(&ev, true) {
 		if c.local != nil {
 			c.local.destroy()
 		}
@@ -582,7 +582,7 @@ func (r *rsp) arrive(pr *pendingReq) bool {
 	c := &cr{ia: r.ia, rsp: r, qual: r.l.qual, pr: pr, local: r.ep}
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{RSP: r, LocalAddr: &net.IPAddr{IP: r.ia.ip}, ConnQual: r.l.qual, CR: c}}
-	if !r.evd.q.TryPost(&ev, true) {
+	if !r.evd.Q.TryPost(&ev, true) {
 		return false
 	}
 	r.stop()

@@ -223,7 +223,7 @@ func (e *evd) driverFor() *driver {
 			return nil
 		}
 		e.drv = d
-		e.q.SetKick(d.kick)
+		e.Q.SetKick(d.kick)
 	}
 	return e.drv
 }
@@ -244,7 +244,7 @@ func (e *evd) closeDriver() {
 // comes, then polls them, until what it waits for is queued. Arming
 // checks for input already there, so no read precedes the first block.
 func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.Event) (int, error) {
-	done, n, err := e.q.BeginWait(threshold, ev)
+	done, n, err := e.Q.BeginWait(threshold, ev)
 	if done {
 		return n, err
 	}
@@ -272,23 +272,23 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 			d.prune(*l)
 		}
 		d.parked.Store(true)
-		if done, n, err := e.q.Check(ev); done {
+		if done, n, err := e.Q.Check(ev); done {
 			d.parked.Store(false)
 			return n, err
 		}
 		if ctx.Err() != nil {
 			d.parked.Store(false)
-			return e.q.EndWait(), api.ContextError(ctx)
+			return e.Q.EndWait(), api.ContextError(ctx)
 		}
 		perr := d.park()
 		d.parked.Store(false)
 		if perr != nil {
 			// The driver was closed (the EVD is being freed): the
 			// queue says how the wait ends.
-			if done, n, err := e.q.Check(ev); done {
+			if done, n, err := e.Q.Check(ev); done {
 				return n, err
 			}
-			return e.q.EndWait(), api.Errorf(api.Abort, api.NoSubtype, "EVD destroyed")
+			return e.Q.EndWait(), api.Errorf(api.Abort, api.NoSubtype, "EVD destroyed")
 		}
 		clear(d.busy)
 		d.busy = d.busy[:0]
@@ -305,11 +305,11 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 				}
 			}
 		}
-		if done, n, err := e.q.Check(ev); done {
+		if done, n, err := e.Q.Check(ev); done {
 			return n, err
 		}
 		if ctx.Err() != nil {
-			return e.q.EndWait(), api.ContextError(ctx)
+			return e.Q.EndWait(), api.ContextError(ctx)
 		}
 	}
 }

@@ -16,8 +16,9 @@ import (
 // Dequeue, Wait and PostSE go to the queue without the IA's lock.
 type evd struct {
 	api.ContextSlot
+	dispatch.QueueControl // Q, the event queue
+
 	ia    *ia
-	q     *eventq.Queue
 	flags api.EVDFlags
 	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
 
@@ -66,7 +67,7 @@ func (e *evd) dropFeed(c *conn) {
 
 func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
 	e := &evd{ia: i, flags: flags}
-	e.q = eventq.New(qlen, e)
+	e.Q = eventq.New(qlen, e)
 	return e
 }
 
@@ -87,7 +88,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	e := newEVD(i, qlen, flags)
 	i.evds[e] = struct{}{}
-	e.cno = dispatch.Attach(e.q, nil, c)
+	e.cno = dispatch.Attach(e.Q, nil, c)
 	return e, nil
 }
 
@@ -97,7 +98,7 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	if e == nil {
 		return
 	}
-	dispatch.Post(e.q, ev, notify, e, e.ia.async.q)
+	dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
 }
 
 // postAsync posts an asynchronous event about obj to the async EVD.
@@ -114,7 +115,7 @@ func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
 func (e *evd) Query() (api.EVDParam, error) {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	p := dispatch.Param(e.q, e.flags, e.cno)
+	p := dispatch.Param(e.Q, e.flags, e.cno)
 	p.IA = e.ia
 	return p, nil
 }
@@ -122,13 +123,13 @@ func (e *evd) Query() (api.EVDParam, error) {
 // Resize changes the queue length without losing events
 // (dat_evd_resize(3DAT)).
 func (e *evd) Resize(qlen int) error {
-	return dispatch.Resize(e.q, qlen, maxEVDQLen)
+	return dispatch.Resize(e.Q, qlen, maxEVDQLen)
 }
 
 // PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull on
 // a full queue, without an overflow event.
 func (e *evd) PostSE(ev *api.Event) error {
-	return dispatch.PostSE(e.q, e.flags, ev)
+	return dispatch.PostSE(e.Q, e.flags, ev)
 }
 
 // Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
@@ -136,7 +137,7 @@ func (e *evd) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
-	err := e.q.Dequeue(ev)
+	err := e.Q.Dequeue(ev)
 	if err == nil || !errors.Is(err, api.ErrQueueEmpty) {
 		return err
 	}
@@ -150,7 +151,7 @@ func (e *evd) Dequeue(ev *api.Event) error {
 		c.poll()
 		c.pollTx()
 	}
-	return e.q.Dequeue(ev)
+	return e.Q.Dequeue(ev)
 }
 
 // Wait blocks until threshold events are queued and removes the first
@@ -171,22 +172,8 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 			c.lateAck(true)
 		}
 	}
-	return e.q.Wait(ctx, threshold, ev)
+	return e.Q.Wait(ctx, threshold, ev)
 }
-
-// Enable lets notification events trigger the CNO (dat_evd_enable(3DAT)).
-func (e *evd) Enable() error { e.q.SetEnabled(true); return nil }
-
-// Disable stops notification events from triggering the CNO
-// (dat_evd_disable(3DAT)).
-func (e *evd) Disable() error { e.q.SetEnabled(false); return nil }
-
-// SetUnwaitable wakes a blocked waiter with ErrInvalidState and refuses
-// waits (dat_evd_set_unwaitable(3DAT)).
-func (e *evd) SetUnwaitable() error { e.q.SetUnwaitable(true); return nil }
-
-// ClearUnwaitable makes the EVD waitable again (dat_evd_clear_unwaitable(3DAT)).
-func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 
 // ModifyCNO changes the CNO the EVD feeds; nil detaches it
 // (dat_evd_modify_cno(3DAT)).
@@ -197,7 +184,7 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	if err != nil {
 		return err
 	}
-	e.cno = dispatch.Attach(e.q, e.cno, c)
+	e.cno = dispatch.Attach(e.Q, e.cno, c)
 	return nil
 }
 
@@ -209,8 +196,8 @@ func (e *evd) Free() error {
 	if e == e.ia.async {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
-	e.cno = dispatch.Attach(e.q, e.cno, nil)
-	e.q.Close()
+	e.cno = dispatch.Attach(e.Q, e.cno, nil)
+	e.Q.Close()
 	e.closeDriver()
 	delete(e.ia.evds, e)
 	return nil

@@ -124,10 +124,10 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		p.destroy()
 	}
 	for e := range i.evds {
-		e.q.Close()
+		e.Q.Close()
 		e.closeDriver()
 	}
-	i.async.q.Close()
+	i.async.Q.Close()
 	var cnos []*dispatch.CNOObject
 	for c := range i.cnos {
 		c.Close()

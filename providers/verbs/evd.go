@@ -16,8 +16,9 @@ import (
 // directly.
 type evd struct {
 	api.ContextSlot
+	dispatch.QueueControl // Q, the event queue
+
 	ia    *ia
-	q     *eventq.Queue
 	flags api.EVDFlags
 	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
 	cq    *cq           // for DTO and RMR bind completions; nil without those streams
@@ -30,7 +31,7 @@ type evd struct {
 
 func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
 	e := &evd{ia: i, flags: flags}
-	e.q = eventq.New(qlen, e)
+	e.Q = eventq.New(qlen, e)
 	return e
 }
 
@@ -59,7 +60,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 		e.cq = c
 	}
 	i.evds[e] = struct{}{}
-	e.cno = dispatch.Attach(e.q, nil, cn)
+	e.cno = dispatch.Attach(e.Q, nil, cn)
 	e.cnoFed.Store(e.cno != nil)
 	return e, nil
 }
@@ -68,11 +69,11 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 // sink), discards it. An overflow is reported once per episode on the
 // async EVD.
 func (e *evd) post(ev *api.Event, notify bool) {
-	if e == nil || e.q == nil {
+	if e == nil || e.Q == nil {
 		return
 	}
 	e.catchUp()
-	dispatch.Post(e.q, ev, notify, e, e.ia.async.q)
+	dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
 }
 
 // HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
@@ -83,24 +84,24 @@ func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
 func (e *evd) Query() (api.EVDParam, error) {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	p := dispatch.Param(e.q, e.flags, e.cno)
+	p := dispatch.Param(e.Q, e.flags, e.cno)
 	p.IA = e.ia
 	return p, nil
 }
 
 // Resize changes the queue length without losing events
 // (dat_evd_resize(3DAT)).
-func (e *evd) Resize(qlen int) error { return dispatch.Resize(e.q, qlen, e.ia.dev.attr.MaxCQE) }
+func (e *evd) Resize(qlen int) error { return dispatch.Resize(e.Q, qlen, e.ia.dev.attr.MaxCQE) }
 
 // PostSE queues a software event (dat_evd_post_se(3DAT)).
-func (e *evd) PostSE(ev *api.Event) error { return dispatch.PostSE(e.q, e.flags, ev) }
+func (e *evd) PostSE(ev *api.Event) error { return dispatch.PostSE(e.Q, e.flags, ev) }
 
 // Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
 func (e *evd) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
-	err := e.q.Dequeue(ev)
+	err := e.Q.Dequeue(ev)
 	if err == nil || e.cq == nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (e *evd) Dequeue(ev *api.Event) error {
 	// no wake-up from the watcher (which leaves the CQ unarmed meanwhile).
 	e.cq.polled.Store(true)
 	e.drain(true)
-	return e.q.Dequeue(ev)
+	return e.Q.Dequeue(ev)
 }
 
 // Wait blocks until threshold events are queued and removes the first
@@ -123,21 +124,8 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 		e.arm()
 		e.drain(false)
 	}
-	return e.q.Wait(ctx, threshold, ev)
+	return e.Q.Wait(ctx, threshold, ev)
 }
-
-// Enable lets notification events trigger the CNO (dat_evd_enable(3DAT)).
-func (e *evd) Enable() error { e.q.SetEnabled(true); return nil }
-
-// Disable stops them from triggering it (dat_evd_disable(3DAT)).
-func (e *evd) Disable() error { e.q.SetEnabled(false); return nil }
-
-// SetUnwaitable wakes a blocked waiter with ErrInvalidState and refuses
-// waits (dat_evd_set_unwaitable(3DAT)).
-func (e *evd) SetUnwaitable() error { e.q.SetUnwaitable(true); return nil }
-
-// ClearUnwaitable makes the EVD waitable again (dat_evd_clear_unwaitable(3DAT)).
-func (e *evd) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 
 // ModifyCNO changes the CNO the EVD feeds; nil detaches it
 // (dat_evd_modify_cno(3DAT)).
@@ -148,7 +136,7 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 		e.ia.mu.Unlock()
 		return err
 	}
-	e.cno = dispatch.Attach(e.q, e.cno, c)
+	e.cno = dispatch.Attach(e.Q, e.cno, c)
 	fed := e.cno != nil
 	e.cnoFed.Store(fed)
 	e.ia.mu.Unlock()
@@ -166,9 +154,9 @@ func (e *evd) Free() error {
 	if e == e.ia.async {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
-	e.cno = dispatch.Attach(e.q, e.cno, nil)
+	e.cno = dispatch.Attach(e.Q, e.cno, nil)
 	e.cnoFed.Store(false)
-	e.q.Close()
+	e.Q.Close()
 	delete(e.ia.evds, e)
 	if c := e.cq; c != nil {
 		// The watcher takes ia.mu to deliver: stop it without the lock.

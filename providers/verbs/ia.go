@@ -159,7 +159,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	}
 	var cqs []*cq
 	for e := range i.evds {
-		e.q.Close()
+		e.Q.Close()
 		if e.cq != nil {
 			cqs = append(cqs, e.cq)
 		}
@@ -177,7 +177,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	for z := range i.pzs {
 		z.destroy()
 	}
-	i.async.q.Close()
+	i.async.Q.Close()
 	var cnos []*dispatch.CNOObject
 	for c := range i.cnos {
 		c.Close()
