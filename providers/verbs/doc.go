@@ -129,16 +129,28 @@
 //
 // SRQ: an ibv_srq. The device takes its receives in any order, so each
 // has a slot found again by the completion's work request id. The low
-// watermark is counted by godat, not armed on the device
-// (IBV_EVENT_SRQ_LIMIT_REACHED): device async events arrive on a
-// descriptor that librdmacm's shared context gives every IA of the
-// process.
+// watermark is counted by godat, which sees every receive posted and
+// completed, rather than armed on the device (IBV_EVENT_SRQ_LIMIT_REACHED
+// is one-shot and would have to be re-armed by a modify call after each
+// event).
 //
-// Async EVD: it receives the EVD overflow and SRQ low-watermark events.
-// The device's own async events (port changes, fatal errors, QP and CQ
-// errors) are not read yet: the descriptor they arrive on belongs to
-// librdmacm's device context, shared by every IA of the process, so
-// reading them needs one process-wide reader per device.
+// Async EVD: it receives the EVD overflow and SRQ low-watermark events
+// godat raises, and the device's own async events. Those arrive on a
+// descriptor of librdmacm's device context, which every IA of the process
+// on that device shares, and each event is read once; so one reader per
+// device and process (async.go), parked in the network poller, starts
+// with the first IA on the device and stops with the last, and hands each
+// event to every IA the event concerns. The reader makes the descriptor
+// non-blocking while it runs: nothing else in the process may read it.
+// The mapping: device fatal is ASYNC_ERROR_IA_CATASTROPHIC (reason
+// IA_CATASTROPHIC_ERROR) on every IA of the device; a port error (the
+// link went down) is ASYNC_ERROR_IA_CATASTROPHIC with reason
+// IA_OTHER_ERROR on the IAs of that port; a QP fatal, request or access
+// error is ASYNC_ERROR_EP_BROKEN naming the EP; a CQ error (an overrun)
+// is ASYNC_ERROR_EVD_OVERFLOW naming the EVD; an SRQ error is reason
+// SRQ_TRANSFER_TO_ERROR naming the SRQ. Port active, address, key and
+// subnet-manager changes, path migration and the QP events rdma_cm
+// already reports have no DAT event and are dropped.
 //
 // Conformance deviations: rules of the conformance suite the device or
 // the wire cannot meet are declared in ProviderAttr.ProviderSpecific

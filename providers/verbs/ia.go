@@ -90,6 +90,11 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 		devs.free()
 		return nil, err
 	}
+	if err := i.joinAsync(); err != nil {
+		i.cm.close()
+		devs.free()
+		return nil, err
+	}
 	return i, nil
 }
 
@@ -201,6 +206,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		c.destroy()
 	}
 	i.cm.close()
+	i.leaveAsync()
 	i.devs.free()
 	for _, c := range cnos {
 		c.WaitIdle()

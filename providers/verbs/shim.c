@@ -393,3 +393,56 @@ int gd_srq_resize(struct ibv_srq *srq, uint32_t max_wr) {
 	a.max_wr = max_wr;
 	return ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR);
 }
+
+int gd_async_begin(struct ibv_context *c) {
+	int f = fcntl(c->async_fd, F_GETFL);
+	if (f < 0 || fcntl(c->async_fd, F_SETFL, f | O_NONBLOCK) < 0) {
+		return -(errno ? errno : EIO);
+	}
+	return f;
+}
+
+void gd_async_end(struct ibv_context *c, int flags) {
+	fcntl(c->async_fd, F_SETFL, flags);
+}
+
+int gd_async_get(struct ibv_context *c, struct gd_async_event *out) {
+	struct ibv_async_event ev;
+	if (ibv_get_async_event(c, &ev)) {
+		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -(errno ? errno : EIO);
+	}
+	memset(out, 0, sizeof *out);
+	out->type = ev.event_type;
+	switch (ev.event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		out->qp_num = ev.element.qp->qp_num;
+		break;
+	case IBV_EVENT_CQ_ERR:
+		out->obj = ev.element.cq;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		out->obj = ev.element.srq;
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+	case IBV_EVENT_GID_CHANGE:
+		out->port = (uint8_t)ev.element.port_num;
+		break;
+	default:
+		break;
+	}
+	ibv_ack_async_event(&ev);
+	return 1;
+}

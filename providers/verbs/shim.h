@@ -102,4 +102,19 @@ struct ibv_srq *gd_srq_create(struct ibv_pd *pd, uint32_t max_wr, uint32_t max_s
 int gd_srq_post(struct ibv_srq *srq, uint64_t wr_id, struct ibv_sge *sg, int n);
 int gd_srq_resize(struct ibv_srq *srq, uint32_t max_wr);
 
+// Device async events. gd_async_begin makes the device's async descriptor
+// non-blocking and returns its flags before, or -errno; gd_async_end
+// restores them. gd_async_get takes one event, copies what identifies
+// its object and acknowledges it at once, so that no destroy call waits
+// for godat: 1 if there was one, 0 if none is pending, -errno on error.
+struct gd_async_event {
+	int type;          // enum ibv_event_type
+	uint32_t qp_num;   // QP events
+	uint8_t port;      // port events
+	void *obj;         // the ibv_cq or ibv_srq of CQ and SRQ events
+};
+int gd_async_begin(struct ibv_context *c);
+void gd_async_end(struct ibv_context *c, int flags);
+int gd_async_get(struct ibv_context *c, struct gd_async_event *out);
+
 #endif

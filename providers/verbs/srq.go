@@ -28,10 +28,9 @@ const srqBit = 1 << 62
 // srq is a shared receive queue: an ibv_srq (dat_srq_create(3DAT)).
 // Receives leave it in whatever order the device takes them, so each
 // posted receive has a slot, found again by the completion's wr_id. The
-// low watermark is counted here rather than armed on the device
-// (IBV_EVENT_SRQ_LIMIT_REACHED): the device's async events arrive on a
-// descriptor that librdmacm's shared context gives every IA of the
-// process, and the count is exact. Fields are guarded by ia.mu.
+// low watermark is counted here, exactly, rather than armed on the device
+// (IBV_EVENT_SRQ_LIMIT_REACHED fires once and must be re-armed after each
+// event). Fields are guarded by ia.mu.
 type srq struct {
 	api.ContextSlot
 	ia    *ia
