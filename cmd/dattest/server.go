@@ -326,6 +326,13 @@ func (s *session) loop(ctx context.Context) error {
 		if err := s.postRecv(lens); err != nil {
 			return err
 		}
+		if s.lat > 0 {
+			// A latency run starts: a second receive, so that each pong
+			// goes out before the receive that replaces its ping's.
+			if err := s.ep.PostRecv(s.latRecv, s.nextCookie(), api.CompletionDefault); err != nil {
+				return fmt.Errorf("PostRecv: %w", err)
+			}
+		}
 		if err := s.send(rep, k); err != nil {
 			return fmt.Errorf("PostSend: %w", err)
 		}
@@ -348,10 +355,18 @@ func (s *session) pong(n uint32) error {
 	if s.lat == 0 {
 		s.poll = false
 	}
-	if err := s.ep.PostRecv(s.latRecv, s.nextCookie(), api.CompletionDefault); err != nil {
-		return fmt.Errorf("PostRecv: %w", err)
+	if err := s.ep.PostSend(s.latSend, s.nextCookie(), api.CompletionDefault); err != nil {
+		return err
 	}
-	return s.ep.PostSend(s.latSend, s.nextCookie(), api.CompletionDefault)
+	// One receive stays posted ahead (see loop): this one takes the ping
+	// after next, or the request that follows the run. After the last
+	// ping, the request's receive is posted already.
+	if s.lat > 0 {
+		if err := s.ep.PostRecv(s.latRecv, s.nextCookie(), api.CompletionDefault); err != nil {
+			return fmt.Errorf("PostRecv: %w", err)
+		}
+	}
+	return nil
 }
 
 // window returns the window bytes [off, off+n) a request names, or an
