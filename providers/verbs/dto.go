@@ -168,6 +168,27 @@ func sendFlags(f api.CompletionFlags) C.int {
 	return v
 }
 
+// signal returns the send flags of a request posted with flags. A
+// suppressed request is posted without IBV_SEND_SIGNALED, but not more
+// than half the request queue in a row: the device frees the send queue
+// entries of unsignalled requests, and godat its request slots (complete),
+// only when a later request's completion comes, so a consumer that
+// suppresses every completion would otherwise find its queue full for
+// good. The completion of such a request stays silent (complete). ia.mu
+// is held.
+func (p *ep) signal(flags api.CompletionFlags) C.int {
+	sf := sendFlags(flags)
+	if sf&C.IBV_SEND_SIGNALED == 0 {
+		p.unsignalled++
+		if p.unsignalled < max(1, p.attr.MaxRequestDTOs/2) {
+			return sf
+		}
+		sf |= C.IBV_SEND_SIGNALED
+	}
+	p.unsignalled = 0
+	return sf
+}
+
 // postReq posts a request. inv makes a send a send-with-invalidate of the
 // peer's key remote.RMRContext.
 func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
@@ -203,7 +224,7 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	if len(iov) > 0 {
 		sg = &p.sges[0]
 	}
-	sf := sendFlags(flags)
+	sf := p.signal(flags)
 	if p.fenceNext {
 		sf |= C.IBV_SEND_FENCE
 	}

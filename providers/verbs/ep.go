@@ -52,8 +52,11 @@ type ep struct {
 	rsp       *rsp              // the RSP that reserves the EP, while it does
 	srq       *srq              // the SRQ its receives come from, or nil
 	fenceNext bool              // an RMR bind was posted: fence the next request
-	attempt   uint64            // counts Connect calls, so a stale timeout does nothing
-	timer     *time.Timer       // the connect timeout of the pending attempt
+	// unsignalled counts the requests posted in a row without a device
+	// completion (CompletionSuppress); see signal.
+	unsignalled int
+	attempt     uint64      // counts Connect calls, so a stale timeout does nothing
+	timer       *time.Timer // the connect timeout of the pending attempt
 }
 
 var errEPGone = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")

@@ -118,7 +118,6 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if p.reqs.Len()+2 > p.attr.MaxRequestDTOs {
 		return 0, api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the request queue is full")
 	}
-	sig := sendFlags(flags) | C.IBV_SEND_FENCE
 	if r.bound || t.Length == 0 {
 		// A bound window is replaced by a fresh one: deallocating it
 		// invalidates its context at once, before the call returns. (rxe
@@ -135,6 +134,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		}
 		return 0, nil
 	}
+	sig := p.signal(flags) | C.IBV_SEND_FENCE
 	p.fenceNext = true
 	key := newKey(uint32(r.mw.rkey), r.key)
 	access := C.int(0)

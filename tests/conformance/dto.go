@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"errors"
+	"time"
 
 	"github.com/godat/godat/api"
 )
@@ -205,6 +206,35 @@ func dtoGroups() []group {
 				p.cli.expectReq(11, api.DTOSuccess, "the next request completion (the suppressed one must not appear)")
 				p.srv.expectRecv(1, api.DTOSuccess, "the receive of the suppressed send")
 				p.srv.expectRecv(2, api.DTOSuccess, "the receive of the second send")
+			}},
+			{"PARAMETERS", "a long run of requests with DAT_COMPLETION_SUPPRESS_FLAG never fills the request queue for good, and none of them completes visibly", func(t *checkT) {
+				p := t.pair()
+				src, dst := p.cli.region(64, rw), p.srv.region(64, remote)
+				n := 4 * t.queryEP(p.cli.ep).Attr.MaxRequestDTOs
+				deadline := time.Now().Add(10 * time.Second)
+				var ev api.Event
+				for i := range n {
+					for {
+						err := p.cli.ep.PostRDMAWrite(src.iov(0, 8), api.Cookie(i), dst.rtr(0, 8), api.CompletionSuppress)
+						if err == nil {
+							break
+						}
+						if !errors.Is(err, api.ErrInsufficientResources) {
+							t.Fatalf("suppressed PostRDMAWrite %d of %d: %v", i+1, n, err)
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("suppressed PostRDMAWrite %d of %d: the request queue stayed full for 10 s (%v)", i+1, n, err)
+						}
+						// A polling consumer: Dequeue lets the provider see the
+						// completions, and must find none to report.
+						if err := p.cli.req.Dequeue(&ev); err == nil {
+							t.Fatalf("the request EVD reported %s while only suppressed requests succeeded", describe(&ev))
+						}
+					}
+				}
+				t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 8), 999, dst.rtr(0, 8), api.CompletionDefault), "the marker PostRDMAWrite")
+				p.cli.expectReq(999, api.DTOSuccess, "the marker write's completion, the first the EVD reports")
+				t.expectEmpty(p.cli.req, "the request EVD after the marker")
 			}},
 			{"DESCRIPTION", "DAT_COMPLETION_UNSIGNALLED_FLAG is DAT_INVALID_PARAMETER unless the EP's request completion flags allow it", func(t *checkT) {
 				cli := t.node()
