@@ -244,7 +244,7 @@ func (p *ep) timedOut(attempt uint64) {
 	p.connEvent(api.ConnectionTimedOutEvent, nil)
 }
 
-// stopTimer cancels the connect timeout. ia.mu is held.
+// stopTimer cancels the connect timeout or the graceful wait. ia.mu is held.
 func (p *ep) stopTimer() {
 	if p.timer != nil {
 		p.timer.Stop()
@@ -305,6 +305,7 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 	case C.RDMA_CM_EVENT_DISCONNECTED, C.RDMA_CM_EVENT_DEVICE_REMOVAL:
 		switch p.state {
 		case api.EPConnected, api.EPDisconnectPending:
+			p.endDiscWait()
 			C.gd_qp_error(p.qp)
 			C.rdma_disconnect(p.id)
 			p.state = api.EPDisconnected
@@ -328,29 +329,74 @@ func (p *ep) failConnect(n api.EventNumber, pd []byte) {
 	p.connEvent(n, pd)
 }
 
-// Disconnect ends the connection or the attempt (dat_ep_disconnect(3DAT)):
-// the QP's outstanding DTOs are flushed and DISCONNECTED follows once
-// rdma_cm reports the end (at once for an attempt).
+// gracefulWait bounds how long a graceful Disconnect waits for the
+// requests in progress before it flushes them.
+const gracefulWait = 5 * time.Second
+
+// Disconnect ends the connection or the attempt (dat_ep_disconnect(3DAT)),
+// and DISCONNECTED follows once rdma_cm reports the end (at once for an
+// attempt). An abrupt one flushes the DTOs in progress. A graceful one
+// lets the requests in progress complete first, for gracefulWait at most:
+// the QP keeps working until the request queue is empty (complete), and
+// only then goes to the error state, which flushes the receives. Requests
+// posted without a device completion (CompletionSuppress) at the end of
+// the queue leave nothing to wait for: they are flushed.
 func (p *ep) Disconnect(flags api.CloseFlags) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	switch p.state {
 	case api.EPConnected:
-		C.gd_qp_error(p.qp)
-		C.rdma_disconnect(p.id)
 		p.state = api.EPDisconnectPending
+		if flags == api.CloseGraceful && p.reqs.Len() > 0 && p.unsignalled == 0 {
+			p.discWait = true
+			p.timer = time.AfterFunc(gracefulWait, p.gracefulTimedOut)
+			return nil
+		}
+		p.shutdown()
+	case api.EPDisconnectPending:
+		if flags == api.CloseAbrupt && p.discWait {
+			p.endDiscWait()
+			p.shutdown()
+		}
+		return nil
 	case api.EPActiveConnectionPending, api.EPCompletionPending:
 		p.stopTimer()
 		p.dropID()
 		C.gd_qp_error(p.qp)
 		p.state = api.EPDisconnected
 		p.connEvent(api.ConnectionDisconnectedEvent, nil)
-	case api.EPDisconnected, api.EPDisconnectPending:
+	case api.EPDisconnected:
 		return nil
 	default:
 		return p.stateErr("Disconnect")
 	}
 	return nil
+}
+
+// shutdown ends the connection: the QP goes to the error state (its
+// outstanding DTOs are flushed) and rdma_cm tells the peer. ia.mu is held.
+func (p *ep) shutdown() {
+	C.gd_qp_error(p.qp)
+	C.rdma_disconnect(p.id)
+}
+
+// endDiscWait stops a graceful Disconnect's wait. ia.mu is held.
+func (p *ep) endDiscWait() {
+	if p.discWait {
+		p.discWait = false
+		p.stopTimer()
+	}
+}
+
+// gracefulTimedOut ends a graceful Disconnect whose requests did not all
+// complete within gracefulWait.
+func (p *ep) gracefulTimedOut() {
+	p.ia.mu.Lock()
+	defer p.ia.mu.Unlock()
+	if p.discWait && p.qp != nil {
+		p.endDiscWait()
+		p.shutdown()
+	}
 }
 
 // psp is a Public Service Point: a listening cm id on the IA's address

@@ -239,3 +239,37 @@ func TestRejectAndNoListener(t *testing.T) {
 	}
 	client.wait(t, api.ConnectionNonPeerRejectedEvent)
 }
+
+// TestGracefulDisconnectLetsRequestsComplete disconnects gracefully
+// while a send waits for the peer to post a receive (the device retries
+// it: receiver not ready): it completes successfully once the peer posts
+// one, and DISCONNECTED comes after it (dat_ep_disconnect(3DAT)); an
+// abrupt disconnect would flush it.
+func TestGracefulDisconnectLetsRequestsComplete(t *testing.T) {
+	needDevice(t)
+	client, server := connect(t)
+	// connect left the server one receive: the first send takes it, the
+	// second has none.
+	for i := range 2 {
+		if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 8)}, api.Cookie(100+i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ev := client.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != 100 {
+		t.Fatalf("first completion %+v, want the first send's", ev.DTO)
+	}
+	if err := client.ep.Disconnect(api.CloseGraceful); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the second send is retried meanwhile
+	if st, _, _, _ := client.ep.GetStatus(); st != api.EPDisconnectPending {
+		t.Errorf("state during the graceful wait: %v, want DISCONNECT_PENDING", st)
+	}
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(0, 64)}, 8, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ev := client.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != 101 { // an error status fails the test
+		t.Fatalf("second completion %+v, want the second send's", ev.DTO)
+	}
+	client.wait(t, api.ConnectionDisconnectedEvent)
+}

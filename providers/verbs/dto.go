@@ -125,6 +125,11 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		if !suppress {
 			p.reqEVD.post(&ev, notify)
 		}
+		if p.discWait && p.reqs.Len() == 0 {
+			// A graceful Disconnect waited for this one.
+			p.endDiscWait()
+			p.shutdown()
+		}
 	}
 	if st != api.DTOSuccess && st != api.DTOErrFlushed {
 		p.broken()

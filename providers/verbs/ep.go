@@ -55,8 +55,11 @@ type ep struct {
 	// unsignalled counts the requests posted in a row without a device
 	// completion (CompletionSuppress); see signal.
 	unsignalled int
-	attempt     uint64      // counts Connect calls, so a stale timeout does nothing
-	timer       *time.Timer // the connect timeout of the pending attempt
+	// discWait: a graceful Disconnect waits for the request queue to
+	// empty before it ends the connection (see Disconnect).
+	discWait bool
+	attempt  uint64      // counts Connect calls, so a stale timeout does nothing
+	timer    *time.Timer // the connect timeout of the pending attempt, or a graceful Disconnect's wait
 }
 
 var errEPGone = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
