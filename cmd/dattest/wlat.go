@@ -57,14 +57,19 @@ type wlatSpinner struct {
 // completions in between. ctx ends it, and so does a failed completion
 // (the peer is gone).
 func (s *wlatSpinner) await(ctx context.Context, tag byte) error {
+	return s.until(ctx, func() bool { return lastByte(s.land) == tag })
+}
+
+// until reaps events until done holds. It never parks: every 64 turns it
+// lets another goroutine of this process run (an in-process peer sharing
+// one P) and checks ctx.
+func (s *wlatSpinner) until(ctx context.Context, done func() bool) error {
 	var ev api.Event
-	for spins := 1; lastByte(s.land) != tag; spins++ {
+	for spins := 1; !done(); spins++ {
 		if err := s.reap(&ev); err != nil {
 			return err
 		}
 		if spins&63 == 0 {
-			// Let another goroutine of this process run (an in-process
-			// peer sharing one P); never park.
 			runtime.Gosched()
 			if err := ctx.Err(); err != nil {
 				return api.ContextError(ctx)
@@ -99,19 +104,7 @@ func (s *wlatSpinner) reap(ev *api.Event) error {
 
 // drain reaps until at most left writes are outstanding.
 func (s *wlatSpinner) drain(ctx context.Context, left int) error {
-	var ev api.Event
-	for spins := 1; s.pending > left; spins++ {
-		if err := s.reap(&ev); err != nil {
-			return err
-		}
-		if spins&63 == 0 {
-			runtime.Gosched()
-			if err := ctx.Err(); err != nil {
-				return api.ContextError(ctx)
-			}
-		}
-	}
-	return nil
+	return s.until(ctx, func() bool { return s.pending <= left })
 }
 
 // write posts one signalled RDMA write of src, whose last byte it sets to

@@ -90,19 +90,12 @@ func startAsyncReader(ctx *C.struct_ibv_context) (*asyncReader, error) {
 	if flags < 0 {
 		return nil, api.Errorf(api.InternalError, api.NoSubtype, "the device's async event descriptor: "+errnoText(syscallErrno(-flags)))
 	}
-	fd, err := syscall.Dup(int(ctx.async_fd))
+	file, rc, err := pollable(ctx.async_fd, "verbs-async")
 	if err != nil {
 		C.gd_async_end(ctx, flags)
-		return nil, api.Errorf(api.InsufficientResources, api.NoSubtype, "dup of the device's async event descriptor: "+err.Error())
+		return nil, api.Errorf(api.InsufficientResources, api.NoSubtype, "the device's async event descriptor: "+err.Error())
 	}
-	syscall.CloseOnExec(fd)
-	r := &asyncReader{ctx: ctx, flags: flags, file: os.NewFile(uintptr(fd), "verbs-async"), done: make(chan struct{}), ias: map[*ia]struct{}{}}
-	rc, err := r.file.SyscallConn()
-	if err != nil {
-		r.file.Close()
-		C.gd_async_end(ctx, flags)
-		return nil, api.Errorf(api.InternalError, api.NoSubtype, "async event descriptor: "+err.Error())
-	}
+	r := &asyncReader{ctx: ctx, flags: flags, file: file, done: make(chan struct{}), ias: map[*ia]struct{}{}}
 	go r.run(rc)
 	return r, nil
 }

@@ -11,6 +11,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 )
 
@@ -71,6 +72,25 @@ func errnoName(e syscall.Errno) string {
 		return "EACCES"
 	}
 	return fmt.Sprintf("errno %d", int(e))
+}
+
+// pollable puts a duplicate of fd, a non-blocking descriptor of
+// rdma-core's, in Go's network poller: closing the returned file wakes a
+// goroutine parked in the RawConn's Read and leaves fd itself open. name
+// is the file's name.
+func pollable(fd C.int, name string) (*os.File, syscall.RawConn, error) {
+	d, err := syscall.Dup(int(fd))
+	if err != nil {
+		return nil, nil, fmt.Errorf("dup: %w", err)
+	}
+	syscall.CloseOnExec(d)
+	f := os.NewFile(uintptr(d), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, rc, nil
 }
 
 // syscallErrno converts an errno value a C helper returned.

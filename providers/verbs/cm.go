@@ -67,19 +67,12 @@ func newCMChannel(i *ia) (*cmChannel, error) {
 		C.rdma_destroy_event_channel(ch)
 		return nil, notFound("rdma_cm event channel: " + errnoText(syscallErrno(rc)))
 	}
-	fd, derr := syscall.Dup(int(ch.fd))
-	if derr != nil {
+	file, rc, perr := pollable(ch.fd, "rdma-cm-channel")
+	if perr != nil {
 		C.rdma_destroy_event_channel(ch)
-		return nil, notFound("dup of the rdma_cm event channel: " + derr.Error())
+		return nil, notFound("rdma_cm event channel: " + perr.Error())
 	}
-	syscall.CloseOnExec(fd)
-	c.file = os.NewFile(uintptr(fd), "rdma-cm-channel")
-	rc, serr := c.file.SyscallConn()
-	if serr != nil {
-		c.file.Close()
-		C.rdma_destroy_event_channel(ch)
-		return nil, notFound("rdma_cm event channel: " + serr.Error())
-	}
+	c.file = file
 	c.ev = (*C.struct_gd_cm_event)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gd_cm_event{}))))
 	go c.watch(i, rc)
 	return c, nil
@@ -306,8 +299,7 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 		switch p.state {
 		case api.EPConnected, api.EPDisconnectPending:
 			p.endDiscWait()
-			C.gd_qp_error(p.qp)
-			C.rdma_disconnect(p.id)
+			p.shutdown()
 			p.state = api.EPDisconnected
 			if ev.event == C.RDMA_CM_EVENT_DEVICE_REMOVAL {
 				p.connEvent(api.ConnectionBrokenEvent, nil)
@@ -374,10 +366,13 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 }
 
 // shutdown ends the connection: the QP goes to the error state (its
-// outstanding DTOs are flushed) and rdma_cm tells the peer. ia.mu is held.
+// outstanding DTOs are flushed) and rdma_cm tells the peer, if the EP
+// still has its cm id. ia.mu is held.
 func (p *ep) shutdown() {
 	C.gd_qp_error(p.qp)
-	C.rdma_disconnect(p.id)
+	if p.id != nil {
+		C.rdma_disconnect(p.id)
+	}
 }
 
 // endDiscWait stops a graceful Disconnect's wait. ia.mu is held.

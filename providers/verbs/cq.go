@@ -63,19 +63,12 @@ func newCQ(e *evd, depth int) (*cq, error) {
 	if rc := C.gd_cq_create(e.ia.dev.ctx, C.int(depth), &c.ch, &c.cq); rc != 0 {
 		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "ibv_create_cq: "+errnoText(syscallErrno(rc)))
 	}
-	fd, err := syscall.Dup(int(c.ch.fd))
+	file, rc, err := pollable(c.ch.fd, "verbs-comp-channel")
 	if err != nil {
 		C.gd_cq_destroy(c.ch, c.cq)
-		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "dup of the completion channel: "+err.Error())
+		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "completion channel: "+err.Error())
 	}
-	syscall.CloseOnExec(fd)
-	c.file = os.NewFile(uintptr(fd), "verbs-comp-channel")
-	rc, err := c.file.SyscallConn()
-	if err != nil {
-		c.file.Close()
-		C.gd_cq_destroy(c.ch, c.cq)
-		return nil, api.Errorf(api.InternalError, api.NoSubtype, "completion channel: "+err.Error())
-	}
+	c.file = file
 	c.wc = (*C.struct_ibv_wc)(C.calloc(wcBatch, C.size_t(unsafe.Sizeof(C.struct_ibv_wc{}))))
 	c.wcs = unsafe.Slice(c.wc, wcBatch)
 	c.armed.Store(true) // gd_cq_create armed it

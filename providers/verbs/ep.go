@@ -354,10 +354,7 @@ func (p *ep) broken() {
 	if p.state != api.EPConnected {
 		return
 	}
-	C.gd_qp_error(p.qp)
-	if p.id != nil {
-		C.rdma_disconnect(p.id)
-	}
+	p.shutdown()
 	p.state = api.EPDisconnected
 	p.connEvent(api.ConnectionBrokenEvent, nil)
 }
