@@ -75,9 +75,13 @@
 // plugin process holds a submission ring (host to plugin) and a completion
 // ring (plugin to host), with an eventfd doorbell each that is rung only
 // when the other side sleeps (shm.go). A post takes the ring when the EP
-// is connected, within its queue limits and its IOV fits an entry (7
-// segments): then the provider has no reason to refuse it, so the post
-// can return before the plugin runs it. Other posts, SRQ receives and
+// is connected, surely within its queue limits and its IOV fits an entry
+// (7 segments): then the provider has no reason to refuse it, so the post
+// can return before the plugin runs it. A queue whose limit is taken up by
+// suppressed requests is not surely within it (their successes bring no
+// event the host could count), so its posts ask the provider, and an
+// application that needs the ring's speed signals a request now and then
+// (half a queue apart suffices). Other posts, SRQ receives and
 // binds are gRPC calls that return the provider's answer. Every control
 // call carries the host's submission count, and the plugin executes those
 // submissions before the call, so nothing overtakes an earlier post. A

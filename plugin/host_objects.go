@@ -985,9 +985,11 @@ func (e *hEP) Reset() error {
 func (e *hEP) Free() error { return e.c.free(e) }
 
 // post records the DTO as outstanding and posts it: through the
-// submission ring when the EP is connected and within its limits (the
-// provider then has no reason to refuse it), else by a call that returns
-// the provider's answer. If the plugin dies while the post is under way,
+// submission ring when the EP is connected and surely within its limits
+// (the provider then has no reason to refuse it), else by a call that
+// returns the provider's answer. A queue full of suppressed requests is
+// not surely within its limits: their successes bring no event, so only
+// the provider knows whether they are done. If the plugin dies while the post is under way,
 // the post counts as accepted: the DTO completes flushed like everything
 // else outstanding.
 func (e *hEP) post(s *submission, op api.DTOOp) error {
@@ -1002,9 +1004,9 @@ func (e *hEP) post(s *submission, op api.DTOOp) error {
 		q, limit = &t.recvs, t.maxRecv
 	}
 	suppressed := api.CompletionFlags(s.flags)&api.CompletionSuppress != 0
-	tok := q.add(api.Cookie(s.cookie), op, nil, suppressed, limit)
+	tok, sure := q.add(api.Cookie(s.cookie), op, nil, suppressed, limit)
 	r := e.c.ringsP.Load()
-	fast := r != nil && t.established && len(s.iov) <= sqMaxIOV && q.r.Len() <= limit
+	fast := r != nil && t.established && len(s.iov) <= sqMaxIOV && sure && q.r.Len() <= limit
 	t.mu.Unlock()
 	if fast {
 		s.ep = e.id
@@ -1266,7 +1268,7 @@ func (m *hRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	var tok uint64
 	if he != nil {
 		he.t.mu.Lock()
-		tok = he.t.reqs.add(cookie, api.OpBindMW, m, flags&api.CompletionSuppress != 0, he.t.maxReq)
+		tok, _ = he.t.reqs.add(cookie, api.OpBindMW, m, flags&api.CompletionSuppress != 0, he.t.maxReq)
 		he.t.mu.Unlock()
 		m.mu.Lock()
 		m.binds = append(m.binds, he)
@@ -1320,7 +1322,7 @@ func (s *hSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 		return err
 	}
 	s.mu.Lock()
-	tok := s.recvs.add(cookie, api.OpReceive, nil, false, 0)
+	tok, _ := s.recvs.add(cookie, api.OpReceive, nil, false, 0)
 	s.mu.Unlock()
 	r, err := s.c.rpc.Post(bg, &pb.PostReq{Id: s.id, Srq: true, Op: uint32(api.OpReceive), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie)})
 	if err := s.c.done(r, err); err != nil {

@@ -37,17 +37,25 @@ type workQueue struct {
 
 // add records a post and returns its token. A queue longer than limit
 // (the EP's MaxRequestDTOs or MaxRecvDTOs) first forgets its oldest
-// suppressed entries: no more than limit can be outstanding, and a
-// suppressed success never reports, so those have completed.
-func (q *workQueue) add(cookie api.Cookie, op api.DTOOp, rmr *hRMR, quiet bool, limit int) uint64 {
+// failed entries and then its oldest suppressed ones, so that it never
+// holds more than limit. Forgetting a suppressed entry is a guess: its
+// success would bring no event, but it may still be in progress in the
+// provider. sure is false when add had to guess; the provider may then
+// have no room, and only it can say (DESIGN §4: requests complete in
+// order, so if it has room the oldest entry has completed).
+func (q *workQueue) add(cookie api.Cookie, op api.DTOOp, rmr *hRMR, quiet bool, limit int) (tok uint64, sure bool) {
+	sure = true
 	for limit > 0 && q.r.Len() >= limit && (q.r.Front().quiet || q.r.Front().dead) {
+		if !q.r.Front().dead {
+			sure = false
+		}
 		*q.r.Front() = work{}
 		q.r.PopFront()
 	}
 	q.next++
 	w := q.r.PushBack()
 	*w = work{tok: q.next, cookie: cookie, op: op, rmr: rmr, quiet: quiet}
-	return q.next
+	return q.next, sure
 }
 
 // failed marks the post with token tok as not outstanding.

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/godat/godat/api"
@@ -213,27 +214,33 @@ func dtoGroups() []group {
 				n := 4 * t.queryEP(p.cli.ep).Attr.MaxRequestDTOs
 				deadline := time.Now().Add(10 * time.Second)
 				var ev api.Event
-				for i := range n {
+				// post retries a write the full queue refuses, as a
+				// polling consumer would, until the queue has room.
+				post := func(what string, cookie api.Cookie, flags api.CompletionFlags) {
 					for {
-						err := p.cli.ep.PostRDMAWrite(src.iov(0, 8), api.Cookie(i), dst.rtr(0, 8), api.CompletionSuppress)
+						err := p.cli.ep.PostRDMAWrite(src.iov(0, 8), cookie, dst.rtr(0, 8), flags)
 						if err == nil {
-							break
+							return
 						}
 						if !errors.Is(err, api.ErrInsufficientResources) {
-							t.Fatalf("suppressed PostRDMAWrite %d of %d: %v", i+1, n, err)
+							t.Fatalf("%s: %v", what, err)
 						}
 						if time.Now().After(deadline) {
-							t.Fatalf("suppressed PostRDMAWrite %d of %d: the request queue stayed full for 10 s (%v)", i+1, n, err)
+							t.Fatalf("%s: the request queue stayed full for 10 s (%v)", what, err)
 						}
-						// A polling consumer: Dequeue lets the provider see the
-						// completions, and must find none to report.
+						// Dequeue lets the provider see the completions,
+						// and must find none to report.
 						if err := p.cli.req.Dequeue(&ev); err == nil {
 							t.Fatalf("the request EVD reported %s while only suppressed requests succeeded", describe(&ev))
 						}
 					}
 				}
-				t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 8), 999, dst.rtr(0, 8), api.CompletionDefault), "the marker PostRDMAWrite")
-				p.cli.expectReq(999, api.DTOSuccess, "the marker write's completion, the first the EVD reports")
+				for i := range n {
+					post(fmt.Sprintf("suppressed PostRDMAWrite %d of %d", i+1, n), api.Cookie(i), api.CompletionSuppress)
+				}
+				marker := api.Cookie(n) // no suppressed write has this cookie
+				post("the marker PostRDMAWrite", marker, api.CompletionDefault)
+				p.cli.expectReq(marker, api.DTOSuccess, "the marker write's completion, the first the EVD reports")
 				t.expectEmpty(p.cli.req, "the request EVD after the marker")
 			}},
 			{"DESCRIPTION", "DAT_COMPLETION_UNSIGNALLED_FLAG is DAT_INVALID_PARAMETER unless the EP's request completion flags allow it", func(t *checkT) {
