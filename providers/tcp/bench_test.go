@@ -149,7 +149,7 @@ func rawPair(b *testing.B) (net.Conn, net.Conn) {
 	return c1, c2
 }
 
-// rawPingPong sends n bytes and waits for a 32-byte answer, the same
+// rawPingPong sends n bytes and waits for a header-sized answer, the same
 // exchange an RDMA write and its ACK make, over plain TCP: the baseline.
 func rawPingPong(b *testing.B, n int) {
 	c1, c2 := rawPair(b)

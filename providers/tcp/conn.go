@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -395,24 +396,38 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// batch moves queued frames into wvec, after an ACK if one is owed. ia.mu
-// is held and the caller set wbusy.
+// batch moves queued frames into wvec, with the ACK owed, if any, in the
+// header of one of them (a receiver applies it once it has processed that
+// frame) or, when none fits, as an ACK frame of its own. ia.mu is held
+// and the caller set wbusy.
 func (c *conn) batch() {
 	c.wvec = c.wvec0[:0]
 	ack := c.ackDue() && !c.closing
+	// Where the ACK goes: with no READ_RESP queued, as early as it can,
+	// so that the peer learns of its completions and credits before the
+	// frames that follow (which may prompt it to send): on the first
+	// frame when that one is short, else in a frame ahead of it. With a
+	// READ_RESP queued, on the last frame, since an ACK must not be
+	// applied before the response of a read it covers.
+	onFirst := false
 	if ack && c.respQueued == 0 {
-		// The ACK goes first: the peer learns of its completions and
-		// credits before it sees the frames that follow (which may
-		// prompt it to send). Not while a READ_RESP is queued: an ACK
-		// must not overtake the response of a read it covers.
-		c.appendAck()
-		ack = false
+		if c.tx.Len() > 0 && binary.BigEndian.Uint32(c.tx.Front().hdr[4:]) <= ackRideMax {
+			onFirst = true
+		} else {
+			c.appendAck()
+			ack = false
+		}
 	}
 	nsegs, nitems := 0, 0
+	var h *[frameLen]byte
 	for c.tx.Len() > 0 && nsegs < maxBatchSegs {
 		t := c.tx.Front()
-		h := &c.wh[nitems]
+		h = &c.wh[nitems]
 		*h = t.hdr
+		if onFirst {
+			c.carryAck(h)
+			onFirst, ack = false, false
+		}
 		nitems++
 		c.wvec = append(c.wvec, h[:])
 		for _, s := range t.segs {
@@ -428,9 +443,14 @@ func (c *conn) batch() {
 		c.tx.PopFront()
 	}
 	if ack && c.tx.Len() == 0 {
-		c.appendAck()
+		c.carryAck(h)
 	}
 }
+
+// ackRideMax is the largest payload of a frame whose header carries the
+// ACK owed ahead of the rest of a batch: the peer applies an ACK after
+// the frame's payload, and a long one would delay its completions.
+const ackRideMax = 4 << 10
 
 // credDelay is how long a credit update (when the peer may be out of
 // credits) or the ACK of a polled receive waits for a frame to ride on.
@@ -513,16 +533,30 @@ func (c *conn) creditDue() {
 	}
 }
 
-// appendAck adds the ACK owed to the batch. ia.mu is held.
+// appendAck adds the ACK owed to the batch as an ACK frame. ia.mu is held.
 func (c *conn) appendAck() {
+	placed, posted := c.takeAck()
+	encodeFrame(c.whdr[1][:], &frame{Type: frAck, Flags: frFlagAck, Ack: placed, Credits: posted})
+	c.wvec = append(c.wvec, c.whdr[1][:])
+}
+
+// carryAck puts the ACK owed into the header h of a frame about to be
+// written. ia.mu is held.
+func (c *conn) carryAck(h *[frameLen]byte) {
+	placed, posted := c.takeAck()
+	putAck(h[:], true, placed, posted)
+}
+
+// takeAck records the ACK owed as sent and returns what it says: the
+// requests placed and the receives posted. ia.mu is held.
+func (c *conn) takeAck() (placed, posted uint64) {
 	if c.credArmed {
 		c.credArmed = false
 		c.credTimer.Stop()
 	}
 	c.ackSent, c.credSent = c.placed, c.recvPosted
 	c.ackAt.Store(0)
-	encodeFrame(c.whdr[1][:], &frame{Type: frAck, Seq: c.placed, Addr: c.recvPosted})
-	c.wvec = append(c.wvec, c.whdr[1][:])
+	return c.placed, c.recvPosted
 }
 
 // flush sends what is queued, and the ACK if one is owed and ack is set,
@@ -1389,7 +1423,7 @@ func (c *conn) endSend(f *frame, err error) bool {
 	}
 	p.completeRecv(&c.cur, api.DTOSuccess, uint64(f.Len), op, rctx, f.Flags&frFlagSolicited != 0)
 	c.placed = f.Seq
-	return true
+	return c.ackIn(f)
 }
 
 // beginWrite checks a WRITE and returns the memory its data goes to.
@@ -1434,7 +1468,7 @@ func (c *conn) endWrite(f *frame, err error) bool {
 		return false
 	}
 	c.placed = f.Seq
-	return true
+	return c.ackIn(f)
 }
 
 func (c *conn) onReadReq(f *frame) bool {
@@ -1459,7 +1493,7 @@ func (c *conn) onReadReq(f *frame) bool {
 	clear(c.rsegs)
 	c.respQueued++
 	c.placed = f.Seq
-	return true
+	return c.ackIn(f)
 }
 
 // beginReadResp checks a READ_RESP and returns the memory of its read.
@@ -1503,6 +1537,9 @@ func (c *conn) endReadResp(f *frame, err error) bool {
 	w.done = true
 	c.inFlight--
 	c.acked = f.Seq
+	if f.Flags&frFlagAck != 0 {
+		return c.ackIn(f) // (which reaps and pumps)
+	}
 	p.reap()
 	p.pump()
 	return true
@@ -1511,15 +1548,26 @@ func (c *conn) endReadResp(f *frame, err error) bool {
 func (c *conn) onAck(f *frame) bool {
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
-	p := c.ep
 	if c.closing {
 		return false
 	}
-	if f.Addr < c.credits || !p.acknowledge(c, f.Seq) {
+	return c.ackIn(f)
+}
+
+// ackIn applies the acknowledgement a processed frame carries, if any:
+// requests it covers complete, sends its credits allow go out. A credit
+// count that goes down or an ACK the stream does not allow breaks the
+// connection (false). ia.mu is held.
+func (c *conn) ackIn(f *frame) bool {
+	if f.Flags&frFlagAck == 0 {
+		return true
+	}
+	p := c.ep
+	if f.Credits < c.credits || !p.acknowledge(c, f.Ack) {
 		p.lost(c)
 		return false
 	}
-	c.credits = f.Addr
+	c.credits = f.Credits
 	p.pump()
 	return true
 }

@@ -64,7 +64,7 @@
 // their response is placed. Requests complete in post order.
 //
 // Receiver not ready: the receiver grants one credit per receive it posts
-// (the credit count rides on ACK frames), and a send is transmitted only
+// (the credit count travels with the ACK), and a send is transmitted only
 // with a credit in hand. A send without credit waits at its place in the
 // request queue and every request posted after it waits behind it, as the
 // loopback provider's infinite RNR retry does; a graceful Disconnect waits
@@ -125,9 +125,13 @@
 //     for the peer. The writer goroutine otherwise only sends what
 //     nobody else flushed, and ends the sending side when the connection
 //     closes.
-//   - ACKs ride on data. A batch of frames starts with the cumulative ACK
-//     and credit count owed, if any (after them if a queued READ_RESP
-//     would otherwise be overtaken by an ACK that covers its read). The
+//   - ACKs ride on data. The cumulative ACK and credit count owed, if
+//     any, go in the header of a batch's first frame (wire version 2),
+//     or in an ACK frame ahead of it if its payload is over 4 KiB, or on
+//     the last frame if a READ_RESP is queued (an ACK is applied after
+//     the frame that carries it, and must not be applied before the
+//     response of a read it covers); so a ping-pong costs one frame and
+//     one pass of the peer's frame loop each way. The
 //     reader sends an owed ACK by itself only when it has consumed
 //     everything it read (ACKs are cumulative), and after a receive that
 //     notified a consumer it first lets that consumer run (it often

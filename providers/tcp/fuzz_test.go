@@ -15,7 +15,9 @@ func FuzzDecodeFrame(f *testing.F) {
 		{Type: frWrite, Len: 4096, Seq: 3, Addr: 0x7f00_0000_1000, RKey: 7},
 		{Type: frReadReq, Seq: 4, Addr: 1, RKey: 2, RLen: 64},
 		{Type: frReadResp, Seq: 4, Len: 64},
-		{Type: frAck, Seq: 4, Addr: 16},
+		{Type: frAck, Flags: frFlagAck, Ack: 4, Credits: 16},
+		{Type: frSend, Len: 64, Seq: 5, Flags: frFlagSolicited | frFlagAck, Ack: 3, Credits: 9},
+		{Type: frReadResp, Seq: 6, Len: 8, Flags: frFlagAck, Ack: 7, Credits: 9},
 		{Type: frNak, Seq: 5, Status: 6},
 		{Type: frDisc},
 	} {

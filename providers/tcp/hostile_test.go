@@ -130,12 +130,22 @@ func TestHostileFrames(t *testing.T) {
 		{"read request beyond the RDMA limit", func() []byte { return frameBytes(frame{Type: frReadReq, RLen: 0xFFFFFFFF, Seq: 1}) }},
 		{"sequence gap", func() []byte { return frameBytes(frame{Type: frWrite, Seq: 7}) }},
 		{"send without credit", func() []byte { return frameBytes(frame{Type: frSend, Len: 4, Seq: 1}) }},
-		{"ack of nothing sent", func() []byte { return frameBytes(frame{Type: frAck, Seq: 3}) }},
+		{"ack of nothing sent", func() []byte { return frameBytes(frame{Type: frAck, Flags: frFlagAck, Ack: 3}) }},
+		{"ack of nothing sent, riding a write", func() []byte {
+			return frameBytes(frame{Type: frWrite, Seq: 1, Flags: frFlagAck, Ack: 3, Credits: 1})
+		}},
+		{"ack frame without the ack flag", func() []byte { return frameBytes(frame{Type: frAck}) }},
+		{"ack fields without the ack flag", func() []byte {
+			b := frameBytes(frame{Type: frWrite, Seq: 1})
+			b[frameLen-1] = 1 // a credit count, but no flag says so
+			return b
+		}},
+		{"ack flag on a disconnect", func() []byte { return frameBytes(frame{Type: frDisc, Flags: frFlagAck}) }},
 		{"unsolicited read response", func() []byte { return frameBytes(frame{Type: frReadResp, Seq: 1, Len: 4}) }},
 		{"nak of nothing sent", func() []byte { return frameBytes(frame{Type: frNak, Seq: 1, Status: 6}) }},
 		{"nak with a bad status", func() []byte { return frameBytes(frame{Type: frNak, Seq: 1, Status: 99}) }},
 		{"credits going down", func() []byte {
-			return append(frameBytes(frame{Type: frAck, Addr: 5}), frameBytes(frame{Type: frAck, Addr: 2})...)
+			return append(frameBytes(frame{Type: frAck, Flags: frFlagAck, Credits: 5}), frameBytes(frame{Type: frAck, Flags: frFlagAck, Credits: 2})...)
 		}},
 		{"truncated header then close", func() []byte { return frameBytes(frame{Type: frWrite, Seq: 1})[:9] }},
 		{"truncated payload then close", func() []byte { return append(frameBytes(frame{Type: frWrite, Seq: 1, Len: 100, RKey: 1}), 1, 2, 3) }},
@@ -164,7 +174,7 @@ func TestHostileDuplicateAck(t *testing.T) {
 	s := newServer(t)
 	nc := rawConnect(t, s)
 	// The same ACK twice is harmless; the connection stays up.
-	ack := frameBytes(frame{Type: frAck, Addr: 1})
+	ack := frameBytes(frame{Type: frAck, Flags: frFlagAck, Credits: 1})
 	if _, err := nc.Write(append(ack, ack...)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +205,13 @@ func TestHostileDuplicateAck(t *testing.T) {
 		t.Fatalf("payload %q, %v", h[frameLen:], err)
 	}
 	// Not yet acknowledged: no completion. Then ACK it twice.
-	ack = frameBytes(frame{Type: frAck, Seq: 1, Addr: 1})
+	ack = frameBytes(frame{Type: frAck, Flags: frFlagAck, Ack: 1, Credits: 1})
 	if _, err := nc.Write(append(ack, ack...)); err != nil {
 		t.Fatal(err)
 	}
 	s.dto(s.req, 5, api.DTOSuccess, "the send, once acknowledged")
 	// An ACK going backwards breaks the connection.
-	if _, err := nc.Write(frameBytes(frame{Type: frAck, Seq: 0, Addr: 1})); err != nil {
+	if _, err := nc.Write(frameBytes(frame{Type: frAck, Flags: frFlagAck, Ack: 0, Credits: 1})); err != nil {
 		t.Fatal(err)
 	}
 	s.expect(s.conn, api.ConnectionBrokenEvent, "BROKEN after an ACK going backwards")

@@ -11,9 +11,9 @@ import (
 // Handshake messages: a fixed part of hsLen bytes, then PDLen bytes of
 // private data.
 const (
-	wireVersion = 1
+	wireVersion = 2
 	hsLen       = 48
-	frameLen    = 32
+	frameLen    = 48
 )
 
 var hsMagic = [4]byte{'G', 'D', 'A', 'T'}
@@ -112,13 +112,14 @@ const (
 	frWrite    = 3 // RDMA write of Len bytes at Addr of window RKey
 	frReadReq  = 4 // RDMA read request of RLen bytes at Addr of window RKey
 	frReadResp = 5 // the RLen bytes of read request Seq
-	frAck      = 6 // every request up to Seq is placed; Addr is the receive credit count
+	frAck      = 6 // nothing but the ACK its header carries (frFlagAck)
 	frNak      = 7 // request Seq failed with DTO status Status; the connection ends
 	frDisc     = 8 // the sender disconnects
 	frMaxType  = frDisc
 
-	frFlagSolicited = 1
-	frFlagMask      = frFlagSolicited
+	frFlagSolicited = 1 // SEND, SEND_INV: the message is solicited
+	frFlagAck       = 2 // Ack and Credits hold the sender's acknowledgement
+	frFlagMask      = frFlagSolicited | frFlagAck
 )
 
 // frame is a decoded frame header.
@@ -131,6 +132,11 @@ type frame struct {
 	Addr   uint64
 	RKey   uint32
 	RLen   uint32
+	// With frFlagAck: every request up to Ack is placed at the sender,
+	// which has posted Credits receives on the connection; applied once
+	// the frame itself is processed. Zero without the flag.
+	Ack     uint64
+	Credits uint64
 }
 
 // encodeFrame writes f into b (len(b) >= frameLen).
@@ -144,6 +150,21 @@ func encodeFrame(b []byte, f *frame) {
 	binary.BigEndian.PutUint64(b[16:], f.Addr)
 	binary.BigEndian.PutUint32(b[24:], f.RKey)
 	binary.BigEndian.PutUint32(b[28:], f.RLen)
+	putAck(b, f.Flags&frFlagAck != 0, f.Ack, f.Credits)
+}
+
+// putAck writes an acknowledgement into the encoded header b (len(b) >=
+// frameLen): the ACK flag and fields when on, zero fields when off.
+func putAck(b []byte, on bool, ack, credits uint64) {
+	_ = b[frameLen-1]
+	if on {
+		b[1] |= frFlagAck
+	} else {
+		b[1] &^= frFlagAck
+		ack, credits = 0, 0
+	}
+	binary.BigEndian.PutUint64(b[32:], ack)
+	binary.BigEndian.PutUint64(b[40:], credits)
 }
 
 // limits bounds what a decoded frame may ask of the receiver.
@@ -171,7 +192,16 @@ func decodeFrame(b []byte, lim *limits) (frame, error) {
 	f.Addr = binary.BigEndian.Uint64(b[16:])
 	f.RKey = binary.BigEndian.Uint32(b[24:])
 	f.RLen = binary.BigEndian.Uint32(b[28:])
+	f.Ack = binary.BigEndian.Uint64(b[32:])
+	f.Credits = binary.BigEndian.Uint64(b[40:])
 	if f.Type < frSend || f.Type > frMaxType || f.Flags&^frFlagMask != 0 {
+		return f, errBadFrame
+	}
+	if f.Flags&frFlagAck == 0 {
+		if f.Ack != 0 || f.Credits != 0 || f.Type == frAck {
+			return f, errBadFrame
+		}
+	} else if f.Type == frNak || f.Type == frDisc {
 		return f, errBadFrame
 	}
 	ok := true
