@@ -104,13 +104,30 @@ func loadRegistry(t testing.TB, path string) *registry.Registry {
 }
 
 // openFDs counts the test process's open descriptors.
-func openFDs(t testing.TB) int {
+func openFDs(t testing.TB) map[string]string {
 	t.Helper()
 	es, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(es)
+	m := make(map[string]string, len(es))
+	for _, e := range es {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		m[e.Name()] = target
+	}
+	return m
+}
+
+// newFDs names the descriptors open now that were not in before.
+func newFDs(t testing.TB, before map[string]string) []string {
+	t.Helper()
+	var out []string
+	for fd, target := range openFDs(t) {
+		if before[fd] != target {
+			out = append(out, fd+" -> "+target)
+		}
+	}
+	return out
 }
 
 // exited reports whether process pid has ended and been reaped.
@@ -134,8 +151,8 @@ func TestLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	fds := openFDs(t)
 	defer func() {
-		if n := openFDs(t); n != fds {
-			t.Errorf("%d descriptors open after the plugin stopped, %d before it started", n, fds)
+		if extra := newFDs(t, fds); len(extra) > 0 {
+			t.Errorf("descriptors open after the plugin stopped that were not before it started: %v", extra)
 		}
 	}()
 	r := loadRegistry(t, writeConfig(t, examplePath, "", "a", "b"))
@@ -192,8 +209,8 @@ func TestUnavailable(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	fds := openFDs(t)
 	defer func() {
-		if n := openFDs(t); n != fds {
-			t.Errorf("%d descriptors open after the failed starts, %d before", n, fds)
+		if extra := newFDs(t, fds); len(extra) > 0 {
+			t.Errorf("descriptors open after the failed starts that were not before: %v", extra)
 		}
 	}()
 	dir := t.TempDir()

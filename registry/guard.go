@@ -317,7 +317,7 @@ func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
 	ev.EVD = evd
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
-		ev.DTO.EP = ia.asEP(ev.DTO.EP)
+		ev.DTO.EP = evd.dtoEP(ev.DTO.EP)
 	case api.EVDRMRBind:
 		ev.RMRBind.RMR = ia.asRMR(ev.RMRBind.RMR)
 	case api.EVDConnection:

@@ -277,6 +277,11 @@ func (g *gEP) Free() error {
 	err := release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.use(-1)
+		for _, e := range [...]*gEVD{g.recv, g.req} {
+			if e != nil {
+				e.lastEP.CompareAndSwap(g, nil) // (let the freed EP go)
+			}
+		}
 	}
 	return err
 }

@@ -59,6 +59,24 @@ type gEVD struct {
 	qlen       atomic.Int64
 	cno        atomic.Pointer[gCNO]
 	restricted atomic.Int32 // EP streams with consumer-controlled notification
+	// lastEP is the guard of the EP of the last DTO completion dequeued:
+	// an EVD's completions mostly come from one EP, and a hit spares the
+	// lookup in the IA's object map. A freed guard is never a hit.
+	lastEP atomic.Pointer[gEP]
+}
+
+// dtoEP returns the guard of provider EP p, named by a DTO completion of
+// this EVD.
+func (g *gEVD) dtoEP(p api.EP) api.EP {
+	if e := g.lastEP.Load(); e != nil && e.p == p && !e.freed.Load() {
+		return e
+	}
+	e := g.ia.epOf(p)
+	if e == nil {
+		return nil
+	}
+	g.lastEP.Store(e)
+	return e
 }
 
 func (g *gEVD) Query() (api.EVDParam, error) {

@@ -543,3 +543,40 @@ func TestGuardRejectReturnsProviderEP(t *testing.T) {
 		t.Fatalf("PZ still held by the returned EP: %v", err)
 	}
 }
+
+// TestGuardTranslatesEventsOfSeveralEPs checks the EVD's memory of the
+// last EP: completions of two EPs that alternate on one EVD each name
+// their own EP, and none names a guard that was freed.
+func TestGuardTranslatesEventsOfSeveralEPs(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	ep2, err := e.ia.CreateEP(e.pz, e.dto, e.dto, e.conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev api.Event
+	for i, ep := range []api.EP{e.ep, e.ep, ep2, e.ep, ep2, ep2} {
+		if err := ep.PostSend(nil, api.Cookie(i), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.dto.Dequeue(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.DTO.EP != ep || ev.DTO.Cookie != api.Cookie(i) {
+			t.Fatalf("completion %d names EP %p, want %p", i, ev.DTO.EP, ep)
+		}
+	}
+	// A completion of ep2 still queued when ep2 is freed: it must not
+	// come back with the freed guard the EVD saw last.
+	if err := ep2.PostSend(nil, 99, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ep2.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.dto.Dequeue(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.DTO.EP == ep2 {
+		t.Fatal("a completion dequeued after Free names the freed EP's guard")
+	}
+}

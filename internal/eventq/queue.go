@@ -7,7 +7,9 @@
 //
 // A Queue is a preallocated ring of api.Event values under one mutex.
 // Posting copies the event into the ring and dequeuing copies it out, so
-// neither allocates. A blocked waiter sleeps on a one-slot channel that the
+// neither allocates. A Dequeue that finds the queue empty, with no waiter
+// blocked, answers from two atomic loads without the mutex: the common
+// case of a consumer spinning on an EVD. A blocked waiter sleeps on a one-slot channel that the
 // queue owns for its whole life (no channel per event, no CPU while blocked);
 // a post wakes it only when the event notifies and the queue holds at least
 // the waiter's threshold.
@@ -34,6 +36,7 @@ package eventq
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/godat/godat/api"
 )
@@ -72,6 +75,11 @@ type Queue struct {
 	head  int
 	n     int
 	owner api.EVD // stored in Event.EVD of every posted event
+	// queued mirrors n and idle says that no waiter is blocked, both
+	// written under mu: a Dequeue that finds nothing queued and nobody
+	// waiting answers without taking mu (the polling consumer's spin).
+	queued atomic.Int32
+	idle   atomic.Bool
 
 	wake       chan struct{} // capacity 1: wakes the blocked waiter
 	kick       func()        // wakes a driven waiter (BeginWait); set once
@@ -92,7 +100,15 @@ func New(qlen int, owner api.EVD) *Queue {
 	if qlen < 1 {
 		qlen = 1
 	}
-	return &Queue{buf: make([]api.Event, qlen), owner: owner, wake: make(chan struct{}, 1)}
+	q := &Queue{buf: make([]api.Event, qlen), owner: owner, wake: make(chan struct{}, 1)}
+	q.idle.Store(true)
+	return q
+}
+
+// setWaiting records whether a waiter is blocked. q.mu is held.
+func (q *Queue) setWaiting(on bool) {
+	q.waiting = on
+	q.idle.Store(!on)
 }
 
 // Cap returns the queue length (the EVD's qlen).
@@ -181,6 +197,7 @@ func (q *Queue) push(ev *api.Event, notify bool) *CNO {
 	q.buf[i] = *ev
 	q.buf[i].EVD = q.owner
 	q.n++
+	q.queued.Store(int32(q.n))
 	if !notify {
 		return nil
 	}
@@ -234,13 +251,21 @@ func (q *Queue) pop(ev *api.Event) {
 		q.head = 0
 	}
 	q.n--
+	q.queued.Store(int32(q.n))
 	q.overflowed = false
 }
+
+// IsEmpty reports whether err is the error Dequeue returns for an empty
+// queue: a cheaper test than errors.Is for a polling loop.
+func IsEmpty(err error) bool { return err == errEmpty }
 
 // Dequeue removes the front event into *ev without blocking
 // (dat_evd_dequeue(3DAT)): ErrQueueEmpty if there is none, ErrInvalidState
 // (SubStateEVDWaiter) while a waiter is blocked on the queue.
 func (q *Queue) Dequeue(ev *api.Event) error {
+	if q.queued.Load() == 0 && q.idle.Load() {
+		return errEmpty
+	}
 	q.mu.Lock()
 	if q.waiting {
 		q.mu.Unlock()
@@ -282,14 +307,15 @@ func (q *Queue) Wait(ctx context.Context, threshold int, ev *api.Event) (nmore i
 		if ctx.Err() != nil {
 			return q.n, api.ContextError(ctx)
 		}
-		q.waiting, q.threshold = true, threshold
+		q.setWaiting(true)
+		q.threshold = threshold
 		q.mu.Unlock()
 		select {
 		case <-q.wake:
 		case <-ctx.Done():
 		}
 		q.mu.Lock()
-		q.waiting = false
+		q.setWaiting(false)
 		switch {
 		case q.closed:
 			return 0, errAborted
@@ -358,7 +384,8 @@ func (q *Queue) BeginWait(threshold int, ev *api.Event) (done bool, nmore int, e
 		q.pop(ev)
 		return true, q.n, nil
 	}
-	q.waiting, q.driven, q.threshold = true, true, threshold
+	q.setWaiting(true)
+	q.driven, q.threshold = true, threshold
 	return false, 0, nil
 }
 
@@ -369,13 +396,16 @@ func (q *Queue) Check(ev *api.Event) (done bool, nmore int, err error) {
 	defer q.mu.Unlock()
 	switch {
 	case q.closed:
-		q.waiting, q.driven = false, false
+		q.setWaiting(false)
+		q.driven = false
 		return true, 0, errAborted
 	case q.unwaitable:
-		q.waiting, q.driven = false, false
+		q.setWaiting(false)
+		q.driven = false
 		return true, q.n, errUnwaitable
 	case q.n >= q.threshold:
-		q.waiting, q.driven = false, false
+		q.setWaiting(false)
+		q.driven = false
 		q.pop(ev)
 		return true, q.n, nil
 	}
@@ -387,7 +417,8 @@ func (q *Queue) Check(ev *api.Event) (done bool, nmore int, err error) {
 func (q *Queue) EndWait() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.waiting, q.driven = false, false
+	q.setWaiting(false)
+	q.driven = false
 	return q.n
 }
 
@@ -485,6 +516,7 @@ func (q *Queue) Close() {
 		q.buf[i] = api.Event{}
 	}
 	q.n, q.head, q.cno = 0, 0, nil
+	q.queued.Store(0)
 	if q.waiting {
 		q.wakeWaiter()
 	}

@@ -1041,14 +1041,12 @@ func (c *conn) step(polled, resume bool) bool {
 		mu := &c.ia.mu
 		mu.Lock()
 		c.deferWake++
-		mu.Unlock()
 		var ok bool
 		if resume {
 			ok = c.continuePayload(polled)
 		} else {
 			ok = c.handle(&f, polled)
 		}
-		mu.Lock()
 		if c.rxWoke && !polled && ok && c.rr == c.rw && c.ackDue() && c.tx.Len() == 0 {
 			// A receive completed with a notification: its consumer
 			// may answer at once, and its frames would carry the ACK.
@@ -1201,7 +1199,8 @@ func (c *conn) violation() {
 	}
 }
 
-// handle processes one frame; false ends the reader.
+// handle processes one frame; false ends the reader. ia.mu is held; it
+// is released only while a payload that is not yet buffered is read.
 func (c *conn) handle(f *frame, polled bool) bool {
 	switch f.Type {
 	case frSend, frSendInv, frWrite, frReadResp:
@@ -1229,7 +1228,9 @@ func (c *conn) handle(f *frame, polled bool) bool {
 	case frDisc:
 		return c.onDisc()
 	}
-	c.violation()
+	if !c.closing {
+		c.ep.lost(c)
+	}
 	return false
 }
 
@@ -1247,17 +1248,27 @@ type payload struct {
 // continuePayload reads the rest of the current payload, to the end (the
 // reader) or as far as the socket has it now (a poller: the payload may
 // stay active), then completes the frame. false ends the connection's
-// reading.
+// reading. ia.mu is held; it is released while the socket is read, not
+// while a payload already in the read-ahead buffer is copied (the common
+// small message then costs one lock hold from header to completion).
 func (c *conn) continuePayload(polled bool) bool {
+	mu := &c.ia.mu
 	var err error
-	if polled {
+	switch {
+	case c.pl.left <= uint64(c.rw-c.rr):
+		_, err = c.fillNB() // all buffered: no system call
+	case polled:
 		var done bool
+		mu.Unlock()
 		done, err = c.fillNB()
+		mu.Lock()
 		if err == nil && !done {
 			return true
 		}
-	} else {
+	default:
+		mu.Unlock()
 		err = c.readInto(c.pl.dst, c.pl.left)
+		mu.Lock()
 	}
 	f := c.pl.f
 	clear(c.pl.all)
@@ -1331,18 +1342,14 @@ func (c *conn) refuse(seq uint64, st api.DTOStatus) {
 }
 
 // beginSend checks a SEND or SEND_INV and takes its receive; it returns
-// the memory the message goes to.
+// the memory the message goes to. ia.mu is held.
 func (c *conn) beginSend(f *frame) ([][]byte, bool) {
-	mu := &c.ia.mu
-	mu.Lock()
 	p := c.ep
 	if c.closing {
-		mu.Unlock()
 		return nil, false
 	}
 	if !c.nextSeq(f) {
 		p.lost(c)
-		mu.Unlock()
 		return nil, false
 	}
 	var rw *recvWR
@@ -1354,14 +1361,12 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 			c.ia.srqCond.Wait()
 		}
 		if c.closing {
-			mu.Unlock()
 			return nil, false
 		}
 		rw = s.take()
 	} else {
 		if p.recvs.Len() == 0 {
 			p.lost(c) // the peer sent without a credit
-			mu.Unlock()
 			return nil, false
 		}
 		rw = p.recvs.Front()
@@ -1388,20 +1393,15 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 	}
 	if bad != api.DTOSuccess {
 		clear(dst)
-		mu.Unlock()
 		return nil, false
 	}
 	c.inRecv = true
-	mu.Unlock()
 	return dst, true
 }
 
 // endSend completes the receive of a SEND whose payload was read (err:
-// or not).
+// or not). ia.mu is held.
 func (c *conn) endSend(f *frame, err error) bool {
-	mu := &c.ia.mu
-	mu.Lock()
-	defer mu.Unlock()
 	p := c.ep
 	inval := f.Type == frSendInv
 	if err != nil {
@@ -1427,10 +1427,8 @@ func (c *conn) endSend(f *frame, err error) bool {
 }
 
 // beginWrite checks a WRITE and returns the memory its data goes to.
+// ia.mu is held.
 func (c *conn) beginWrite(f *frame) ([][]byte, bool) {
-	mu := &c.ia.mu
-	mu.Lock()
-	defer mu.Unlock()
 	p := c.ep
 	if c.closing {
 		return nil, false
@@ -1453,10 +1451,8 @@ func (c *conn) beginWrite(f *frame) ([][]byte, bool) {
 }
 
 // endWrite acknowledges a WRITE whose data was read (err: or not).
+// ia.mu is held.
 func (c *conn) endWrite(f *frame, err error) bool {
-	mu := &c.ia.mu
-	mu.Lock()
-	defer mu.Unlock()
 	p := c.ep
 	if err != nil {
 		if !c.closing {
@@ -1471,9 +1467,8 @@ func (c *conn) endWrite(f *frame, err error) bool {
 	return c.ackIn(f)
 }
 
+// onReadReq checks a READ_REQ and queues its response. ia.mu is held.
 func (c *conn) onReadReq(f *frame) bool {
-	c.ia.mu.Lock()
-	defer c.ia.mu.Unlock()
 	p := c.ep
 	if c.closing {
 		return false
@@ -1497,10 +1492,8 @@ func (c *conn) onReadReq(f *frame) bool {
 }
 
 // beginReadResp checks a READ_RESP and returns the memory of its read.
+// ia.mu is held.
 func (c *conn) beginReadResp(f *frame) ([][]byte, bool) {
-	mu := &c.ia.mu
-	mu.Lock()
-	defer mu.Unlock()
 	p := c.ep
 	if c.closing {
 		return nil, false
@@ -1519,10 +1512,8 @@ func (c *conn) beginReadResp(f *frame) ([][]byte, bool) {
 }
 
 // endReadResp completes the read whose response was read (err: or not).
+// ia.mu is held.
 func (c *conn) endReadResp(f *frame, err error) bool {
-	mu := &c.ia.mu
-	mu.Lock()
-	defer mu.Unlock()
 	p := c.ep
 	if err != nil {
 		if !c.closing {
@@ -1545,9 +1536,8 @@ func (c *conn) endReadResp(f *frame, err error) bool {
 	return true
 }
 
+// onAck applies an ACK frame. ia.mu is held.
 func (c *conn) onAck(f *frame) bool {
-	c.ia.mu.Lock()
-	defer c.ia.mu.Unlock()
 	if c.closing {
 		return false
 	}
@@ -1572,9 +1562,9 @@ func (c *conn) ackIn(f *frame) bool {
 	return true
 }
 
+// onNak fails the request a NAK names and breaks the connection. ia.mu
+// is held.
 func (c *conn) onNak(f *frame) bool {
-	c.ia.mu.Lock()
-	defer c.ia.mu.Unlock()
 	p := c.ep
 	if c.closing {
 		return false
@@ -1590,9 +1580,8 @@ func (c *conn) onNak(f *frame) bool {
 	return false
 }
 
+// onDisc handles the peer's DISCONNECT. ia.mu is held.
 func (c *conn) onDisc() bool {
-	c.ia.mu.Lock()
-	defer c.ia.mu.Unlock()
 	if !c.closing {
 		c.ep.peerDisconnected(c)
 	}

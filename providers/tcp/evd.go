@@ -2,7 +2,6 @@ package tcp
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -138,7 +137,7 @@ func (e *evd) Dequeue(ev *api.Event) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
 	err := e.Q.Dequeue(ev)
-	if err == nil || !errors.Is(err, api.ErrQueueEmpty) {
+	if err == nil || !eventq.IsEmpty(err) {
 		return err
 	}
 	// Nothing queued: drive the connections that feed the EVD, so that a
