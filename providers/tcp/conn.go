@@ -1028,54 +1028,52 @@ func (c *conn) readLoop() {
 // reading. The caller holds the receive token; polled says it is a
 // polling consumer.
 func (c *conn) step(polled, resume bool) bool {
-	{
-		var f frame
-		if !resume {
-			var err error
-			f, err = decodeFrame(c.rhdr[:], &c.lim)
-			if err != nil {
-				c.violation()
-				return false
-			}
+	var f frame
+	if !resume {
+		var err error
+		f, err = decodeFrame(c.rhdr[:], &c.lim)
+		if err != nil {
+			c.violation()
+			return false
 		}
-		mu := &c.ia.mu
-		mu.Lock()
-		c.deferWake++
-		var ok bool
-		if resume {
-			ok = c.continuePayload(polled)
-		} else {
-			ok = c.handle(&f, polled)
-		}
-		if c.rxWoke && !polled && ok && c.rr == c.rw && c.ackDue() && c.tx.Len() == 0 {
-			// A receive completed with a notification: its consumer
-			// may answer at once, and its frames would carry the ACK.
-			// Let it run first rather than write the ACK alone now.
-			mu.Unlock()
-			runtime.Gosched()
-			mu.Lock()
-		}
-		ack := c.rr == c.rw
-		if polled && c.rxWoke && ack && c.ackDue() && c.tx.Len() == 0 {
-			// The same: the polling consumer is about to see the
-			// receive and may answer; the ACK waits for its frames,
-			// for credDelay at most.
-			c.deferAck()
-			ack = false
-		}
-		c.rxWoke = false
-		c.deferWake--
-		if ok {
-			// Frames the handler queued go out now; an owed ACK too,
-			// unless more of the stream is already here (ACKs are
-			// cumulative: the next one covers both).
-			c.flush(ack)
-		} else {
-			c.cond.Broadcast()
-		}
-		mu.Unlock()
-		return ok
 	}
+	mu := &c.ia.mu
+	mu.Lock()
+	c.deferWake++
+	var ok bool
+	if resume {
+		ok = c.continuePayload(polled)
+	} else {
+		ok = c.handle(&f, polled)
+	}
+	if c.rxWoke && !polled && ok && c.rr == c.rw && c.ackDue() && c.tx.Len() == 0 {
+		// A receive completed with a notification: its consumer
+		// may answer at once, and its frames would carry the ACK.
+		// Let it run first rather than write the ACK alone now.
+		mu.Unlock()
+		runtime.Gosched()
+		mu.Lock()
+	}
+	ack := c.rr == c.rw
+	if polled && c.rxWoke && ack && c.ackDue() && c.tx.Len() == 0 {
+		// The same: the polling consumer is about to see the
+		// receive and may answer; the ACK waits for its frames,
+		// for credDelay at most.
+		c.deferAck()
+		ack = false
+	}
+	c.rxWoke = false
+	c.deferWake--
+	if ok {
+		// Frames the handler queued go out now; an owed ACK too,
+		// unless more of the stream is already here (ACKs are
+		// cumulative: the next one covers both).
+		c.flush(ack)
+	} else {
+		c.cond.Broadcast()
+	}
+	mu.Unlock()
+	return ok
 }
 
 // poll lets a consumer polling an EVD drive the connection's receive side
