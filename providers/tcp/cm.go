@@ -184,8 +184,7 @@ func (c *conn) dial(ctx context.Context, deadline time.Time, local net.IP, addr 
 	c.negotiate(&p.attr, &c.hs)
 	p.state = api.EPConnected
 	p.peerPD = c.pd
-	p.connEvent(api.ConnectionEstablishedEvent, p.peerPD)
-	c.begin(p)
+	c.begin(p, p.peerPD)
 	mu.Unlock()
 	c.readLoop()
 }
@@ -409,8 +408,7 @@ func (c *conn) passive(sp servicePoint) {
 		_ = nc.SetDeadline(time.Time{})
 		c.negotiate(&p.attr, &c.hs)
 		p.state = api.EPConnected
-		p.connEvent(api.ConnectionEstablishedEvent, nil)
-		c.begin(p)
+		c.begin(p, nil)
 		mu.Unlock()
 		c.readLoop()
 		return

@@ -220,9 +220,13 @@ func helloFor(p *ep, typ uint16, pdLen int) hsMsg {
 	return m
 }
 
-// begin enters the data transfer phase and starts the writer. ia.mu is
-// held; p is CONNECTED.
-func (c *conn) begin(p *ep) {
+// begin enters the data transfer phase: it readies the socket and the
+// writer, then posts ESTABLISHED with the peer's private data pd, then
+// starts the DTOs posted before the connection came up. A consumer that
+// sees the event therefore finds the connection fully set up, and any
+// failure of an early DTO comes after the event. ia.mu is held; p is
+// CONNECTED.
+func (c *conn) begin(p *ep, pd []byte) {
 	c.up = true
 	c.recvPosted = uint64(p.recvs.Len())
 	c.credTimer = time.AfterFunc(time.Hour, c.creditDue)
@@ -252,6 +256,7 @@ func (c *conn) begin(p *ep) {
 		}
 	}
 	c.goRun(c.writeLoop)
+	p.connEvent(api.ConnectionEstablishedEvent, pd)
 	p.pump()
 }
 
