@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/hashicorp/go-hclog v1.6.3
-	github.com/hashicorp/go-plugin v1.7.0
+	github.com/hashicorp/go-plugin v1.8.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.61.0
