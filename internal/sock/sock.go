@@ -320,6 +320,38 @@ func (s *Conn) Write(b []byte) (int, error) {
 	return s.Writev(one[:])
 }
 
+// ReadNB is one read into b that never waits: syscall.EAGAIN when the
+// socket holds nothing, net.ErrClosed after Close. It is RawConn.Control
+// with ReadNB, minus the callback, for the polling paths; it
+// uses none of the reader's scratch state.
+func (s *Conn) ReadNB(b []byte) (int, error) {
+	if !s.incref() {
+		return 0, net.ErrClosed
+	}
+	n, e := ReadNB(uintptr(s.fd), b)
+	s.decref()
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
+}
+
+// WritevNB is one vectored write of bufs that never waits (see the
+// function WritevNB for bufs, iov and limit): syscall.EAGAIN when the
+// socket has no room, net.ErrClosed after Close. It uses none of the
+// writer's scratch state.
+func (s *Conn) WritevNB(bufs [][]byte, iov *[]syscall.Iovec, limit int) (int, error) {
+	if !s.incref() {
+		return 0, net.ErrClosed
+	}
+	n, e := WritevNB(uintptr(s.fd), bufs, iov, limit)
+	s.decref()
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
+}
+
 // SyscallConn gives raw access to the socket. RawConn.Read's callback
 // runs until it returns true, with waits for input (when watched) between
 // calls; RawConn.Write's with waits for room; Control's runs once. The

@@ -112,8 +112,7 @@ type conn struct {
 	// reader scratch above belongs to the token's holder.
 	pollable  bool               // pollers may drive the receive side (set by begin)
 	rxFn      func(uintptr) bool // waitRx's callback (made once: no allocation)
-	pollFn    func(uintptr)      // pollStream's read
-	pollDirFn func(uintptr)      // fillNB's read
+	pollDirFn func(uintptr)      // readNB's read on a net.TCPConn
 	rxN       int
 	rxErr     error
 	rxDst     []byte
@@ -244,7 +243,7 @@ func (c *conn) begin(p *ep, pd []byte) {
 			c.rc = rc
 		}
 	}
-	c.wrFn, c.rxFn, c.pollFn, c.pollDirFn = c.writevFD, c.waitFD, c.pollFD, c.pollDirFD
+	c.wrFn, c.rxFn, c.pollDirFn = c.writevFD, c.waitFD, c.pollDirFD
 	c.rxTok.Store(1) // the reader's, until it waits
 	if c.rc != nil && p.srq == nil {
 		// An EP on an SRQ is not polled: its reader may have to wait
@@ -686,18 +685,22 @@ func (c *conn) handBack() {
 // writeNB writes wvec with one non-blocking writev and drops what was
 // written from it; done reports that nothing is left.
 func (c *conn) writeNB() (done bool, err error) {
-	c.wrN, c.wrErr = 0, 0
-	err = c.rc.Control(c.wrFn) // never waits: no need for the write lock
-	n, errno := c.wrN, c.wrErr
-	if err != nil {
-		return false, err
+	var n int
+	if c.sk != nil {
+		n, err = c.sk.WritevNB(c.wvec, &c.wiov, maxWriteNB)
+	} else {
+		c.wrN, c.wrErr = 0, 0
+		if err = c.rc.Control(c.wrFn); err == nil && c.wrErr != 0 { // never waits: no need for the write lock
+			err = c.wrErr
+		}
+		n = c.wrN
 	}
-	switch errno {
-	case 0:
+	switch err {
+	case nil:
 	case syscall.EAGAIN, syscall.EINTR:
 		n = 0
 	default:
-		return false, errno
+		return false, err
 	}
 	c.wvec = sock.Advance(c.wvec, n)
 	if len(c.wvec) == 0 {
@@ -977,23 +980,31 @@ func (c *conn) waitFD(fd uintptr) bool {
 	return true
 }
 
-// pollDirFD is fillNB's read, straight into payload memory.
+// pollDirFD is readNB's read on a net.TCPConn, into rxDst.
 func (c *conn) pollDirFD(fd uintptr) {
-	c.rxN, c.rxErr = errnoErr(sock.ReadNB(fd, c.rxDst))
-}
-
-// errnoErr turns ReadNB's result into the (n, error) form of the polling
-// reads' state.
-func errnoErr(n int, e syscall.Errno) (int, error) {
-	if e != 0 {
-		return -1, e
+	c.rxN, c.rxErr = 0, nil
+	if n, e := sock.ReadNB(fd, c.rxDst); e != 0 {
+		c.rxErr = e
+	} else {
+		c.rxN = n
 	}
-	return n, nil
 }
 
-// pollFD is pollStream's read, into the free end of the buffer.
-func (c *conn) pollFD(fd uintptr) {
-	c.rxN, c.rxErr = errnoErr(sock.ReadNB(fd, c.rb[c.rw:]))
+// readNB is the polling paths' read into b, which never waits:
+// syscall.EAGAIN when the socket holds nothing. A sock.Conn is called
+// directly; a net.TCPConn through its RawConn.
+func (c *conn) readNB(b []byte) (int, error) {
+	if c.sk != nil {
+		return c.sk.ReadNB(b)
+	}
+	c.rxDst, c.rxN, c.rxErr = b, 0, nil
+	if err := c.rc.Control(c.pollDirFn); err != nil {
+		c.rxDst = nil
+		return 0, err
+	}
+	n, err := c.rxN, c.rxErr
+	c.rxDst, c.rxErr = nil, nil
+	return n, err
 }
 
 // readLoop is the connection's reader in the data transfer phase.
@@ -1161,13 +1172,8 @@ func (c *conn) pollStream() bool {
 			// nothing); the next poll reads what comes.
 			return false
 		}
-		c.rxN, c.rxErr = 0, nil
 		space := len(c.rb) - c.rw
-		if err := c.rc.Control(c.pollFn); err != nil {
-			return true
-		}
-		k, e := c.rxN, c.rxErr
-		c.rxErr = nil
+		k, e := c.readNB(c.rb[c.rw:])
 		switch {
 		case e == syscall.EAGAIN || e == syscall.EINTR:
 			// Part of a header may stay buffered: its rest wakes the
@@ -1303,13 +1309,7 @@ func (c *conn) fillNB() (done bool, err error) {
 			m = copy(s, c.rb[c.rr:c.rw])
 			c.rr += m
 		} else {
-			c.rxDst, c.rxN, c.rxErr = s, 0, nil
-			if err := c.rc.Control(c.pollDirFn); err != nil {
-				c.rxDst = nil
-				return false, err
-			}
-			k, e := c.rxN, c.rxErr
-			c.rxDst, c.rxErr = nil, nil
+			k, e := c.readNB(s)
 			switch {
 			case e == syscall.EAGAIN || e == syscall.EINTR:
 				return false, nil

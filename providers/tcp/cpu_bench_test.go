@@ -1,6 +1,8 @@
 package tcp
 
 import (
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/godat/godat/api"
@@ -57,6 +59,45 @@ func BenchmarkRawRoundTripCPU64(b *testing.B) {
 		for n := 0; n < 64; {
 			k, _ := c1.Read(buf[n:])
 			n += k
+		}
+	}
+}
+
+// BenchmarkEmptyPoll is one Dequeue on the receive EVD of a connected EP
+// with nothing to receive: the step a busy-polling consumer repeats while
+// it waits, whose length bounds how soon it sees a message.
+// BenchmarkRawEmptyPoll is its baseline, a non-blocking read that finds
+// nothing on a plain TCP socket.
+func BenchmarkEmptyPoll(b *testing.B) {
+	cli, _ := benchPair(b)
+	var ev api.Event
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if cli.recv.Dequeue(&ev) == nil {
+			b.Fatalf("unexpected event %+v", ev)
+		}
+	}
+}
+
+// BenchmarkRawEmptyPoll is BenchmarkEmptyPoll's baseline.
+func BenchmarkRawEmptyPoll(b *testing.B) {
+	c1, _ := rawPair(b)
+	rc, err := c1.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	var e error
+	read := func(fd uintptr) bool {
+		_, e = syscall.Read(int(fd), buf)
+		return true
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := rc.Read(read); err != nil || e != syscall.EAGAIN {
+			b.Fatalf("read: %v %v", err, e)
 		}
 	}
 }
