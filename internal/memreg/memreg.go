@@ -75,9 +75,13 @@ type Window[PZ, EP comparable] struct {
 	Owner any // the provider's object behind it (an RMR), or nil
 }
 
-// Table is the memory registry of one IA.
+// Table is the memory registry of one IA. It is not safe for concurrent
+// use, lookups included (Gather remembers the last LMR it found): its
+// owner serializes every call.
 type Table[PZ, EP comparable] struct {
 	lmrs    map[api.LMRContext]*Region[PZ]
+	lastCtx api.LMRContext // Gather's last lookup, which DTOs mostly repeat
+	lastLMR *Region[PZ]    // lmrs[lastCtx], or nil
 	windows map[api.RMRContext]*Window[PZ, EP] // nil value: reserved context
 	rng     *rand.Rand
 }
@@ -106,7 +110,12 @@ func (t *Table[PZ, EP]) AddLMR(r *Region[PZ]) api.LMRContext {
 func (t *Table[PZ, EP]) LMR(c api.LMRContext) *Region[PZ] { return t.lmrs[c] }
 
 // RemoveLMR forgets the LMR context c; later DTOs naming it fail.
-func (t *Table[PZ, EP]) RemoveLMR(c api.LMRContext) { delete(t.lmrs, c) }
+func (t *Table[PZ, EP]) RemoveLMR(c api.LMRContext) {
+	delete(t.lmrs, c)
+	if c == t.lastCtx {
+		t.lastLMR = nil
+	}
+}
 
 // LMRs returns the number of registered LMRs.
 func (t *Table[PZ, EP]) LMRs() int { return len(t.lmrs) }
@@ -137,6 +146,7 @@ func (t *Table[PZ, EP]) Window(c api.RMRContext) *Window[PZ, EP] { return t.wind
 func (t *Table[PZ, EP]) Clear() {
 	clear(t.lmrs)
 	clear(t.windows)
+	t.lastLMR = nil
 }
 
 // Gather resolves local triplets for a DTO of an EP in PZ pz into byte
@@ -153,7 +163,11 @@ func (t *Table[PZ, EP]) Gather(segs [][]byte, iov []api.LMRTriplet, pz PZ, need 
 		if tr.Length == 0 {
 			continue
 		}
-		r := t.lmrs[tr.LMRContext]
+		r := t.lastLMR
+		if r == nil || tr.LMRContext != t.lastCtx {
+			r = t.lmrs[tr.LMRContext]
+			t.lastCtx, t.lastLMR = tr.LMRContext, r
+		}
 		if r == nil || pz == zero || r.PZ != pz || r.Priv&need != need {
 			return segs, 0, false
 		}

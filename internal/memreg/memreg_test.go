@@ -71,6 +71,14 @@ func TestGather(t *testing.T) {
 	if _, _, ok := tab.Gather(nil, []api.LMRTriplet{{Addr: base, Length: 1, LMRContext: rw}}, z1, api.MemPrivLocalRead); ok {
 		t.Error("a removed LMR still resolves")
 	}
+	// The last LMR found is remembered: Clear must forget it too.
+	if _, _, ok := tab.Gather(nil, []api.LMRTriplet{{Addr: 0, Length: 1, LMRContext: ro}}, z1, api.MemPrivLocalRead); !ok {
+		t.Fatal("Gather of the remaining LMR failed")
+	}
+	tab.Clear()
+	if _, _, ok := tab.Gather(nil, []api.LMRTriplet{{Addr: 0, Length: 1, LMRContext: ro}}, z1, api.MemPrivLocalRead); ok {
+		t.Error("an LMR still resolves after Clear")
+	}
 }
 
 func TestRemoteWindows(t *testing.T) {
