@@ -80,8 +80,8 @@ type Window[PZ, EP comparable] struct {
 // owner serializes every call.
 type Table[PZ, EP comparable] struct {
 	lmrs    map[api.LMRContext]*Region[PZ]
-	lastCtx api.LMRContext // Gather's last lookup, which DTOs mostly repeat
-	lastLMR *Region[PZ]    // lmrs[lastCtx], or nil
+	lastCtx api.LMRContext                     // Gather's last lookup, which DTOs mostly repeat
+	lastLMR *Region[PZ]                        // lmrs[lastCtx], or nil
 	windows map[api.RMRContext]*Window[PZ, EP] // nil value: reserved context
 	rng     *rand.Rand
 }
