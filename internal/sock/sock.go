@@ -321,9 +321,9 @@ func (s *Conn) Write(b []byte) (int, error) {
 }
 
 // ReadNB is one read into b that never waits: syscall.EAGAIN when the
-// socket holds nothing, net.ErrClosed after Close. It is RawConn.Control
-// with ReadNB, minus the callback, for the polling paths; it
-// uses none of the reader's scratch state.
+// socket holds nothing, net.ErrClosed after Close. It is the function
+// ReadNB under RawConn.Control without the callback, for polling paths,
+// and uses none of the reader's scratch state.
 func (s *Conn) ReadNB(b []byte) (int, error) {
 	if !s.incref() {
 		return 0, net.ErrClosed
