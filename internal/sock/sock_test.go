@@ -100,6 +100,14 @@ func TestWritevNBLimit(t *testing.T) {
 			}
 		}
 	}
+	// One segment left of several: written with write(2).
+	if n, e := WritevNB(fd, [][]byte{nil, []byte("xyz"), {}}, &iov, 0); e != 0 || n != 3 {
+		t.Fatalf("one segment: WritevNB = %d, %v; want 3", n, e)
+	}
+	got := make([]byte, 3)
+	if _, err := io.ReadFull(peer, got); err != nil || string(got) != "xyz" {
+		t.Fatalf("one segment: peer read %q, %v", got, err)
+	}
 }
 
 // A large write waits for room and finishes.
@@ -142,30 +150,33 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("Watch(false) again = %v, %v; watching %v", changed, err, s.Watching())
 	}
 	rc, _ := s.SyscallConn()
-	woke := make(chan int, 16)
+	woke := make(chan int, 16) // each call's read: bytes, or -1
 	done := make(chan error, 1)
 	go func() {
-		calls := 0
 		done <- rc.Read(func(fd uintptr) bool {
-			calls++
-			woke <- calls
 			var b [8]byte
 			n, err := syscall.Read(int(fd), b[:])
+			woke <- n // (after the read: the first finds nothing)
 			return n > 0 || (err != nil && err != syscall.EAGAIN)
 		})
 	}()
-	<-woke // the first call, before any wait
+	if n := <-woke; n > 0 {
+		t.Fatalf("the first call read %d bytes before any were sent", n)
+	}
 	peer.Write([]byte("x"))
 	select {
 	case n := <-woke:
-		t.Fatalf("unwatched socket woke its waiter (call %d)", n)
+		t.Fatalf("unwatched socket woke its waiter (read %d)", n)
 	case <-time.After(100 * time.Millisecond):
 	}
 	if changed, err := s.Watch(true); err != nil || !changed {
 		t.Fatalf("Watch(true) = %v, %v", changed, err)
 	}
 	select {
-	case <-woke:
+	case n := <-woke:
+		if n != 1 {
+			t.Fatalf("woken waiter read %d bytes, want 1", n)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("watching again did not wake the waiter")
 	}

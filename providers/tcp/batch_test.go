@@ -1,22 +1,29 @@
 package tcp
 
 import (
+	"bytes"
 	"testing"
 )
 
 // batchFrames runs batch on a connection that owes the ACK of request 7
 // and 3 credits, with the given frames queued, and decodes what it would
-// write: frame headers in order (payload segments skipped).
+// write: the frame headers, in order, of the byte stream that wvec holds.
+// It checks that each payload is in the stream whole, and that a payload
+// longer than inlineMax is a slice of its own memory (not a copy).
 func batchFrames(t *testing.T, queued ...frame) []frame {
 	t.Helper()
 	c := newConn(&ia{})
 	c.placed, c.recvPosted = 7, 3
-	payload := make([]byte, 8<<10)
+	payloads := make([][]byte, len(queued))
 	for i := range queued {
 		f := &queued[i]
 		var segs [][]byte
 		if f.Len > 0 {
-			segs = [][]byte{payload[:f.Len]}
+			payloads[i] = make([]byte, f.Len)
+			for k := range payloads[i] {
+				payloads[i][k] = byte(i*31 + k)
+			}
+			segs = [][]byte{payloads[i]}
 		}
 		c.deferWake++ // (no writer to wake)
 		c.enqueue(f, segs)
@@ -25,22 +32,56 @@ func batchFrames(t *testing.T, queued ...frame) []frame {
 		}
 	}
 	c.batch()
+	var stream []byte
+	for _, b := range c.wvec {
+		stream = append(stream, b...)
+	}
 	lim := limits{maxMsg: 1 << 20, maxRDMA: 1 << 20}
 	var out []frame
-	for _, b := range c.wvec {
-		if len(b) != frameLen {
-			continue
-		}
-		f, err := decodeFrame(b, &lim)
+	for len(stream) > 0 {
+		f, err := decodeFrame(stream, &lim)
 		if err != nil {
-			t.Fatalf("batch wrote a malformed header %x: %v", b, err)
+			t.Fatalf("batch wrote a malformed header %x: %v", stream[:min(len(stream), frameLen)], err)
 		}
+		stream = stream[frameLen:]
+		if uint32(len(stream)) < f.Len {
+			t.Fatalf("frame %+v: %d payload bytes left in the batch", f, len(stream))
+		}
+		if f.Type != frAck {
+			i := len(out) - countAcks(out)
+			if i >= len(queued) || !bytes.Equal(stream[:f.Len], payloads[i]) {
+				t.Fatalf("frame %+v: the payload is not the one queued", f)
+			}
+			if f.Len > inlineMax && !sharesMemory(c.wvec, payloads[i]) {
+				t.Fatalf("frame %+v: a %d-byte payload was copied", f, f.Len)
+			}
+		}
+		stream = stream[f.Len:]
 		out = append(out, f)
 	}
 	if c.ackDue() {
 		t.Fatalf("the ACK is still owed after a batch of %d frames", len(queued))
 	}
 	return out
+}
+
+func countAcks(fs []frame) (n int) {
+	for _, f := range fs {
+		if f.Type == frAck {
+			n++
+		}
+	}
+	return n
+}
+
+// sharesMemory reports whether one of bufs starts where p does.
+func sharesMemory(bufs [][]byte, p []byte) bool {
+	for _, b := range bufs {
+		if len(b) > 0 && &b[0] == &p[0] {
+			return true
+		}
+	}
+	return false
 }
 
 // TestBatchCarriesAck checks where a batch puts the ACK owed: in the
@@ -76,5 +117,30 @@ func TestBatchCarriesAck(t *testing.T) {
 				t.Fatalf("frame %d carries %+v, want ACK 7 with 3 credits", tc.ackAt, got[tc.ackAt])
 			}
 		})
+	}
+}
+
+// TestBatchStagesSmallFrames checks that a batch of short SENDs and RDMA
+// WRITEs is one buffer (one write system call), and that a read
+// response's payload is never copied, however short.
+func TestBatchStagesSmallFrames(t *testing.T) {
+	c := newConn(&ia{})
+	small := make([]byte, inlineMax)
+	for i, typ := range []uint8{frSend, frWrite, frSend} {
+		c.deferWake++
+		c.enqueue(&frame{Type: typ, Seq: uint64(i + 1), Len: uint32(len(small))}, [][]byte{small})
+	}
+	c.batch()
+	if len(c.wvec) != 1 || len(c.wvec[0]) != 3*(frameLen+inlineMax) {
+		t.Fatalf("three short frames make %d buffers, want one of %d bytes", len(c.wvec), 3*(frameLen+inlineMax))
+	}
+	c = newConn(&ia{})
+	resp := make([]byte, 8)
+	c.deferWake++
+	c.enqueue(&frame{Type: frReadResp, Seq: 1, Len: uint32(len(resp))}, [][]byte{resp})
+	c.respQueued++
+	c.batch()
+	if len(c.wvec) != 2 || !sharesMemory(c.wvec, resp) {
+		t.Fatalf("a read response's payload was copied: %d buffers", len(c.wvec))
 	}
 }

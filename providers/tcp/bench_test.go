@@ -378,7 +378,9 @@ func TestPolledTransfers(t *testing.T) {
 		if err := cli.ep.PostRDMARead([]api.LMRTriplet{cli.lmr.Triplet(0, n)}, 1, rt, api.CompletionDefault); err != nil {
 			t.Fatal(err)
 		}
-		if err := cli.ep.PostRDMAWrite([]api.LMRTriplet{cli.lmr.Triplet(0, 64)}, 2, rt, api.CompletionDefault); err != nil {
+		// (From memory the read does not land in: a DTO's local
+		// memory must not change while it is outstanding.)
+		if err := cli.ep.PostRDMAWrite([]api.LMRTriplet{cli.lmr.Triplet(n, 64)}, 2, rt, api.CompletionDefault); err != nil {
 			t.Fatal(err)
 		}
 		for k := range 2 {

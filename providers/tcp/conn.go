@@ -80,13 +80,15 @@ type conn struct {
 	// send side and the scratch below until it clears wbusy: the writer
 	// goroutine, or a goroutine that posts, or the reader (direct writes,
 	// see flush).
-	rc        syscall.RawConn              // nil: no direct writes
-	wbusy     bool                         // a goroutine is writing
-	wrem      bool                         // wvec holds the unwritten rest of a direct write
-	txPend    atomic.Bool                  // wrem, for pollers to see without the lock
-	deferWake int                          // goroutines that flush before they release ia.mu
-	wh        [maxBatchSegs][frameLen]byte // copies of the headers of one batch
-	whdr      [2][frameLen]byte            // ACK and DISCONNECT
+	rc        syscall.RawConn // nil: no direct writes
+	wbusy     bool            // a goroutine is writing
+	wrem      bool            // wvec holds the unwritten rest of a direct write
+	txPend    atomic.Bool     // wrem, for pollers to see without the lock
+	deferWake int             // goroutines that flush before they release ia.mu
+	wstage    [wstageLen]byte // one batch's headers and small payloads, packed (stage)
+	wpos      int             // wstage[:wpos] is in use
+	wrun      int             // index in wvec of the slice of wstage that ends at wpos; -1: none
+	wdisc     [frameLen]byte  // DISCONNECT
 	wvec      [][]byte
 	wvec0     [][]byte // wvec's full backing array
 	wbufs     net.Buffers
@@ -369,8 +371,8 @@ func (c *conn) writeLoop() {
 			c.disc = false
 			mu.Unlock()
 			if disc {
-				encodeFrame(c.whdr[0][:], &frame{Type: frDisc})
-				_, _ = c.nc.Write(c.whdr[0][:])
+				encodeFrame(c.wdisc[:], &frame{Type: frDisc})
+				_, _ = c.nc.Write(c.wdisc[:])
 			}
 			mu.Lock()
 			hard = hard || c.hard
@@ -388,8 +390,8 @@ func (c *conn) writeLoop() {
 		}
 		c.wbusy = true
 		c.batch()
-		// The batch refers to header copies and to the DTOs' memory only:
-		// the ring's slots may be reused while it is written.
+		// The batch refers to wstage and to the DTOs' memory only: the
+		// ring's slots may be reused while it is written.
 		mu.Unlock()
 		err := c.writeVec()
 		mu.Lock()
@@ -402,10 +404,14 @@ func (c *conn) writeLoop() {
 
 // batch moves queued frames into wvec, with the ACK owed, if any, in the
 // header of one of them (a receiver applies it once it has processed that
-// frame) or, when none fits, as an ACK frame of its own. ia.mu is held
-// and the caller set wbusy.
+// frame) or, when none fits, as an ACK frame of its own. Headers, and
+// payloads of inlineMax bytes or less, are copied into wstage, one after
+// the other, so that a batch of small frames is a single buffer (one
+// write system call); larger payloads are written from their memory.
+// ia.mu is held and the caller set wbusy.
 func (c *conn) batch() {
 	c.wvec = c.wvec0[:0]
+	c.wpos, c.wrun = 0, -1
 	ack := c.ackDue() && !c.closing
 	// Where the ACK goes: with no READ_RESP queued, as early as it can,
 	// so that the peer learns of its completions and credits before the
@@ -422,21 +428,34 @@ func (c *conn) batch() {
 			ack = false
 		}
 	}
-	nsegs, nitems := 0, 0
+	nsegs := 0
 	var h *[frameLen]byte
 	for c.tx.Len() > 0 && nsegs < maxBatchSegs {
 		t := c.tx.Front()
-		h = &c.wh[nitems]
-		*h = t.hdr
+		n := 0
+		for _, s := range t.segs {
+			n += len(s)
+		}
+		inline := n <= inlineMax && !t.readResp
+		need := frameLen
+		if inline {
+			need += n
+		}
+		if c.wpos+need > len(c.wstage) {
+			break // the next batch takes it
+		}
+		h = c.stage(t.hdr[:])
 		if onFirst {
 			c.carryAck(h)
 			onFirst, ack = false, false
 		}
-		nitems++
-		c.wvec = append(c.wvec, h[:])
 		for _, s := range t.segs {
-			if len(s) > 0 {
+			switch {
+			case inline:
+				c.stage(s)
+			case len(s) > 0:
 				c.wvec = append(c.wvec, s)
+				c.wrun = -1
 			}
 		}
 		nsegs += 1 + len(t.segs)
@@ -450,6 +469,42 @@ func (c *conn) batch() {
 		c.carryAck(h)
 	}
 }
+
+// stage copies b into wstage at wpos, for a caller that checked the room,
+// and adds it to the batch: as a longer last slice when that one ends
+// where b goes. It returns the copy's start as a header.
+func (c *conn) stage(b []byte) *[frameLen]byte {
+	p := c.wpos
+	c.wpos += copy(c.wstage[p:], b)
+	if k := len(c.wvec) - 1; k >= 0 && k == c.wrun {
+		c.wvec[k] = c.wvec[k][:len(c.wvec[k])+len(b)]
+	} else if len(b) > 0 {
+		c.wvec = append(c.wvec, c.wstage[p:c.wpos])
+		c.wrun = len(c.wvec) - 1
+	}
+	if p+frameLen > len(c.wstage) {
+		return nil
+	}
+	return (*[frameLen]byte)(c.wstage[p:])
+}
+
+// zeroFrame is the blank a header is encoded over in wstage.
+var zeroFrame [frameLen]byte
+
+// wstageLen is the size of a batch's staging buffer: room for the headers
+// of a full batch (maxBatchSegs) and some small payloads.
+const wstageLen = 8 << 10
+
+// inlineMax is the largest payload of a SEND or RDMA WRITE that a batch
+// copies next to its header rather than writing it from the DTO's memory.
+// For so little data the copy costs less than the extra segment of a
+// vectored write: a plain-socket 64 B round trip took 0.3 µs less of CPU
+// with header and payload in one buffer than in two. The copy is made
+// while the DTO is outstanding, when the consumer may not change that
+// memory. Read responses are never copied: their memory is the
+// consumer's to write while a peer reads it, which the kernel's gather
+// tolerates and a copy in Go would turn into a data race.
+const inlineMax = 256
 
 // ackRideMax is the largest payload of a frame whose header carries the
 // ACK owed ahead of the rest of a batch: the peer applies an ACK after
@@ -540,8 +595,8 @@ func (c *conn) creditDue() {
 // appendAck adds the ACK owed to the batch as an ACK frame. ia.mu is held.
 func (c *conn) appendAck() {
 	placed, posted := c.takeAck()
-	encodeFrame(c.whdr[1][:], &frame{Type: frAck, Flags: frFlagAck, Ack: placed, Credits: posted})
-	c.wvec = append(c.wvec, c.whdr[1][:])
+	h := c.stage(zeroFrame[:])
+	encodeFrame(h[:], &frame{Type: frAck, Flags: frFlagAck, Ack: placed, Credits: posted})
 }
 
 // carryAck puts the ACK owed into the header h of a frame about to be
