@@ -432,10 +432,7 @@ func (c *conn) batch() {
 	var h *[frameLen]byte
 	for c.tx.Len() > 0 && nsegs < maxBatchSegs {
 		t := c.tx.Front()
-		n := 0
-		for _, s := range t.segs {
-			n += len(s)
-		}
+		n := int(binary.BigEndian.Uint32(t.hdr[4:])) // the payload's length
 		inline := n <= inlineMax && !t.readResp
 		need := frameLen
 		if inline {
@@ -444,7 +441,7 @@ func (c *conn) batch() {
 		if c.wpos+need > len(c.wstage) {
 			break // the next batch takes it
 		}
-		h = c.stage(t.hdr[:])
+		h = c.stageHdr(t.hdr[:])
 		if onFirst {
 			c.carryAck(h)
 			onFirst, ack = false, false
@@ -472,8 +469,8 @@ func (c *conn) batch() {
 
 // stage copies b into wstage at wpos, for a caller that checked the room,
 // and adds it to the batch: as a longer last slice when that one ends
-// where b goes. It returns the copy's start as a header.
-func (c *conn) stage(b []byte) *[frameLen]byte {
+// where b goes.
+func (c *conn) stage(b []byte) {
 	p := c.wpos
 	c.wpos += copy(c.wstage[p:], b)
 	if k := len(c.wvec) - 1; k >= 0 && k == c.wrun {
@@ -482,9 +479,13 @@ func (c *conn) stage(b []byte) *[frameLen]byte {
 		c.wvec = append(c.wvec, c.wstage[p:c.wpos])
 		c.wrun = len(c.wvec) - 1
 	}
-	if p+frameLen > len(c.wstage) {
-		return nil
-	}
+}
+
+// stageHdr stages the frame header h and returns its copy, which an ACK
+// may still be put into.
+func (c *conn) stageHdr(h []byte) *[frameLen]byte {
+	p := c.wpos
+	c.stage(h[:frameLen])
 	return (*[frameLen]byte)(c.wstage[p:])
 }
 
@@ -595,7 +596,7 @@ func (c *conn) creditDue() {
 // appendAck adds the ACK owed to the batch as an ACK frame. ia.mu is held.
 func (c *conn) appendAck() {
 	placed, posted := c.takeAck()
-	h := c.stage(zeroFrame[:])
+	h := c.stageHdr(zeroFrame[:])
 	encodeFrame(h[:], &frame{Type: frAck, Flags: frFlagAck, Ack: placed, Credits: posted})
 }
 
