@@ -101,39 +101,29 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 			row := benchRow{Op: op, Size: size, Mode: p.mode(), Iters: p.iters}
 			label := fmt.Sprintf("%s %s %s", op, sizeName(size), p.mode())
 			switch op {
-			case "lat":
-				if err := c.checkSize(size, false); err != nil {
+			case "lat", "wlat":
+				// wlat is an RDMA-write ping-pong, lat a send/recv one;
+				// both against the raw TCP ping-pong.
+				if err := c.checkSize(size, op == "wlat"); err != nil {
 					return nil, err
 				}
+				if op == "wlat" && !p.poll {
+					return nil, fmt.Errorf("%s: an RDMA-write ping-pong runs in poll mode only", label)
+				}
 				prog.begin(label+" godat", size, p.iters, false)
-				d, err := c.lat(ctx, size, warm, p.iters, p.poll, prog)
+				var d time.Duration
+				var err error
+				if op == "wlat" {
+					d, err = c.wlat(ctx, w, size, warm, p.iters, prog)
+				} else {
+					d, err = c.lat(ctx, size, warm, p.iters, p.poll, prog)
+				}
 				prog.end()
 				if err != nil {
 					return nil, fmt.Errorf("%s godat: %w", label, err)
 				}
 				prog.begin(label+" raw TCP", size, p.iters, false)
 				r, err := raw.lat(ctx, size, warm, p.iters, p.poll)
-				prog.end()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", label, err)
-				}
-				row.Unit, row.Godat, row.Raw = "us", us(d), us(r)
-				row.Ratio = ratio(row.Godat, row.Raw)
-			case "wlat":
-				if err := c.checkSize(size, true); err != nil {
-					return nil, err
-				}
-				if !p.poll {
-					return nil, fmt.Errorf("%s: an RDMA-write ping-pong runs in poll mode only", label)
-				}
-				prog.begin(label+" godat", size, p.iters, false)
-				d, err := c.wlat(ctx, w, size, warm, p.iters, prog)
-				prog.end()
-				if err != nil {
-					return nil, fmt.Errorf("%s godat: %w", label, err)
-				}
-				prog.begin(label+" raw TCP", size, p.iters, false)
-				r, err := raw.lat(ctx, size, warm, p.iters, true)
 				prog.end()
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", label, err)
@@ -210,7 +200,8 @@ func (c *client) checkSize(size int, rdma bool) error {
 
 // lat runs a send/recv ping-pong of warm+iters round trips of size-byte
 // messages and returns the one-way latency (half the round trip) of the
-// timed ones. Both sides post their next receive before they send.
+// timed ones. Each side keeps one receive posted ahead, and posts the
+// one that replaces it after it sends (off the critical path).
 func (c *client) lat(ctx context.Context, size, warm, iters int, poll bool, prog *progress) (time.Duration, error) {
 	req := newMsg(kindLat).u64(tagLength, uint64(size)).u64(tagCount, uint64(warm+iters))
 	if poll {
@@ -278,12 +269,12 @@ func (c *client) lat(ctx context.Context, size, warm, iters int, poll bool, prog
 }
 
 // dtoOK checks that ev is a successful DTO completion.
-func (c *client) dtoOK(ev *api.Event) error {
+func (l *link) dtoOK(ev *api.Event) error {
 	if ev.Number != api.DTOCompletionEvent {
 		return fmt.Errorf("unexpected event %v", ev.Number)
 	}
 	if ev.DTO.Status != api.DTOSuccess {
-		return &dtoError{d: ev.DTO, conn: c.connState()}
+		return &dtoError{d: ev.DTO, conn: l.connState()}
 	}
 	return nil
 }

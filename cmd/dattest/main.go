@@ -56,8 +56,8 @@
 // warm-up of iters/10 (at least 10, at most 1000):
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
-//     only memory polling can see, so it would have no "wait" mode). Both
-//     sides post their next receive before they send. The figure is the
+//     only memory polling can see, so it would have no "wait" mode). Each
+//     side keeps a receive posted ahead, and posts the next after it sends. The figure is the
 //     one-way latency, half the mean round trip, in microseconds.
 //   - bw: the client streams RDMA writes of size bytes into the server's
 //     window, keeping up to 16 outstanding; the figure is size × iters over
@@ -150,8 +150,9 @@
 // window, replies, then answers count RDMA-write pings landing there with
 // RDMA-write pongs to the client's area the address and context name; see
 // wlat above), 22 SYNC. The client has one
-// request outstanding at a time, and the server always has exactly one
-// receive posted, which is how IOV_PREP can shape it.
+// request outstanding at a time, and the server has exactly one receive
+// posted for it, which is how IOV_PREP can shape it (during BENCH_LAT a
+// second one is posted ahead for the pings).
 //
 // Exit status:
 //

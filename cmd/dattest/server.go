@@ -122,13 +122,14 @@ type session struct {
 	// answering a ping allocates nothing (the raw baseline does not).
 	latRecv, latSend []api.LMRTriplet
 	// An RDMA-write ping-pong the last request asked for, run once its
-	// reply is posted: pings of wlatSize bytes, wlatCount of them, pongs
-	// written to wlatDst.
-	wlatSize, wlatCount int
-	wlatDst             api.RMRTriplet
+	// reply is posted: wlatCount pings, each answered by a pong written
+	// to wlatDst (whose length is the pings').
+	wlatCount int
+	wlatDst   api.RMRTriplet
 
-	// The one receive posted: its segments. A receive is always posted
-	// before the reply that lets the client send again.
+	// The receive posted for the next request: its segments. A receive
+	// is always posted before the reply that lets the client send again
+	// (during a latency run a second one is posted ahead).
 	recvSegs [][]byte
 	// nextSegs, when set, is the shape (segment lengths) of the next
 	// receive; nextGather is how many segments the next reply uses.
@@ -339,7 +340,7 @@ func (s *session) loop(ctx context.Context) error {
 		if s.wlatCount > 0 {
 			n := s.wlatCount
 			s.wlatCount = 0
-			if err := s.wlatServe(ctx, s.wlatSize, n, s.wlatDst); err != nil {
+			if err := s.wlatServe(ctx, n, s.wlatDst); err != nil {
 				return err
 			}
 		}
@@ -491,22 +492,21 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		s.latSend = []api.LMRTriplet{s.local.tri(s.slot, s.latSize)}
 		return reply(k)
 	case kindWLat:
-		size, err1 := m.get(tagLength)
+		w, err1 := windowOf(m) // the client's landing area, length bytes
 		count, err2 := m.get(tagCount)
-		addr, err3 := m.get(tagAddr)
-		rctx, err4 := m.get(tagRMR)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		if err := errors.Join(err1, err2); err != nil {
 			return failure(k, "%v", err)
 		}
-		if size == 0 || size > uint64(s.slot) || size > uint64(len(s.win.b)) || size > 1<<32-1 {
+		size := w.len
+		if size <= 0 || size > s.slot || size > len(s.win.b) || size > 1<<32-1 {
 			return failure(k, "size %d out of range (the session was opened for %d)", size, s.slot)
 		}
 		// The pings land at the start of the window: clear it, so that
 		// no byte left there by an earlier run looks like a ping.
 		clear(s.win.b[:size])
-		s.n.ia.SyncRDMAWrite([]api.LMRTriplet{s.win.tri(0, int(size))})
-		s.wlatSize, s.wlatCount = int(size), int(min(count, rawMaxCount))
-		s.wlatDst = api.RMRTriplet{Addr: api.VAddr(addr), Length: uint32(size), RMRContext: api.RMRContext(rctx)}
+		s.n.ia.SyncRDMAWrite([]api.LMRTriplet{s.win.tri(0, size)})
+		s.wlatCount = int(min(count, rawMaxCount))
+		s.wlatDst = w.at(0, size)
 		return reply(k)
 	case kindSync:
 		s.poll = m.getOr(tagPoll, 0) == 1
