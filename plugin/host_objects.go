@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/dispatch"
 	"github.com/godat/godat/internal/eventq"
 	pb "github.com/godat/godat/plugin/proto"
 )
@@ -270,7 +271,7 @@ func (c *conn) deliver(e *event) {
 		return // the EVD was freed meanwhile
 	}
 	if e.notify {
-		evd.q.Notify()
+		evd.Q.Notify()
 		return
 	}
 	ia := evd.ia
@@ -399,7 +400,7 @@ func (ia *hIA) teardown() {
 		o.base().freed.Store(true)
 		switch x := o.(type) {
 		case *hEVD:
-			x.q.Close()
+			x.Q.Close()
 		case *hLMR:
 			c.unshare(x.mem)
 		}
@@ -633,25 +634,25 @@ func (z *hPZ) Free() error { return z.c.free(z) }
 // hEVD is an EVD: the plugin's EVD feeds this host queue.
 type hEVD struct {
 	hbase
-	q     *eventq.Queue
-	flags api.EVDFlags
-	mu    sync.Mutex // cno, resize
-	cno   *hCNO
+	dispatch.QueueControl // Q, the host-side event queue
+	flags                 api.EVDFlags
+	mu                    sync.Mutex // cno, resize
+	cno                   *hCNO
 }
 
 func newHEVD(flags api.EVDFlags, qlen int) *hEVD {
 	e := &hEVD{flags: flags}
-	e.q = eventq.New(qlen, e)
+	e.Q = eventq.New(qlen, e)
 	return e
 }
 
 // post queues an event; an overflow is reported once per episode on the
 // IA's async EVD, as a provider's own EVD would.
 func (e *hEVD) post(ev *api.Event, notify bool) {
-	if e.q.Post(ev, notify) == eventq.OverflowBegan {
+	if e.Q.Post(ev, notify) == eventq.OverflowBegan {
 		if a := e.ia.async; a != nil && a != e {
 			ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: e, Reason: api.ReasonEVDOverflow}}
-			a.q.Post(&ov, true)
+			a.Q.Post(&ov, true)
 		}
 	}
 }
@@ -660,7 +661,7 @@ func (e *hEVD) Query() (api.EVDParam, error) {
 	if e.freed.Load() {
 		return api.EVDParam{}, api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
 	}
-	p := api.EVDParam{IA: e.ia, QLen: e.q.Cap(), State: e.q.State(), Flags: e.flags}
+	p := api.EVDParam{IA: e.ia, QLen: e.Q.Cap(), State: e.Q.State(), Flags: e.flags}
 	e.mu.Lock()
 	if e.cno != nil {
 		p.CNO = e.cno
@@ -675,13 +676,13 @@ func (e *hEVD) Resize(qlen int) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	old := e.q.Cap()
-	if err := e.q.Resize(qlen); err != nil {
+	old := e.Q.Cap()
+	if err := e.Q.Resize(qlen); err != nil {
 		return err
 	}
 	r, err := e.c.rpc.ResizeEVD(bg, &pb.ResizeReq{Id: e.id, N: int64(qlen)})
 	if err := e.c.done(r, err); err != nil {
-		e.q.Resize(old)
+		e.Q.Resize(old)
 		return err
 	}
 	return nil
@@ -702,7 +703,7 @@ func (e *hEVD) PostSE(ev *api.Event) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
 	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
-	return e.q.PostSE(&se)
+	return e.Q.PostSE(&se)
 }
 
 // Dequeue takes the first event (dat_evd_dequeue(3DAT)). When the queue is
@@ -712,12 +713,12 @@ func (e *hEVD) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
-	err := e.q.Dequeue(ev)
+	err := e.Q.Dequeue(ev)
 	if err == nil || !e.c.cqWaiting() {
 		return err
 	}
 	e.c.consumeCQ()
-	return e.q.Dequeue(ev)
+	return e.Q.Dequeue(ev)
 }
 
 func (e *hEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
@@ -727,13 +728,8 @@ func (e *hEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, err
 	if e.c.cqWaiting() {
 		e.c.consumeCQ()
 	}
-	return e.q.Wait(ctx, threshold, ev)
+	return e.Q.Wait(ctx, threshold, ev)
 }
-
-func (e *hEVD) Enable() error          { e.q.SetEnabled(true); return nil }
-func (e *hEVD) Disable() error         { e.q.SetEnabled(false); return nil }
-func (e *hEVD) SetUnwaitable() error   { e.q.SetUnwaitable(true); return nil }
-func (e *hEVD) ClearUnwaitable() error { e.q.SetUnwaitable(false); return nil }
 
 func (e *hEVD) ModifyCNO(cno api.CNO) error {
 	if e.freed.Load() {
@@ -759,9 +755,9 @@ func (e *hEVD) setCNO(c *hCNO) {
 	}
 	if c != nil {
 		c.evds.Add(1)
-		e.q.SetCNO(c.c)
+		e.Q.SetCNO(c.c)
 	} else {
-		e.q.SetCNO(nil)
+		e.Q.SetCNO(nil)
 	}
 	if old != nil && old.evds.Add(-1) == 0 {
 		old.c.ReleaseWaiters()
@@ -776,7 +772,7 @@ func (e *hEVD) Free() error {
 		return err
 	}
 	e.setCNO(nil)
-	e.q.Close()
+	e.Q.Close()
 	return nil
 }
 

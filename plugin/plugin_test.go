@@ -103,7 +103,8 @@ func loadRegistry(t testing.TB, path string) *registry.Registry {
 	return r
 }
 
-// openFDs counts the test process's open descriptors.
+// openFDs lists the test process's open descriptors: what each points to,
+// by number.
 func openFDs(t testing.TB) map[string]string {
 	t.Helper()
 	es, err := os.ReadDir("/proc/self/fd")

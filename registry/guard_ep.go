@@ -86,6 +86,9 @@ func (g *gEP) use(delta int32) {
 	for _, e := range [...]*gEVD{g.recv, g.req, g.conn} {
 		if e != nil {
 			e.users.Add(delta)
+			if delta < 0 {
+				e.lastEP.CompareAndSwap(g, nil) // (no EVD keeps an EP it no longer serves)
+			}
 		}
 	}
 	if g.srq != nil {
@@ -277,11 +280,6 @@ func (g *gEP) Free() error {
 	err := release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.use(-1)
-		for _, e := range [...]*gEVD{g.recv, g.req} {
-			if e != nil {
-				e.lastEP.CompareAndSwap(g, nil) // (let the freed EP go)
-			}
-		}
 	}
 	return err
 }

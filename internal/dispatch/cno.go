@@ -31,7 +31,7 @@ type CNOObject struct {
 // with mu held, for the provider to drop the CNO from its IA.
 func NewCNOObject(agent api.WaitAgent, ia api.IA, mu sync.Locker, release func(*CNOObject)) *CNOObject {
 	o := &CNOObject{ia: ia, mu: mu, release: release}
-	o.n = NewCNO(agent, o)
+	o.n = newCNO(agent, o)
 	return o
 }
 

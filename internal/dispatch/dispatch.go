@@ -122,9 +122,9 @@ type CNO struct {
 	EVDs  int
 }
 
-// NewCNO returns the state of a CNO with wait agent agent (nil for none)
+// newCNO returns the state of a CNO with wait agent agent (nil for none)
 // whose provider object is owner.
-func NewCNO(agent api.WaitAgent, owner api.CNO) CNO {
+func newCNO(agent api.WaitAgent, owner api.CNO) CNO {
 	return CNO{C: eventq.NewCNO(agent), Owner: owner}
 }
 

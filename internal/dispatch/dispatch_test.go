@@ -70,7 +70,7 @@ func TestPostSE(t *testing.T) {
 }
 
 func TestAttachAndFree(t *testing.T) {
-	a, b := NewCNO(nil, nil), NewCNO(nil, nil)
+	a, b := newCNO(nil, nil), newCNO(nil, nil)
 	defer a.C.Close()
 	defer b.C.Close()
 	q := eventq.New(1, nil)

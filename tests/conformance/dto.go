@@ -212,7 +212,7 @@ func dtoGroups() []group {
 				p := t.pair()
 				src, dst := p.cli.region(64, rw), p.srv.region(64, remote)
 				n := 4 * t.queryEP(p.cli.ep).Attr.MaxRequestDTOs
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := time.Now().Add(eventTimeout)
 				var ev api.Event
 				// post retries a write the full queue refuses, as a
 				// polling consumer would, until the queue has room.
@@ -226,7 +226,7 @@ func dtoGroups() []group {
 							t.Fatalf("%s: %v", what, err)
 						}
 						if time.Now().After(deadline) {
-							t.Fatalf("%s: the request queue stayed full for 10 s (%v)", what, err)
+							t.Fatalf("%s: the request queue stayed full for %v (%v)", what, eventTimeout, err)
 						}
 						// Dequeue lets the provider see the completions,
 						// and must find none to report.
