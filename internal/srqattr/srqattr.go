@@ -10,6 +10,13 @@ import (
 	"github.com/godat/godat/api"
 )
 
+// LowWatermarkEvent is the event number of the SRQ low-watermark
+// notification: DAT 2.0 defines the reason (DAT_SRQ_LOW_WATERMARK_EVENT)
+// but no event number of its own, so every provider posts it as this
+// asynchronous event, whose AsyncErrorData names the SRQ with reason
+// api.ReasonSRQLowWatermark.
+const LowWatermarkEvent = api.AsyncProviderInternalErrorEvent
+
 // CheckCreate checks the attributes of dat_srq_create(3DAT): MaxRecvDTOs
 // in 1..maxRecv, MaxRecvIOV in 1..maxIOV, LowWatermark in
 // 0..MaxRecvDTOs (ErrInvalidParameter otherwise).

@@ -8,12 +8,6 @@ import (
 	"github.com/godat/godat/internal/srqattr"
 )
 
-// srqLowWatermarkEvent is the event number of the SRQ low-watermark
-// notification: DAT 2.0 defines the reason (DAT_SRQ_LOW_WATERMARK_EVENT)
-// but no event number of its own, so it travels as an asynchronous event
-// whose AsyncErrorData names the SRQ.
-const srqLowWatermarkEvent = api.AsyncProviderInternalErrorEvent
-
 // srq is a Shared Receive Queue (dat_srq_create(3DAT)). All fields are
 // guarded by fab.mu.
 type srq struct {
@@ -125,7 +119,7 @@ func (s *srq) take() *recvWR {
 func (s *srq) checkLW() {
 	if s.armed && s.recvs.Len() < s.lw {
 		s.armed = false
-		s.ia.postAsync(srqLowWatermarkEvent, s, api.ReasonSRQLowWatermark)
+		s.ia.postAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/srqattr"
 )
 
 // srqPair connects k EPs of a to k EPs of b that share one SRQ.
@@ -96,14 +97,14 @@ func TestSRQLowWatermark(t *testing.T) {
 	must(t, ca[0].PostSend(s.iov(0, 8), 1, api.CompletionSuppress), "PostSend")
 	b.none(b.async, "3 available is not below 3")
 	must(t, ca[0].PostSend(s.iov(0, 8), 2, api.CompletionSuppress), "PostSend")
-	ev := b.expect(b.async, srqLowWatermarkEvent)
+	ev := b.expect(b.async, srqattr.LowWatermarkEvent)
 	if ev.Async.Object != srq || ev.Async.Reason != api.ReasonSRQLowWatermark {
 		t.Fatalf("low-watermark event %+v", ev.Async)
 	}
 	must(t, ca[0].PostSend(s.iov(0, 8), 3, api.CompletionSuppress), "PostSend")
 	b.none(b.async, "the event is one-shot")
 	must(t, srq.SetLW(2), "SetLW re-arms; 1 available fires at once")
-	b.expect(b.async, srqLowWatermarkEvent)
+	b.expect(b.async, srqattr.LowWatermarkEvent)
 	if err := srq.SetLW(9); !errors.Is(err, api.ErrInvalidParameter) {
 		t.Fatalf("SetLW above MaxRecvDTOs: %v", err)
 	}
@@ -130,14 +131,14 @@ func TestSRQResize(t *testing.T) {
 	if prm.MaxRecvDTOs != 6 {
 		t.Fatalf("MaxRecvDTOs %d", prm.MaxRecvDTOs)
 	}
-	b.expect(b.async, srqLowWatermarkEvent) // 4 < 5 at SetLW
+	b.expect(b.async, srqattr.LowWatermarkEvent) // 4 < 5 at SetLW
 }
 
 func TestSRQCreateFiresWatermarkAtOnce(t *testing.T) {
 	n := newNode(t)
 	s, err := n.ia.CreateSRQ(n.pz, api.SRQAttr{MaxRecvDTOs: 4, MaxRecvIOV: 1, LowWatermark: 1})
 	must(t, err, "CreateSRQ")
-	if ev := n.expect(n.async, srqLowWatermarkEvent); ev.Async.Object != s {
+	if ev := n.expect(n.async, srqattr.LowWatermarkEvent); ev.Async.Object != s {
 		t.Fatalf("event names %v", ev.Async.Object)
 	}
 	must(t, s.Free(), "SRQ.Free")

@@ -8,10 +8,6 @@ import (
 	"github.com/godat/godat/internal/srqattr"
 )
 
-// srqLowWatermarkEvent is the event number of the SRQ low-watermark
-// notification (DAT 2.0 names the reason but gives it no number).
-const srqLowWatermarkEvent = api.AsyncProviderInternalErrorEvent
-
 // srq is a Shared Receive Queue (dat_srq_create(3DAT)); guarded by ia.mu.
 type srq struct {
 	api.ContextSlot
@@ -93,7 +89,7 @@ func (s *srq) take() *recvWR {
 func (s *srq) checkLW() {
 	if s.armed && s.recvs.Len() < s.lw {
 		s.armed = false
-		s.ia.postAsync(srqLowWatermarkEvent, s, api.ReasonSRQLowWatermark)
+		s.ia.postAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark)
 	}
 }
 

@@ -181,7 +181,7 @@ func (i *ia) deviceEvent(ev *C.struct_gd_async_event) {
 	case C.IBV_EVENT_SRQ_ERR:
 		for s := range i.srqs {
 			if s.srq != nil && ev.obj == unsafe.Pointer(s.srq) {
-				i.postAsync(srqLowWatermarkEvent, s, api.ReasonSRQTransferToError)
+				i.postAsync(api.AsyncProviderInternalErrorEvent, s, api.ReasonSRQTransferToError)
 			}
 		}
 	}

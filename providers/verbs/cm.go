@@ -232,7 +232,7 @@ func (p *ep) timedOut(attempt uint64) {
 		return
 	}
 	p.dropID()
-	C.gd_qp_error(p.qp)
+	p.shutdown()
 	p.state = api.EPDisconnected
 	p.connEvent(api.ConnectionTimedOutEvent, nil)
 }
@@ -354,7 +354,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 	case api.EPActiveConnectionPending, api.EPCompletionPending:
 		p.stopTimer()
 		p.dropID()
-		C.gd_qp_error(p.qp)
+		p.shutdown()
 		p.state = api.EPDisconnected
 		p.connEvent(api.ConnectionDisconnectedEvent, nil)
 	case api.EPDisconnected:

@@ -39,9 +39,10 @@ const pollCheck = time.Millisecond
 // watcher, woken by a notification, then leaves it unarmed and a timer
 // looks again every pollCheck; once a whole period passes without such a
 // Dequeue, or as soon as a Wait starts, the CQ is armed again. An EVD
-// that feeds a CNO, or has a Wait in progress, stays armed. Events godat posts directly to an EVD
-// whose CQ is unarmed (connection events, flushes) drain the CQ first, so
-// that they keep their place after the completions before them.
+// that feeds a CNO, or has a Wait in progress, stays armed. Events godat
+// posts directly to an EVD whose CQ is unarmed (connection events,
+// flushes) drain the CQ first, so that they keep their place after the
+// completions before them.
 type cq struct {
 	ch   *C.struct_ibv_comp_channel
 	cq   *C.struct_ibv_cq
@@ -78,15 +79,15 @@ func newCQ(e *evd, depth int) (*cq, error) {
 	return c, nil
 }
 
-// watch waits in the network poller for completion notifications and
-// drains the CQ after each, until the descriptor is closed; then it arms
-// the CQ again unless a consumer polls.
+// watch waits in the network poller for completion notifications until
+// the descriptor is closed. After each it drains the CQ and arms it again
+// (settle), or leaves it unarmed while a consumer polls.
 func (c *cq) watch(e *evd, rc syscall.RawConn) {
 	defer close(c.done)
 	for {
 		var failed C.int
 		err := rc.Read(func(uintptr) bool {
-			r := C.gd_cq_event(c.ch, c.cq, 0)
+			r := C.gd_cq_event(c.ch)
 			if r < 0 {
 				failed = -r
 			}
@@ -102,38 +103,41 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 		c.pollMu.Lock()
 		c.armed.Store(false) // a notification disarms the CQ
 		c.pollMu.Unlock()
-		e.drain(false)
 		e.settle()
 	}
 }
 
-// settle arms the CQ again, unless a consumer has polled since the last
-// look: then it looks again after pollCheck.
+// settle drains the CQ and arms it again, unless a consumer has polled
+// since the last look: then it leaves it unarmed and looks again after
+// pollCheck.
 func (e *evd) settle() {
 	c := e.cq
 	if c.polled.Swap(false) && !e.cnoFed.Load() && e.waiting.Load() == 0 {
 		c.timer.Reset(pollCheck)
+		e.drain(false)
 		return
 	}
 	e.arm()
 }
 
 // arm asks for a notification of the next completion, if none is asked
-// for, and then drains the CQ: a completion that came before the arming
-// raises none.
+// for, and then drains the CQ (always: a completion that came before the
+// arming raises none).
 func (e *evd) arm() {
 	c := e.cq
 	c.pollMu.Lock()
-	if c.wc == nil || c.armed.Load() {
+	if c.wc == nil {
 		c.pollMu.Unlock()
 		return
 	}
-	if rc := C.gd_cq_arm(c.cq); rc != 0 {
-		c.pollMu.Unlock()
-		e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
-		return
+	if !c.armed.Load() {
+		if rc := C.gd_cq_arm(c.cq); rc != 0 {
+			c.pollMu.Unlock()
+			e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
+			return
+		}
+		c.armed.Store(true)
 	}
-	c.armed.Store(true)
 	c.pollMu.Unlock()
 	e.drain(false)
 }
@@ -168,6 +172,14 @@ func (e *evd) drain(try bool) {
 		c.pollMu.Lock()
 	}
 	defer c.pollMu.Unlock()
+	e.pollBatches(false)
+}
+
+// pollBatches moves the CQ's completions into the EVD's queue, a batch
+// per cgo call, for a caller that holds pollMu and, if locked is set,
+// ia.mu (else ia.mu is taken for each batch).
+func (e *evd) pollBatches(locked bool) {
+	c := e.cq
 	if c.wc == nil {
 		return
 	}
@@ -176,11 +188,15 @@ func (e *evd) drain(try bool) {
 		if n <= 0 {
 			return
 		}
-		e.ia.mu.Lock()
+		if !locked {
+			e.ia.mu.Lock()
+		}
 		for k := range n {
 			e.ia.complete(&c.wcs[k])
 		}
-		e.ia.mu.Unlock()
+		if !locked {
+			e.ia.mu.Unlock()
+		}
 		if n < wcBatch {
 			return
 		}
@@ -197,16 +213,5 @@ func (e *evd) catchUp() {
 		return
 	}
 	defer c.pollMu.Unlock()
-	if c.wc == nil {
-		return
-	}
-	for {
-		n := int(C.gd_poll_cq(c.cq, wcBatch, c.wc))
-		for k := range n {
-			e.ia.complete(&c.wcs[k])
-		}
-		if n < wcBatch {
-			return
-		}
-	}
+	e.pollBatches(true)
 }

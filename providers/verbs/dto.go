@@ -81,7 +81,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		if st == api.DTOSuccess {
 			ev.DTO.Length = uint32(wc.byte_len)
 		}
-		p.recvEVD.post(&ev, true)
+		p.recvEVD.deliver(&ev, true)
 	} else if seq&recvBit != 0 {
 		r := p.recvs.Front()
 		for r != nil && r.seq != seq {
@@ -102,7 +102,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		}
 		notify := r.flags&api.CompletionUnsignalled == 0
 		p.recvs.PopFront()
-		p.recvEVD.post(&ev, notify)
+		p.recvEVD.deliver(&ev, notify)
 	} else {
 		r := p.reqs.Front()
 		for r != nil && r.seq != seq {
@@ -123,7 +123,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		suppress := r.flags&api.CompletionSuppress != 0 && st == api.DTOSuccess
 		p.reqs.PopFront()
 		if !suppress {
-			p.reqEVD.post(&ev, notify)
+			p.reqEVD.deliver(&ev, notify)
 		}
 		if p.discWait && p.reqs.Len() == 0 {
 			// A graceful Disconnect waited for this one.

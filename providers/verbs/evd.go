@@ -60,19 +60,35 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 		e.cq = c
 	}
 	i.evds[e] = struct{}{}
-	e.cno = dispatch.Attach(e.Q, nil, cn)
-	e.cnoFed.Store(e.cno != nil)
+	e.attachCNO(cn)
 	return e, nil
 }
 
-// post delivers a provider event; a nil EVD, or one without a queue (the
-// sink), discards it. An overflow is reported once per episode on the
-// async EVD.
+// attachCNO makes the EVD feed c (nil: no CNO), keeping cnoFed in step.
+// ia.mu is held.
+func (e *evd) attachCNO(c *dispatch.CNO) {
+	e.cno = dispatch.Attach(e.Q, e.cno, c)
+	e.cnoFed.Store(e.cno != nil)
+}
+
+// post delivers an event the provider raises itself, not a completion
+// polled from the EVD's CQ: an unarmed CQ is drained first (catchUp), so
+// that the event comes after the completions before it.
 func (e *evd) post(ev *api.Event, notify bool) {
+	if e != nil && e.Q != nil {
+		e.catchUp()
+	}
+	e.deliver(ev, notify)
+}
+
+// deliver queues an event; a nil EVD, or one without a queue (the sink),
+// discards it. An overflow is reported once per episode on the async
+// EVD. The completions a drain polls from the EVD's CQ come here
+// directly.
+func (e *evd) deliver(ev *api.Event, notify bool) {
 	if e == nil || e.Q == nil {
 		return
 	}
-	e.catchUp()
 	dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
 }
 
@@ -121,8 +137,7 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	if c := e.cq; c != nil {
 		e.waiting.Add(1)
 		defer e.waiting.Add(-1)
-		e.arm()
-		e.drain(false)
+		e.arm() // (and drains)
 	}
 	return e.Q.Wait(ctx, threshold, ev)
 }
@@ -136,9 +151,8 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 		e.ia.mu.Unlock()
 		return err
 	}
-	e.cno = dispatch.Attach(e.Q, e.cno, c)
+	e.attachCNO(c)
 	fed := e.cno != nil
-	e.cnoFed.Store(fed)
 	e.ia.mu.Unlock()
 	if fed && e.cq != nil {
 		e.arm() // a CNO must hear of the next completion
@@ -154,8 +168,7 @@ func (e *evd) Free() error {
 	if e == e.ia.async {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
-	e.cno = dispatch.Attach(e.Q, e.cno, nil)
-	e.cnoFed.Store(false)
+	e.attachCNO(nil)
 	e.Q.Close()
 	delete(e.ia.evds, e)
 	if c := e.cq; c != nil {

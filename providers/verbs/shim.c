@@ -98,18 +98,14 @@ void gd_cq_destroy(struct ibv_comp_channel *ch, struct ibv_cq *cq) {
 	ibv_destroy_comp_channel(ch);
 }
 
-int gd_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq, int arm) {
+int gd_cq_event(struct ibv_comp_channel *ch) {
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
 	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
 		return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -(errno ? errno : EIO);
 	}
 	ibv_ack_cq_events(ev_cq, 1);
-	if (!arm) {
-		return 1;
-	}
-	int rc = ibv_req_notify_cq(cq, 0);
-	return rc ? -rc : 1;
+	return 1;
 }
 
 int gd_cq_arm(struct ibv_cq *cq) {

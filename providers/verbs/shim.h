@@ -34,10 +34,10 @@ int gd_nonblock(int fd);
 // and a CQ of at least depth entries on it, armed for the next completion.
 int gd_cq_create(struct ibv_context *c, int depth, struct ibv_comp_channel **ch, struct ibv_cq **cq);
 void gd_cq_destroy(struct ibv_comp_channel *ch, struct ibv_cq *cq);
-// gd_cq_event consumes a pending notification of cq's channel and, if
-// arm is set, arms the CQ again: 1 if there was one, 0 if none is
-// pending, -errno on error.
-int gd_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq, int arm);
+// gd_cq_event consumes and acknowledges a pending notification of the
+// channel ch: 1 if there was one, 0 if none is pending, -errno on error.
+// It does not arm the CQ again (gd_cq_arm does).
+int gd_cq_event(struct ibv_comp_channel *ch);
 // gd_cq_arm asks for a notification of the CQ's next completion: 0 or an
 // errno value.
 int gd_cq_arm(struct ibv_cq *cq);

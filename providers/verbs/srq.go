@@ -17,10 +17,6 @@ import (
 	"github.com/godat/godat/internal/srqattr"
 )
 
-// srqLowWatermarkEvent is the async event of the SRQ low watermark, as
-// the other providers post it (AsyncErrorData.Reason ReasonSRQLowWatermark).
-const srqLowWatermarkEvent = api.AsyncProviderInternalErrorEvent
-
 // srqBit marks the work request ids of SRQ receives; the low bits are the
 // receive's slot.
 const srqBit = 1 << 62
@@ -154,7 +150,7 @@ func (s *srq) taken(slot int) (api.Cookie, bool) {
 func (s *srq) checkLW() {
 	if s.armed && s.used < s.lw {
 		s.armed = false
-		s.ia.postAsync(srqLowWatermarkEvent, s, api.ReasonSRQLowWatermark)
+		s.ia.postAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark)
 	}
 }
 
