@@ -140,6 +140,15 @@
 //     credDelay (20 µs), after which a timer sends it. A receive posted
 //     while the peer may be out of credits arms the same timer; other
 //     credit updates ride on the next frame or ACK.
+//   - Quick TCP acknowledgements on streams. A socket that writes soon
+//     after it reads looks to Linux like one side of a request-response
+//     exchange, and the kernel then delays its TCP acknowledgements to
+//     let them ride on its answers; the ACK frames of a stream's
+//     receiver make it look so, and the delayed acknowledgements slow the
+//     sender. A connection that has received 256 KiB of payload since it
+//     last did so sets TCP_QUICKACK after its next write (quickAck): one
+//     system call per 256 KiB received at most, none in an exchange of
+//     small messages, where riding acknowledgements are what one wants.
 //   - One read per small frame. The reader reads into a fixed 16 KiB
 //     read-ahead buffer: a header and a small payload (and often the
 //     frames after it) arrive with one read system call and are copied

@@ -270,3 +270,33 @@ func TestMixedModeStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestQuickAckOnStreams checks that a connection receiving a stream sets
+// TCP_QUICKACK after it writes (see quickAck), and that one exchanging
+// small messages does not.
+func TestQuickAckOnStreams(t *testing.T) {
+	var sets, fails atomic.Int64
+	testHookQuickAck = func(err error) {
+		if err != nil {
+			fails.Add(1)
+		} else {
+			sets.Add(1)
+		}
+	}
+	t.Cleanup(func() { testHookQuickAck = nil })
+	cli, srv := benchPair(t)
+	pingPong(t, cli, srv, 64, 500, true, true, nil) // 32,000 bytes each way
+	if n := sets.Load() + fails.Load(); n != 0 {
+		t.Fatalf("64-byte messages, %d bytes each way: %d quick ACKs, want none", 64*500, n)
+	}
+	pingPong(t, cli, srv, 100<<10, 20, true, false, nil) // 2,048,000 bytes each way
+	if fails.Load() != 0 {
+		t.Fatalf("%d of %d TCP_QUICKACK sets failed", fails.Load(), sets.Load()+fails.Load())
+	}
+	// Each side writes after each message it receives (an ACK, or its
+	// answer), and every third 100 KiB message brings what it received
+	// since its last quick ACK to quickAckBytes: 6 quick ACKs each.
+	if n := sets.Load(); n < 12 {
+		t.Fatalf("100 KiB messages, 2,048,000 bytes each way: %d quick ACKs, want at least 12", n)
+	}
+}
