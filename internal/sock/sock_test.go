@@ -110,6 +110,78 @@ func TestWritevNBLimit(t *testing.T) {
 	}
 }
 
+// WritevNB writes slices of bigSeg bytes or more by system calls of their
+// own (the short slices ahead of them held back with MSG_MORE): whatever
+// way the calls split the batch, and wherever the limit falls, the peer
+// reads every byte in order, and the scratch vector keeps no memory.
+func TestWritevNBBigSlices(t *testing.T) {
+	s, peer := pair(t)
+	fd := uintptr(s.fd)
+	seg := func(n int, seed byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = seed + byte(i*7) + byte(i>>9)
+		}
+		return b
+	}
+	bufs := [][]byte{
+		seg(48, 1), seg(bigSeg+100, 2), // a header and its payload
+		seg(48, 3), nil, seg(9, 4), seg(2*bigSeg+3, 5), // two short ones ahead of a big one
+		seg(bigSeg, 6),         // big, right after a big one
+		seg(bigSeg-1, 7),       // just short of big
+		seg(48, 8), seg(17, 9), // short ones at the end
+	}
+	var want []byte
+	for _, b := range bufs {
+		want = append(want, b...)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(peer, int64(len(want))))
+		got <- b
+	}()
+	var iov []syscall.Iovec
+	rest := bufs
+	calls := 0
+	for len(rest) > 0 {
+		calls++
+		limit := 0
+		if calls%3 == 0 {
+			limit = bigSeg / 3 // sometimes inside a slice
+		}
+		n, e := WritevNB(fd, rest, &iov, limit)
+		switch {
+		case e == syscall.EAGAIN:
+			time.Sleep(time.Millisecond)
+		case e != 0:
+			t.Fatalf("WritevNB: %v", e)
+		case limit > 0 && n > limit:
+			t.Fatalf("WritevNB wrote %d bytes, over its limit %d", n, limit)
+		}
+		for i, v := range iov[:cap(iov)] {
+			if v.Base != nil {
+				t.Fatalf("call %d: iovec %d still points at memory", calls, i)
+			}
+		}
+		rest = Advance(rest, n)
+		for len(rest) > 0 && len(rest[0]) == 0 {
+			rest = rest[1:]
+		}
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, want) {
+			i := 0
+			for i < len(b) && i < len(want) && b[i] == want[i] {
+				i++
+			}
+			t.Fatalf("the peer read %d bytes, %d of them right before the first difference; want %d", len(b), i, len(want))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer did not get every byte: a held-back (MSG_MORE) slice never left?")
+	}
+}
+
 // A large write waits for room and finishes.
 func TestWriteWaitsForRoom(t *testing.T) {
 	s, peer := pair(t)

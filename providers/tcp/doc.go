@@ -117,7 +117,12 @@
 //     goroutine, when no other goroutine is writing to the connection (a
 //     flag under the IA's lock makes one goroutine at a time the owner of
 //     the sending side; frames queued meanwhile are written by the owner
-//     before it lets go). One such write moves at most 2 MiB (on loopback
+//     before it lets go). A payload of 512 KiB or more is written by a
+//     system call of its own, with the frames ahead of it sent first,
+//     held back by MSG_MORE to leave with its first bytes (the kernel's
+//     send path was much slower per byte for a large payload behind a
+//     header in one writev: see sock.WritevNB). One such write moves
+//     at most 2 MiB (on loopback
 //     the kernel otherwise keeps taking bytes for as long as the peer
 //     reads, milliseconds for a stream of large DTOs). What the socket
 //     does not take at once is finished by the writer goroutine (or, on
