@@ -102,7 +102,6 @@ type conn struct {
 	credArmed bool
 	rxWoke    bool          // the reader completed a receive with a notification
 	rxBulk    uint64        // payload bytes received since the last quick ACK (quickAck)
-	wquick    bool          // the batch being written asks for a quick ACK after it
 	qaFn      func(uintptr) // quickAck's callback (made once: no allocation)
 
 	// Reader scratch: only the reader goroutine uses these.
@@ -394,8 +393,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.wbusy = true
-		c.batch()
-		quick := c.takeQuick()
+		quick := c.batch()
 		// The batch refers to wstage and to the DTOs' memory only: the
 		// ring's slots may be reused while it is written.
 		mu.Unlock()
@@ -417,8 +415,9 @@ func (c *conn) writeLoop() {
 // payloads of inlineMax bytes or less, are copied into wstage, one after
 // the other, so that a batch of small frames is a single buffer (one
 // write system call); larger payloads are written from their memory.
-// ia.mu is held and the caller set wbusy.
-func (c *conn) batch() {
+// It reports whether a quick ACK is due once the batch is written
+// (quickAck). ia.mu is held and the caller set wbusy.
+func (c *conn) batch() (quick bool) {
 	c.wvec = c.wvec0[:0]
 	c.wpos, c.wrun = 0, -1
 	ack := c.ackDue() && !c.closing
@@ -475,21 +474,15 @@ func (c *conn) batch() {
 		c.carryAck(h)
 	}
 	if c.rxBulk >= quickAckBytes {
-		c.rxBulk, c.wquick = 0, true
+		c.rxBulk = 0
+		return true
 	}
+	return false
 }
 
 // quickAckBytes is how much payload a connection receives between two
 // quick ACKs (quickAck).
 const quickAckBytes = 256 << 10
-
-// takeQuick reports whether the batch just made asks for a quick ACK once
-// written, and clears the request. ia.mu is held.
-func (c *conn) takeQuick() bool {
-	q := c.wquick
-	c.wquick = false
-	return q
-}
 
 // quickAck sets TCP_QUICKACK on the socket, after a write, on a
 // connection that receives a stream. Linux takes a socket that sends
@@ -694,8 +687,7 @@ func (c *conn) flush(ack bool) {
 			return
 		}
 		c.wbusy = true
-		c.batch()
-		if !c.writeHeld() {
+		if !c.writeHeld(c.batch()) {
 			return
 		}
 		if c.closing {
@@ -737,7 +729,7 @@ func (c *conn) pollTx() bool {
 	}
 	if c.wrem {
 		c.wrem, c.wbusy = false, true
-		if !c.writeHeld() {
+		if !c.writeHeld(false) {
 			return c.wrem
 		}
 	}
@@ -750,10 +742,10 @@ func (c *conn) pollTx() bool {
 // holds ia.mu (released while it writes). What the socket does not take
 // is left in wrem, for the writer goroutine or, on a quiet connection,
 // for the pollers (pollTx), which spin anyway and so need no wake-up; an
-// error breaks the connection. true: everything was written.
-func (c *conn) writeHeld() bool {
+// error breaks the connection. quick asks for a quick ACK after the
+// write (batch says when). true: everything was written.
+func (c *conn) writeHeld(quick bool) bool {
 	mu := &c.ia.mu
-	quick := c.takeQuick()
 	mu.Unlock()
 	done, err := c.writeNB()
 	if quick {
