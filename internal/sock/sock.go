@@ -237,7 +237,7 @@ func (s *Conn) mapErr(err error) error {
 }
 
 func (s *Conn) readCB(uintptr) bool {
-	n, e := ReadNB(uintptr(s.fd), s.rbuf)
+	n, e := RecvNB(uintptr(s.fd), s.rbuf)
 	switch e {
 	case unix.EAGAIN, unix.EINTR:
 		return false
@@ -322,13 +322,13 @@ func (s *Conn) Write(b []byte) (int, error) {
 
 // ReadNB is one read into b that never waits: syscall.EAGAIN when the
 // socket holds nothing, net.ErrClosed after Close. It is the function
-// ReadNB under RawConn.Control without the callback, for polling paths,
+// RecvNB under RawConn.Control without the callback, for polling paths,
 // and uses none of the reader's scratch state.
 func (s *Conn) ReadNB(b []byte) (int, error) {
 	if !s.incref() {
 		return 0, net.ErrClosed
 	}
-	n, e := ReadNB(uintptr(s.fd), b)
+	n, e := RecvNB(uintptr(s.fd), b)
 	s.decref()
 	if e != 0 {
 		return 0, e

@@ -1072,7 +1072,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 	if c.rr != c.rw || c.pl.active {
 		return true // a poller left part of a frame
 	}
-	k, e := sock.ReadNB(fd, c.rb[:])
+	k, e := sock.RecvNB(fd, c.rb[:])
 	switch {
 	case e == syscall.EAGAIN || e == syscall.EINTR:
 		c.rxTok.Store(0)
@@ -1090,7 +1090,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 // pollDirFD is readNB's read on a net.TCPConn, into rxDst.
 func (c *conn) pollDirFD(fd uintptr) {
 	c.rxN, c.rxErr = 0, nil
-	if n, e := sock.ReadNB(fd, c.rxDst); e != 0 {
+	if n, e := sock.RecvNB(fd, c.rxDst); e != 0 {
 		c.rxErr = e
 	} else {
 		c.rxN = n
