@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/registry"
@@ -192,12 +193,16 @@ func BenchmarkRawTCP1M(b *testing.B) { rawPingPong(b, 1<<20) }
 // nextEvent returns the next event of e: spinning on Dequeue (which
 // drives the connection itself) when poll is set, else blocking in Wait.
 func nextEvent(tb testing.TB, e api.EVD, poll bool, ev *api.Event) {
+	tb.Helper()
 	if !poll {
-		if _, err := e.Wait(context.Background(), 1, ev); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+		defer cancel()
+		if _, err := e.Wait(ctx, 1, ev); err != nil {
 			tb.Fatal(err)
 		}
 		return
 	}
+	var end time.Time
 	for i := 0; ; i++ {
 		err := e.Dequeue(ev)
 		if err == nil {
@@ -209,8 +214,21 @@ func nextEvent(tb testing.TB, e api.EVD, poll bool, ev *api.Event) {
 		if i&63 == 63 {
 			runtime.Gosched() // the peer may share this process's Ps
 		}
+		if i&0xffff == 0xffff {
+			switch now := time.Now(); {
+			case end.IsZero():
+				end = now.Add(eventTimeout)
+			case now.After(end):
+				tb.Fatalf("no event in %v of polling", eventTimeout)
+			}
+		}
 	}
 }
+
+// eventTimeout is how long nextEvent looks for an event before it fails
+// the test: far longer than any test's event should take, short enough
+// that a lost event fails the test instead of hanging it.
+const eventTimeout = 60 * time.Second
 
 // pingPong runs iters send/recv round trips of n bytes between cli (which
 // polls when cpoll) and srv (which echoes, polling when spoll), checking

@@ -163,6 +163,11 @@ type requester struct {
 	sendsSent uint64 // SEND frames sent, each using one credit
 	credits   uint64 // receive credits the peer granted
 	inFlight  int    // RDMA reads awaiting their response
+	// reapLate: requests an ACK finished wait to be completed until the
+	// consumer has answered the receive that brought the ACK (ackIn);
+	// reapOwed mirrors it for pollers, which read it without ia.mu.
+	reapLate bool
+	reapOwed atomic.Bool
 }
 
 // responder is the receiving side's state.
@@ -779,10 +784,11 @@ func (c *conn) writeHeld(quick bool) bool {
 func (c *conn) handBack() {
 	c.polled.Store(false) // (else the reader would leave the stream to pollers again)
 	c.watchOn()
-	if !c.txPend.Load() {
+	if !c.txPend.Load() && !c.reapOwed.Load() {
 		return
 	}
 	c.ia.mu.Lock()
+	c.settleReap() // (the quiet check that would have is off)
 	if c.wrem || c.tx.Len() > 0 {
 		c.cond.Signal()
 	}
@@ -933,6 +939,7 @@ func (c *conn) kicked(err error) bool {
 	// the middle of a poll (it has the receive token: the reader has
 	// not) or of a write (a long one may span a look).
 	busy := c.polled.Swap(false) || c.rxTok.Load() != 0 || c.wbusy
+	c.settleReap()
 	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
 		// send an ACK they left waiting too long.
@@ -1212,6 +1219,7 @@ func (c *conn) poll() bool {
 	// Marked even when the reader has the stream: it hands the stream
 	// over at its next frame boundary (readLoop).
 	c.markPolled()
+	c.settleOwed()
 	if !c.rxTok.CompareAndSwap(0, 1) {
 		return false
 	}
@@ -1396,7 +1404,7 @@ func (c *conn) continuePayload(polled bool) bool {
 	case frReadResp:
 		return c.endReadResp(&f, err)
 	}
-	return c.endSend(&f, err)
+	return c.endSend(&f, err, polled)
 }
 
 // fillNB reads what it can of the current payload without waiting:
@@ -1511,8 +1519,8 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 }
 
 // endSend completes the receive of a SEND whose payload was read (err:
-// or not). ia.mu is held.
-func (c *conn) endSend(f *frame, err error) bool {
+// or not); polled says that a poller read it. ia.mu is held.
+func (c *conn) endSend(f *frame, err error, polled bool) bool {
 	p := c.ep
 	inval := f.Type == frSendInv
 	if err != nil {
@@ -1534,7 +1542,7 @@ func (c *conn) endSend(f *frame, err error) bool {
 	}
 	p.completeRecv(&c.cur, api.DTOSuccess, uint64(f.Len), op, rctx, f.Flags&frFlagSolicited != 0)
 	c.placed = f.Seq
-	return c.ackIn(f)
+	return c.ackIn(f, polled && c.rxWoke)
 }
 
 // beginWrite checks a WRITE and returns the memory its data goes to.
@@ -1575,7 +1583,7 @@ func (c *conn) endWrite(f *frame, err error) bool {
 		return false
 	}
 	c.placed = f.Seq
-	return c.ackIn(f)
+	return c.ackIn(f, false)
 }
 
 // onReadReq checks a READ_REQ and queues its response. ia.mu is held.
@@ -1599,7 +1607,7 @@ func (c *conn) onReadReq(f *frame) bool {
 	clear(c.rsegs)
 	c.respQueued++
 	c.placed = f.Seq
-	return c.ackIn(f)
+	return c.ackIn(f, false)
 }
 
 // beginReadResp checks a READ_RESP and returns the memory of its read.
@@ -1640,7 +1648,7 @@ func (c *conn) endReadResp(f *frame, err error) bool {
 	c.inFlight--
 	c.acked = f.Seq
 	if f.Flags&frFlagAck != 0 {
-		return c.ackIn(f) // (which reaps and pumps)
+		return c.ackIn(f, false) // (which reaps and pumps)
 	}
 	p.reap()
 	p.pump()
@@ -1652,25 +1660,77 @@ func (c *conn) onAck(f *frame) bool {
 	if c.closing {
 		return false
 	}
-	return c.ackIn(f)
+	return c.ackIn(f, false)
 }
 
 // ackIn applies the acknowledgement a processed frame carries, if any:
 // requests it covers complete, sends its credits allow go out. A credit
 // count that goes down or an ACK the stream does not allow breaks the
 // connection (false). ia.mu is held.
-func (c *conn) ackIn(f *frame) bool {
+//
+// late says that the frame was a message a polling consumer is about to
+// see. On a quiet connection with no request waiting to start, the
+// requests the ACK covers are then marked finished but completed later
+// (reapLate): after the consumer's next post has written its frame, or
+// at its next poll or wait, or at the reader's quiet check. The
+// consumer's answer to the message leaves first, and the completions,
+// which it rarely needs before answering, cost its critical path
+// nothing. Every path that counts or flushes the requests completes
+// them first.
+func (c *conn) ackIn(f *frame, late bool) bool {
 	if f.Flags&frFlagAck == 0 {
 		return true
 	}
 	p := c.ep
-	if f.Credits < c.credits || !p.acknowledge(c, f.Ack) {
+	if f.Credits < c.credits {
+		p.lost(c)
+		return false
+	}
+	if late && p.state == api.EPConnected && c.nextTx == p.reqs.Len() && c.isQuiet() {
+		// Nothing waits to start: only completions are due, and they
+		// can wait for the consumer's answer (reapLate).
+		if !p.ackMark(c, f.Ack) {
+			p.lost(c)
+			return false
+		}
+		c.credits = f.Credits
+		if !c.reapLate {
+			c.reapLate = true
+			c.reapOwed.Store(true)
+		}
+		if testHookReapLate != nil {
+			testHookReapLate(c)
+		}
+		return true
+	}
+	if !p.acknowledge(c, f.Ack) {
 		p.lost(c)
 		return false
 	}
 	c.credits = f.Credits
 	p.pump()
 	return true
+}
+
+// testHookReapLate, set by tests only, sees each ACK whose completions
+// are left late, with its connection.
+var testHookReapLate func(*conn)
+
+// settleReap completes the requests a late ACK finished (see ackIn).
+// ia.mu is held.
+func (c *conn) settleReap() {
+	if c.reapLate {
+		c.ep.reap()
+	}
+}
+
+// settleOwed is settleReap for a caller without ia.mu.
+func (c *conn) settleOwed() {
+	if c.reapOwed.Load() {
+		c.ia.mu.Lock()
+		c.settleReap()
+		c.ia.mu.Unlock()
+	}
 }
 
 // onNak fails the request a NAK names and breaks the connection. ia.mu

@@ -189,7 +189,7 @@
 //     reads without waiting (EAGAIN: let go, wait again).
 //   - poll takes the token only if it is free (the reader keeps it for
 //     the whole of a frame it started), reads without waiting
-//     (RawConn.Control: a plain read(2) on the non-blocking socket,
+//     (RawConn.Control: a plain recvfrom(2) on the non-blocking socket,
 //     outside the netpoller and its read lock), processes every frame
 //     whose header is here, reads as much of a payload as the socket
 //     holds (buffered bytes first, then straight into the destination
@@ -252,6 +252,22 @@
 //     arms no timer on a quiet connection (arming one wakes a runtime
 //     thread): pollers send it once it has waited credDelay, or the
 //     reader's quiet check does, or a Wait on the EVD.
+//   - Completions wait for the answer too. When a poller reads a message
+//     that notifies a consumer and carries an ACK, the requests the ACK
+//     covers are marked finished but their completions are posted later
+//     (conn.reapLate): after the consumer's next post has written its
+//     frame, or at its next poll or wait on an EVD the connection feeds,
+//     or at the reader's quiet check, whichever comes first. In a
+//     ping-pong the answer then leaves before the send completions of
+//     the message it answers are made (about 55 ns of the consumer's
+//     critical path on this machine), and no completion is lost or
+//     reordered: every path that counts outstanding requests or flushes
+//     them (GetStatus, a full request queue, Disconnect, a broken
+//     connection) completes the finished ones first, as successes. Only
+//     when the ACK lets no queued request start (one that needs the
+//     credit it brings starts at once, and so do the completions). A
+//     consumer that waits in a CNO sees such completions up to quietMax
+//     late, as it sees its other completions.
 //
 // Driven waits. A consumer blocked in EVD.Wait drives the connections
 // feeding the EVD itself too, when there are at most maxDriven (8) of

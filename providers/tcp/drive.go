@@ -266,6 +266,7 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 				if !c.isQuiet() {
 					c.enterQuiet() // the waiter watches the socket instead
 				}
+				c.settleOwed() // before the queue is checked
 				d.arm = append(d.arm, c)
 				d.armOut = append(d.armOut, c.txPend.Load())
 			}

@@ -109,6 +109,7 @@ func (p *ep) post(w *reqWR) error {
 	if c == nil {
 		return p.postLocked(w)
 	}
+	defer c.settleReap() // once the frame is written (flush)
 	c.deferWake++
 	err := p.postLocked(w)
 	c.deferWake--
@@ -146,7 +147,7 @@ func (p *ep) postLocked(w *reqWR) error {
 	default:
 		return p.stateErr(w.kind.Posting())
 	}
-	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+	if p.reqsFull() {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype,
 			fmt.Sprintf("%d requests are outstanding, the EP's maximum", p.reqs.Len()))
 	}
@@ -156,6 +157,16 @@ func (p *ep) postLocked(w *reqWR) error {
 	s.iov, s.segs = iov, segs
 	p.pump()
 	return nil
+}
+
+// reqsFull reports whether the EP has MaxRequestDTOs requests
+// outstanding; requests a late ACK finished are completed first, as they
+// hold no room. ia.mu is held.
+func (p *ep) reqsFull() bool {
+	if c := p.c; c != nil && p.reqs.Len() >= p.attr.MaxRequestDTOs {
+		c.settleReap()
+	}
+	return p.reqs.Len() >= p.attr.MaxRequestDTOs
 }
 
 // pump starts queued requests in order while it may. ia.mu is held.
@@ -186,7 +197,9 @@ func (p *ep) pump() {
 			return
 		}
 	}
-	p.reap()
+	if !c.reapLate {
+		p.reap() // (else the one that settles the late ACK does)
+	}
 }
 
 // start checks w's local memory and queues its frame, or runs a bind. It
@@ -273,6 +286,16 @@ func trim(segs *[][]byte, n uint64) {
 // behind an earlier one, or past a read without its response). ia.mu is
 // held.
 func (p *ep) acknowledge(c *conn, seq uint64) bool {
+	if !p.ackMark(c, seq) {
+		return false
+	}
+	p.reap()
+	return true
+}
+
+// ackMark is acknowledge without the completions: it marks the requests
+// up to seq finished. ia.mu is held.
+func (p *ep) ackMark(c *conn, seq uint64) bool {
 	if seq > c.txSeq || seq < c.acked {
 		return false
 	}
@@ -290,7 +313,6 @@ func (p *ep) acknowledge(c *conn, seq uint64) bool {
 		}
 		w.done = true
 	}
-	p.reap()
 	return true
 }
 
@@ -299,6 +321,10 @@ func (p *ep) acknowledge(c *conn, seq uint64) bool {
 // ia.mu is held.
 func (p *ep) reap() {
 	c := p.c
+	if c != nil && c.reapLate {
+		c.reapLate = false
+		c.reapOwed.Store(false)
+	}
 	for p.reqs.Len() > 0 {
 		w := p.reqs.Front()
 		if !w.done {
@@ -398,6 +424,7 @@ func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, 
 // has one, else DTOErrFlushed), then the receive being filled, then every
 // posted receive, in post order. ia.mu is held.
 func (p *ep) flush() {
+	p.reap() // requests a late ACK finished completed as successes
 	for p.reqs.Len() > 0 {
 		w := p.reqs.Front()
 		st := api.DTOErrFlushed

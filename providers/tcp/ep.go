@@ -150,6 +150,9 @@ func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 	if p.freed {
 		return 0, false, false, errEPFreed
 	}
+	if p.c != nil {
+		p.c.settleReap()
+	}
 	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
 }
 
@@ -334,6 +337,9 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 	defer p.ia.mu.Unlock()
 	switch p.state {
 	case api.EPConnected:
+		if p.c != nil {
+			p.c.settleReap()
+		}
 		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
 			p.state = api.EPDisconnectPending
 			return nil

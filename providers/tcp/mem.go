@@ -145,7 +145,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	w := reqWR{kind: reqBind, cookie: cookie, flags: flags, rmr: r}
 	switch p.state {
 	case api.EPConnected:
-		if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+		if p.reqsFull() {
 			return 0, api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
 		}
 	case api.EPDisconnected:

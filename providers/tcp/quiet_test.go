@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -298,5 +299,259 @@ func TestQuickAckOnStreams(t *testing.T) {
 	// since its last quick ACK to quickAckBytes: 6 quick ACKs each.
 	if n := sets.Load(); n < 12 {
 		t.Fatalf("100 KiB messages, 2,048,000 bytes each way: %d quick ACKs, want at least 12", n)
+	}
+}
+
+// TestLateCompletions checks the completions a polling consumer's ACKs
+// leave late (see ackIn): a send whose ACK rides on the message the
+// consumer polls for completes as a success, whatever the consumer does
+// next: it waits on the request EVD, waits in a CNO (the reader's quiet
+// check completes the send), asks for the EP's status, disconnects
+// gracefully, or the peer breaks the connection. Each case starts right
+// after an exchange whose ACK is still owed.
+func TestLateCompletions(t *testing.T) {
+	// The hooks see every connection of the test; they count for the
+	// rig being set up.
+	var cur atomic.Pointer[lateRig]
+	testHookReapLate = func(c *conn) {
+		if r := cur.Load(); r != nil {
+			r.sawLate(c)
+		}
+	}
+	testHookQuiet = func(in bool) {
+		if r := cur.Load(); r != nil && in {
+			r.entered.Add(1)
+		}
+	}
+	t.Cleanup(func() { testHookReapLate, testHookQuiet = nil, nil })
+	newRig := func() *lateRig {
+		r := &lateRig{t: t}
+		cur.Store(r)
+		r.start()
+		return r
+	}
+	r := newRig()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	r.lateExchange(10)
+	if _, err := r.cli.req.Wait(ctx, 1, &r.ev); err != nil {
+		t.Fatalf("Wait after a late ACK: %v", err)
+	}
+	r.wantSend("Wait after a late ACK", 10)
+	r.drain()
+
+	r.lateExchange(11)
+	if _, _, idle, err := r.cli.ep.GetStatus(); err != nil || !idle {
+		t.Fatalf("GetStatus after a late ACK: request queue idle %v, %v", idle, err)
+	}
+	nextEvent(t, r.cli.req, true, &r.ev)
+	r.wantSend("GetStatus after a late ACK", 11)
+	r.drain()
+
+	// The CNO's consumer drives nothing: the reader's quiet check
+	// completes the send, within quietMax of its next look.
+	cno, err := r.cli.ia.CreateCNO(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cli.req.ModifyCNO(cno); err != nil {
+		t.Fatal(err)
+	}
+	r.lateExchange(12)
+	if e, err := cno.Wait(ctx); err != nil || e != r.cli.req {
+		t.Fatalf("CNO wait after a late ACK: %v, %v", e, err)
+	}
+	nextEvent(t, r.cli.req, true, &r.ev)
+	r.wantSend("CNO wait after a late ACK", 12)
+	r.drain()
+	if err := r.cli.req.ModifyCNO(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cno.Free(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A graceful disconnect has nothing outstanding to wait for.
+	r.lateExchange(13)
+	if err := r.cli.ep.Disconnect(api.CloseGraceful); err != nil {
+		t.Fatal(err)
+	}
+	if prm, err := r.cli.ep.Query(); err != nil || prm.State == api.EPDisconnectPending {
+		t.Fatalf("graceful disconnect after a late ACK: %v, %v", prm.State, err)
+	}
+	nextEvent(t, r.cli.req, false, &r.ev) // (a Wait bounded by eventTimeout)
+	r.wantSend("graceful disconnect after a late ACK", 13)
+
+	// A post that breaks the connection (its memory is not registered):
+	// the earlier send still completes as a success, ahead of it. (The
+	// extra receive gives the client the credit that lets its post
+	// start, and fail, at once.)
+	r = newRig()
+	if err := r.srv.ep.PostRecv(r.siov, 0, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	r.lateExchange(20)
+	bad := []api.LMRTriplet{{Addr: 1 << 40, Length: 64, LMRContext: 0xbad}}
+	if err := r.cli.ep.PostSend(bad, 21, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, r.cli.req, true, &r.ev)
+	r.wantSend("a breaking post after a late ACK", 20)
+	nextEvent(t, r.cli.req, true, &r.ev)
+	if r.ev.DTO.Cookie != 21 || r.ev.DTO.Status != api.DTOErrLocalProtection {
+		t.Fatalf("send of unregistered memory: %+v", r.ev.DTO)
+	}
+
+	// The peer's socket closes without a DISCONNECT (its process
+	// died): the send still completes as a success, ahead of the
+	// flushed receive.
+	r = newRig()
+	r.lateExchange(14)
+	if err := r.cli.ep.PostRecv(r.ciov, 15, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sc.Load().nc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.cli.conn.Wait(ctx, 1, &r.ev); err != nil || r.ev.Number != api.ConnectionBrokenEvent {
+		t.Fatalf("the client saw %v, %v; want BROKEN", r.ev.Number, err)
+	}
+	nextEvent(t, r.cli.req, true, &r.ev)
+	r.wantSend("the peer's disconnect after a late ACK", 14)
+	nextEvent(t, r.cli.recv, true, &r.ev)
+	if r.ev.DTO.Cookie != 15 || r.ev.DTO.Status != api.DTOErrFlushed {
+		t.Fatalf("receive posted before the peer's disconnect: %+v", r.ev.DTO)
+	}
+}
+
+// lateRig is a connected client and server whose client's connection
+// has had ACKs left late (TestLateCompletions).
+type lateRig struct {
+	t          *testing.T
+	cli, srv   *client
+	ciov, siov []api.LMRTriplet
+	ev         api.Event
+	late       atomic.Int64         // the client's late ACKs
+	cc         atomic.Pointer[conn] // the client's connection
+	sc         atomic.Pointer[conn] // the server's
+	entered    atomic.Int64         // connections that went quiet
+	srvPort    atomic.Int64         // the server's service point
+}
+
+// sawLate counts a late ACK of the client's connection, the one whose
+// remote port is the server's service point, and notes the connections.
+func (r *lateRig) sawLate(c *conn) {
+	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok && int64(a.Port) == r.srvPort.Load() {
+		r.cc.Store(c)
+		r.late.Add(1)
+	} else {
+		r.sc.Store(c)
+	}
+}
+
+// start connects the pair and exchanges messages, both sides polling,
+// until the client's connection has left an ACK late (10 s at most).
+func (r *lateRig) start() {
+	t := r.t
+	r.cli, r.srv = benchPair(t)
+	prm, err := r.cli.ep.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srvPort.Store(int64(prm.RemotePortQual))
+	for end := time.Now().Add(10 * time.Second); (r.entered.Load() == 0 || r.late.Load() == 0 || r.sc.Load() == nil) && time.Now().Before(end); {
+		pingPong(t, r.cli, r.srv, 64, 200, true, true, nil)
+	}
+	if r.late.Load() == 0 || r.sc.Load() == nil {
+		t.Fatal("polling consumers never had an ACK's completions left late")
+	}
+	r.ciov = []api.LMRTriplet{r.cli.lmr.Triplet(0, 64)}
+	r.siov = []api.LMRTriplet{r.srv.lmr.Triplet(0, 64)}
+}
+
+// exchange sends a message from the client (cookie) and has the server,
+// polling on a goroutine of its own, answer it; the client polls until
+// the answer is in and reports whether the ACK of its send, which the
+// answer carries, was left late and is still owed. The server's own
+// send completes later (drain).
+func (r *lateRig) exchange(cookie api.Cookie) bool {
+	t := r.t
+	t.Helper()
+	before := r.late.Load()
+	if err := r.cli.ep.PostRecv(r.ciov, 0, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.srv.ep.PostRecv(r.siov, 0, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	echo := make(chan error, 1)
+	go func() {
+		var ev api.Event
+		for end := time.Now().Add(eventTimeout); ; {
+			err := r.srv.recv.Dequeue(&ev)
+			if err == nil {
+				break
+			}
+			if time.Now().After(end) {
+				echo <- errors.New("the server's receive never completed")
+				return
+			}
+			if !errors.Is(err, api.ErrQueueEmpty) {
+				echo <- err
+				return
+			}
+		}
+		if ev.DTO.Status != api.DTOSuccess {
+			echo <- fmt.Errorf("server receive: %+v", ev.DTO)
+			return
+		}
+		echo <- r.srv.ep.PostSend(r.siov, 1, api.CompletionDefault)
+	}()
+	if err := r.cli.ep.PostSend(r.ciov, cookie, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, r.cli.recv, true, &r.ev)
+	if r.ev.DTO.Status != api.DTOSuccess {
+		t.Fatalf("client receive: %+v", r.ev.DTO)
+	}
+	owed := r.late.Load() > before && r.cc.Load().reapOwed.Load()
+	if err := <-echo; err != nil {
+		t.Fatal(err)
+	}
+	return owed
+}
+
+// lateExchange repeats exchange until its ACK is owed late (10 s at
+// most), taking the completions of the tries where it was not.
+func (r *lateRig) lateExchange(cookie api.Cookie) {
+	t := r.t
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		if r.exchange(cookie) {
+			return
+		}
+		nextEvent(t, r.cli.req, true, &r.ev)
+		r.drain()
+	}
+	t.Fatalf("send %d: no ACK was left late in 10 s of exchanges", cookie)
+}
+
+// drain takes the completion of the server's answer.
+func (r *lateRig) drain() {
+	r.t.Helper()
+	var ev api.Event
+	nextEvent(r.t, r.srv.req, true, &ev)
+	if ev.DTO.Status != api.DTOSuccess {
+		r.t.Fatalf("server send: %+v", ev.DTO)
+	}
+}
+
+// wantSend checks that r.ev is the successful completion of send cookie.
+func (r *lateRig) wantSend(what string, cookie api.Cookie) {
+	r.t.Helper()
+	d := r.ev.DTO
+	if r.ev.Number != api.DTOCompletionEvent || d.Cookie != cookie || d.Status != api.DTOSuccess || d.Op != api.OpSend {
+		r.t.Fatalf("%s: the send completed as %v %+v", what, r.ev.Number, d)
 	}
 }
