@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/sock"
 )
 
 // BenchmarkRoundTripCPU64 is a 64 B send/recv round trip driven by one
@@ -66,8 +67,9 @@ func BenchmarkRawRoundTripCPU64(b *testing.B) {
 // BenchmarkEmptyPoll is one Dequeue on the receive EVD of a connected EP
 // with nothing to receive: the step a busy-polling consumer repeats while
 // it waits, whose length bounds how soon it sees a message.
-// BenchmarkRawEmptyPoll is its baseline, a non-blocking read that finds
-// nothing on a plain TCP socket.
+// BenchmarkRawEmptyPoll is its baseline, a non-blocking read(2) that finds
+// nothing on a plain TCP socket, made as dattest's raw baseline and the
+// peers' rawtcp tool make it (a raw system call on the descriptor).
 func BenchmarkEmptyPoll(b *testing.B) {
 	cli, _ := benchPair(b)
 	var ev api.Event
@@ -87,17 +89,16 @@ func BenchmarkRawEmptyPoll(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	buf := make([]byte, 64)
-	var e error
-	read := func(fd uintptr) bool {
-		_, e = syscall.Read(int(fd), buf)
-		return true
+	var fd uintptr
+	if err := rc.Control(func(f uintptr) { fd = f }); err != nil {
+		b.Fatal(err)
 	}
+	buf := make([]byte, 64)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if err := rc.Read(read); err != nil || e != syscall.EAGAIN {
-			b.Fatalf("read: %v %v", err, e)
+		if _, e := sock.ReadNB(fd, buf); e != syscall.EAGAIN {
+			b.Fatalf("read: %v", e)
 		}
 	}
 }
