@@ -1720,6 +1720,8 @@ var testHookReapLate func(*conn)
 // ia.mu is held.
 func (c *conn) settleReap() {
 	if c.reapLate {
+		c.reapLate = false // (reap clears them too, on the EP's connection)
+		c.reapOwed.Store(false)
 		c.ep.reap()
 	}
 }
