@@ -110,6 +110,37 @@ func TestRpingInterop(t *testing.T) {
 		}
 	}
 
+	// lastSend waits for the completion of the last ping's last send.
+	// rping disconnects as soon as that message is in, and the
+	// disconnect (an rdma_cm event) and the completion (from the CQ)
+	// reach the EVD in either order; once the disconnect is in, the
+	// send may complete flushed, if its acknowledgement had not come
+	// back when the queue pair went to the error state. rping's output,
+	// checked below, says whether the message arrived.
+	lastSend := func(cookie int) {
+		t.Helper()
+		disconnected := false
+		for {
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			var e api.Event
+			_, err := srv.evd.Wait(wctx, 1, &e)
+			wcancel()
+			switch {
+			case err != nil:
+				t.Fatalf("the last send: %v", err)
+			case e.Number == api.ConnectionDisconnectedEvent && !disconnected:
+				disconnected = true
+			case e.Number == api.DTOCompletionEvent && e.DTO.Cookie == api.Cookie(cookie):
+				if e.DTO.Op != api.OpSend || !(e.DTO.Status == api.DTOSuccess || disconnected && e.DTO.Status == api.DTOErrFlushed) {
+					t.Fatalf("the last send completed as %+v (disconnected first: %v)", e.DTO, disconnected)
+				}
+				return
+			default:
+				t.Fatalf("the last send: event %v (%+v)", e.Number, e.DTO)
+			}
+		}
+	}
+
 	// The cookies of ping i: 10*i+1 and +2 its two receives, +3 the RDMA
 	// read, +4 the go-ahead send, +5 the RDMA write, +6 the last send.
 	c := func(i, k int) int { return 10*i + k }
@@ -181,7 +212,11 @@ func TestRpingInterop(t *testing.T) {
 		if err := srv.ep.PostSend([]api.LMRTriplet{srv.seg(sendOff, 16)}, api.Cookie(c(i, 6)), api.CompletionDefault); err != nil {
 			t.Fatal(err)
 		}
-		dto(c(i, 6), api.OpSend, fmt.Sprintf("ping %d: begin again", i))
+		if i+1 < count {
+			dto(c(i, 6), api.OpSend, fmt.Sprintf("ping %d: begin again", i))
+		} else {
+			lastSend(c(i, 6))
+		}
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("rping client: %v", err)
