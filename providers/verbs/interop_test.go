@@ -110,6 +110,17 @@ func TestRpingInterop(t *testing.T) {
 		}
 	}
 
+	// next waits up to 10 s for the server's next event, of any kind.
+	next := func(what string) api.Event {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer wcancel()
+		var e api.Event
+		if _, err := srv.evd.Wait(wctx, 1, &e); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return e
+	}
 	// lastSend waits for the completion of the last ping's last send.
 	// rping disconnects as soon as that message is in, and the
 	// disconnect (an rdma_cm event) and the completion (from the CQ)
@@ -121,13 +132,7 @@ func TestRpingInterop(t *testing.T) {
 		t.Helper()
 		disconnected := false
 		for {
-			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-			var e api.Event
-			_, err := srv.evd.Wait(wctx, 1, &e)
-			wcancel()
-			switch {
-			case err != nil:
-				t.Fatalf("the last send: %v", err)
+			switch e := next("the last send"); {
 			case e.Number == api.ConnectionDisconnectedEvent && !disconnected:
 				disconnected = true
 			case e.Number == api.DTOCompletionEvent && e.DTO.Cookie == api.Cookie(cookie):
@@ -153,13 +158,7 @@ func TestRpingInterop(t *testing.T) {
 	// complete here before the passive side's ESTABLISHED event is seen
 	// (rdma_cm's event and the CQ's are separate channels).
 	for established := false; !established; {
-		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-		var e api.Event
-		_, err := srv.evd.Wait(wctx, 1, &e)
-		wcancel()
-		switch {
-		case err != nil:
-			t.Fatalf("waiting for the connection: %v", err)
+		switch e := next("waiting for the connection"); {
 		case e.Number == api.ConnectionEstablishedEvent:
 			established = true
 		case e.Number == api.DTOCompletionEvent:
