@@ -110,11 +110,12 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 // settle drains the CQ and arms it again, unless a consumer has polled
 // since the last look: then it leaves it unarmed, and to that consumer,
 // and looks again after pollCheck. The look touches neither the CQ nor a
-// lock while the consumer polls: a drain here would contend for pollMu
-// and ia.mu with the consumer, whose post holds ia.mu through its cgo
-// call, and on a process with an idle P it would also wake a thread for
-// every look. Completions the consumer leaves behind when it stops
-// polling are delivered by the next look's arm, at most two periods late.
+// lock while the consumer polls: its goroutine may run on another thread
+// beside the consumer, and a drain here would contend with the consumer
+// for pollMu, and for ia.mu, which the consumer's post holds through its
+// cgo call. Completions the consumer leaves behind when it stops polling
+// are delivered by the next look's arm, at most two periods late (a Wait,
+// a Dequeue or a CNO attached meanwhile takes them at once).
 func (e *evd) settle() {
 	c := e.cq
 	if c.polled.Swap(false) && !e.cnoFed.Load() && e.waiting.Load() == 0 {
