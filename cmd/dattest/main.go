@@ -57,8 +57,9 @@
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
 //     only memory polling can see, so it would have no "wait" mode). Each
-//     side keeps a receive posted ahead, and posts the next after it sends. The figure is the
-//     one-way latency, half the mean round trip, in microseconds.
+//     side keeps a receive posted ahead, and posts the next after it
+//     sends. The figure is the one-way latency, half the mean round trip,
+//     in microseconds.
 //   - bw: the client streams RDMA writes of size bytes into the server's
 //     window, keeping up to 16 outstanding; the figure is size × iters over
 //     the time from the first timed post to the last completion, in GB/s

@@ -100,7 +100,7 @@ func TestWritevNBLimit(t *testing.T) {
 			}
 		}
 	}
-	// One segment left of several: written with write(2).
+	// One segment left of several: written with sendto(2).
 	if n, e := WritevNB(fd, [][]byte{nil, []byte("xyz"), {}}, &iov, 0); e != 0 || n != 3 {
 		t.Fatalf("one segment: WritevNB = %d, %v; want 3", n, e)
 	}

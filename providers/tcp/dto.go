@@ -163,10 +163,19 @@ func (p *ep) postLocked(w *reqWR) error {
 // outstanding; requests a late ACK finished are completed first, as they
 // hold no room. ia.mu is held.
 func (p *ep) reqsFull() bool {
-	if c := p.c; c != nil && p.reqs.Len() >= p.attr.MaxRequestDTOs {
-		c.settleReap()
+	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+		p.settleLate()
 	}
 	return p.reqs.Len() >= p.attr.MaxRequestDTOs
+}
+
+// settleLate completes the requests a late ACK on the EP's connection
+// finished (conn.settleReap), before their number is counted or
+// reported. ia.mu is held.
+func (p *ep) settleLate() {
+	if c := p.c; c != nil {
+		c.settleReap()
+	}
 }
 
 // pump starts queued requests in order while it may. ia.mu is held.

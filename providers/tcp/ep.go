@@ -150,9 +150,7 @@ func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 	if p.freed {
 		return 0, false, false, errEPFreed
 	}
-	if p.c != nil {
-		p.c.settleReap()
-	}
+	p.settleLate()
 	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
 }
 
@@ -337,9 +335,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 	defer p.ia.mu.Unlock()
 	switch p.state {
 	case api.EPConnected:
-		if p.c != nil {
-			p.c.settleReap()
-		}
+		p.settleLate()
 		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
 			p.state = api.EPDisconnectPending
 			return nil
