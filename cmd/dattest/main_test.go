@@ -678,3 +678,29 @@ func TestRemoteAddress(t *testing.T) {
 		t.Fatalf("remote %v, %v", a, err)
 	}
 }
+
+// TestWLatSpinAllocatesNothing: the loop wlat spins in between two
+// messages, reaping an empty EVD, allocates nothing (an allocation per
+// message would put the garbage collector into the measurement).
+func TestWLatSpinAllocatesNothing(t *testing.T) {
+	ctx := testCtx(t)
+	ia, err := embedded().Open(ctx, "loopback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ia.Close(api.CloseAbrupt)
+	evd, err := ia.CreateEVD(8, nil, api.EVDDTO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &wlatSpinner{l: &link{dto: evd}}
+	turns := 0
+	done := func() bool { turns++; return turns%70 == 0 } // past one Gosched
+	if n := testing.AllocsPerRun(50, func() {
+		if err := sp.until(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("a spin allocates %v times", n)
+	}
+}

@@ -52,6 +52,7 @@ type wlatSpinner struct {
 	pending int        // writes posted and not completed
 	from    api.Cookie // the cookie of the first write: older completions are another run's
 	iov     [1]api.LMRTriplet
+	ev      api.Event // reap's event: a local one would escape to the heap at every until
 }
 
 // await spins until the landing area's last byte is tag, reaping write
@@ -65,9 +66,8 @@ func (s *wlatSpinner) await(ctx context.Context, tag byte) error {
 // lets another goroutine of this process run (an in-process peer sharing
 // one P) and checks ctx.
 func (s *wlatSpinner) until(ctx context.Context, done func() bool) error {
-	var ev api.Event
 	for spins := 1; !done(); spins++ {
-		if err := s.reap(&ev); err != nil {
+		if err := s.reap(&s.ev); err != nil {
 			return err
 		}
 		if spins&63 == 0 {
