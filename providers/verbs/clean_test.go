@@ -13,8 +13,9 @@ import (
 	"github.com/godat/godat/api"
 )
 
-// TestFastPathAllocatesNothing posts a receive and a send and dequeues
-// both completions, spinning on Dequeue, and counts Go allocations.
+// TestFastPathAllocatesNothing posts a receive and a send, an RDMA write
+// and an RDMA read, dequeues their completions spinning on Dequeue, and
+// counts Go allocations.
 func TestFastPathAllocatesNothing(t *testing.T) {
 	needDevice(t)
 	client, server := connect(t)
@@ -35,6 +36,8 @@ func TestFastPathAllocatesNothing(t *testing.T) {
 	}
 	recv := []api.LMRTriplet{server.seg(0, 64)}
 	send := []api.LMRTriplet{client.seg(0, 64)}
+	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 4096, Length: 64, RMRContext: server.lp.RMRContext}
+	back := []api.LMRTriplet{client.seg(4096, 64)}
 	round := func() {
 		if err := server.ep.PostRecv(recv, 1, 0); err != nil {
 			t.Fatal(err)
@@ -44,6 +47,14 @@ func TestFastPathAllocatesNothing(t *testing.T) {
 		}
 		spin(client)
 		spin(server)
+		if err := client.ep.PostRDMAWrite(send, 3, remote, 0); err != nil {
+			t.Fatal(err)
+		}
+		spin(client)
+		if err := client.ep.PostRDMARead(back, 4, remote, 0); err != nil {
+			t.Fatal(err)
+		}
+		spin(client)
 	}
 	round() // warm up the rings
 	if n := testing.AllocsPerRun(200, round); n != 0 {
