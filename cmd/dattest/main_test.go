@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -679,28 +680,38 @@ func TestRemoteAddress(t *testing.T) {
 	}
 }
 
-// TestWLatSpinAllocatesNothing: the loop wlat spins in between two
-// messages, reaping an empty EVD, allocates nothing (an allocation per
-// message would put the garbage collector into the measurement).
-func TestWLatSpinAllocatesNothing(t *testing.T) {
+// TestBenchLoopsAllocateNothing: every benchmark's timed loop, client
+// and server (loopback, in this process), allocates nothing per message:
+// a run of 5 200 iterations allocates no more than one of 200, give or take
+// what the runtime does meanwhile. An allocation per message would put the
+// garbage collector into the measurement.
+func TestBenchLoopsAllocateNothing(t *testing.T) {
+	cfg := inProcess(t)
 	ctx := testCtx(t)
-	ia, err := embedded().Open(ctx, "loopback")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ia.Close(api.CloseAbrupt)
-	evd, err := ia.CreateEVD(8, nil, api.EVDDTO)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := &wlatSpinner{l: &link{dto: evd}}
-	turns := 0
-	done := func() bool { turns++; return turns%70 == 0 } // past one Gosched
-	if n := testing.AllocsPerRun(50, func() {
-		if err := sp.until(ctx, done); err != nil {
+	mallocs := func(p benchParams) int64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := runBench(ctx, cfg, p); err != nil {
 			t.Fatal(err)
 		}
-	}); n != 0 {
-		t.Errorf("a spin allocates %v times", n)
+		runtime.ReadMemStats(&after)
+		return int64(after.Mallocs - before.Mallocs)
+	}
+	const short, long = 200, 5200
+	for _, op := range []string{"lat", "bw", "read", "wlat"} {
+		for _, poll := range []bool{false, true} {
+			if op == "wlat" && !poll {
+				continue // poll mode only
+			}
+			p := benchParams{ops: []string{op}, sizes: []int{64}, iters: short, poll: poll}
+			mallocs(p) // warm up
+			few := mallocs(p)
+			p.iters = long
+			many := mallocs(p)
+			if per := float64(many-few) / (long - short); per > 0.1 {
+				t.Errorf("%s in %s mode: %.2f allocations per iteration (%d in %d iterations, %d in %d)",
+					op, p.mode(), per, few, short, many, long)
+			}
+		}
 	}
 }
