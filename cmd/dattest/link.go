@@ -25,27 +25,34 @@ const (
 )
 
 // chooseIA returns the IA name dattest opens when -d is not given: "tcp"
-// when the configuration has an available IA of that name, else the IA
-// marked default (the first one when none is marked).
+// when the configuration has an available IA of that name, else the
+// first available IA, one marked default before the others. A classic
+// /etc/dat.conf lists many IAs, often all marked default, most of them for
+// devices the machine does not have; when none is available the error
+// says why the first is not and how to go on.
 func chooseIA(reg *registry.Registry, name string) (string, error) {
 	if name != "" {
 		return name, nil
 	}
 	list := reg.List()
-	for _, pi := range list {
-		if pi.IAName == "tcp" && pi.Available {
-			return "tcp", nil
-		}
-	}
 	if len(list) == 0 {
 		return "", fmt.Errorf("no IA is configured in %s", reg.Config().File)
 	}
-	for _, pi := range list {
-		if pi.Default {
-			return pi.IAName, nil
+	picks := []func(registry.ProviderInfo) bool{
+		func(pi registry.ProviderInfo) bool { return pi.IAName == "tcp" },
+		func(pi registry.ProviderInfo) bool { return pi.Default },
+		func(registry.ProviderInfo) bool { return true },
+	}
+	for _, pick := range picks {
+		for _, pi := range list {
+			if pi.Available && pick(pi) {
+				return pi.IAName, nil
+			}
 		}
 	}
-	return list[0].IAName, nil
+	first := list[0]
+	return "", fmt.Errorf("no IA in %s is available (the first, %s at %v: %s); name one with -d, or use -embedded for godat's built-in configuration",
+		reg.Config().File, first.IAName, first.Pos, first.Reason)
 }
 
 // node is an open IA with one protection zone.

@@ -13,7 +13,8 @@
 // godat's built-in configuration; otherwise the search order of datinfo
 // applies ($DAT_OVERRIDE, /etc/dat.conf, the built-in default). Without
 // -d, dattest opens the IA named "tcp" when the configuration has an
-// available one, else the IA marked default.
+// available one, else the first available IA (one marked default before
+// the others); when none is available it says so and stops.
 //
 // # Server
 //
@@ -201,7 +202,8 @@ const usageText = `usage:
 flags:
   -s            run as server
   -h HOST       run as client against the server on HOST
-  -d IA         the IA to open (default: "tcp" if configured, else the default IA)
+  -d IA         the IA to open (default: "tcp" if available, else the first
+                available IA, the ones marked default first)
   -p PORT       connection qualifier (TCP port for the tcp provider; default 18515;
                 0 with -s picks a free one)
   -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)

@@ -715,3 +715,36 @@ func TestBenchLoopsAllocateNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseIAPrefersAvailable: without -d, dattest opens an available
+// IA before one marked default that is not (as in a classic dat.conf,
+// where every line may be marked default), and when none is available it
+// says why the first is not and how to go on.
+func TestChooseIAPrefersAvailable(t *testing.T) {
+	const gone = `ofa-v2-nic0 u2.0 nonthreadsafe default libdaploscm.so.2 dapl.2.0 "nosuchdev0 1" ""
+ofa-v2-nic1 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "nosuchdev1 0" ""
+`
+	const lo = `lo u2.0 threadsafe nondefault libgodat-loopback.so godat.1.0 "" ""
+`
+	for _, c := range []struct{ conf, want string }{
+		{gone + lo, "lo"},
+		{gone + lo + `lo2 u2.0 threadsafe default libgodat-loopback.so godat.1.0 "" ""` + "\n", "lo2"},
+		{lo + `tcp u2.0 threadsafe nondefault libgodat-tcp.so godat.1.0 "127.0.0.1" ""` + "\n", "tcp"},
+	} {
+		cfg, err := registry.ParseConfig("dat.conf", []byte(c.conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := chooseIA(registry.New(cfg), ""); err != nil || got != c.want {
+			t.Errorf("chose %q (%v), want %q, from:\n%s", got, err, c.want, c.conf)
+		}
+	}
+	cfg, err := registry.ParseConfig("dat.conf", []byte(gone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := chooseIA(registry.New(cfg), "")
+	if err == nil || !strings.Contains(err.Error(), "ofa-v2-nic0 at dat.conf:1:1") || !strings.Contains(err.Error(), "-embedded") {
+		t.Errorf("chose %q, error %v", got, err)
+	}
+}
