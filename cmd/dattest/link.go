@@ -38,17 +38,25 @@ func chooseIA(reg *registry.Registry, name string) (string, error) {
 	if len(list) == 0 {
 		return "", fmt.Errorf("no IA is configured in %s", reg.Config().File)
 	}
-	picks := []func(registry.ProviderInfo) bool{
-		func(pi registry.ProviderInfo) bool { return pi.IAName == "tcp" },
-		func(pi registry.ProviderInfo) bool { return pi.Default },
-		func(registry.ProviderInfo) bool { return true },
-	}
-	for _, pick := range picks {
-		for _, pi := range list {
-			if pi.Available && pick(pi) {
-				return pi.IAName, nil
-			}
+	// rank orders the available IAs: tcp, then one marked default, then
+	// the rest; the first of the best rank wins.
+	rank := func(pi registry.ProviderInfo) int {
+		switch {
+		case pi.IAName == "tcp":
+			return 0
+		case pi.Default:
+			return 1
 		}
+		return 2
+	}
+	best := -1
+	for i, pi := range list {
+		if pi.Available && (best < 0 || rank(pi) < rank(list[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return list[best].IAName, nil
 	}
 	first := list[0]
 	return "", fmt.Errorf("no IA in %s is available (the first, %s at %v: %s); name one with -d, or use -embedded for godat's built-in configuration",
