@@ -52,7 +52,7 @@ type wlatSpinner struct {
 	pending int        // writes posted and not completed
 	from    api.Cookie // the cookie of the first write: older completions are another run's
 	iov     [1]api.LMRTriplet
-	ev      api.Event // reap's event: a local one would escape to the heap at every until
+	ev      api.Event // reap's event (a local one would escape to the heap on every call)
 }
 
 // await spins until the landing area's last byte is tag, reaping write
@@ -67,7 +67,7 @@ func (s *wlatSpinner) await(ctx context.Context, tag byte) error {
 // one P) and checks ctx.
 func (s *wlatSpinner) until(ctx context.Context, done func() bool) error {
 	for spins := 1; !done(); spins++ {
-		if err := s.reap(&s.ev); err != nil {
+		if err := s.reap(); err != nil {
 			return err
 		}
 		if spins&63 == 0 {
@@ -80,10 +80,11 @@ func (s *wlatSpinner) until(ctx context.Context, done func() bool) error {
 	return nil
 }
 
-// reap takes at most one event off the EVD without blocking: a write's
-// completion, a late completion of the control path or of an earlier
-// run's writes (ignored), or a failure.
-func (s *wlatSpinner) reap(ev *api.Event) error {
+// reap takes at most one event off the EVD into s.ev without blocking: a
+// write's completion, a late completion of the control path or of an
+// earlier run's writes (ignored), or a failure.
+func (s *wlatSpinner) reap() error {
+	ev := &s.ev
 	err := s.l.dto.Dequeue(ev)
 	if errors.Is(err, api.ErrQueueEmpty) {
 		return nil
