@@ -143,6 +143,29 @@ func (t *checkT) cnoWait(c api.CNO, what string) api.EVD {
 	return e
 }
 
+// cnoReceive has p's server send a message to p's client, whose receive
+// EVD feeds c, while the client waits on c and nothing else: the wait must
+// return the receive EVD, which then holds the receive completion.
+func (t *checkT) cnoReceive(p *pair, c api.CNO, what string) {
+	t.T.Helper()
+	rr := p.cli.region(64, api.MemPrivLocalWrite|api.MemPrivLocalRead)
+	sr := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivLocalWrite)
+	copy(sr.b, "wake the CNO")
+	p.cli.postRecv(rr, 0, 64, 7)
+	r := t.goCNOWait(c, eventTimeout)
+	// Let the wait begin before the message exists, so that only the
+	// completion's notification can end it.
+	time.Sleep(20 * time.Millisecond)
+	p.srv.postSend(sr, 0, 12, 8)
+	res := t.recvResult(r, what)
+	t.noErr(res.err, what)
+	if res.evd != p.cli.recv {
+		t.Fatalf("%s returned another EVD than the receive EVD", what)
+	}
+	p.cli.expectRecv(7, api.DTOSuccess, "the receive completion behind the CNO")
+	p.srv.expectReq(8, api.DTOSuccess, "the send completion")
+}
+
 func (n *node) cno(agent api.WaitAgent) api.CNO {
 	n.t.T.Helper()
 	c, err := n.ia.CreateCNO(agent)
@@ -536,6 +559,29 @@ func evdGroups() []group {
 				if res.evd != e2 {
 					t.Fatalf("CNO.Wait returned another EVD (first EVD: %v) than the one with the event", res.evd == e1)
 				}
+			}},
+			{"DESCRIPTION", "a receive completion on a connected EP triggers the CNO of its receive EVD", func(t *checkT) {
+				n := t.node()
+				c := n.cno(nil)
+				t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
+				p := t.pairWith(pairCfg{cli: n})
+				t.cnoReceive(p, c, "CNO.Wait for a receive completion")
+			}},
+			{"DESCRIPTION", "a CNO attached after the consumer polled the receive EVD empty is triggered by the next receive", func(t *checkT) {
+				// A provider may stop asking its device for completion
+				// notifications while a consumer polls; a CNO attached
+				// then must still hear of the next completion.
+				n := t.node()
+				p := t.pairWith(pairCfg{cli: n})
+				var ev api.Event
+				for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+					if err := n.recv.Dequeue(&ev); err == nil {
+						t.Fatalf("Dequeue on an idle receive EVD returned %s", describe(&ev))
+					}
+				}
+				c := n.cno(nil)
+				t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO after polling")
+				t.cnoReceive(p, c, "CNO.Wait for a receive after polling")
 			}},
 			{"RETURN VALUES", "a deadline without notification ends the wait with an error and no EVD", func(t *checkT) {
 				n := t.node()
