@@ -143,6 +143,18 @@ func (t *checkT) cnoWait(c api.CNO, what string) api.EVD {
 	return e
 }
 
+// pollEmpty polls e, which must stay empty, for a while: long enough for
+// a provider to take the consumer for one that polls.
+func (t *checkT) pollEmpty(e api.EVD) {
+	t.T.Helper()
+	var ev api.Event
+	for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+		if err := e.Dequeue(&ev); err == nil {
+			t.Fatalf("Dequeue on an idle EVD returned %s", describe(&ev))
+		}
+	}
+}
+
 // cnoReceive has p's server send a message to p's client, whose receive
 // EVD feeds c, while the client waits on c and nothing else: the wait must
 // return the receive EVD, which then holds the receive completion.
@@ -253,6 +265,26 @@ func evdGroups() []group {
 				if r.n < 1 {
 					t.Fatalf("nmore %d, want at least threshold-1 = 1", r.n)
 				}
+			}},
+			{"DESCRIPTION", "a waiter blocked after the consumer polled the EVD empty wakes for the next completion", func(t *checkT) {
+				// A provider may stop asking its device for completion
+				// notifications while a consumer polls; a Wait must
+				// still hear of the next completion.
+				p := t.pair()
+				rr := p.cli.region(64, api.MemPrivLocalWrite|api.MemPrivLocalRead)
+				sr := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivLocalWrite)
+				p.cli.postRecv(rr, 0, 64, 7)
+				t.pollEmpty(p.cli.recv)
+				c := t.goWait(p.cli.recv, 1, eventTimeout)
+				// Let the wait begin before the message exists.
+				time.Sleep(20 * time.Millisecond)
+				p.srv.postSend(sr, 0, 12, 8)
+				r := t.recvResult(c, "Wait after polling")
+				t.noErr(r.err, "Wait after polling")
+				if r.ev.Number != api.DTOCompletionEvent || r.ev.DTO.EP != p.cli.ep || r.ev.DTO.Cookie != 7 || r.ev.DTO.Status != api.DTOSuccess {
+					t.Fatalf("Wait after polling returned %s, want the receive of cookie 7", describe(&r.ev))
+				}
+				p.srv.expectReq(8, api.DTOSuccess, "the send completion")
 			}},
 			{"DESCRIPTION", "on success nmore is the number of events left", func(t *checkT) {
 				e, _ := t.node().seEVD(8, nil)
@@ -573,12 +605,7 @@ func evdGroups() []group {
 				// then must still hear of the next completion.
 				n := t.node()
 				p := t.pairWith(pairCfg{cli: n})
-				var ev api.Event
-				for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
-					if err := n.recv.Dequeue(&ev); err == nil {
-						t.Fatalf("Dequeue on an idle receive EVD returned %s", describe(&ev))
-					}
-				}
+				t.pollEmpty(n.recv)
 				c := n.cno(nil)
 				t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO after polling")
 				t.cnoReceive(p, c, "CNO.Wait for a receive after polling")
