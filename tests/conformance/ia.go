@@ -8,8 +8,10 @@ import (
 
 // overflow makes the receive EVD of a connected server EP overflow: it
 // returns the server node, the small EVD and its queue length q, after q+1
-// messages were sent to q+1 posted receives.
-func (t *checkT) overflow() (*node, api.EVD, int) {
+// messages were sent to q+1 posted receives. With pollFirst, the server's
+// consumer polls the small EVD empty before the messages are sent, and
+// then no more.
+func (t *checkT) overflow(pollFirst bool) (*node, api.EVD, int) {
 	t.T.Helper()
 	srv, cli := t.node(), t.node()
 	small, err := srv.ia.CreateEVD(2, nil, api.EVDDTO)
@@ -38,6 +40,9 @@ func (t *checkT) overflow() (*node, api.EVD, int) {
 	for i := range q + 1 {
 		t.noErr(s.ep.PostRecv(rr.iov(i*16, 16), api.Cookie(i), api.CompletionDefault), "EP.PostRecv")
 	}
+	if pollFirst {
+		t.pollEmpty(small)
+	}
 	sr := cli.region(8, rw)
 	for i := range q + 1 {
 		t.noErr(c.ep.PostSend(sr.iov(0, 8), api.Cookie(i), api.CompletionDefault), "EP.PostSend")
@@ -65,14 +70,24 @@ func iaGroups() []group {
 				}
 			}},
 			{"DESCRIPTION", "an overflowing EVD is reported on the async EVD (DAT_ASYNC_ERROR_EVD_OVERFLOW naming the EVD)", func(t *checkT) {
-				srv, small, _ := t.overflow()
+				srv, small, _ := t.overflow(false)
+				ev := t.wait(srv.async, "the overflow event")
+				if ev.Number != api.AsyncEVDOverflowEvent || ev.Async.Object != small {
+					t.Fatalf("got %s, want %v naming the overflowing EVD", describe(&ev), api.AsyncEVDOverflowEvent)
+				}
+			}},
+			{"DESCRIPTION", "an EVD that overflows after its consumer stopped polling it is reported on the async EVD too", func(t *checkT) {
+				// A provider may leave completions with the device
+				// while a consumer polls; once the polling stops they
+				// must still reach the EVD, and its overflow be told.
+				srv, small, _ := t.overflow(true)
 				ev := t.wait(srv.async, "the overflow event")
 				if ev.Number != api.AsyncEVDOverflowEvent || ev.Async.Object != small {
 					t.Fatalf("got %s, want %v naming the overflowing EVD", describe(&ev), api.AsyncEVDOverflowEvent)
 				}
 			}},
 			{"DESCRIPTION", "events queued before an overflow are kept, in order", func(t *checkT) {
-				_, small, q := t.overflow()
+				_, small, q := t.overflow(false)
 				for i := range q {
 					ev := t.wait(small, "a completion queued before the overflow")
 					if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != api.Cookie(i) || ev.DTO.Status != api.DTOSuccess {
