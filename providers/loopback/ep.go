@@ -25,7 +25,6 @@ type ep struct {
 	state                  api.EPState
 	providerOwned          bool // created for a PSPProvider request and not yet accepted
 	freed                  bool
-	softHW, hardHW         int
 	recvs                  ring.Ring[recvWR] // posted receives (not with an SRQ)
 	reqs                   ring.Ring[reqWR]  // requests waiting behind a send with no receive at the peer
 	peer                   *ep               // the other end while CONNECTED or DISCONNECT_PENDING
@@ -112,7 +111,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 		return nil, tooMany("EPs")
 	}
 	p := &ep{ia: i, pz: z, recvEVD: evds[0], reqEVD: evds[1], cnEVD: evds[2], srq: s, attr: a,
-		state: api.EPUnconnected, softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+		state: api.EPUnconnected}
 	p.addRefs(1)
 	if s != nil {
 		s.eps = append(s.eps, p)
@@ -129,8 +128,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 func (i *ia) newProviderEP(active *ep) *ep {
 	a := withDefaults(active.attr)
 	a.MaxRDMAReadIn, a.MaxRDMAReadOut = a.MaxRDMAReadOut, a.MaxRDMAReadIn
-	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true,
-		softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true}
 	i.eps[p] = struct{}{}
 	return p
 }
@@ -394,9 +392,9 @@ func (p *ep) RecvQuery() (int, int, error) {
 }
 
 // SetWatermark sets the soft and hard high watermarks of receive buffers
-// held by the EP (dat_ep_set_watermark(3DAT)). An EP of this provider
-// holds SRQ buffers only for the instant of a delivery, so no watermark
-// event is ever generated; the values are kept.
+// held by the EP (dat_ep_set_watermark(3DAT)): EP.Query reports the
+// soft one; no watermark event is generated (see "EP high watermarks" in
+// docs/decisions.md).
 func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
 		return err
@@ -406,7 +404,7 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	if p.freed {
 		return errEPFreed
 	}
-	p.softHW, p.hardHW = soft, hard
+	p.attr.SRQSoftHighWatermark = soft
 	return nil
 }
 

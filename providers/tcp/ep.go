@@ -22,7 +22,6 @@ type ep struct {
 	state                  api.EPState
 	providerOwned          bool
 	freed                  bool
-	softHW, hardHW         int
 	recvs                  ring.Ring[recvWR]
 	reqs                   ring.Ring[reqWR]
 	c                      *conn   // the current connection or attempt
@@ -81,7 +80,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 		return nil, tooMany("EPs")
 	}
 	p := &ep{ia: i, pz: pzOf(pzArg), recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD),
-		srq: s, attr: a, state: api.EPUnconnected, softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+		srq: s, attr: a, state: api.EPUnconnected}
 	if s != nil {
 		s.eps++
 	}
@@ -99,8 +98,7 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a.MaxRDMAReadIn = int(min(h.ReadsOut, maxRDMAReadPerEP))
 	a.MaxRDMAReadOut = int(min(h.ReadsIn, maxRDMAReadPerEP))
 	a = withDefaults(a)
-	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true,
-		softHW: api.WatermarkInfinite, hardHW: api.WatermarkInfinite}
+	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true}
 	i.eps[p] = struct{}{}
 	return p
 }
@@ -365,14 +363,15 @@ func (p *ep) RecvQuery() (int, int, error) {
 }
 
 // SetWatermark sets the soft and hard high watermarks of an EP on an SRQ
-// (dat_ep_set_watermark(3DAT)). An EP holds at most the one SRQ buffer it
-// is filling, so no watermark event is generated; the values are kept.
+// (dat_ep_set_watermark(3DAT)): EP.Query reports the soft one; no
+// watermark event is generated (see "EP high watermarks" in
+// docs/decisions.md).
 func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
 		return err
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	p.softHW, p.hardHW = soft, hard
+	p.attr.SRQSoftHighWatermark = soft
 	return nil
 }

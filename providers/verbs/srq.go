@@ -249,18 +249,16 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	return p, nil
 }
 
-// SetWatermark keeps the EP's high watermarks (dat_ep_set_watermark(3DAT)).
-// An EP holds no SRQ buffer of its own before the device fills it, so no
-// watermark event is generated.
+// SetWatermark sets the soft and hard high watermarks of receive buffers
+// held by the EP (dat_ep_set_watermark(3DAT)): EP.Query reports the soft
+// one; no watermark event is generated (see "EP high watermarks" in
+// docs/decisions.md).
 func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
 		return err
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.srq == nil {
-		return api.Errorf(api.InvalidParameter, api.NoSubtype, "the EP does not use an SRQ")
-	}
 	p.attr.SRQSoftHighWatermark = soft
 	return nil
 }

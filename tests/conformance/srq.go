@@ -315,6 +315,27 @@ func srqGroups() []group {
 			}},
 		}},
 
+		{page: "dat_ep_set_watermark", checks: []check{
+			{"DESCRIPTION", "EP.Query reports the soft high watermark set as the EP's srq_soft_hw", func(t *checkT) {
+				n := t.node()
+				e := n.end(nil)
+				t.noErr(e.ep.SetWatermark(5, api.WatermarkInfinite), "EP.SetWatermark(5, infinite)")
+				if got := t.queryEP(e.ep).Attr.SRQSoftHighWatermark; got != 5 {
+					t.Errorf("EP.Query reports srq_soft_hw %d after SetWatermark(5, infinite), want 5", got)
+				}
+				t.noErr(e.ep.SetWatermark(api.WatermarkInfinite, 3), "EP.SetWatermark(infinite, 3)")
+				if got := t.queryEP(e.ep).Attr.SRQSoftHighWatermark; got != api.WatermarkInfinite {
+					t.Errorf("EP.Query reports srq_soft_hw %d after SetWatermark(infinite, 3), want DAT_WATERMARK_INFINITE", got)
+				}
+			}},
+			{"RETURN VALUES", "a negative watermark other than DAT_WATERMARK_INFINITE is DAT_INVALID_PARAMETER", func(t *checkT) {
+				n := t.node()
+				e := n.end(nil)
+				t.wantErr(e.ep.SetWatermark(-2, api.WatermarkInfinite), api.ErrInvalidParameter, "EP.SetWatermark(-2, infinite)")
+				t.wantErr(e.ep.SetWatermark(api.WatermarkInfinite, -7), api.ErrInvalidParameter, "EP.SetWatermark(infinite, -7)")
+			}},
+		}},
+
 		{page: "dat_srq_set_lw", checks: []check{
 			{"DESCRIPTION", "an asynchronous event names the SRQ when its available buffers fall below the low watermark", func(t *checkT) {
 				x := t.srqSetup(1, 8)
