@@ -118,10 +118,11 @@
 //     flag under the IA's lock makes one goroutine at a time the owner of
 //     the sending side; frames queued meanwhile are written by the owner
 //     before it lets go). A payload of 512 KiB or more is written by a
-//     system call of its own, with the frames ahead of it sent first,
-//     held back by MSG_MORE to leave with its first bytes (the kernel's
-//     send path was much slower per byte for a large payload behind a
-//     header in one writev: see sock.WritevNB). One such write moves
+//     system call of its own but for its first bytes, which leave with
+//     the frames ahead of it, 64 KiB in all (the kernel's send path was
+//     much slower per byte for a large payload behind a header in one
+//     writev, and a header held back by MSG_MORE slowed a polling
+//     receiver's stream: see sock.WritevNB). One such write moves
 //     at most 2 MiB (on loopback
 //     the kernel otherwise keeps taking bytes for as long as the peer
 //     reads, milliseconds for a stream of large DTOs). What the socket
