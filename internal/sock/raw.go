@@ -80,6 +80,19 @@ const maxIOV = 1024
 // still one system call. The count is what was written; an error is
 // returned only when nothing was.
 func WritevNB(fd uintptr, bufs [][]byte, iov *[]syscall.Iovec, limit int) (int, syscall.Errno) {
+	if len(bufs) == 1 && len(bufs[0]) > 0 {
+		// One buffer (a batch of small frames staged in one): a
+		// sendto, as the loop below would make, without the vector.
+		b := bufs[0]
+		if limit > 0 && limit < len(b) {
+			b = b[:limit]
+		}
+		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), 0
+	}
 	v := (*iov)[:0]
 	for _, b := range bufs {
 		if len(b) == 0 {
