@@ -362,9 +362,9 @@ func (p *ep) RecvQuery() (int, int, error) {
 	return n, n, nil
 }
 
-// SetWatermark sets the soft and hard high watermarks of an EP on an SRQ
-// (dat_ep_set_watermark(3DAT)): EP.Query reports the soft one; no
-// watermark event is generated (see "EP high watermarks" in
+// SetWatermark sets the soft and hard high watermarks of receive buffers
+// held by the EP (dat_ep_set_watermark(3DAT)): EP.Query reports the soft
+// one; no watermark event is generated (see "EP high watermarks" in
 // docs/decisions.md).
 func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
