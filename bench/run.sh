@@ -32,7 +32,9 @@
 # (a Go process then runs with GOMAXPROCS = 1): the spread shrinks. All
 # tools are pinned alike.
 # Not part of CI: timings depend on the machine. The table goes to stdout,
-# logs and the raw results (results.tsv) stay in $WORK (printed at the end).
+# then the tcp issue's goals, each as godat's ratio to its baseline per
+# repetition and at the medians; logs and the raw results (results.tsv)
+# stay in $WORK (printed at the end).
 # Missing tools are installed with apt-get; a tool that still is missing,
 # or a godat without the tcp provider, is skipped with a note.
 set -u
@@ -291,6 +293,52 @@ summary() {
 	}' "$RES"
 }
 
+# goals prints, for each goal of the tcp issue, godat's ratio to the
+# baseline per repetition (both measured in the same repetition) and at
+# the medians, and whether the medians meet it.
+goals() {
+	awk -F'\t' '
+	function isort(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t } }
+	function med(a, n) { isort(a, n); return (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+	$8 == "ok" {
+		k = $1 FS $2 FS $3 FS $4
+		if ($6 != "-") v[k, "lat", $5] = $6 + 0
+		if ($7 != "-") v[k, "bw", $5] = $7 + 0
+		if ($5 > reps) reps = $5
+	}
+	# goal: what, godat key, baseline key, lat or bw, le or ge, bound
+	function goal(what, g, b, kind, cmp, bound,   r, n, list, x, gs, bs, ng, nb, gm, bm, ratio, ok) {
+		n = 0; ng = 0; nb = 0; list = ""
+		for (r = 1; r <= reps; r++) {
+			if ((g, kind, r) in v) gs[++ng] = v[g, kind, r]
+			if ((b, kind, r) in v) bs[++nb] = v[b, kind, r]
+			if (((g, kind, r) in v) && ((b, kind, r) in v)) {
+				x = v[g, kind, r] / v[b, kind, r]
+				list = list sprintf(" %.2f", x)
+				n++
+				if ((cmp == "le" && x <= bound) || (cmp == "ge" && x >= bound)) ok++
+			}
+		}
+		if (n == 0) { printf "%-44s  no data\n", what; return }
+		gm = med(gs, ng); bm = med(bs, nb); ratio = gm / bm
+		printf "%-44s  %s %.2f  %-9s  at medians %.3f  %d/%d reps  per rep:%s\n", what, (cmp == "le" ? "<=" : ">="), bound,
+			(((cmp == "le" && ratio <= bound) || (cmp == "ge" && ratio >= bound)) ? "met" : "NOT MET"), ratio, ok + 0, n, list
+	}
+	END {
+		P = "godat" FS "tcp/poll" FS; W = "godat" FS "tcp/wait" FS
+		goal("64 B poll latency / raw TCP poll", P "lat" FS "64", "rawtcp" FS "go/poll" FS "pingpong" FS "64", "lat", "le", 1.1)
+		goal("64 B poll latency / libfabric", P "lat" FS "64", "libfabric" FS "tcp/msg" FS "pingpong" FS "64", "lat", "le", 1)
+		goal("64 B poll latency / UCX tag_lat", P "lat" FS "64", "ucx" FS "tcp" FS "tag_lat" FS "64", "lat", "le", 1)
+		goal("64 B wait latency / raw TCP (netpoller)", W "lat" FS "64", "rawtcp" FS "go/wait" FS "pingpong" FS "64", "lat", "le", 1.15)
+		goal("1 MiB poll write stream / raw TCP stream", P "bw" FS "1048576", "rawtcp" FS "go/poll" FS "stream" FS "1048576", "bw", "ge", 0.9)
+		goal("1 MiB wait write stream / raw TCP stream", W "bw" FS "1048576", "rawtcp" FS "go/wait" FS "stream" FS "1048576", "bw", "ge", 0.9)
+		goal("1 MiB poll write stream / UCX tag_bw", P "bw" FS "1048576", "ucx" FS "tcp" FS "tag_bw" FS "1048576", "bw", "ge", 1)
+		goal("1 MiB wait write stream / UCX tag_bw", W "bw" FS "1048576", "ucx" FS "tcp" FS "tag_bw" FS "1048576", "bw", "ge", 1)
+		goal("1 MiB poll read / raw TCP pull", P "read" FS "1048576", "rawtcp" FS "go/poll" FS "pull" FS "1048576", "bw", "ge", 0.8)
+		goal("1 MiB wait read / raw TCP pull", W "read" FS "1048576", "rawtcp" FS "go/wait" FS "pull" FS "1048576", "bw", "ge", 0.8)
+	}' "$RES"
+}
+
 {
 	echo
 	pin="unpinned"
@@ -301,6 +349,9 @@ summary() {
 	[ $GODAT = 1 ] || echo "(godat rows skipped: dattest could not serve the tcp IA; see $WORK/logs/dattest-server.log)"
 	echo
 	summary
+	echo
+	echo "== the tcp issue's goals: godat / baseline, same repetition (latency: lower is better; bandwidth: higher) =="
+	goals
 	echo
 	echo "total $(($(date +%s) - T0)) s; results: $RES; logs: $WORK/logs"
 } | tee "$WORK/summary.txt"
