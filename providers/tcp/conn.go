@@ -164,10 +164,9 @@ type requester struct {
 	credits   uint64 // receive credits the peer granted
 	inFlight  int    // RDMA reads awaiting their response
 	// reapLate: requests an ACK finished wait to be completed until the
-	// consumer has answered the receive that brought the ACK (ackIn);
-	// reapOwed mirrors it for pollers, which read it without ia.mu.
-	reapLate bool
-	reapOwed atomic.Bool
+	// consumer has answered the receive that brought the ACK (ackIn).
+	// Written under ia.mu; pollers read it without.
+	reapLate atomic.Bool
 }
 
 // responder is the receiving side's state.
@@ -784,7 +783,7 @@ func (c *conn) writeHeld(quick bool) bool {
 func (c *conn) handBack() {
 	c.polled.Store(false) // (else the reader would leave the stream to pollers again)
 	c.watchOn()
-	if !c.txPend.Load() && !c.reapOwed.Load() {
+	if !c.txPend.Load() && !c.reapLate.Load() {
 		return
 	}
 	c.ia.mu.Lock()
@@ -1694,9 +1693,8 @@ func (c *conn) ackIn(f *frame, late bool) bool {
 			return false
 		}
 		c.credits = f.Credits
-		if !c.reapLate {
-			c.reapLate = true
-			c.reapOwed.Store(true)
+		if !c.reapLate.Load() {
+			c.reapLate.Store(true)
 		}
 		if testHookReapLate != nil {
 			testHookReapLate(c)
@@ -1719,16 +1717,15 @@ var testHookReapLate func(*conn)
 // settleReap completes the requests a late ACK finished (see ackIn).
 // ia.mu is held.
 func (c *conn) settleReap() {
-	if c.reapLate {
-		c.reapLate = false // (reap clears them too, on the EP's connection)
-		c.reapOwed.Store(false)
+	if c.reapLate.Load() {
+		c.reapLate.Store(false) // (reap clears it too, on the EP's connection)
 		c.ep.reap()
 	}
 }
 
 // settleOwed is settleReap for a caller without ia.mu.
 func (c *conn) settleOwed() {
-	if c.reapOwed.Load() {
+	if c.reapLate.Load() {
 		c.ia.mu.Lock()
 		c.settleReap()
 		c.ia.mu.Unlock()

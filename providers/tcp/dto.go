@@ -206,7 +206,7 @@ func (p *ep) pump() {
 			return
 		}
 	}
-	if !c.reapLate {
+	if !c.reapLate.Load() {
 		p.reap() // (else the one that settles the late ACK does)
 	}
 }
@@ -330,9 +330,8 @@ func (p *ep) ackMark(c *conn, seq uint64) bool {
 // ia.mu is held.
 func (p *ep) reap() {
 	c := p.c
-	if c != nil && c.reapLate {
-		c.reapLate = false
-		c.reapOwed.Store(false)
+	if c != nil && c.reapLate.Load() {
+		c.reapLate.Store(false)
 	}
 	for p.reqs.Len() > 0 {
 		w := p.reqs.Front()

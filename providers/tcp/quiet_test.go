@@ -515,7 +515,7 @@ func (r *lateRig) exchange(cookie api.Cookie) bool {
 	if r.ev.DTO.Status != api.DTOSuccess {
 		t.Fatalf("client receive: %+v", r.ev.DTO)
 	}
-	owed := r.late.Load() > before && r.cc.Load().reapOwed.Load()
+	owed := r.late.Load() > before && r.cc.Load().reapLate.Load()
 	if err := <-echo; err != nil {
 		t.Fatal(err)
 	}
