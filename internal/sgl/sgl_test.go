@@ -77,3 +77,12 @@ func TestCopyAllocatesNothing(t *testing.T) {
 		t.Fatalf("allocs = %v", a)
 	}
 }
+
+func TestDrop(t *testing.T) {
+	s := split(make([]byte, 10), 3, 3, 4)
+	Drop(s[:2])
+	if len(s) != 3 || s[0] != nil || s[1] != nil || len(s[2]) != 4 {
+		t.Fatalf("after Drop of two: %v", s)
+	}
+	Drop(nil) // no segments: nothing to do
+}

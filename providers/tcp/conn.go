@@ -16,6 +16,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/ring"
+	"github.com/godat/godat/internal/sgl"
 	"github.com/godat/godat/internal/sock"
 )
 
@@ -471,7 +472,7 @@ func (c *conn) batch() (quick bool) {
 		if t.readResp {
 			c.respQueued--
 		}
-		clear(t.segs)
+		sgl.Drop(t.segs)
 		c.tx.PopFront()
 	}
 	if ack && c.tx.Len() == 0 {
@@ -1395,7 +1396,7 @@ func (c *conn) continuePayload(polled bool) bool {
 		mu.Lock()
 	}
 	f := c.pl.f
-	clear(c.pl.all)
+	sgl.Drop(c.pl.all)
 	c.pl = payload{}
 	switch f.Type {
 	case frWrite:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/completion"
+	"github.com/godat/godat/internal/sgl"
 )
 
 // Data transfer. A posted request joins the EP's request queue (ep.reqs)
@@ -225,7 +226,6 @@ func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 	case reqSend, reqWrite:
 		src, n, ok := i.mem.Gather(c.txsegs[:0], w.iov, p.pz, api.MemPrivLocalRead)
 		c.txsegs = src[:0]
-		defer clear(src)
 		limit, f := c.maxMsg, frame{Type: frSend, Len: uint32(n)}
 		if w.kind == reqWrite {
 			limit = c.maxRDMA
@@ -235,8 +235,10 @@ func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 		}
 		switch {
 		case !ok:
+			sgl.Drop(src)
 			return api.DTOErrLocalProtection
 		case n > uint64(limit):
+			sgl.Drop(src)
 			return api.DTOErrLocalLength
 		}
 		if w.flags&api.CompletionSolicitedWait != 0 {
@@ -247,7 +249,8 @@ func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 		if w.kind == reqSend {
 			c.sendsSent++
 		}
-		c.enqueue(&f, src)
+		c.enqueue(&f, src) // (copies src)
+		sgl.Drop(src)
 	case reqRead, reqReadToRMR:
 		n := uint64(w.remote.Length)
 		if w.kind == reqRead {
@@ -357,7 +360,7 @@ func (p *ep) reap() {
 // release drops what a finished request refers to, so that a reused slot
 // keeps no memory alive.
 func (w *reqWR) release() {
-	clear(w.segs)
+	sgl.Drop(w.segs)
 	w.segs = w.segs[:0]
 	w.rmr, w.bind = nil, nil
 	w.sent, w.done, w.failed = false, false, false
