@@ -189,7 +189,7 @@ func (e *evd) pollBatches(locked bool) {
 		return
 	}
 	for {
-		n := int(C.gd_poll_cq(c.cq, wcBatch, c.wc))
+		n := int(pollCQ(c.cq, wcBatch, c.wc))
 		if n <= 0 {
 			return
 		}

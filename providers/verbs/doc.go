@@ -160,6 +160,37 @@
 // rmr-window-bounds (rxe checks an access through a window against the
 // whole MR).
 //
+// # Calls into rdma-core
+//
+// Most calls into rdma-core are ordinary cgo calls. The data path's are
+// not: posting a request (ibv_post_send), a receive (ibv_post_recv,
+// ibv_post_srq_recv) and polling a CQ (ibv_poll_cq) run the C function
+// directly on the calling thread's system stack (fastcall.go), without
+// cgo's passage through the scheduler's system-call state. A cgo call
+// that lasts longer than a tick of the runtime's monitor thread (20 µs
+// and up) may have its P handed to another thread, and the caller then
+// waits for a P on its way back. On soft-RoCE each post is a system call
+// that carries the whole exchange, about 20 µs under emulation, so nearly
+// every post paid that handoff, and a few paid milliseconds: the 64 B
+// RDMA-write ping-pong took 17–32 µs one way through cgo and 12–16 µs
+// through the direct calls, against `ib_write_lat`'s 9–10 µs in the same
+// VM (docs/benchmarks.md). On an RDMA NIC the same calls are stores to
+// the device's doorbell and reads of its completion ring in user space,
+// where cgo's own cost (tens of nanoseconds) is what the direct call
+// saves.
+//
+// A direct call keeps its P for as long as the C function runs, so it is
+// made only for functions that return promptly and never call back into
+// Go: rdma-core's posting and polling do neither (on rxe the post's
+// system call does not sleep). Meanwhile a stop-the-world of the garbage
+// collector waits for the call to return, and no other goroutine runs on
+// that P. The race detector models each cgo call as a synchronization
+// point, which a direct call is not, so race builds use cgo for these
+// calls too (fastcall_cgo.go), as builds with -tags godat_cgocall do:
+// that tag is the way around a Go release that no longer provides the
+// runtime primitive the direct calls use (the build then fails to link
+// runtime.asmcgocall). CI runs the package's tests both ways.
+//
 // # Resources
 //
 // Every rdma-core object belongs to exactly one godat object and is

@@ -233,12 +233,7 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	if p.fenceNext {
 		sf |= C.IBV_SEND_FENCE
 	}
-	var rc C.int
-	if inv {
-		rc = C.gd_post_send_inv(p.qp, C.uint64_t(p.reqSeq), sf, sg, C.int(len(iov)), C.uint32_t(remote.RMRContext))
-	} else {
-		rc = C.gd_post_send(p.qp, C.uint64_t(p.reqSeq), opcode, sf, sg, C.int(len(iov)), C.uint64_t(remote.Addr), C.uint32_t(remote.RMRContext))
-	}
+	rc := postSend(p.qp, C.uint64_t(p.reqSeq), opcode, sf, sg, C.int(len(iov)), C.uint64_t(remote.Addr), C.uint32_t(remote.RMRContext), inv)
 	p.fenceNext = false
 	if rc != 0 {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_post_send: "+errnoText(syscallErrno(rc)))
@@ -324,7 +319,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	if len(iov) > 0 {
 		sg = &p.sges[0]
 	}
-	if rc := C.gd_post_recv(p.qp, C.uint64_t(seq), sg, C.int(len(iov))); rc != 0 {
+	if rc := postRecv(p.qp, nil, C.uint64_t(seq), sg, C.int(len(iov))); rc != 0 {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_post_recv: "+errnoText(syscallErrno(rc)))
 	}
 	w := p.recvs.PushBack()

@@ -442,3 +442,24 @@ int gd_async_get(struct ibv_context *c, struct gd_async_event *out) {
 	ibv_ack_async_event(&ev);
 	return 1;
 }
+
+void gd_post_send_call(void *p) {
+	struct gd_send_call *a = p;
+	if (a->inv)
+		a->rc = gd_post_send_inv(a->qp, a->wr_id, a->flags, a->sg, a->n, a->rkey);
+	else
+		a->rc = gd_post_send(a->qp, a->wr_id, a->opcode, a->flags, a->sg, a->n, a->raddr, a->rkey);
+}
+
+void gd_post_recv_call(void *p) {
+	struct gd_recv_call *a = p;
+	if (a->qp)
+		a->rc = gd_post_recv(a->qp, a->wr_id, a->sg, a->n);
+	else
+		a->rc = gd_srq_post(a->srq, a->wr_id, a->sg, a->n);
+}
+
+void gd_poll_cq_call(void *p) {
+	struct gd_poll_call *a = p;
+	a->rc = ibv_poll_cq(a->cq, a->n, a->wc);
+}

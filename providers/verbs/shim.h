@@ -57,6 +57,40 @@ int gd_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags, struc
                  uint64_t raddr, uint32_t rkey);
 int gd_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sg, int n);
 
+// The data path's calls with their arguments and result in one block, for
+// the direct calls of fastcall.go: each takes a pointer to its block and
+// stores the result (as the call above returns it) in rc.
+//
+// gd_post_send_call posts a send or RDMA request, or with inv set a
+// send-with-invalidate of rkey (opcode and raddr unused).
+struct gd_send_call {
+	struct ibv_qp *qp;
+	struct ibv_sge *sg;
+	uint64_t wr_id, raddr;
+	int opcode, flags, n, inv;
+	uint32_t rkey;
+	int rc;
+};
+void gd_post_send_call(void *a);
+// gd_post_recv_call posts a receive on qp, or on srq when qp is NULL.
+struct gd_recv_call {
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+	struct ibv_sge *sg;
+	uint64_t wr_id;
+	int n;
+	int rc;
+};
+void gd_post_recv_call(void *a);
+// gd_poll_cq_call is gd_poll_cq.
+struct gd_poll_call {
+	struct ibv_cq *cq;
+	struct ibv_wc *wc;
+	int n;
+	int rc;
+};
+void gd_poll_cq_call(void *a);
+
 // Connection management.
 #define GD_PDATA_MAX 256
 struct gd_cm_event {

@@ -125,7 +125,7 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	if len(iov) > 0 {
 		sg = &s.sges[0]
 	}
-	if rc := C.gd_srq_post(s.srq, C.uint64_t(recvBit|srqBit|uint64(slot)), sg, C.int(len(iov))); rc != 0 {
+	if rc := postRecv(nil, s.srq, C.uint64_t(recvBit|srqBit|uint64(slot)), sg, C.int(len(iov))); rc != 0 {
 		s.free = append(s.free, slot)
 		return api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "ibv_post_srq_recv: "+errnoText(syscallErrno(rc)))
 	}
