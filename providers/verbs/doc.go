@@ -171,10 +171,11 @@
 // and up) may have its P handed to another thread, and the caller then
 // waits for a P on its way back. On soft-RoCE each post is a system call
 // that carries the whole exchange, about 20 µs under emulation, so nearly
-// every post paid that handoff, and a few paid milliseconds: the 64 B
-// RDMA-write ping-pong took 17–32 µs one way through cgo and 12–16 µs
-// through the direct calls, against `ib_write_lat`'s 9–10 µs in the same
-// VM (docs/benchmarks.md). On an RDMA NIC the same calls are stores to
+// every post paid that handoff, and a few paid milliseconds: with one P
+// per process the 64 B RDMA-write ping-pong took medians of 23–32 µs one
+// way through cgo and 13–14 µs through the direct calls, against
+// `ib_write_lat`'s 9.5–10 µs in the same VM (docs/benchmarks.md). On an
+// RDMA NIC the same calls are stores to
 // the device's doorbell and reads of its completion ring in user space,
 // where cgo's own cost (tens of nanoseconds) is what the direct call
 // saves.
