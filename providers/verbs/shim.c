@@ -112,10 +112,6 @@ int gd_cq_arm(struct ibv_cq *cq) {
 	return ibv_req_notify_cq(cq, 0);
 }
 
-int gd_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
-	return ibv_poll_cq(cq, n, wc);
-}
-
 struct ibv_qp *gd_qp_create(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,
                             uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge, uint32_t recv_sge, uint8_t port, int *err) {
 	struct ibv_qp_init_attr ia;
@@ -462,4 +458,8 @@ void gd_post_recv_call(void *p) {
 void gd_poll_cq_call(void *p) {
 	struct gd_poll_call *a = p;
 	a->rc = ibv_poll_cq(a->cq, a->n, a->wc);
+}
+
+void gd_call(void (*fn)(void *), void *arg) {
+	fn(arg);
 }

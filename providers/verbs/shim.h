@@ -41,7 +41,6 @@ int gd_cq_event(struct ibv_comp_channel *ch);
 // gd_cq_arm asks for a notification of the CQ's next completion: 0 or an
 // errno value.
 int gd_cq_arm(struct ibv_cq *cq);
-int gd_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 
 // gd_qp_create creates an RC QP outside rdma_cm and moves it to INIT on
 // port, so that receives may be posted before it is connected.
@@ -58,8 +57,8 @@ int gd_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags, struc
 int gd_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sg, int n);
 
 // The data path's calls with their arguments and result in one block, for
-// the direct calls of fastcall.go: each takes a pointer to its block and
-// stores the result (as the call above returns it) in rc.
+// calls.go: each takes a pointer to its block and stores the result (as
+// the calls above return it) in rc.
 //
 // gd_post_send_call posts a send or RDMA request, or with inv set a
 // send-with-invalidate of rkey (opcode and raddr unused).
@@ -82,7 +81,7 @@ struct gd_recv_call {
 	int rc;
 };
 void gd_post_recv_call(void *a);
-// gd_poll_cq_call is gd_poll_cq.
+// gd_poll_cq_call polls cq for up to n completions into wc.
 struct gd_poll_call {
 	struct ibv_cq *cq;
 	struct ibv_wc *wc;
@@ -90,6 +89,8 @@ struct gd_poll_call {
 	int rc;
 };
 void gd_poll_cq_call(void *a);
+// gd_call runs fn(arg): the cgo way to run a gd_*_call function.
+void gd_call(void (*fn)(void *), void *arg);
 
 // Connection management.
 #define GD_PDATA_MAX 256
