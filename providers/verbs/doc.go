@@ -94,6 +94,25 @@
 // request or receive EVD, queue sizes) makes a new QP, which is allowed
 // only while nothing is posted.
 //
+// Inline data: each QP is created asking for 256 bytes of inline data
+// (less if the device refuses that much, none if it has none). A send or
+// RDMA write whose segments add up to no more than the QP was granted,
+// none of them in a zero-based LMR (whose offsets only the device can
+// translate), is posted with IBV_SEND_INLINE: ibv_post_send copies the
+// bytes into the work request, and the device need not fetch them from
+// the LMR before it sends. EP.Query reports the granted capacity as the
+// transport-specific attribute max_inline_data. rdma-core's own
+// ibv_rc_pingpong and perftest post small messages the same way. On an
+// adapter it spares a DMA read of the payload before the packet leaves;
+// on soft-RoCE, where the post's system call copies the bytes either
+// way, it measured no difference (64 B RDMA-write ping-pong, 12.2 µs one
+// way with and without, medians of 8 interleaved pairs in one boot of
+// the rxe VM). The segments are checked against the IA's LMRs first all
+// the same (above), so a request the device would have refused for its
+// lkey is refused as before; what changes is only when the bytes are
+// read, and DAT already forbids touching them until the request
+// completes.
+//
 // Private data: the InfiniBand CM (used by RoCE too) pads private data to
 // its field size, so godat prefixes its own with a marker byte and a
 // length byte and strips them on arrival; private data without the marker

@@ -220,7 +220,8 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	if op == api.OpRDMARead {
 		need = api.MemPrivLocalWrite
 	}
-	if err := i.checkIOV(iov, p.pz, need); err != nil {
+	byVA, err := i.checkIOV(iov, p.pz, need)
+	if err != nil {
 		return err
 	}
 	n := p.fillSGEs(iov)
@@ -232,6 +233,9 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	sf := p.signal(flags)
 	if p.fenceNext {
 		sf |= C.IBV_SEND_FENCE
+	}
+	if op != api.OpRDMARead && n <= p.inline && byVA {
+		sf |= C.IBV_SEND_INLINE
 	}
 	rc := postSend(p.qp, C.uint64_t(p.reqSeq), opcode, sf, sg, C.int(len(iov)), C.uint64_t(remote.Addr), C.uint32_t(remote.RMRContext), inv)
 	p.fenceNext = false
@@ -309,7 +313,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	if p.recvs.Len() >= p.attr.MaxRecvDTOs {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the receive queue is full")
 	}
-	if err := i.checkIOV(iov, p.pz, api.MemPrivLocalWrite); err != nil {
+	if _, err := i.checkIOV(iov, p.pz, api.MemPrivLocalWrite); err != nil {
 		return err
 	}
 	p.fillSGEs(iov)

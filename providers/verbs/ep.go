@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -37,6 +38,10 @@ type ep struct {
 	qpn  uint32
 	sgeC *C.struct_ibv_sge // C array of the most SGEs a post may name
 	sges []C.struct_ibv_sge
+	// inline is the most bytes a send or RDMA write may carry inside its
+	// work request (IBV_SEND_INLINE): what the device granted the QP when
+	// asked for inlineWant.
+	inline uint32
 
 	id        *C.struct_rdma_cm_id // of the connection or attempt, or nil
 	pdata     []byte               // the private data Connect sends, with its header
@@ -61,6 +66,11 @@ type ep struct {
 	attempt  uint64      // counts Connect calls, so a stale timeout does nothing
 	timer    *time.Timer // the connect timeout of the pending attempt, or a graceful Disconnect's wait
 }
+
+// inlineWant is the inline data capacity asked of each QP: sends and
+// RDMA writes of at most this many bytes travel inside the work request
+// ("Inline data" in the package documentation).
+const inlineWant = 256
 
 var errEPGone = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
 
@@ -135,16 +145,17 @@ func (p *ep) makeQP() error {
 	}
 	iov := max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV, a.MaxRecvIOV, 1)
 	var cerr C.int
+	inl := C.uint32_t(inlineWant)
 	var sq *C.struct_ibv_srq
 	if p.srq != nil {
 		sq = p.srq.srq
 	}
 	qp := C.gd_qp_create(p.pz.pd, scq, rcq, sq, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
-		C.uint32_t(max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV)), C.uint32_t(a.MaxRecvIOV), C.uint8_t(i.dev.port.Num), &cerr)
+		C.uint32_t(max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV)), C.uint32_t(a.MaxRecvIOV), C.uint8_t(i.dev.port.Num), &cerr, &inl)
 	if qp == nil {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_create_qp: "+errnoText(syscallErrno(cerr)))
 	}
-	p.qp, p.qpn = qp, uint32(qp.qp_num)
+	p.qp, p.qpn, p.inline = qp, uint32(qp.qp_num), uint32(inl)
 	p.sgeC = (*C.struct_ibv_sge)(C.calloc(C.size_t(iov), C.size_t(unsafe.Sizeof(C.struct_ibv_sge{}))))
 	p.sges = unsafe.Slice(p.sgeC, iov)
 	i.qps[p.qpn] = p
@@ -214,6 +225,10 @@ func (p *ep) Query() (api.EPParam, error) {
 		prm.ConnectEVD = p.cnEVD
 	}
 	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
+	if p.qp != nil {
+		prm.Attr.TransportSpecific = append(prm.Attr.TransportSpecific,
+			api.NamedAttr{Name: "max_inline_data", Value: strconv.FormatUint(uint64(p.inline), 10)})
+	}
 	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
 	return prm, nil
 }

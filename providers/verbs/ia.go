@@ -220,7 +220,8 @@ func (i *ia) Close(flags api.CloseFlags) error {
 func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return i.checkIOV(segs, nil, 0)
+	_, err := i.checkIOV(segs, nil, 0)
+	return err
 }
 
 // SyncRDMAWrite is SyncRDMARead for dat_lmr_sync_rdma_write(3DAT).

@@ -225,28 +225,37 @@ var (
 // failures in ways DAT does not (rxe: a bad lkey as a QP operation
 // error), and cannot refuse a send from memory without local read. It
 // allocates nothing. ia.mu is held.
-func (i *ia) checkIOV(iov []api.LMRTriplet, z *pz, need api.MemPriv) error {
+//
+// byVA reports that every segment's address is a virtual address of the
+// process, that is, that none is in a zero-based LMR (whose triplets carry
+// offsets, which only the device translates): only such a request may
+// carry its bytes inline, since ibv_post_send then reads them itself.
+func (i *ia) checkIOV(iov []api.LMRTriplet, z *pz, need api.MemPriv) (byVA bool, err error) {
+	byVA = true
 	for _, t := range iov {
 		if t.Length == 0 {
 			continue
 		}
 		l := i.lkeys[uint32(t.LMRContext)]
 		if l == nil {
-			return errNoLMR
+			return false, errNoLMR
 		}
 		if z != nil && l.pz != z {
-			return errOtherPZ
+			return false, errOtherPZ
 		}
 		base, n := l.param.RegisteredAddress, l.param.RegisteredSize
 		if t.Addr < base || uint64(t.Addr-base)+uint64(t.Length) > n {
-			return errOutside
+			return false, errOutside
 		}
 		if l.priv&need != need {
 			if need&api.MemPrivLocalWrite != 0 {
-				return errLocalWrite
+				return false, errLocalWrite
 			}
-			return errLocalRead
+			return false, errLocalRead
+		}
+		if l.va != api.VATypeVA {
+			byVA = false
 		}
 	}
-	return nil
+	return byVA, nil
 }

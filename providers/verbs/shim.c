@@ -113,22 +113,35 @@ int gd_cq_arm(struct ibv_cq *cq) {
 }
 
 struct ibv_qp *gd_qp_create(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,
-                            uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge, uint32_t recv_sge, uint8_t port, int *err) {
+                            uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge, uint32_t recv_sge, uint8_t port, int *err,
+                            uint32_t *inl) {
 	struct ibv_qp_init_attr ia;
 	memset(&ia, 0, sizeof ia);
 	ia.send_cq = scq;
 	ia.recv_cq = rcq;
 	ia.srq = srq;
 	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = send_wr;
-	ia.cap.max_recv_wr = srq ? 0 : recv_wr;
-	ia.cap.max_send_sge = send_sge;
-	ia.cap.max_recv_sge = srq ? 0 : recv_sge;
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	// Devices differ in how much inline data a QP may carry and none
+	// reports it before a QP exists: halve the request until it fits.
+	uint32_t want = *inl;
+	struct ibv_qp *qp;
+	for (;;) {
+		ia.cap.max_send_wr = send_wr;
+		ia.cap.max_recv_wr = srq ? 0 : recv_wr;
+		ia.cap.max_send_sge = send_sge;
+		ia.cap.max_recv_sge = srq ? 0 : recv_sge;
+		ia.cap.max_inline_data = want;
+		qp = ibv_create_qp(pd, &ia);
+		if (qp != NULL || want == 0 || (errno != EINVAL && errno != ENOMEM)) {
+			break;
+		}
+		want = want > 16 ? want / 2 : 0;
+	}
 	if (qp == NULL) {
 		*err = errno ? errno : EIO;
 		return NULL;
 	}
+	*inl = ia.cap.max_inline_data;
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof a);
 	a.qp_state = IBV_QPS_INIT;

@@ -43,9 +43,12 @@ int gd_cq_event(struct ibv_comp_channel *ch);
 int gd_cq_arm(struct ibv_cq *cq);
 
 // gd_qp_create creates an RC QP outside rdma_cm and moves it to INIT on
-// port, so that receives may be posted before it is connected.
+// port, so that receives may be posted before it is connected. *inl is
+// the inline data capacity asked for; a device that refuses it is asked
+// for less, down to none, and *inl returns what the QP has.
 struct ibv_qp *gd_qp_create(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,
-                            uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge, uint32_t recv_sge, uint8_t port, int *err);
+                            uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge, uint32_t recv_sge, uint8_t port, int *err,
+                            uint32_t *inl);
 // gd_qp_connect moves qp to RTR and RTS with the attributes rdma_cm
 // computed for id.
 int gd_qp_connect(struct rdma_cm_id *id, struct ibv_qp *qp);

@@ -107,7 +107,7 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	if s.used >= s.max {
 		return api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ is full")
 	}
-	if err := i.checkIOV(iov, s.pz, api.MemPrivLocalWrite); err != nil {
+	if _, err := i.checkIOV(iov, s.pz, api.MemPrivLocalWrite); err != nil {
 		return err
 	}
 	var slot int
