@@ -30,10 +30,18 @@
 # Usage:  bash bench/verbs.sh            (about 3 minutes)
 #         REPS=1 bash bench/verbs.sh     (a quick look)
 #         (about 45 s per repetition plus the boot)
+#         PIN=1 bash bench/verbs.sh    (every tool's server on vCPU 0, its
+#                                        client on vCPU 1, with taskset)
 #         BASE=<git rev> bash bench/verbs.sh
 #                                        (also measures dattest built from
 #                                        that revision, in the same boot:
 #                                        before/after rows)
+# Pinning: unpinned, the guest's scheduler places the two spinning
+# processes of a pair and rxe's kernel work on its two vCPUs as it likes,
+# and the same binary's one-way latency moved between 15 and 24 µs from
+# one run to the next. PIN=1 treats every tool alike (a dattest process
+# with GOMAXPROCS=2 then has both Ps on its one vCPU).
+#
 # Environment: RXE_VM_RUN (the harness), LAT_ITERS (default 2000),
 # BW_ITERS (1 MiB messages per bw run, default 100), PP_BW_ITERS
 # (ibv_rc_pingpong 1 MiB exchanges, default 50), KEEP=1 keeps the raw
@@ -44,6 +52,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 REPS=${REPS:-5}
+PIN=${PIN:-0}
 LAT_ITERS=${LAT_ITERS:-2000}
 BW_ITERS=${BW_ITERS:-100}
 PP_BW_ITERS=${PP_BW_ITERS:-50}
@@ -84,6 +93,8 @@ cat >"$out/verbs-bench-guest.sh" <<'GUEST'
 set -u
 ip=$RXE_VM_IP g=$RXE_VM_GID_INDEX
 conf=providers/verbs/testdata/datinfo.conf
+S= C=
+if [ "${PIN:-0}" = 1 ]; then S="taskset -c 0" C="taskset -c 1"; fi
 dt=.vmbin/dattest
 have() { command -v "$1" >/dev/null 2>&1; }
 r() { printf 'R\t%s\t%s\t%s\n' "$1" "$2" "$3"; }
@@ -92,21 +103,21 @@ pair() { # server-args -- client-args: run a tool's server and client; client ou
 	while [ "$1" != -- ]; do s+=("$1"); shift; done
 	shift
 	c=("$@")
-	"${s[@]}" >/tmp/srv.out 2>&1 &
+	$S "${s[@]}" >/tmp/srv.out 2>&1 &
 	local pid=$!
 	sleep 0.5
-	timeout 120 "${c[@]}" 2>/tmp/cli.err
+	timeout 120 $C "${c[@]}" 2>/tmp/cli.err
 	local rc=$?
 	wait $pid
 	[ $rc = 0 ] || { echo "FAILED ($rc): ${c[*]}" >&2; cat /tmp/cli.err /tmp/srv.out >&2; }
 }
-$dt -s -d rxe-ip -f $conf -p 7471 >/tmp/dattest-server.log 2>&1 &
+$S $dt -s -d rxe-ip -f $conf -p 7471 >/tmp/dattest-server.log 2>&1 &
 dsrv=$!
-GOMAXPROCS=1 $dt -s -d rxe-ip -f $conf -p 7473 >/tmp/dattest-server1.log 2>&1 &
+GOMAXPROCS=1 $S $dt -s -d rxe-ip -f $conf -p 7473 >/tmp/dattest-server1.log 2>&1 &
 dsrv1=$!
 bsrv=
 if [ -x .vmbin/dattest-base ]; then
-	.vmbin/dattest-base -s -d rxe-ip -f $conf -p 7472 >/tmp/dattest-base-server.log 2>&1 &
+	$S .vmbin/dattest-base -s -d rxe-ip -f $conf -p 7472 >/tmp/dattest-base-server.log 2>&1 &
 	bsrv=$!
 fi
 sleep 2
@@ -118,7 +129,7 @@ dattest_row() { # name rep args...: the godat and raw values of a one-row bench
 	*.p1) port=7473 procs=1 ;;
 	esac
 	local j
-	j=$(GOMAXPROCS=$procs timeout 300 $bin -h "$ip" -d rxe-ip -f $conf -p $port --json "$@" 2>/tmp/dt.err) || {
+	j=$(GOMAXPROCS=$procs timeout 300 $C $bin -h "$ip" -d rxe-ip -f $conf -p $port --json "$@" 2>/tmp/dt.err) || {
 		echo "FAILED: dattest $*" >&2; cat /tmp/dt.err /tmp/dattest-server.log >&2; return; }
 	r "$name" "$rep" "$(echo "$j" | awk -F'[:,]' '/"godat"/ { gsub(/ /, "", $2); print $2 }')"
 	r "$name.rawtcp" "$rep" "$(echo "$j" | awk -F'[:,]' '/"raw"/ { gsub(/ /, "", $2); print $2 }')"
@@ -169,9 +180,10 @@ if [ -n "$bsrv" ]; then
 fi
 GUEST
 
-echo "running $REPS repetitions in the rxe VM (perftest:${extra:- none})" >&2
+pin=unpinned; [ "$PIN" = 1 ] && pin="servers on vCPU 0, clients on vCPU 1"
+echo "running $REPS repetitions in the rxe VM (perftest:${extra:- none}; $pin)" >&2
 RXE_VM_EXTRA_BINS="${extra# }" nice -n 10 "$run" -q --timeout "${RXE_VM_TIMEOUT:-900}" \
-	-e REPS="$REPS" -e LAT_ITERS="$LAT_ITERS" -e BW_ITERS="$BW_ITERS" -e PP_BW_ITERS="$PP_BW_ITERS" \
+	-e REPS="$REPS" -e PIN="$PIN" -e LAT_ITERS="$LAT_ITERS" -e BW_ITERS="$BW_ITERS" -e PP_BW_ITERS="$PP_BW_ITERS" \
 	-- bash "$out/verbs-bench-guest.sh" >"$WORK/guest.out" 2>"$WORK/guest.err" || {
 	echo "the VM run failed (exit $?):" >&2
 	tail -40 "$WORK/guest.err" >&2
