@@ -30,7 +30,7 @@
 # Usage:  bash bench/verbs.sh            (about 3 minutes)
 #         REPS=1 bash bench/verbs.sh     (a quick look)
 #         (about 45 s per repetition plus the boot)
-#         PIN=1 bash bench/verbs.sh    (every tool's server on vCPU 0, its
+#         PIN=1 bash bench/verbs.sh      (every tool's server on vCPU 0, its
 #                                        client on vCPU 1, with taskset)
 #         BASE=<git rev> bash bench/verbs.sh
 #                                        (also measures dattest built from

@@ -107,11 +107,11 @@
 // on soft-RoCE, where the post's system call copies the bytes either
 // way, it measured no difference (64 B RDMA-write ping-pong, 12.24 µs one
 // way without and 12.21 µs with, medians of 8 interleaved pairs in one
-// boot of the rxe VM; docs/benchmarks.md). The segments are checked against the IA's LMRs first all
-// the same (above), so a request the device would have refused for its
-// lkey is refused as before; what changes is only when the bytes are
-// read, and DAT already forbids touching them until the request
-// completes.
+// boot of the rxe VM; docs/benchmarks.md). The segments are checked
+// against the IA's LMRs first all the same (above), so a request the
+// device would have refused for its lkey is refused as before; what
+// changes is only when the bytes are read, and DAT already forbids
+// touching them until the request completes.
 //
 // Private data: the InfiniBand CM (used by RoCE too) pads private data to
 // its field size, so godat prefixes its own with a marker byte and a
