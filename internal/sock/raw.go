@@ -87,7 +87,7 @@ func WritevNB(fd uintptr, bufs [][]byte, iov *[]syscall.Iovec, limit int) (int, 
 		if limit > 0 && limit < len(b) {
 			b = b[:limit]
 		}
-		n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
+		n, e := sendtoNB(fd, &b[0], len(b))
 		if e != 0 {
 			return 0, e
 		}
@@ -142,22 +142,21 @@ func WritevNB(fd uintptr, bufs [][]byte, iov *[]syscall.Iovec, limit int) (int, 
 			if lead > 0 {
 				big := v[j]
 				v[j].SetLen(lead)
-				n, e = sendmsgNB(fd, v[i:j+1], 0)
+				n, e = sendmsgNB(fd, v[i:j+1])
 				v[j].Base = (*byte)(unsafe.Add(unsafe.Pointer(big.Base), lead))
 				v[j].SetLen(int(big.Len) - lead)
 				want += lead
 				rest = true
 			} else {
-				n, e = sendmsgNB(fd, v[i:j], 0)
+				n, e = sendmsgNB(fd, v[i:j])
 			}
 		case j == i+1:
 			// One buffer (a big one, its rest, or a short one at the
-			// end): sendto costs less than sendmsg (no message header
-			// and vector to copy in and walk).
+			// end): sendto.
 			rest = false
-			n, _, e = syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(v[i].Base)), uintptr(v[i].Len), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
+			n, e = sendtoNB(fd, v[i].Base, int(v[i].Len))
 		default:
-			n, e = sendmsgNB(fd, v[i:j], 0)
+			n, e = sendmsgNB(fd, v[i:j])
 		}
 		if e != 0 {
 			if written > 0 {
@@ -175,12 +174,20 @@ func WritevNB(fd uintptr, bufs [][]byte, iov *[]syscall.Iovec, limit int) (int, 
 }
 
 // sendmsgNB sends the buffers of v, which is not empty, on socket fd with
-// one sendmsg(2) flagged flags, without waiting and without SIGPIPE.
-func sendmsgNB(fd uintptr, v []syscall.Iovec, flags int) (uintptr, syscall.Errno) {
+// one sendmsg(2), without waiting and without SIGPIPE.
+func sendmsgNB(fd uintptr, v []syscall.Iovec) (uintptr, syscall.Errno) {
 	msg := unix.Msghdr{Iov: (*unix.Iovec)(unsafe.Pointer(&v[0]))}
 	msg.SetIovlen(len(v))
-	n, _, e := syscall.RawSyscall(syscall.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&msg)), uintptr(flags|unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT))
+	n, _, e := syscall.RawSyscall(syscall.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&msg)), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
 	return n, e
+}
+
+// sendtoNB sends the n bytes at p on socket fd with one sendto(2), without
+// waiting and without SIGPIPE: for one buffer it costs less than sendmsg
+// (no message header and vector to copy in and walk).
+func sendtoNB(fd uintptr, p *byte, n int) (uintptr, syscall.Errno) {
+	k, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(p)), uintptr(n), unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, 0, 0)
+	return k, e
 }
 
 // leadLen is how many bytes WritevNB sends in the call that carries the
