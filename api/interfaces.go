@@ -226,8 +226,11 @@ type EP interface {
 	// RecvQuery reports receive buffer use of an EP on an SRQ
 	// (dat_ep_recv_query(3DAT)).
 	RecvQuery() (nbufsAllocated, bufsAllocSpan int, err error)
-	// SetWatermark sets the soft and hard high watermarks of an EP on an
-	// SRQ (dat_ep_set_watermark(3DAT)).
+	// SetWatermark sets and arms the soft and hard high watermarks on the
+	// receive buffers the EP holds (dat_ep_set_watermark(3DAT)); either
+	// may be WatermarkInfinite. Above the soft one the async EVD gets one
+	// event naming the EP (reason ReasonEPSoftHighWater) per call; above
+	// the hard one the connection breaks. See docs/decisions.md.
 	SetWatermark(soft, hard int) error
 }
 

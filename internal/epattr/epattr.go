@@ -191,3 +191,42 @@ func CheckWatermarks(soft, hard int) error {
 	}
 	return nil
 }
+
+// SoftHighWatermarkEvent is the event number of an EP's soft high
+// watermark notification. DAT 2.0 names its reason
+// (DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT, api.ReasonEPSoftHighWater) but
+// gives it no event number, so every provider posts it to the async EVD
+// as this event, whose AsyncErrorData names the EP: the same choice as
+// for the SRQ low watermark (srqattr.LowWatermarkEvent).
+const SoftHighWatermarkEvent = api.AsyncProviderInternalErrorEvent
+
+// Watermarks are an EP's high watermarks on the receive buffers it holds
+// (dat_ep_set_watermark(3DAT)): posted to it and not completed, or, on an
+// SRQ, taken from the SRQ and not completed (dat_ep_recv_query(3DAT)).
+// Only Set arms them: the zero value, like api.WatermarkInfinite for
+// both, watches nothing. The provider keeps the count and calls Check
+// whenever it may have crossed one (and when the connection is
+// established, since the hard watermark is watched only while it is up).
+type Watermarks struct {
+	soft, hard int
+	softArmed  bool // the soft event has not been posted since Set
+	hardSet    bool
+}
+
+// Set replaces the watermarks, each non-negative or api.WatermarkInfinite
+// (CheckWatermarks), and arms the soft one's event again.
+func (w *Watermarks) Set(soft, hard int) {
+	w.soft, w.softArmed = soft, soft != api.WatermarkInfinite
+	w.hard, w.hardSet = hard, hard != api.WatermarkInfinite
+}
+
+// Check reports, for an EP holding held receive buffers, whether the soft
+// watermark's event is due (once per Set: it disarms itself) and whether
+// held is above the hard watermark (the connection is to break).
+func (w *Watermarks) Check(held int) (softEvent, hardExceeded bool) {
+	if w.softArmed && held > w.soft {
+		w.softArmed = false
+		softEvent = true
+	}
+	return softEvent, w.hardSet && held > w.hard
+}

@@ -67,3 +67,31 @@ func TestModifyAttr(t *testing.T) {
 		t.Errorf("negative watermark: %v", err)
 	}
 }
+
+func TestWatermarks(t *testing.T) {
+	var w Watermarks
+	if s, h := w.Check(1 << 20); s || h {
+		t.Errorf("zero Watermarks fired: soft %v hard %v", s, h)
+	}
+	w.Set(2, api.WatermarkInfinite)
+	if s, h := w.Check(2); s || h {
+		t.Errorf("at the soft watermark: soft %v hard %v, want neither", s, h)
+	}
+	if s, h := w.Check(3); !s || h {
+		t.Errorf("above the soft watermark: soft %v hard %v, want soft only", s, h)
+	}
+	if s, _ := w.Check(4); s {
+		t.Error("the soft event fired twice for one Set")
+	}
+	w.Set(2, 0)
+	if s, h := w.Check(3); !s || !h {
+		t.Errorf("after Set again: soft %v hard %v, want both", s, h)
+	}
+	if _, h := w.Check(0); h {
+		t.Error("hard watermark 0 exceeded by 0 buffers")
+	}
+	w.Set(api.WatermarkInfinite, api.WatermarkInfinite)
+	if s, h := w.Check(1 << 20); s || h {
+		t.Errorf("infinite watermarks fired: soft %v hard %v", s, h)
+	}
+}

@@ -500,6 +500,12 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	a.state, p.state = api.EPConnected, api.EPConnected
 	p.connEvent(api.ConnectionEstablishedEvent, nil)
 	a.connEvent(api.ConnectionEstablishedEvent, a.peerPD)
+	// The hard watermarks are watched from now on
+	// (dat_ep_set_watermark(3DAT)).
+	ph, ah := p.watermarks(p.recvs.Len()), a.watermarks(a.recvs.Len())
+	if ph || ah {
+		p.breakConnection()
+	}
 	return nil
 }
 

@@ -213,8 +213,15 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 			q.invalidatable(w.rctx).unbind()
 			op, rctx = api.OpReceiveWithInvalidate, w.rctx
 		}
+		// A buffer taken from an SRQ counts against the receiver's
+		// watermarks until its completion; a hard one exceeded breaks
+		// the connection once the message is complete.
+		hard := q.srq != nil && q.watermarks(1)
 		q.completeRecv(rw, api.DTOSuccess, n, op, rctx, w.flags&api.CompletionSolicitedWait != 0)
 		p.complete(w, api.DTOSuccess, n)
+		if hard {
+			q.breakConnection()
+		}
 	}
 	return true
 }
@@ -320,6 +327,10 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	s := p.recvs.PushBack()
 	s.cookie, s.flags = cookie, flags
 	s.iov = append(s.iov[:0], iov...)
+	if p.watermarks(p.recvs.Len()) {
+		p.breakConnection()
+		return nil
+	}
 	if q := p.peer; q != nil && q.reqs.Len() > 0 {
 		q.pump()
 	}

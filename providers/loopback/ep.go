@@ -34,6 +34,7 @@ type ep struct {
 	localPort, remotePort  api.ConnQual
 	remoteAddr             net.Addr
 	peerPD                 []byte // private data of the ESTABLISHED or PEER_REJECTED event
+	wm                     epattr.Watermarks
 }
 
 // recvWR is a posted receive.
@@ -392,9 +393,10 @@ func (p *ep) RecvQuery() (int, int, error) {
 }
 
 // SetWatermark sets the soft and hard high watermarks of receive buffers
-// held by the EP (dat_ep_set_watermark(3DAT)): EP.Query reports the
-// soft one; no watermark event is generated (see "EP high watermarks" in
-// docs/decisions.md).
+// held by the EP (dat_ep_set_watermark(3DAT)); EP.Query reports the soft
+// one. Above the soft watermark the async EVD gets
+// epattr.SoftHighWatermarkEvent once per call; above the hard one the
+// connection breaks. Either may happen in this call.
 func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
 		return err
@@ -405,7 +407,25 @@ func (p *ep) SetWatermark(soft, hard int) error {
 		return errEPFreed
 	}
 	p.attr.SRQSoftHighWatermark = soft
+	p.wm.Set(soft, hard)
+	if p.watermarks(p.recvs.Len()) {
+		p.breakConnection()
+	}
 	return nil
+}
+
+// watermarks checks the EP's high watermarks against held receive
+// buffers (posted and not completed; for an EP on an SRQ, the one taken
+// for a message, which completes at once): it posts the soft
+// watermark's event if it is due and reports whether the hard one is
+// exceeded while connected, for the caller to break the connection.
+// fab.mu is held.
+func (p *ep) watermarks(held int) bool {
+	soft, hard := p.wm.Check(held)
+	if soft {
+		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
+	}
+	return hard && p.state == api.EPConnected
 }
 
 // asEP converts an EP argument; nil stays nil.

@@ -268,6 +268,11 @@ func (c *conn) begin(p *ep, pd []byte) {
 	c.goRun(c.writeLoop)
 	p.connEvent(api.ConnectionEstablishedEvent, pd)
 	p.pump()
+	if p.watermarks(p.heldRecvs()) {
+		// The hard watermark is watched from now on
+		// (dat_ep_set_watermark(3DAT)).
+		p.breakConn(c, false)
+	}
 }
 
 // wake tells the writer there is something to send, unless the calling
@@ -1540,7 +1545,15 @@ func (c *conn) endSend(f *frame, err error, polled bool) bool {
 		}
 		op, rctx = api.OpReceiveWithInvalidate, api.RMRContext(f.RKey)
 	}
+	// A buffer taken from an SRQ counts against the EP's watermarks
+	// until its completion; a hard one exceeded breaks the connection
+	// once the message is complete.
+	hard := p.srq != nil && p.watermarks(1)
 	p.completeRecv(&c.cur, api.DTOSuccess, uint64(f.Len), op, rctx, f.Flags&frFlagSolicited != 0)
+	if hard {
+		p.breakConn(c, false)
+		return false
+	}
 	c.placed = f.Seq
 	return c.ackIn(f, polled && c.rxWoke)
 }

@@ -398,6 +398,10 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	s := p.recvs.PushBack()
 	s.cookie, s.flags = cookie, flags
 	s.iov = append(s.iov[:0], iov...)
+	if p.watermarks(p.heldRecvs()) {
+		p.breakConn(p.c, false)
+		return nil
+	}
 	if c := p.c; c != nil && c.up && !c.closing {
 		c.recvPosted++
 		// The new credit rides on the next frame or ACK this side sends.

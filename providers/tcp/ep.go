@@ -29,6 +29,7 @@ type ep struct {
 	localPort, remotePort  api.ConnQual
 	remoteAddr             net.Addr
 	peerPD                 []byte
+	wm                     epattr.Watermarks
 }
 
 func (p *ep) stateErr(what string) error {
@@ -363,9 +364,10 @@ func (p *ep) RecvQuery() (int, int, error) {
 }
 
 // SetWatermark sets the soft and hard high watermarks of receive buffers
-// held by the EP (dat_ep_set_watermark(3DAT)): EP.Query reports the soft
-// one; no watermark event is generated (see "EP high watermarks" in
-// docs/decisions.md).
+// held by the EP (dat_ep_set_watermark(3DAT)); EP.Query reports the soft
+// one. Above the soft watermark the async EVD gets
+// epattr.SoftHighWatermarkEvent once per call; above the hard one a
+// connection breaks. Either may happen in this call.
 func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
 		return err
@@ -373,5 +375,32 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	p.attr.SRQSoftHighWatermark = soft
+	p.wm.Set(soft, hard)
+	if p.watermarks(p.heldRecvs()) {
+		p.breakConn(p.c, false)
+	}
 	return nil
+}
+
+// heldRecvs is the number of receive buffers the EP holds: posted to it
+// and not completed, or taken from its SRQ and not completed. ia.mu is
+// held.
+func (p *ep) heldRecvs() int {
+	n := p.recvs.Len()
+	if c := p.c; c != nil && c.inRecv {
+		n++
+	}
+	return n
+}
+
+// watermarks checks the EP's high watermarks against held receive
+// buffers: it posts the soft watermark's event if it is due and reports
+// whether the hard one is exceeded on a connection that is up, for the
+// caller to break it. ia.mu is held.
+func (p *ep) watermarks(held int) bool {
+	soft, hard := p.wm.Check(held)
+	if soft {
+		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
+	}
+	return hard && p.state == api.EPConnected && p.c != nil
 }

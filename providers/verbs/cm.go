@@ -270,10 +270,12 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 		p.peerPD = eventPD(ev)
 		p.state = api.EPConnected
 		p.connEvent(api.ConnectionEstablishedEvent, p.peerPD)
+		p.watchHard()
 	case C.RDMA_CM_EVENT_ESTABLISHED:
 		if p.state == api.EPCompletionPending || p.state == api.EPActiveConnectionPending {
 			p.state = api.EPConnected
 			p.connEvent(api.ConnectionEstablishedEvent, p.peerPD)
+			p.watchHard()
 		}
 	case C.RDMA_CM_EVENT_REJECTED:
 		// A reject the peer's consumer chose carries reason 28 (consumer

@@ -69,6 +69,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 	ev.Number = api.DTOCompletionEvent
 	ev.DTO.EP = p
 	ev.DTO.Status = st
+	hard := false
 	if seq&(recvBit|srqBit) == recvBit|srqBit {
 		if p.srq == nil {
 			return
@@ -80,6 +81,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		ev.DTO.Cookie, ev.DTO.Op = cookie, api.OpReceive
 		if st == api.DTOSuccess {
 			ev.DTO.Length = uint32(wc.byte_len)
+			hard = p.watermarks(1)
 		}
 		p.recvEVD.deliver(&ev, true)
 	} else if seq&recvBit != 0 {
@@ -131,7 +133,9 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 			p.shutdown()
 		}
 	}
-	if st != api.DTOSuccess && st != api.DTOErrFlushed {
+	if hard || st != api.DTOSuccess && st != api.DTOErrFlushed {
+		// (hard: a buffer taken from the SRQ went above the hard
+		// watermark; the message is complete, the connection breaks.)
 		p.broken()
 	}
 }
@@ -328,6 +332,9 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	}
 	w := p.recvs.PushBack()
 	*w = recvWR{seq: seq, cookie: cookie, flags: flags}
+	if p.watermarks(p.recvs.Len()) {
+		p.broken()
+	}
 	return nil
 }
 

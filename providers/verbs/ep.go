@@ -33,6 +33,7 @@ type ep struct {
 	recvEVD, reqEVD, cnEVD *evd
 	attr                   api.EPAttr
 	state                  api.EPState
+	wm                     epattr.Watermarks
 
 	qp   *C.struct_ibv_qp // nil once destroyed
 	qpn  uint32
@@ -361,6 +362,29 @@ func (p *ep) dropID() {
 	delete(p.ia.owners, p.id)
 	C.rdma_destroy_id(p.id)
 	p.id = nil
+}
+
+// watermarks checks the EP's high watermarks against held receive
+// buffers (posted and not completed; for an EP on an SRQ, the one whose
+// completion is being delivered: the device tells of a taken buffer only
+// then): it posts the soft watermark's event if it is due and reports
+// whether the hard one is exceeded while connected, for the caller to
+// break the connection (broken). ia.mu is held.
+func (p *ep) watermarks(held int) bool {
+	soft, hard := p.wm.Check(held)
+	if soft {
+		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
+	}
+	return hard && p.state == api.EPConnected
+}
+
+// watchHard checks the watermarks once the connection is up: the hard
+// one is watched from then on (dat_ep_set_watermark(3DAT)). ia.mu is
+// held.
+func (p *ep) watchHard() {
+	if p.watermarks(p.recvs.Len()) {
+		p.broken()
+	}
 }
 
 // broken ends a connection whose QP failed: the peer is told, the

@@ -250,9 +250,10 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 }
 
 // SetWatermark sets the soft and hard high watermarks of receive buffers
-// held by the EP (dat_ep_set_watermark(3DAT)): EP.Query reports the soft
-// one; no watermark event is generated (see "EP high watermarks" in
-// docs/decisions.md).
+// held by the EP (dat_ep_set_watermark(3DAT)); EP.Query reports the soft
+// one. Above the soft watermark the async EVD gets
+// epattr.SoftHighWatermarkEvent once per call; above the hard one the
+// connection breaks. Either may happen in this call.
 func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
 		return err
@@ -260,5 +261,9 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	p.attr.SRQSoftHighWatermark = soft
+	p.wm.Set(soft, hard)
+	if p.watermarks(p.recvs.Len()) {
+		p.broken()
+	}
 	return nil
 }

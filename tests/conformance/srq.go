@@ -328,6 +328,62 @@ func srqGroups() []group {
 					t.Errorf("EP.Query reports srq_soft_hw %d after SetWatermark(infinite, 3), want DAT_WATERMARK_INFINITE", got)
 				}
 			}},
+			{"DESCRIPTION", "receive buffers at an EP without SRQ above the soft high watermark raise one asynchronous event naming the EP per setting", func(t *checkT) {
+				n := t.node()
+				e := n.end(nil)
+				r := n.region(4*64, rw)
+				t.noErr(e.ep.SetWatermark(2, api.WatermarkInfinite), "EP.SetWatermark(2, infinite)")
+				e.postRecv(r, 0, 64, 0)
+				e.postRecv(r, 64, 64, 1)
+				t.expectEmpty(n.async, "two receives posted, soft high watermark 2")
+				e.postRecv(r, 128, 64, 2)
+				ev := n.expectAsync(e.ep, api.ReasonEPSoftHighWater, "the soft high watermark event after the third receive")
+				if ev.Number != api.AsyncProviderInternalErrorEvent {
+					t.Errorf("the soft high watermark event is %v, want %v (DAT 2.0 gives it no number of its own; see docs/decisions.md)", ev.Number, api.AsyncProviderInternalErrorEvent)
+				}
+				e.postRecv(r, 192, 64, 3)
+				t.expectEmpty(n.async, "a fourth receive after the soft high watermark event")
+				t.noErr(e.ep.SetWatermark(2, api.WatermarkInfinite), "EP.SetWatermark(2, infinite) again, with 4 receives posted")
+				n.expectAsync(e.ep, api.ReasonEPSoftHighWater, "the soft high watermark event of the second setting, during the call")
+			}},
+			{"DESCRIPTION", "receive buffers above the hard high watermark break the connection: BROKEN on the connect EVD, the receives flushed", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(2*64, rw)
+				t.noErr(p.srv.ep.SetWatermark(api.WatermarkInfinite, 1), "EP.SetWatermark(infinite, 1)")
+				p.srv.postRecv(r, 0, 64, 0)
+				t.expectEmpty(p.srv.conn, "one receive posted, hard high watermark 1")
+				p.srv.postRecv(r, 64, 64, 1)
+				p.srv.expectConn(api.ConnectionBrokenEvent, "BROKEN after a second receive above hard high watermark 1")
+				p.srv.expectRecv(0, api.DTOErrFlushed, "the first receive, flushed")
+				p.srv.expectRecv(1, api.DTOErrFlushed, "the second receive, flushed")
+				p.cli.expectConnEnd("the peer's end of the connection", api.ConnectionBrokenEvent, api.ConnectionDisconnectedEvent)
+			}},
+			{"USAGE", "a hard high watermark already exceeded breaks the connection as soon as it is established", func(t *checkT) {
+				srv, cli := t.serverNode(), t.node()
+				s := srv.end(nil)
+				r := srv.region(64, rw)
+				t.noErr(s.ep.SetWatermark(api.WatermarkInfinite, 0), "EP.SetWatermark(infinite, 0)")
+				s.postRecv(r, 0, 64, 0)
+				t.expectEmpty(srv.conn, "a receive above hard high watermark 0 before any connection")
+				_, q := srv.listen(api.PSPConsumer)
+				c := cli.end(nil)
+				c.connect(srv, q, nil)
+				ev := srv.expectCR("the CONNECTION_REQUEST")
+				t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+				s.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED")
+				s.expectConn(api.ConnectionBrokenEvent, "BROKEN once the connection is up, above hard high watermark 0")
+				s.expectRecv(0, api.DTOErrFlushed, "the receive, flushed")
+			}},
+			{"DESCRIPTION", "an EP on an SRQ counts the buffer it takes for a message: soft high watermark 0 raises the event when one arrives", func(t *checkT) {
+				x := t.srqSetup(1, 4)
+				x.post(0)
+				s := x.s[0]
+				t.noErr(s.ep.SetWatermark(0, api.WatermarkInfinite), "EP.SetWatermark(0, infinite) on the SRQ EP")
+				t.expectEmpty(x.srv.async, "soft high watermark 0 before any message")
+				x.send(0, pattern(8, 3), 1)
+				s.expectRecv(1000, api.DTOSuccess, "the message, through the SRQ")
+				x.srv.expectAsync(s.ep, api.ReasonEPSoftHighWater, "the soft high watermark event")
+			}},
 			{"RETURN VALUES", "a negative watermark other than DAT_WATERMARK_INFINITE is DAT_INVALID_PARAMETER", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
