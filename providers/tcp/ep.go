@@ -359,7 +359,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 func (p *ep) RecvQuery() (int, int, error) {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	n := p.recvs.Len()
+	n := p.heldRecvs()
 	return n, n, nil
 }
 
