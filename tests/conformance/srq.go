@@ -384,6 +384,20 @@ func srqGroups() []group {
 				s.expectRecv(1000, api.DTOSuccess, "the message, through the SRQ")
 				x.srv.expectAsync(s.ep, api.ReasonEPSoftHighWater, "the soft high watermark event")
 			}},
+			{"DESCRIPTION", "an EP on an SRQ above hard high watermark 0 completes the message it took, then its connection breaks", func(t *checkT) {
+				x := t.srqSetup(1, 4)
+				x.post(0)
+				x.post(1)
+				s, c := x.s[0], x.c[0]
+				t.noErr(s.ep.SetWatermark(api.WatermarkInfinite, 0), "EP.SetWatermark(infinite, 0) on the SRQ EP")
+				t.expectEmpty(s.conn, "hard high watermark 0 before any message")
+				r := c.region(8, rw)
+				copy(r.b, pattern(8, 4))
+				c.postSend(r, 0, 8, 1)
+				s.expectRecv(1000, api.DTOSuccess, "the message that went above the hard high watermark")
+				s.expectConn(api.ConnectionBrokenEvent, "BROKEN after the message, above hard high watermark 0")
+				c.expectConnEnd("the peer's end of the connection", api.ConnectionBrokenEvent, api.ConnectionDisconnectedEvent)
+			}},
 			{"RETURN VALUES", "a negative watermark other than DAT_WATERMARK_INFINITE is DAT_INVALID_PARAMETER", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
