@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/godat/godat/api"
 )
@@ -326,5 +329,48 @@ func TestInlineData(t *testing.T) {
 			t.Errorf("%d B write: data differs", n)
 		}
 		cookie += 3
+	}
+}
+
+// TestSuppressedWritesNeedNoDequeue posts three request queues' worth of
+// suppressed RDMA writes, one at a time, learning of each from the target
+// memory as an RDMA-write ping-pong does, and never dequeues: no post may
+// find the request queue full of writes that are done (a post that finds
+// it full looks in the CQ first), and no event may come. GOMAXPROCS is 1
+// and the loop never yields, so the CQ's watcher and its timer cannot
+// retire the writes in the background.
+func TestSuppressedWritesNeedNoDequeue(t *testing.T) {
+	needDevice(t)
+	client, server := connect(t)
+	prm, err := client.ep.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev api.Event
+	if err := client.evd.Dequeue(&ev); err == nil {
+		t.Fatalf("unexpected event %+v", ev) // (a poll: the CQ is left unarmed)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	n := 3*prm.Attr.MaxRequestDTOs + 1
+	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 8192, Length: 8, RMRContext: server.lp.RMRContext}
+	word := (*uint32)(unsafe.Pointer(&server.mem.Bytes()[8196]))
+	src := client.mem.Bytes()[:8]
+	for i := range n {
+		tag := byte(1 + i%255)
+		for k := range src {
+			src[k] = tag
+		}
+		if err := client.ep.PostRDMAWrite([]api.LMRTriplet{client.seg(0, 8)}, api.Cookie(i), remote, api.CompletionSuppress); err != nil {
+			t.Fatalf("suppressed write %d of %d (MaxRequestDTOs %d): %v", i, n, prm.Attr.MaxRequestDTOs, err)
+		}
+		want := uint32(tag) * 0x01010101
+		for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(word) != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("suppressed write %d did not land", i)
+			}
+		}
+	}
+	if err := client.evd.Dequeue(&ev); err == nil {
+		t.Errorf("suppressed writes that succeeded gave an event: %+v", ev)
 	}
 }

@@ -203,6 +203,16 @@ func (p *ep) signal(flags api.CompletionFlags) C.int {
 func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
 	i := p.ia
 	i.mu.Lock()
+	if e := p.reqEVD; p.reqs.Len() >= p.attr.MaxRequestDTOs && e != nil {
+		// Suppressed requests that succeeded hold their slots until a
+		// later completion is polled (signal), and a consumer that
+		// learns of its writes from memory may never poll: look in the
+		// CQ before refusing the post, waiting for a drain already
+		// running (its goroutine may be preempted; drain takes ia.mu).
+		i.mu.Unlock()
+		e.drain(false)
+		i.mu.Lock()
+	}
 	defer i.mu.Unlock()
 	if p.qp == nil {
 		return errEPGone
