@@ -11,7 +11,10 @@
 #                    the last byte of its buffer; 64 B (one-way, t_avg)
 #   ib_send_lat      perftest: send/recv ping-pong; 64 B (one-way, t_avg)
 #   ib_write_bw      perftest: streaming RDMA writes; 1 MiB (BW average)
-#   dattest          -bench wlat (RDMA-write ping-pong spinning on memory),
+#   dattest          -bench wlat (RDMA-write ping-pong spinning on memory,
+#                    every write's completion reaped, as ib_write_lat does),
+#                    -bench wlat-suppress (the same with the writes posted
+#                    with CompletionSuppress: only a failure completes),
 #                    -bench lat (send/recv ping-pong) at 64 B, and
 #                    -bench bw (streaming RDMA writes, 16 in flight) at
 #                    1 MiB, all -mode poll, server and client over the
@@ -141,6 +144,8 @@ for rep in $(seq 1 "$REPS"); do
 	r pp64.rtt_us "$rep" "$v"
 	dattest_row wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
 	dattest_row wlat64.oneway_us.p1 "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
+	dattest_row swlat64.oneway_us "$rep" -bench wlat-suppress -size 64 -iters "$LAT_ITERS" -mode poll
+	dattest_row swlat64.oneway_us.p1 "$rep" -bench wlat-suppress -size 64 -iters "$LAT_ITERS" -mode poll
 	[ -n "$bsrv" ] && dattest_row base.wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
 	if have ib_write_lat; then
 		v=$(pair ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
@@ -216,6 +221,8 @@ END {
 	print "|---|---|---|---|"
 	row("wlat64.oneway_us.p1", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=1")
 	row("wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=2")
+	row("swlat64.oneway_us.p1", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat-suppress -mode poll, GOMAXPROCS=1")
+	row("swlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat-suppress -mode poll, GOMAXPROCS=2")
 	row("write_lat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "ib_write_lat (t_avg)")
 	row("pp64.rtt_us", "64 B send/recv ping-pong, round trip µs", "ibv_rc_pingpong")
 	row("lat64.oneway_us.p1", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll, GOMAXPROCS=1")
@@ -238,12 +245,16 @@ END {
 	print "| ratio of the medians | value |"
 	print "|---|---|"
 	# dattest wlat is one-way; ibv_rc_pingpong gives the round trip.
-	nk = split("wlat64.oneway_us wlat64.oneway_us.p1 lat64.oneway_us lat64.oneway_us.p1", ks, " ")
+	nk = split("wlat64.oneway_us wlat64.oneway_us.p1 swlat64.oneway_us swlat64.oneway_us.p1 lat64.oneway_us lat64.oneway_us.p1", ks, " ")
 	for (i = 1; i <= nk; i++) if (ks[i] in med) { r = ks[i]; sub(/oneway/, "rtt", r); med[r] = 2 * med[ks[i]] }
 	ratio("wlat64.rtt_us.p1", "pp64.rtt_us", "dattest wlat 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
 	ratio("wlat64.rtt_us", "pp64.rtt_us", "dattest wlat 64 B, GOMAXPROCS=2 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
 	ratio("wlat64.oneway_us.p1", "write_lat64.oneway_us", "dattest wlat 64 B, GOMAXPROCS=1 ÷ ib_write_lat 64 B")
 	ratio("wlat64.oneway_us", "write_lat64.oneway_us", "dattest wlat 64 B, GOMAXPROCS=2 ÷ ib_write_lat 64 B")
+	ratio("swlat64.rtt_us.p1", "pp64.rtt_us", "dattest wlat-suppress 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
+	ratio("swlat64.rtt_us", "pp64.rtt_us", "dattest wlat-suppress 64 B, GOMAXPROCS=2 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
+	ratio("swlat64.oneway_us.p1", "write_lat64.oneway_us", "dattest wlat-suppress 64 B, GOMAXPROCS=1 ÷ ib_write_lat 64 B")
+	ratio("swlat64.oneway_us.p1", "wlat64.oneway_us.p1", "dattest wlat-suppress ÷ wlat 64 B, GOMAXPROCS=1")
 	ratio("lat64.rtt_us.p1", "pp64.rtt_us", "dattest lat 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips)")
 	ratio("lat64.oneway_us.p1", "send_lat64.oneway_us", "dattest lat 64 B, GOMAXPROCS=1 ÷ ib_send_lat 64 B")
 	ratio("lat64.oneway_us", "send_lat64.oneway_us", "dattest lat 64 B, GOMAXPROCS=2 ÷ ib_send_lat 64 B")

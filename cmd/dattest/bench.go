@@ -14,7 +14,7 @@ import (
 
 // benchParams says what to measure.
 type benchParams struct {
-	ops   []string // "lat", "bw", "read", "wlat"
+	ops   []string // "lat", "bw", "read", "wlat", "wlat-suppress"
 	sizes []int
 	iters int
 	poll  bool
@@ -31,7 +31,7 @@ func (p benchParams) mode() string {
 func warmup(iters int) int { return min(max(iters/10, 10), 1000) }
 
 // benchRow is one row of the benchmark table and of its JSON output.
-// Latency rows (ops "lat" and "wlat") give the one-way latency in microseconds (half
+// Latency rows (ops "lat", "wlat" and "wlat-suppress") give the one-way latency in microseconds (half
 // the round trip) and ratio = godat ÷ raw (> 1: godat is slower);
 // bandwidth rows (ops "bw" and "read") give GB/s (10^9 bytes per second)
 // and ratio = godat ÷ raw (> 1: godat is faster). Unit says which ("us"
@@ -75,7 +75,7 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 		}
 	}()
 	var w remoteWindow
-	if slices.Contains(p.ops, "bw") || slices.Contains(p.ops, "read") || slices.Contains(p.ops, "wlat") {
+	if slices.ContainsFunc(p.ops, func(op string) bool { return op == "bw" || op == "read" || isWLat(op) }) {
 		if w, err = c.window(ctx); err != nil {
 			return nil, err
 		}
@@ -101,20 +101,20 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 			row := benchRow{Op: op, Size: size, Mode: p.mode(), Iters: p.iters}
 			label := fmt.Sprintf("%s %s %s", op, sizeName(size), p.mode())
 			switch op {
-			case "lat", "wlat":
+			case "lat", "wlat", "wlat-suppress":
 				// wlat is an RDMA-write ping-pong, lat a send/recv one;
 				// both against the raw TCP ping-pong.
-				if err := c.checkSize(size, op == "wlat"); err != nil {
+				if err := c.checkSize(size, isWLat(op)); err != nil {
 					return nil, err
 				}
-				if op == "wlat" && !p.poll {
+				if isWLat(op) && !p.poll {
 					return nil, fmt.Errorf("%s: an RDMA-write ping-pong runs in poll mode only", label)
 				}
 				prog.begin(label+" godat", size, p.iters, false)
 				var d time.Duration
 				var err error
-				if op == "wlat" {
-					d, err = c.wlat(ctx, w, size, warm, p.iters, prog)
+				if isWLat(op) {
+					d, err = c.wlat(ctx, w, size, warm, p.iters, op == "wlat-suppress", prog)
 				} else {
 					d, err = c.lat(ctx, size, warm, p.iters, p.poll, prog)
 				}

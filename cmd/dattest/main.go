@@ -52,8 +52,8 @@
 // # Benchmarks
 //
 // "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw",
-// "read", "wlat", "all" for the first three, or a comma list) at each size of -size (default
-// 64,4K,1M), -iters timed iterations (default 1000) after an untimed
+// "read", "wlat", "wlat-suppress", "all" for the first three, or a comma
+// list) at each size of -size (default 64,4K,1M), -iters timed iterations (default 1000) after an untimed
 // warm-up of iters/10 (at least 10, at most 1000):
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
@@ -84,6 +84,12 @@
 //     blocking form, so wlat needs -mode poll. The figure is the one-way
 //     latency, half the mean round trip, in microseconds; its raw TCP
 //     baseline is the busy-polling ping-pong of the lat row.
+//   - wlat-suppress: wlat with every write posted with CompletionSuppress
+//     (DAT_COMPLETION_SUPPRESS_FLAG): a write that succeeds completes
+//     without an event, and only a failure reaches the EVD. The answer
+//     proves that the write landed, so this is how a DAT consumer after
+//     the latency writes the ping-pong; wlat reaps a completion per write,
+//     as ib_write_lat does.
 //
 // -mode poll makes the client (and the server, in a latency run) spin on
 // EVD.Dequeue; -mode wait (the default) blocks in EVD.Wait.
@@ -116,8 +122,8 @@
 // object {"client_ia", "server", "steps": [{"step", "result", "detail"}],
 // "passed"}; a benchmark is an array of rows {"op", "size", "mode",
 // "godat", "raw", "ratio", "unit", "iters"}: size in bytes, mode "poll" or
-// "wait", unit "us" (one-way latency, microseconds) for ops "lat" and "wlat" and
-// "GB/s" (10^9 bytes per second) for ops "bw" and "read". The demo
+// "wait", unit "us" (one-way latency, microseconds) for ops "lat", "wlat" and
+// "wlat-suppress" and "GB/s" (10^9 bytes per second) for ops "bw" and "read". The demo
 // prints {"check": the sequence, "bench": the rows}.
 //
 // # Wire format of the control messages
@@ -148,10 +154,11 @@
 // answered in several segments), 20 BENCH_LAT {length, count, poll} (the
 // next count messages are pings of that length, each answered by a
 // message of the same length; no header), 21 BENCH_WLAT {length, count,
-// address, RMR context} (the server clears the first length bytes of its
-// window, replies, then answers count RDMA-write pings landing there with
-// RDMA-write pongs to the client's area the address and context name; see
-// wlat above), 22 SYNC. The client has one
+// address, RMR context, suppress} (the server clears the first length
+// bytes of its window, replies, then answers count RDMA-write pings
+// landing there with RDMA-write pongs to the client's area the address
+// and context name, posted with CompletionSuppress when suppress is 1;
+// see wlat above), 22 SYNC. The client has one
 // request outstanding at a time, and the server has exactly one receive
 // posted for it, which is how IOV_PREP can shape it (during BENCH_LAT a
 // second one is posted ahead for the pings).
@@ -196,7 +203,7 @@ const defaultPort = 18515
 const usageText = `usage:
   dattest -s [-d IA] [-p PORT] [-raw-port PORT]      serve until interrupted
   dattest -h HOST [-d IA] [-p PORT] [--json]         run the validated sequence
-  dattest -h HOST -bench lat|bw|read|wlat|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+  dattest -h HOST -bench lat|bw|read|wlat|wlat-suppress|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
   dattest -demo [-mode M] [-size LIST] [-iters N] [--json]   server and client here
 
 flags:
@@ -209,7 +216,8 @@ flags:
   -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)
   -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write),
                 read (pipelined RDMA read), wlat (RDMA-write ping-pong, spinning
-                on memory; -mode poll only), all (lat,bw,read), or a comma list
+                on memory; -mode poll only), wlat-suppress (wlat with the writes'
+                completions suppressed), all (lat,bw,read), or a comma list
   -size LIST    message sizes, comma separated, K/M suffixes (default 64,4K,1M)
   -iters N      timed iterations per size (default 1000)
   -mode M       poll (spin on EVD.Dequeue) or wait (EVD.Wait; default)
@@ -358,15 +366,17 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 			switch op = strings.TrimSpace(op); op {
 			case "all":
 				o.params.ops = append(o.params.ops, "lat", "bw", "read")
-			case "lat", "bw", "read", "wlat":
+			case "lat", "bw", "read", "wlat", "wlat-suppress":
 				o.params.ops = append(o.params.ops, op)
 			default:
-				return usage("bad -bench %q: want lat, bw, read, wlat, all or a comma list", op)
+				return usage("bad -bench %q: want lat, bw, read, wlat, wlat-suppress, all or a comma list", op)
 			}
 		}
 		o.params.ops = slices.Compact(o.params.ops)
-		if slices.Contains(o.params.ops, "wlat") && !o.params.poll {
-			return usage("-bench wlat needs -mode poll: it watches memory, which has no blocking form")
+		for _, op := range o.params.ops {
+			if isWLat(op) && !o.params.poll {
+				return usage("-bench %s needs -mode poll: it watches memory, which has no blocking form", op)
+			}
 		}
 	}
 	return o, 0, true
@@ -480,7 +490,8 @@ func writeBench(w io.Writer, rows []benchRow) error {
 	_, err := fmt.Fprintln(w, "\nlat: one-way latency (half a send/recv round trip), ratio = godat/raw time (>1: godat slower)\n"+
 		"bw:  streaming RDMA write, 10^9 B/s, ratio = godat/raw throughput (>1: godat faster)\n"+
 		"read: pipelined RDMA read (raw: server-to-client messages, one request each), 10^9 B/s, ratio as for bw\n"+
-		"wlat: one-way latency of an RDMA-write ping-pong, each side spinning on memory (raw: the polling ping-pong), ratio as for lat")
+		"wlat: one-way latency of an RDMA-write ping-pong, each side spinning on memory (raw: the polling ping-pong), ratio as for lat\n"+
+		"wlat-suppress: wlat with the writes posted with CompletionSuppress (no completion for a write that succeeds)")
 	return err
 }
 

@@ -394,6 +394,7 @@ func TestUsage(t *testing.T) {
 		{"-h", "x", "-bench", "lat", "-mode", "spin"},
 		{"-h", "x", "-bench", "wlat"},
 		{"-h", "x", "-bench", "lat,wlat", "-mode", "wait"},
+		{"-h", "x", "-bench", "wlat-suppress", "-mode", "wait"},
 		{"-h", "x", "-size", "64"},
 		{"-h", "x", "-p", "0"},
 		{"-h", "x", "-raw-port", "5"},
@@ -410,9 +411,10 @@ func TestUsage(t *testing.T) {
 		}
 	}
 	for arg, want := range map[string][]string{
-		"read": {"read"},
-		"all":  {"lat", "bw", "read"},
-		"wlat": {"wlat"},
+		"read":               {"read"},
+		"all":                {"lat", "bw", "read"},
+		"wlat":               {"wlat"},
+		"wlat,wlat-suppress": {"wlat", "wlat-suppress"},
 	} {
 		o, code, ok := parseArgs([]string{"-h", "x", "-bench", arg, "-mode", "poll"}, io.Discard, io.Discard)
 		if !ok || !slices.Equal(o.params.ops, want) {
@@ -538,16 +540,16 @@ ia_params = "127.0.0.1"
 func checkWLat(t *testing.T, ctx context.Context, cfg clientConfig) {
 	t.Helper()
 	for range 2 {
-		p := benchParams{ops: []string{"wlat"}, sizes: []int{64, 4097}, iters: 30, poll: true}
+		p := benchParams{ops: []string{"wlat", "wlat-suppress"}, sizes: []int{64, 4097}, iters: 30, poll: true}
 		rows, err := runBench(ctx, cfg, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 2 {
+		if len(rows) != 4 {
 			t.Fatalf("rows %+v", rows)
 		}
 		for i, r := range rows {
-			if r.Op != "wlat" || r.Unit != "us" || r.Mode != "poll" || r.Size != p.sizes[i] ||
+			if r.Op != p.ops[i/2] || r.Unit != "us" || r.Mode != "poll" || r.Size != p.sizes[i%2] ||
 				!(r.Godat > 0) || !(r.Raw > 0) || !(r.Ratio > 0) {
 				t.Errorf("wlat row %+v", r)
 			}
@@ -698,9 +700,9 @@ func TestBenchLoopsAllocateNothing(t *testing.T) {
 		return int64(after.Mallocs - before.Mallocs)
 	}
 	const short, long = 200, 5200
-	for _, op := range []string{"lat", "bw", "read", "wlat"} {
+	for _, op := range []string{"lat", "bw", "read", "wlat", "wlat-suppress"} {
 		for _, poll := range []bool{false, true} {
-			if op == "wlat" && !poll {
+			if isWLat(op) && !poll {
 				continue // poll mode only
 			}
 			p := benchParams{ops: []string{op}, sizes: []int{64}, iters: short, poll: poll}

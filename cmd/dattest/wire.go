@@ -63,21 +63,22 @@ func kindName(k uint16) string {
 
 // Field tags.
 const (
-	tagNonce   uint16 = 1  // u64: the client's session nonce
-	tagSession uint16 = 2  // u64: sessionCheck, sessionBench, sessionStale
-	tagStatus  uint16 = 3  // u64: 0 success, else failure (tagText says why)
-	tagText    uint16 = 4  // bytes: a message for people
-	tagAddr    uint16 = 5  // u64: a DAT virtual address
-	tagLength  uint16 = 6  // u64: a length in bytes
-	tagRMR     uint16 = 7  // u64: an RMR context
-	tagSeed    uint16 = 8  // u64: the seed of a byte pattern
-	tagOffset  uint16 = 9  // u64: an offset into the server's window
-	tagCount   uint16 = 11 // u64: a number of iterations or segments
-	tagRawPort uint16 = 12 // u64: the server's raw TCP baseline port
-	tagPayload uint16 = 13 // bytes: pattern bytes to verify
-	tagPoll    uint16 = 15 // u64: 1 = busy-poll, 0 = wait
-	tagMaxSize uint16 = 16 // u64: the largest benchmark message the client will use
-	tagReadsIn uint16 = 17 // u64: RDMA reads the server's EP serves at once (its MaxRDMAReadIn)
+	tagNonce    uint16 = 1  // u64: the client's session nonce
+	tagSession  uint16 = 2  // u64: sessionCheck, sessionBench, sessionStale
+	tagStatus   uint16 = 3  // u64: 0 success, else failure (tagText says why)
+	tagText     uint16 = 4  // bytes: a message for people
+	tagAddr     uint16 = 5  // u64: a DAT virtual address
+	tagLength   uint16 = 6  // u64: a length in bytes
+	tagRMR      uint16 = 7  // u64: an RMR context
+	tagSeed     uint16 = 8  // u64: the seed of a byte pattern
+	tagOffset   uint16 = 9  // u64: an offset into the server's window
+	tagCount    uint16 = 11 // u64: a number of iterations or segments
+	tagRawPort  uint16 = 12 // u64: the server's raw TCP baseline port
+	tagPayload  uint16 = 13 // bytes: pattern bytes to verify
+	tagPoll     uint16 = 15 // u64: 1 = busy-poll, 0 = wait
+	tagMaxSize  uint16 = 16 // u64: the largest benchmark message the client will use
+	tagReadsIn  uint16 = 17 // u64: RDMA reads the server's EP serves at once (its MaxRDMAReadIn)
+	tagSuppress uint16 = 18 // u64: 1 = an RDMA-write ping-pong's writes are posted with CompletionSuppress
 )
 
 // Session kinds (the tagSession field of HELLO).

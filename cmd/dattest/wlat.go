@@ -20,7 +20,9 @@ import (
 // server's window; the server, spinning on that byte, writes the pong of
 // the same tag into the client's landing area; the client, spinning on
 // its own last byte, then sends the next ping. Both sides post every
-// write signalled and reap the completions while they spin.
+// write signalled and reap the completions while they spin; in the
+// wlat-suppress variant they post them with CompletionSuppress, and only
+// a failed write completes.
 //
 // Watching memory has no blocking form, so wlat runs in poll mode only.
 // The spinning side calls EVD.Dequeue between two looks at the byte: it
@@ -29,6 +31,10 @@ import (
 // peer's write. The byte is read with an atomic load, so that the loop
 // sees a store made by the device or by another goroutine of a software
 // provider.
+
+// isWLat reports whether benchmark op is one of the RDMA-write
+// ping-pongs.
+func isWLat(op string) bool { return op == "wlat" || op == "wlat-suppress" }
 
 // wlatTag is the last byte of the i-th message (i from 0): never 0 (the
 // value of fresh memory) and never the previous message's.
@@ -48,9 +54,10 @@ func lastByte(b []byte) byte {
 // completions of its own side.
 type wlatSpinner struct {
 	l       *link
-	land    []byte     // the landing area: the message is its bytes
-	pending int        // writes posted and not completed
-	from    api.Cookie // the cookie of the first write: older completions are another run's
+	land    []byte              // the landing area: the message is its bytes
+	pending int                 // writes posted and not completed
+	from    api.Cookie          // the cookie of the first write: older completions are another run's
+	flags   api.CompletionFlags // the writes' completion flags
 	iov     [1]api.LMRTriplet
 	ev      api.Event // reap's event (a local one would escape to the heap on every call)
 }
@@ -106,25 +113,37 @@ func (s *wlatSpinner) drain(ctx context.Context, left int) error {
 	return s.until(ctx, func() bool { return s.pending <= left })
 }
 
-// write posts one signalled RDMA write of src, whose last byte it sets to
-// tag first, to dst.
+// write posts one RDMA write of src, whose last byte it sets to tag
+// first, to dst, with s.flags. A suppressed write is not counted as
+// pending: it completes only if it fails.
 func (s *wlatSpinner) write(ctx context.Context, src []byte, srcTri api.LMRTriplet, dst api.RMRTriplet, tag byte, cookie api.Cookie) error {
 	if err := s.drain(ctx, maxWindow-1); err != nil {
 		return err
 	}
 	src[len(src)-1] = tag
 	s.iov[0] = srcTri
-	if err := s.l.ep.PostRDMAWrite(s.iov[:], cookie, dst, api.CompletionDefault); err != nil {
+	if err := s.l.ep.PostRDMAWrite(s.iov[:], cookie, dst, s.flags); err != nil {
 		return fmt.Errorf("PostRDMAWrite: %w", err)
 	}
-	s.pending++
+	if s.flags&api.CompletionSuppress == 0 {
+		s.pending++
+	}
 	return nil
+}
+
+// wlatFlags are the completion flags of a ping-pong's writes.
+func wlatFlags(suppress bool) api.CompletionFlags {
+	if suppress {
+		return api.CompletionSuppress
+	}
+	return api.CompletionDefault
 }
 
 // wlat runs warm+iters RDMA-write round trips of size bytes between the
 // client's landing area and the start of the server's window, and returns
 // the one-way latency (half the mean round trip) of the timed ones.
-func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int, prog *progress) (_ time.Duration, err error) {
+// suppress posts both sides' writes with CompletionSuppress.
+func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int, suppress bool, prog *progress) (_ time.Duration, err error) {
 	if size > w.len {
 		return 0, fmt.Errorf("size %d exceeds the server's %d-byte window", size, w.len)
 	}
@@ -139,13 +158,16 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 	}()
 	req := newMsg(kindWLat).u64(tagLength, uint64(size)).u64(tagCount, uint64(warm+iters)).
 		u64(tagAddr, uint64(land.prm.RegisteredAddress)).u64(tagRMR, uint64(land.prm.RMRContext))
+	if suppress {
+		req.u64(tagSuppress, 1)
+	}
 	if _, err := c.call(ctx, req, 1, nil); err != nil {
 		return 0, err
 	}
 	src := c.local.b[c.slot : c.slot+size]
 	srcTri := c.local.tri(c.slot, size)
 	dst := w.at(0, size)
-	sp := wlatSpinner{l: c.link, land: land.b[:size]}
+	sp := wlatSpinner{l: c.link, land: land.b[:size], flags: wlatFlags(suppress)}
 	var t0 time.Time
 	for i := 0; i < warm+iters; i++ {
 		if i == warm {
@@ -174,11 +196,11 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 // which skips successful ones and fails on an error, and which must see
 // the receive of the client's next request, a completion that reap would
 // drop. A failure (the client gone) ends the session.
-func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet) error {
+func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet, suppress bool) error {
 	size := int(dst.Length)
 	src := s.local.b[s.slot : s.slot+size]
 	srcTri := s.local.tri(s.slot, size)
-	sp := wlatSpinner{l: s.link, land: s.win.b[:size], from: s.cookie + 1}
+	sp := wlatSpinner{l: s.link, land: s.win.b[:size], from: s.cookie + 1, flags: wlatFlags(suppress)}
 	for i := 0; i < count; i++ {
 		tag := wlatTag(i)
 		if err := sp.await(ctx, tag); err != nil {
