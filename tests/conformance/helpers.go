@@ -405,6 +405,19 @@ func (t *checkT) pairWith(c pairCfg) *pair {
 	return p
 }
 
+// acceptInto connects a new EP of cli to a new PSP of s's node and
+// accepts the request on s, an EP the caller has prepared; it returns the
+// client's end without waiting for ESTABLISHED on either side.
+func (t *checkT) acceptInto(cli *node, s *end) *end {
+	t.T.Helper()
+	_, q := s.node.listen(api.PSPConsumer)
+	c := cli.end(nil)
+	c.connect(s.node, q, nil)
+	ev := s.node.expectCR("the CONNECTION_REQUEST")
+	t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+	return c
+}
+
 // connectTo connects a new EP of cli to the PSP q of srv and accepts the
 // request on a new EP of srv.
 func (t *checkT) connectTo(cli, srv *node, q api.ConnQual) (c, s *end) {
