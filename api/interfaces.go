@@ -81,6 +81,14 @@ type IA interface {
 	CreateEVD(qlen int, cno CNO, flags EVDFlags) (EVD, error)
 	// CreateCNO creates a consumer notification object (dat_cno_create(3DAT)).
 	CreateCNO(agent WaitAgent) (CNO, error)
+	// CreateCNOFD creates a CNO without wait agent that owns a file
+	// descriptor (dat_cno_fd_create, DAT 2.0): the descriptor is readable
+	// while the CNO holds a trigger nobody has collected, so a consumer can
+	// wait for it in poll(2), epoll(7) or select(2) among descriptors of
+	// its own, then collect the trigger with CNO.Triggered (or Wait). The
+	// descriptor belongs to the CNO and is closed by its Free (or the IA's
+	// Close); the consumer must not close it. Every CNO call works on it.
+	CreateCNOFD() (cno CNO, fd int, err error)
 	// CreateEP creates an Endpoint in pz (dat_ep_create(3DAT)). Any EVD may be
 	// nil; attr nil means the provider's defaults.
 	CreateEP(pz PZ, recvEVD, requestEVD, connectEVD EVD, attr *EPAttr) (EP, error)
@@ -169,6 +177,12 @@ type CNO interface {
 	// Wait blocks until an EVD attached to the CNO receives a notification
 	// event and returns that EVD (dat_cno_wait(3DAT)).
 	Wait(ctx context.Context) (EVD, error)
+	// Triggered collects the CNO's trigger without waiting (dat_cno_trigger,
+	// DAT 2.0): the EVD whose notification triggered the CNO last since the
+	// trigger was last collected (by Triggered or Wait), or nil if none
+	// has. Afterwards the descriptor of a CNO made by CreateCNOFD is not
+	// readable until the next trigger.
+	Triggered() (EVD, error)
 	// Free destroys the CNO (dat_cno_free(3DAT)); ErrInvalidState while an
 	// EVD is attached.
 	Free() error

@@ -791,11 +791,29 @@ func (ia *hIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
-	c := &hCNO{ia: ia, c: eventq.NewCNO(agent)}
+	return ia.addCNO(eventq.NewCNO(agent)), nil
+}
+
+// CreateCNOFD creates a CNO with a file descriptor (dat_cno_fd_create,
+// DAT 2.0) on the host, like every CNO of a plugin IA.
+func (ia *hIA) CreateCNOFD() (api.CNO, int, error) {
+	if err := ia.live(); err != nil {
+		return nil, -1, err
+	}
+	n, err := eventq.NewFDCNO(nil)
+	if err != nil {
+		return nil, -1, err
+	}
+	return ia.addCNO(n), n.FD(), nil
+}
+
+// addCNO records a new CNO of the IA over n.
+func (ia *hIA) addCNO(n *eventq.CNO) *hCNO {
+	c := &hCNO{ia: ia, c: n}
 	ia.cnoMu.Lock()
 	ia.cnos = append(ia.cnos, c)
 	ia.cnoMu.Unlock()
-	return c, nil
+	return c
 }
 
 func (ia *hIA) cnoArg(x api.CNO) (*hCNO, error) {
@@ -829,6 +847,13 @@ func (c *hCNO) Wait(ctx context.Context) (api.EVD, error) {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
 	}
 	return c.c.Wait(ctx)
+}
+
+func (c *hCNO) Triggered() (api.EVD, error) {
+	if c.freed.Load() {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
+	}
+	return c.c.Collect(), nil
 }
 
 func (c *hCNO) Free() error {

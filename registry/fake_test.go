@@ -81,6 +81,14 @@ func (ia *fakeIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	defer ia.hit().done()
 	return &fakeCNO{ia: ia, agent: agent}, nil
 }
+func (ia *fakeIA) CreateCNOFD() (api.CNO, int, error) {
+	defer ia.hit().done()
+	return &fakeCNO{ia: ia}, fakeCNOFD, nil
+}
+
+// fakeCNOFD is the descriptor number fakeIA.CreateCNOFD reports.
+const fakeCNOFD = 97
+
 func (ia *fakeIA) CreateEP(pz api.PZ, r, q, c api.EVD, attr *api.EPAttr) (api.EP, error) {
 	return ia.CreateEPWithSRQ(pz, r, q, c, nil, attr)
 }
@@ -191,6 +199,10 @@ func (c *fakeCNO) ModifyAgent(a api.WaitAgent) error {
 }
 func (c *fakeCNO) Wait(ctx context.Context) (api.EVD, error) {
 	c.ia.calls.Add(1)
+	return c.ia.async, nil
+}
+func (c *fakeCNO) Triggered() (api.EVD, error) {
+	defer c.ia.hit().done()
 	return c.ia.async, nil
 }
 func (c *fakeCNO) Free() error { defer c.ia.hit().done(); return nil }

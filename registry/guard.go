@@ -510,6 +510,23 @@ func (ia *gIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	return g, nil
 }
 
+func (ia *gIA) CreateCNOFD() (api.CNO, int, error) {
+	if err := ia.live(); err != nil {
+		return nil, -1, err
+	}
+	ia.enter()
+	p, fd, err := ia.p.CreateCNOFD()
+	ia.leave()
+	if err != nil {
+		return nil, -1, err
+	}
+	g := &gCNO{p: p}
+	var none api.WaitAgent
+	g.agent.Store(&none)
+	ia.register(p, g, api.HandleCNO)
+	return g, fd, nil
+}
+
 // wrapAgent makes a provider-facing agent that hands the consumer's agent
 // the guard of the EVD that triggered.
 func (ia *gIA) wrapAgent(agent api.WaitAgent) api.WaitAgent {

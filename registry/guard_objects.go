@@ -256,6 +256,19 @@ func (g *gCNO) Wait(ctx context.Context) (api.EVD, error) {
 	return g.ia.asEVD(evd), nil
 }
 
+func (g *gCNO) Triggered() (api.EVD, error) {
+	if err := g.live(); err != nil {
+		return nil, err
+	}
+	g.ia.enter()
+	evd, err := g.p.Triggered()
+	g.ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	return g.ia.asEVD(evd), nil
+}
+
 func (g *gCNO) Free() error { return release(g, g.p, api.SubStateCNOInUse, g.p.Free) }
 
 // gPSP guards a public service point.

@@ -113,6 +113,33 @@ func TestGuardHandleLifetime(t *testing.T) {
 	e.rejects(t, api.InvalidHandle, api.SubHandleLMR, e.lmr.Free)
 }
 
+// TestGuardCNOFD checks the guard's part of dat_cno_fd_create and
+// dat_cno_trigger: the provider's descriptor is passed through, the EVD a
+// trigger names comes back as its guard, and a freed CNO or closed IA is
+// refused.
+func TestGuardCNOFD(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	cno, fd, err := e.ia.CreateCNOFD()
+	if err != nil || fd != fakeCNOFD {
+		t.Fatalf("CreateCNOFD = %d, %v; want the provider's descriptor %d", fd, err, fakeCNOFD)
+	}
+	async, _ := e.ia.AsyncEVD()
+	if evd, err := cno.Triggered(); err != nil || evd != async {
+		t.Fatalf("Triggered = %v, %v; want the async EVD's guard", evd, err)
+	}
+	if p, err := cno.Query(); err != nil || p.Agent != nil || p.IA != e.ia {
+		t.Fatalf("Query of an FD CNO = %+v, %v; want no agent and its IA", p, err)
+	}
+	if err := cno.Free(); err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidHandle, api.SubHandleCNO, func() error { _, err := cno.Triggered(); return err })
+	if err := e.ia.Close(api.CloseAbrupt); err != nil {
+		t.Fatal(err)
+	}
+	e.rejects(t, api.InvalidHandle, api.SubHandleIA, func() error { _, _, err := e.ia.CreateCNOFD(); return err })
+}
+
 func TestGuardInUse(t *testing.T) {
 	e := newGuardEnv(t, "g")
 	async, _ := e.ia.AsyncEVD()

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/eventq"
 )
 
 var (
@@ -27,13 +28,29 @@ type CNOObject struct {
 }
 
 // NewCNOObject returns a CNO of ia with wait agent agent (nil for none);
-// mu is the provider lock that guards it. A successful Free calls release
-// with mu held, for the provider to drop the CNO from its IA.
-func NewCNOObject(agent api.WaitAgent, ia api.IA, mu sync.Locker, release func(*CNOObject)) *CNOObject {
+// with fd set, the CNO also owns a file descriptor (FD), readable while
+// it holds a trigger (dat_cno_fd_create, DAT 2.0; see eventq.NewFDCNO),
+// whose creation may fail. mu is the provider lock that guards it. A
+// successful Free calls release with mu held, for the provider to drop
+// the CNO from its IA.
+func NewCNOObject(agent api.WaitAgent, fd bool, ia api.IA, mu sync.Locker, release func(*CNOObject)) (*CNOObject, error) {
+	var c *eventq.CNO
+	if fd {
+		var err error
+		if c, err = eventq.NewFDCNO(agent); err != nil {
+			return nil, err
+		}
+	} else {
+		c = eventq.NewCNO(agent)
+	}
 	o := &CNOObject{ia: ia, mu: mu, release: release}
-	o.n = newCNO(agent, o)
-	return o
+	o.n = CNO{C: c, Owner: o}
+	return o, nil
 }
+
+// FD returns the file descriptor of a CNO made with one, -1 for any other
+// and once the CNO is freed.
+func (o *CNOObject) FD() int { return o.n.C.FD() }
 
 // AsCNO converts the CNO argument x of a call on an object of IA owner
 // (dat_evd_create(3DAT), dat_evd_modify_cno(3DAT)) to its state, for
@@ -83,6 +100,18 @@ func (o *CNOObject) ModifyAgent(agent api.WaitAgent) error {
 // ErrInvalidParameter.
 func (o *CNOObject) Wait(ctx context.Context) (api.EVD, error) {
 	return o.n.Wait(ctx)
+}
+
+// Triggered collects the CNO's latched trigger without waiting
+// (dat_cno_trigger, DAT 2.0): the EVD that triggered it last, or nil; see
+// eventq.CNO.Collect. ErrInvalidHandle once it is freed.
+func (o *CNOObject) Triggered() (api.EVD, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.freed {
+		return nil, errCNOFreed
+	}
+	return o.n.C.Collect(), nil
 }
 
 // Free destroys the CNO (dat_cno_free(3DAT)). While an EVD feeds it or a

@@ -122,12 +122,6 @@ type CNO struct {
 	EVDs  int
 }
 
-// newCNO returns the state of a CNO with wait agent agent (nil for none)
-// whose provider object is owner.
-func newCNO(agent api.WaitAgent, owner api.CNO) CNO {
-	return CNO{C: eventq.NewCNO(agent), Owner: owner}
-}
-
 // Attach makes q, the queue of an EVD that feeds from, feed to instead
 // (either may be nil: no CNO) and returns to, for the EVD to keep. A CNO
 // left without EVDs releases its waiters with a nil EVD, as

@@ -70,7 +70,7 @@ func TestPostSE(t *testing.T) {
 }
 
 func TestAttachAndFree(t *testing.T) {
-	a, b := newCNO(nil, nil), newCNO(nil, nil)
+	a, b := CNO{C: eventq.NewCNO(nil)}, CNO{C: eventq.NewCNO(nil)}
 	defer a.C.Close()
 	defer b.C.Close()
 	q := eventq.New(1, nil)
@@ -125,7 +125,7 @@ func TestCNOObject(t *testing.T) {
 	ia, other := &fakeIA{}, &fakeIA{}
 	var mu sync.Mutex
 	var released []*CNOObject
-	o := NewCNOObject(nil, ia, &mu, func(c *CNOObject) {
+	o, _ := NewCNOObject(nil, false, ia, &mu, func(c *CNOObject) {
 		if mu.TryLock() {
 			mu.Unlock()
 			t.Error("release called without the provider lock")
@@ -207,7 +207,7 @@ func TestCNOObject(t *testing.T) {
 func TestCNOObjectClose(t *testing.T) {
 	ia := &fakeIA{}
 	var mu sync.Mutex
-	o := NewCNOObject(nil, ia, &mu, nil)
+	o, _ := NewCNOObject(nil, false, ia, &mu, nil)
 	done := make(chan api.EVD, 1)
 	go func() {
 		evd, _ := o.Wait(context.Background())

@@ -2,7 +2,10 @@ package eventq
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
 )
@@ -18,6 +21,12 @@ import (
 // concurrently with itself and no goroutine is left behind once the CNO is
 // idle; Close waits for it.
 //
+// A CNO made by NewFDCNO also owns a file descriptor (dat_cno_fd_create,
+// DAT 2.0) that is readable while a trigger is latched: each trigger adds
+// to it and collecting the trigger (Wait, Collect) empties it, so a
+// consumer can wait for the CNO in poll(2), epoll(7) or select(2) beside
+// descriptors of its own. Close closes it.
+//
 // CNO is safe for concurrent use.
 type CNO struct {
 	mu      sync.Mutex
@@ -31,10 +40,74 @@ type CNO struct {
 	running bool
 	wg      sync.WaitGroup
 	closed  bool
+
+	fd    int  // the eventfd of an FD CNO, while hasFD
+	hasFD bool // false for a CNO without descriptor, and once closed
 }
 
 // NewCNO returns a CNO with the given wait agent (nil for none).
 func NewCNO(agent api.WaitAgent) *CNO { return &CNO{agent: agent} }
+
+// NewFDCNO returns a CNO with the given wait agent (nil for none) that
+// owns a non-blocking, close-on-exec eventfd(2), readable while a trigger
+// is latched (FD). A process out of descriptors gets
+// ErrInsufficientResources.
+func NewFDCNO(agent api.WaitAgent) (*CNO, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, api.Errorf(api.InsufficientResources, api.NoSubtype, "CNO file descriptor: eventfd: "+err.Error())
+	}
+	return &CNO{agent: agent, fd: fd, hasFD: true}, nil
+}
+
+// FD returns the CNO's file descriptor: -1 for a CNO made by NewCNO and
+// once the CNO is closed. The descriptor belongs to the CNO; the consumer
+// may wait on it and read it, and must not close it.
+func (c *CNO) FD() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.hasFD {
+		return -1
+	}
+	return c.fd
+}
+
+// one is what a trigger adds to the eventfd counter (a uint64 in host
+// byte order).
+var one = func() (b [8]byte) {
+	binary.NativeEndian.PutUint64(b[:], 1)
+	return b
+}()
+
+// signal makes the descriptor readable. c.mu is held. The write fails
+// only when the counter is at its maximum, which leaves it readable.
+func (c *CNO) signal() {
+	if c.hasFD {
+		_, _ = unix.Write(c.fd, one[:])
+	}
+}
+
+// unsignal empties the descriptor's counter. c.mu is held. A read that
+// finds it empty (the consumer read it) fails with EAGAIN, which is fine.
+func (c *CNO) unsignal() {
+	if c.hasFD {
+		var b [8]byte
+		_, _ = unix.Read(c.fd, b[:])
+	}
+}
+
+// Collect takes the latched trigger without waiting (dat_cno_trigger,
+// DAT 2.0): the EVD whose notification triggered the CNO last since the
+// trigger was last collected, or nil if none has; the descriptor of an FD
+// CNO is no longer readable afterwards.
+func (c *CNO) Collect() api.EVD {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	evd := c.pending
+	c.pending = nil
+	c.unsignal()
+	return evd
+}
 
 // SetAgent replaces the wait agent (dat_cno_modify_agent(3DAT)); nil
 // removes it. Calls already scheduled use the agent current when they run.
@@ -67,6 +140,7 @@ func (c *CNO) Trigger(evd api.EVD) {
 		return
 	}
 	c.pending = evd
+	c.signal()
 	c.broadcast()
 	if c.agent != nil {
 		c.calls = append(c.calls, evd)
@@ -136,6 +210,7 @@ func (c *CNO) Wait(ctx context.Context) (api.EVD, error) {
 		case c.pending != nil:
 			evd := c.pending
 			c.pending = nil
+			c.unsignal()
 			return evd, nil
 		case ctx.Err() != nil:
 			return nil, api.ContextError(ctx)
@@ -155,14 +230,19 @@ func (c *CNO) Wait(ctx context.Context) (api.EVD, error) {
 	}
 }
 
-// Close releases every waiter with a nil EVD, drops scheduled agent calls
-// and makes later triggers no-ops. It does not wait for an agent call in
-// progress; WaitIdle does. Close must not be called from the agent.
+// Close releases every waiter with a nil EVD, drops scheduled agent calls,
+// makes later triggers no-ops and closes the descriptor of an FD CNO. It
+// does not wait for an agent call in progress; WaitIdle does. Close must
+// not be called from the agent.
 func (c *CNO) Close() {
 	c.mu.Lock()
 	c.closed = true
 	c.pending = nil
 	c.broadcast()
+	if c.hasFD {
+		_ = unix.Close(c.fd)
+		c.hasFD = false
+	}
 	c.mu.Unlock()
 }
 

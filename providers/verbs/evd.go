@@ -185,9 +185,32 @@ func (e *evd) Free() error {
 // CreateCNO creates a CNO with wait agent agent, nil for none
 // (dat_cno_create(3DAT)); see dispatch.CNOObject.
 func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+	c, err := i.newCNO(agent, false)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CreateCNOFD creates a CNO that owns a file descriptor, readable while
+// it holds a trigger (dat_cno_fd_create, DAT 2.0); see
+// dispatch.NewCNOObject.
+func (i *ia) CreateCNOFD() (api.CNO, int, error) {
+	c, err := i.newCNO(nil, true)
+	if err != nil {
+		return nil, -1, err
+	}
+	return c, c.FD(), nil
+}
+
+// newCNO creates a CNO of the IA, with a file descriptor if fd is set.
+func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	c := dispatch.NewCNOObject(agent, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
+	c, err := dispatch.NewCNOObject(agent, fd, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
+	if err != nil {
+		return nil, err
+	}
 	i.cnos[c] = struct{}{}
 	return c, nil
 }

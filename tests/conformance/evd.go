@@ -3,7 +3,11 @@ package conformance
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
 )
@@ -183,6 +187,54 @@ func (n *node) cno(agent api.WaitAgent) api.CNO {
 	c, err := n.ia.CreateCNO(agent)
 	n.t.noErr(err, "IA.CreateCNO")
 	return c
+}
+
+// fdCNO creates a CNO with a file descriptor (dat_cno_fd_create).
+func (n *node) fdCNO() (api.CNO, int) {
+	n.t.T.Helper()
+	c, fd, err := n.ia.CreateCNOFD()
+	n.t.noErr(err, "IA.CreateCNOFD")
+	if fd < 0 {
+		n.t.Fatalf("IA.CreateCNOFD returned descriptor %d", fd)
+	}
+	return c, fd
+}
+
+// triggered collects c's trigger (dat_cno_trigger).
+func (t *checkT) triggered(c api.CNO) api.EVD {
+	t.T.Helper()
+	e, err := c.Triggered()
+	t.noErr(err, "CNO.Triggered")
+	return e
+}
+
+// readable reports whether fd polls readable within d.
+func (t *checkT) readable(fd int, d time.Duration) bool {
+	t.T.Helper()
+	end := time.Now().Add(d)
+	for {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		k, err := unix.Poll(p, int(time.Until(end).Milliseconds()))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			t.Fatalf("poll(2) on the CNO's descriptor: %v", err)
+		case p[0].Revents&unix.POLLNVAL != 0:
+			t.Fatalf("the CNO's descriptor %d is not open", fd)
+		}
+		return k == 1 && p[0].Revents&unix.POLLIN != 0
+	}
+}
+
+// wantEventFD checks whether descriptor fd is open on an eventfd, as a
+// CNO's is until the CNO goes.
+func (t *checkT) wantEventFD(fd int, open bool, when string) {
+	t.T.Helper()
+	l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if is := err == nil && l == "anon_inode:[eventfd]"; is != open {
+		t.Fatalf("descriptor %d %s: open on an eventfd is %v, want %v (%q, %v)", fd, when, is, open, l, err)
+	}
 }
 
 // agentCalls returns a wait proxy agent that reports each call on the
@@ -654,6 +706,126 @@ func evdGroups() []group {
 				if p, err := c.Query(); err != nil || p.Agent != nil {
 					t.Fatalf("CNO.Query still reports an agent after ModifyAgent(nil) (%v)", err)
 				}
+			}},
+		}},
+
+		// DAT 2.0 adds these two calls; it has no manual pages for them,
+		// so the checks follow the 2.0 headers and docs/decisions.md.
+		{page: "dat_cno_fd_create", checks: []check{
+			{"DESCRIPTION", "the descriptor becomes readable when an EVD feeding the CNO gets a notification event, not before", func(t *checkT) {
+				n := t.node()
+				c, fd := n.fdCNO()
+				e, _ := n.seEVD(8, c)
+				if t.readable(fd, 0) {
+					t.Fatalf("the descriptor of a new CNO is readable")
+				}
+				t.postSE(e, "x")
+				if !t.readable(fd, eventTimeout) {
+					t.Fatalf("the descriptor is not readable %v after the event", eventTimeout)
+				}
+				if got := t.triggered(c); got != e {
+					t.Fatalf("CNO.Triggered returned another EVD than the one with the event")
+				}
+				t.expectSE(t.dequeue(e, "EVD.Dequeue behind the descriptor"), e, "x", "the event behind the descriptor")
+			}},
+			{"DESCRIPTION", "a receive completion on a connected EP makes the descriptor of its receive EVD's CNO readable", func(t *checkT) {
+				n := t.node()
+				c, fd := n.fdCNO()
+				t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
+				p := t.pairWith(pairCfg{cli: n})
+				rr := p.cli.region(64, api.MemPrivLocalWrite|api.MemPrivLocalRead)
+				sr := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivLocalWrite)
+				p.cli.postRecv(rr, 0, 64, 7)
+				if t.readable(fd, 20*time.Millisecond) {
+					t.Fatalf("the descriptor is readable before anything was sent")
+				}
+				p.srv.postSend(sr, 0, 16, 8)
+				if !t.readable(fd, eventTimeout) {
+					t.Fatalf("the descriptor is not readable %v after the send", eventTimeout)
+				}
+				if got := t.triggered(c); got != n.recv {
+					t.Fatalf("CNO.Triggered returned another EVD than the receive EVD")
+				}
+				p.cli.expectRecv(7, api.DTOSuccess, "the receive completion behind the descriptor")
+				p.srv.expectReq(8, api.DTOSuccess, "the send completion")
+			}},
+			{"DESCRIPTION", "the descriptor belongs to the CNO: Free, or the IA's abrupt close, closes it", func(t *checkT) {
+				n := t.node()
+				c, fd := n.fdCNO()
+				t.wantEventFD(fd, true, "before Free")
+				t.noErr(c.Free(), "CNO.Free")
+				t.wantEventFD(fd, false, "after Free")
+				n2 := t.node()
+				_, fd2 := n2.fdCNO()
+				t.wantEventFD(fd2, true, "before the IA closes")
+				t.noErr(n2.ia.Close(api.CloseAbrupt), "abrupt IA.Close")
+				t.wantEventFD(fd2, false, "after the IA's abrupt close")
+			}},
+		}},
+
+		{page: "dat_cno_trigger", checks: []check{
+			{"DESCRIPTION", "Triggered names the EVD that triggered the CNO, then nil until the next trigger, and resets the descriptor", func(t *checkT) {
+				n := t.node()
+				c, fd := n.fdCNO()
+				e1, _ := n.seEVD(8, c)
+				e2, _ := n.seEVD(8, c)
+				if got := t.triggered(c); got != nil {
+					t.Fatalf("CNO.Triggered before any event returned an EVD")
+				}
+				for i, e := range []api.EVD{e1, e2} {
+					t.postSE(e, i)
+					if !t.readable(fd, eventTimeout) {
+						t.Fatalf("the descriptor is not readable after event %d", i)
+					}
+					if got := t.triggered(c); got != e {
+						t.Fatalf("CNO.Triggered after event %d returned another EVD than the one with the event", i)
+					}
+					if t.readable(fd, 0) {
+						t.Fatalf("the descriptor is still readable after CNO.Triggered")
+					}
+					if got := t.triggered(c); got != nil {
+						t.Fatalf("a second CNO.Triggered returned an EVD")
+					}
+				}
+			}},
+			{"DESCRIPTION", "a CNO made without descriptor reports its trigger through Triggered too, and Wait takes the trigger", func(t *checkT) {
+				n := t.node()
+				c := n.cno(nil)
+				e, _ := n.seEVD(8, c)
+				t.postSE(e, "x")
+				var got api.EVD
+				for end := time.Now().Add(eventTimeout); got == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
+					got = t.triggered(c)
+				}
+				if got != e {
+					t.Fatalf("CNO.Triggered did not return the EVD with the event within %v", eventTimeout)
+				}
+				t.postSE(e, "y")
+				if got := t.cnoWait(c, "CNO.Wait"); got != e {
+					t.Fatalf("CNO.Wait returned another EVD than the one with the event")
+				}
+				if got := t.triggered(c); got != nil {
+					t.Fatalf("CNO.Triggered after Wait took the trigger returned an EVD")
+				}
+			}},
+			{"DESCRIPTION", "Wait takes the trigger and resets the descriptor", func(t *checkT) {
+				n := t.node()
+				c, fd := n.fdCNO()
+				e, _ := n.seEVD(8, c)
+				t.postSE(e, "x")
+				if got := t.cnoWait(c, "CNO.Wait"); got != e {
+					t.Fatalf("CNO.Wait returned another EVD than the one with the event")
+				}
+				if t.readable(fd, 0) {
+					t.Fatalf("the descriptor is still readable after CNO.Wait took the trigger")
+				}
+			}},
+			{"RETURN VALUES", "Triggered on a freed CNO is DAT_INVALID_HANDLE", func(t *checkT) {
+				n := t.node()
+				c, _ := n.fdCNO()
+				t.noErr(c.Free(), "CNO.Free")
+				_, err := c.Triggered()
+				t.wantErr(err, api.ErrInvalidHandle, "CNO.Triggered after Free")
 			}},
 		}},
 
