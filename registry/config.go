@@ -60,8 +60,12 @@ type IAEntry struct {
 	ProviderVersion string
 	IAParams        string
 	PlatformParams  string
-	Library         string   // classic form only: the library the line names
-	Pos             Position // where the entry starts
+	// Hooks are the guard hooks switched on for the IA (TOML form only):
+	// "count" (Counts), "trace" (every call but those of the data path,
+	// logged) and "trace-data" (every call logged). See WithTraceLogger.
+	Hooks   []string
+	Library string   // classic form only: the library the line names
+	Pos     Position // where the entry starts
 	// Unavailable, when not empty, says why this IA cannot be opened even
 	// though the file is valid (e.g. a classic line naming a library godat
 	// does not provide).
@@ -286,10 +290,11 @@ const (
 	keyProviderVersion = "provider_version"
 	keyIAParams        = "ia_params"
 	keyPlatformParams  = "platform_params"
+	keyHooks           = "hooks" // godat's own: the guard hooks to switch on
 )
 
 var iaKeys = []string{keyName, keyProvider, keyAPIVersion, keyThreadSafe, keyDefault,
-	keyProviderVersion, keyIAParams, keyPlatformParams}
+	keyProviderVersion, keyIAParams, keyPlatformParams, keyHooks}
 
 // maxIANameLen is DAT_NAME_MAX_LENGTH less the terminating NUL.
 const maxIANameLen = 255

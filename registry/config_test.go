@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -75,7 +76,7 @@ func TestConfigGoodTOML(t *testing.T) {
 		{Name: "min", Provider: "loopback", APIVersion: "u2.0", Pos: Position{"good.toml", 21, 1}},
 	}
 	for i, w := range want {
-		if cfg.IAs[i] != w {
+		if !reflect.DeepEqual(cfg.IAs[i], w) {
 			t.Errorf("IA %d:\n got %+v\nwant %+v", i, cfg.IAs[i], w)
 		}
 	}
@@ -189,6 +190,12 @@ func TestConfigTOMLProblems(t *testing.T) {
 			"[[ia]]\nname = \"b\"\nprovider = \"p\"\napi_version = \"k2.0\"\n" +
 			"[[ia]]\nname = \"c\"\nprovider = \"p\"\napi_version = \"u2.\"\n", []string{
 			`4:15: api_version "u3.0" is DAT 3.x`, `8:15: api_version "k2.0" is the kernel kDAPL API`, `12:15: api_version "u2." is malformed`}},
+		{"hooks", "[[ia]]\n" + ok + "hooks = [\"count\", \"tarce\", 3, \"count\"]\n" +
+			"[[ia]]\nname = \"y\"\nprovider = \"p\"\napi_version = \"u2.0\"\nhooks = \"count\"\n", []string{
+			`5:9: hooks[1] is "tarce" (did you mean trace?); expected one of count, trace, trace-data`,
+			`5:9: hooks[2] is the integer 3; expected a string`,
+			`5:9: hooks[3] repeats "count"`,
+			`10:9: hooks is the string "count"; expected an array of hook names`}},
 		{"two defaults", "[[ia]]\n" + ok + "default = true\n[[ia]]\nname = \"y\"\nprovider = \"p\"\napi_version = \"u2.0\"\ndefault = true\n", []string{
 			`10:1: IA "y" is marked default but IA "x" (f:1:1) already is`}},
 	} {
@@ -337,12 +344,12 @@ func TestConfigEmbedded(t *testing.T) {
 	}
 	want := IAEntry{Name: "loopback", Provider: "loopback", APIVersion: "u2.0", ThreadSafe: true, Default: true,
 		ProviderVersion: "godat.1.0", Pos: cfg.IAs[0].Pos}
-	if cfg.IAs[0] != want || cfg.IAs[0].Pos.File != "<embedded>" || cfg.IAs[0].Pos.Line < 1 {
+	if !reflect.DeepEqual(cfg.IAs[0], want) || cfg.IAs[0].Pos.File != "<embedded>" || cfg.IAs[0].Pos.Line < 1 {
 		t.Fatalf("got %+v", cfg.IAs[0])
 	}
 	wantTCP := IAEntry{Name: "tcp", Provider: "tcp", APIVersion: "u2.0", ThreadSafe: true,
 		ProviderVersion: "godat.1.0", IAParams: "127.0.0.1", Pos: cfg.IAs[1].Pos}
-	if cfg.IAs[1] != wantTCP {
+	if !reflect.DeepEqual(cfg.IAs[1], wantTCP) {
 		t.Fatalf("got %+v", cfg.IAs[1])
 	}
 	cfg.IAs[0].Name = "changed"

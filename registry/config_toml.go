@@ -148,9 +148,37 @@ func parseTOML(name string, data []byte, errs *errList) *Config {
 		str(keyProviderVersion, false, &e.ProviderVersion)
 		str(keyIAParams, false, &e.IAParams)
 		str(keyPlatformParams, false, &e.PlatformParams)
+		if v, ok := t[keyHooks]; ok {
+			e.Hooks = parseHooks(v, valPos(keyHooks), errs)
+		}
 		cfg.IAs = append(cfg.IAs, e)
 	}
 	return cfg
+}
+
+// parseHooks reads the hooks key of an [[ia]] table, at, an array of
+// distinct hook names.
+func parseHooks(v any, at Position, errs *errList) []string {
+	list, ok := v.([]any)
+	if !ok {
+		errs.addAt(at, fmt.Sprintf("%s is %s; expected an array of hook names, such as [%q]", keyHooks, describeTOMLValue(v), hookCount))
+		return nil
+	}
+	var out []string
+	for i, x := range list {
+		n, ok := x.(string)
+		switch {
+		case !ok:
+			errs.addAt(at, fmt.Sprintf("%s[%d] is %s; expected a string, one of %s", keyHooks, i, describeTOMLValue(x), strings.Join(hookNames, ", ")))
+		case !slices.Contains(hookNames, n):
+			errs.addAt(at, fmt.Sprintf("%s[%d] is %q%s; expected one of %s", keyHooks, i, n, suggest(n, hookNames), strings.Join(hookNames, ", ")))
+		case slices.Contains(out, n):
+			errs.addAt(at, fmt.Sprintf("%s[%d] repeats %q; expected each hook once", keyHooks, i, n))
+		default:
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // decodeTOML parses data into generic values. A panic inside the TOML

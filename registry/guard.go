@@ -5,8 +5,9 @@ package registry
 // and holds what all providers share (DESIGN §3, package api's doc):
 // handle lifetime, the argument checks the DAT pages define, same-IA and
 // same-PZ ownership, in-use rules on free, serialization of non-thread-safe
-// providers, and the translation of provider objects in events and query
-// results back into the consumer's handles.
+// providers, the translation of provider objects in events and query
+// results back into the consumer's handles, and the counting and tracing
+// hooks the configuration switches on (hooks.go).
 //
 // Each guard knows its IA and its provider object. The IA keeps a map from
 // provider objects to their guards; it is read on the dequeue path (a
@@ -24,6 +25,7 @@ import (
 type hdr struct {
 	ia    *gIA
 	typ   api.HandleType
+	id    uint32 // the object's number in its IA, for the trace hook
 	freed atomic.Bool
 	users atomic.Int32 // objects that use this one (in-use rule on Free)
 	cc    api.ContextSlot
@@ -35,7 +37,10 @@ func (h *hdr) header() *hdr { return h }
 func (h *hdr) HandleType() api.HandleType { return h.typ }
 
 // ConsumerContext returns the consumer's value (dat_get_consumer_context(3DAT)).
-func (h *hdr) ConsumerContext() (any, error) {
+func (h *hdr) ConsumerContext() (_ any, err error) {
+	if hk := h.ia.hooks; hk != nil {
+		defer hk.done(opConsumerContext, h, hk.start(), &err)
+	}
 	if h.freed.Load() {
 		return nil, freedErr(h.typ)
 	}
@@ -43,7 +48,10 @@ func (h *hdr) ConsumerContext() (any, error) {
 }
 
 // SetConsumerContext stores the consumer's value (dat_set_consumer_context(3DAT)).
-func (h *hdr) SetConsumerContext(v any) error {
+func (h *hdr) SetConsumerContext(v any) (err error) {
+	if hk := h.ia.hooks; hk != nil {
+		defer hk.done(opSetContext, h, hk.start(), &err)
+	}
 	if h.freed.Load() {
 		return freedErr(h.typ)
 	}
@@ -168,12 +176,14 @@ type gIA struct {
 	attr   api.IAAttr
 	pattr  api.ProviderAttr
 	serial *sync.Mutex // non-nil when the IA is configured non-thread-safe
-	objs   sync.Map    // provider object → guard object
+	hooks  *hooks      // non-nil when the configuration asks for hooks
+	nextID atomic.Uint32
+	objs   sync.Map // provider object → guard object
 	async  *gEVD
 }
 
 // wrapIA wraps a freshly opened provider IA.
-func wrapIA(p api.IA, e IAEntry) (api.IA, error) {
+func wrapIA(p api.IA, e IAEntry, hk *hooks) (api.IA, error) {
 	attr, pattr, err := p.Query()
 	if err != nil {
 		p.Close(api.CloseAbrupt)
@@ -184,7 +194,7 @@ func wrapIA(p api.IA, e IAEntry) (api.IA, error) {
 		p.Close(api.CloseAbrupt)
 		return nil, err
 	}
-	g := &gIA{p: p, entry: e, attr: attr, pattr: pattr}
+	g := &gIA{p: p, entry: e, attr: attr, pattr: pattr, hooks: hk}
 	g.ia, g.typ = g, api.HandleIA
 	if !e.ThreadSafe {
 		g.serial = new(sync.Mutex)
@@ -211,7 +221,7 @@ func (ia *gIA) leave() {
 // register records g as the guard of provider object p.
 func (ia *gIA) register(p any, g guarded, t api.HandleType) {
 	h := g.header()
-	h.ia, h.typ = ia, t
+	h.ia, h.typ, h.id = ia, t, ia.nextID.Add(1)
 	ia.objs.Store(p, g)
 }
 
@@ -351,7 +361,7 @@ func (ia *gIA) adoptCR(p api.CR, providerEP bool) api.CR {
 		return g
 	}
 	g := &gCR{p: p, providerEP: providerEP}
-	g.ia, g.typ = ia, api.HandleCR
+	g.ia, g.typ, g.id = ia, api.HandleCR, ia.nextID.Add(1)
 	if actual, loaded := ia.objs.LoadOrStore(any(p), g); loaded {
 		return actual.(*gCR)
 	}
@@ -366,7 +376,7 @@ func (ia *gIA) adoptEP(p api.EP) *gEP {
 		return nil
 	}
 	g := &gEP{p: p}
-	g.ia, g.typ = ia, api.HandleEP
+	g.ia, g.typ, g.id = ia, api.HandleEP, ia.nextID.Add(1)
 	g.pz, _ = ia.guardOf(prm.PZ).(*gPZ)
 	g.recv, _ = ia.guardOf(prm.RecvEVD).(*gEVD)
 	g.req, _ = ia.guardOf(prm.RequestEVD).(*gEVD)
@@ -401,7 +411,10 @@ func checkTimeout(t api.Timeout, sub api.Subtype) error {
 
 // Query returns the provider's attributes with the adapter name set to the
 // IA name the consumer opened, as dat_ia_query(3DAT) defines it.
-func (ia *gIA) Query() (api.IAAttr, api.ProviderAttr, error) {
+func (ia *gIA) Query() (_ api.IAAttr, _ api.ProviderAttr, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIAQuery, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return api.IAAttr{}, api.ProviderAttr{}, err
 	}
@@ -414,14 +427,20 @@ func (ia *gIA) Query() (api.IAAttr, api.ProviderAttr, error) {
 	return attr, pattr, err
 }
 
-func (ia *gIA) AsyncEVD() (api.EVD, error) {
+func (ia *gIA) AsyncEVD() (_ api.EVD, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIAAsyncEVD, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
 	return ia.async, nil
 }
 
-func (ia *gIA) Close(flags api.CloseFlags) error {
+func (ia *gIA) Close(flags api.CloseFlags) (err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIAClose, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return err
 	}
@@ -429,7 +448,7 @@ func (ia *gIA) Close(flags api.CloseFlags) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("close flags %#x are neither abrupt nor graceful", uint32(flags)))
 	}
 	ia.enter()
-	err := ia.p.Close(flags)
+	err = ia.p.Close(flags)
 	ia.leave()
 	if err != nil {
 		return err
@@ -445,7 +464,10 @@ func (ia *gIA) Close(flags api.CloseFlags) error {
 	return nil
 }
 
-func (ia *gIA) CreatePZ() (api.PZ, error) {
+func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreatePZ, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -460,7 +482,10 @@ func (ia *gIA) CreatePZ() (api.PZ, error) {
 	return g, nil
 }
 
-func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
+func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateEVD, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -494,7 +519,10 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, er
 	return g, nil
 }
 
-func (ia *gIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateCNO, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -510,7 +538,10 @@ func (ia *gIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	return g, nil
 }
 
-func (ia *gIA) CreateCNOFD() (api.CNO, int, error) {
+func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateCNOFD, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, -1, err
 	}
@@ -536,11 +567,17 @@ func (ia *gIA) wrapAgent(agent api.WaitAgent) api.WaitAgent {
 	return func(evd api.EVD) { agent(ia.asEVD(evd)) }
 }
 
-func (ia *gIA) CreateEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
+func (ia *gIA) CreateEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (_ api.EP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateEP, &ia.hdr, h.start(), &err)
+	}
 	return ia.createEP(pz, recvEVD, requestEVD, connectEVD, nil, false, attr)
 }
 
-func (ia *gIA) CreateEPWithSRQ(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
+func (ia *gIA) CreateEPWithSRQ(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, attr *api.EPAttr) (_ api.EP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateEPSRQ, &ia.hdr, h.start(), &err)
+	}
 	return ia.createEP(pz, recvEVD, requestEVD, connectEVD, srq, true, attr)
 }
 
@@ -684,7 +721,10 @@ func evdP(g *gEVD) api.EVD {
 	return g.p
 }
 
-func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, error) {
+func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api.PSP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreatePSP, &ia.hdr, h.start(), &err)
+	}
 	g, err := ia.pspArgs(evd, flags)
 	if err != nil {
 		return nil, err
@@ -698,7 +738,10 @@ func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.P
 	return ia.newPSP(p, g, flags), nil
 }
 
-func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (_ api.PSP, _ api.ConnQual, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreatePSPAny, &ia.hdr, h.start(), &err)
+	}
 	g, err := ia.pspArgs(evd, flags)
 	if err != nil {
 		return nil, 0, err
@@ -742,7 +785,10 @@ func (ia *gIA) newPSP(p api.PSP, evd *gEVD, flags api.PSPFlags) *gPSP {
 	return g
 }
 
-func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
+func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateRSP, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -769,7 +815,10 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error
 	return g, nil
 }
 
-func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (_ api.LMR, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateLMR, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -824,7 +873,10 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	return g, nil
 }
 
-func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
+func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateSRQ, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -857,7 +909,10 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	return g, nil
 }
 
-func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) error {
+func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) (err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIASyncRead, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return err
 	}
@@ -866,7 +921,10 @@ func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) error {
 	return ia.p.SyncRDMARead(segs)
 }
 
-func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) error {
+func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) (err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIASyncWrite, &ia.hdr, h.start(), &err)
+	}
 	if err := ia.live(); err != nil {
 		return err
 	}

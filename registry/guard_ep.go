@@ -120,7 +120,10 @@ func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.Comp
 	return nil
 }
 
-func (g *gEP) Query() (api.EPParam, error) {
+func (g *gEP) Query() (_ api.EPParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, g.translateParam)
 }
 
@@ -137,7 +140,10 @@ func (g *gEP) translateParam(prm *api.EPParam) {
 // Modify unwraps the handles p names, checks new attributes against the IA
 // limits, and keeps the guard's references and limits in step with the
 // provider (dat_ep_modify(3DAT)).
-func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
+func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPModify, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -153,7 +159,6 @@ func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
 	ia := g.ia
 	pp := *p
 	npz, nrecv, nreq, nconn := g.pz, g.recv, g.req, g.conn
-	var err error
 	if mask&api.EPFieldPZ != 0 {
 		if npz, err = own[*gPZ](ia, p.PZ, false, api.SubHandlePZ, "PZ"); err != nil {
 			return err
@@ -200,7 +205,10 @@ func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
 	return nil
 }
 
-func (g *gEP) GetStatus() (api.EPState, bool, bool, error) {
+func (g *gEP) GetStatus() (_ api.EPState, _ bool, _ bool, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPGetStatus, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return 0, false, false, err
 	}
@@ -209,7 +217,10 @@ func (g *gEP) GetStatus() (api.EPState, bool, bool, error) {
 	return g.p.GetStatus()
 }
 
-func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) error {
+func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPConnect, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -233,7 +244,10 @@ func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priv
 	return g.p.Connect(remote, q, timeout, privateData, qos, flags)
 }
 
-func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
+func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPDupConnect, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -255,7 +269,10 @@ func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qo
 	return g.p.DupConnect(gd.p, timeout, privateData, qos)
 }
 
-func (g *gEP) Disconnect(flags api.CloseFlags) error {
+func (g *gEP) Disconnect(flags api.CloseFlags) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPDisconnect, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -267,7 +284,10 @@ func (g *gEP) Disconnect(flags api.CloseFlags) error {
 	return g.p.Disconnect(flags)
 }
 
-func (g *gEP) Reset() error {
+func (g *gEP) Reset() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPReset, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -276,8 +296,11 @@ func (g *gEP) Reset() error {
 	return g.p.Reset()
 }
 
-func (g *gEP) Free() error {
-	err := release(g, g.p, api.NoSubtype, g.p.Free)
+func (g *gEP) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPFree, &g.hdr, h.start(), &err)
+	}
+	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.use(-1)
 	}
@@ -287,7 +310,10 @@ func (g *gEP) Free() error {
 // The post methods are the fast path: a freed check, a limits load, a few
 // comparisons, then the provider. They allocate nothing.
 
-func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPPostSend, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEP
 	}
@@ -301,7 +327,10 @@ func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.Comple
 	return g.p.PostSend(iov, cookie, flags)
 }
 
-func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPPostSendInv, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEP
 	}
@@ -315,7 +344,10 @@ func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, fl
 	return g.p.PostSendWithInvalidate(iov, cookie, flags, invalidate, rmr)
 }
 
-func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPPostRecv, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEP
 	}
@@ -339,7 +371,10 @@ func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Comple
 	return g.p.PostRecv(iov, cookie, flags)
 }
 
-func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPPostWrite, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEP
 	}
@@ -356,7 +391,10 @@ func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.
 	return g.p.PostRDMAWrite(iov, cookie, remote, flags)
 }
 
-func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPPostRead, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEP
 	}
@@ -373,7 +411,10 @@ func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.R
 	return g.p.PostRDMARead(iov, cookie, remote, flags)
 }
 
-func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPPostReadToRMR, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEP
 	}
@@ -390,7 +431,10 @@ func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote 
 	return g.p.PostRDMAReadToRMR(local, cookie, remote, flags)
 }
 
-func (g *gEP) RecvQuery() (int, int, error) {
+func (g *gEP) RecvQuery() (_ int, _ int, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPRecvQuery, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return 0, 0, err
 	}
@@ -399,7 +443,10 @@ func (g *gEP) RecvQuery() (int, int, error) {
 	return g.p.RecvQuery()
 }
 
-func (g *gEP) SetWatermark(soft, hard int) error {
+func (g *gEP) SetWatermark(soft, hard int) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEPSetWatermark, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}

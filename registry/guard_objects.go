@@ -28,11 +28,17 @@ type gPZ struct {
 	p api.PZ
 }
 
-func (g *gPZ) Query() (api.PZParam, error) {
+func (g *gPZ) Query() (_ api.PZParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opPZQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.PZParam) { p.IA = g.ia.asIA(p.IA) })
 }
 
-func (g *gPZ) CreateRMR() (api.RMR, error) {
+func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opPZCreateRMR, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return nil, err
 	}
@@ -48,7 +54,12 @@ func (g *gPZ) CreateRMR() (api.RMR, error) {
 	return r, nil
 }
 
-func (g *gPZ) Free() error { return release(g, g.p, api.SubStatePZInUse, g.p.Free) }
+func (g *gPZ) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opPZFree, &g.hdr, h.start(), &err)
+	}
+	return release(g, g.p, api.SubStatePZInUse, g.p.Free)
+}
 
 // gEVD guards an event dispatcher. qlen and flags are cached for the
 // argument checks of Wait and of the objects that use the EVD.
@@ -79,11 +90,17 @@ func (g *gEVD) dtoEP(p api.EP) api.EP {
 	return e
 }
 
-func (g *gEVD) Query() (api.EVDParam, error) {
+func (g *gEVD) Query() (_ api.EVDParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = g.ia.asCNO(p.CNO) })
 }
 
-func (g *gEVD) Resize(qlen int) error {
+func (g *gEVD) Resize(qlen int) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDResize, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -91,7 +108,7 @@ func (g *gEVD) Resize(qlen int) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, max))
 	}
 	g.ia.enter()
-	err := g.p.Resize(qlen)
+	err = g.p.Resize(qlen)
 	if err == nil {
 		if prm, qerr := g.p.Query(); qerr == nil {
 			g.qlen.Store(int64(prm.QLen))
@@ -101,7 +118,10 @@ func (g *gEVD) Resize(qlen int) error {
 	return err
 }
 
-func (g *gEVD) PostSE(ev *api.Event) error {
+func (g *gEVD) PostSE(ev *api.Event) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDPostSE, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEVD
 	}
@@ -118,7 +138,10 @@ func (g *gEVD) PostSE(ev *api.Event) error {
 
 // Dequeue is the polling fast path: a freed check, the provider call, and
 // the handle translation — no allocation, no lock for thread-safe IAs.
-func (g *gEVD) Dequeue(ev *api.Event) error {
+func (g *gEVD) Dequeue(ev *api.Event) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDDequeue, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedEVD
 	}
@@ -140,7 +163,10 @@ func (g *gEVD) Dequeue(ev *api.Event) error {
 // Wait checks the threshold rules of dat_evd_wait(3DAT) and blocks in the
 // provider. A non-thread-safe IA is not locked while the wait blocks: a
 // provider's Wait must tolerate concurrent calls (see docs/decisions.md).
-func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (_ int, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDWait, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return 0, errFreedEVD
 	}
@@ -174,12 +200,38 @@ func (g *gEVD) simple(f func() error) error {
 	return f()
 }
 
-func (g *gEVD) Enable() error          { return g.simple(g.p.Enable) }
-func (g *gEVD) Disable() error         { return g.simple(g.p.Disable) }
-func (g *gEVD) SetUnwaitable() error   { return g.simple(g.p.SetUnwaitable) }
-func (g *gEVD) ClearUnwaitable() error { return g.simple(g.p.ClearUnwaitable) }
+func (g *gEVD) Enable() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDEnable, &g.hdr, h.start(), &err)
+	}
+	return g.simple(g.p.Enable)
+}
 
-func (g *gEVD) ModifyCNO(cno api.CNO) error {
+func (g *gEVD) Disable() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDDisable, &g.hdr, h.start(), &err)
+	}
+	return g.simple(g.p.Disable)
+}
+
+func (g *gEVD) SetUnwaitable() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDSetUnwaitable, &g.hdr, h.start(), &err)
+	}
+	return g.simple(g.p.SetUnwaitable)
+}
+
+func (g *gEVD) ClearUnwaitable() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDClearUnwaitable, &g.hdr, h.start(), &err)
+	}
+	return g.simple(g.p.ClearUnwaitable)
+}
+
+func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDModifyCNO, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -206,8 +258,11 @@ func (g *gEVD) ModifyCNO(cno api.CNO) error {
 	return nil
 }
 
-func (g *gEVD) Free() error {
-	err := release(g, g.p, api.SubStateEVDInUse, g.p.Free)
+func (g *gEVD) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opEVDFree, &g.hdr, h.start(), &err)
+	}
+	err = release(g, g.p, api.SubStateEVDInUse, g.p.Free)
 	if err == nil {
 		if c := g.cno.Swap(nil); c != nil {
 			c.users.Add(-1)
@@ -225,16 +280,22 @@ type gCNO struct {
 
 // Query reports the consumer's agent, not the translating wrapper the
 // provider holds.
-func (g *gCNO) Query() (api.CNOParam, error) {
+func (g *gCNO) Query() (_ api.CNOParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCNOQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.CNOParam) { p.IA = g.ia.asIA(p.IA); p.Agent = *g.agent.Load() })
 }
 
-func (g *gCNO) ModifyAgent(agent api.WaitAgent) error {
+func (g *gCNO) ModifyAgent(agent api.WaitAgent) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCNOModifyAgent, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
 	g.ia.enter()
-	err := g.p.ModifyAgent(g.ia.wrapAgent(agent))
+	err = g.p.ModifyAgent(g.ia.wrapAgent(agent))
 	g.ia.leave()
 	if err == nil {
 		g.agent.Store(&agent)
@@ -242,7 +303,10 @@ func (g *gCNO) ModifyAgent(agent api.WaitAgent) error {
 	return err
 }
 
-func (g *gCNO) Wait(ctx context.Context) (api.EVD, error) {
+func (g *gCNO) Wait(ctx context.Context) (_ api.EVD, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCNOWait, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return nil, err
 	}
@@ -256,7 +320,10 @@ func (g *gCNO) Wait(ctx context.Context) (api.EVD, error) {
 	return g.ia.asEVD(evd), nil
 }
 
-func (g *gCNO) Triggered() (api.EVD, error) {
+func (g *gCNO) Triggered() (_ api.EVD, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCNOTriggered, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return nil, err
 	}
@@ -269,7 +336,12 @@ func (g *gCNO) Triggered() (api.EVD, error) {
 	return g.ia.asEVD(evd), nil
 }
 
-func (g *gCNO) Free() error { return release(g, g.p, api.SubStateCNOInUse, g.p.Free) }
+func (g *gCNO) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCNOFree, &g.hdr, h.start(), &err)
+	}
+	return release(g, g.p, api.SubStateCNOInUse, g.p.Free)
+}
 
 // gPSP guards a public service point.
 type gPSP struct {
@@ -279,12 +351,18 @@ type gPSP struct {
 	flags api.PSPFlags
 }
 
-func (g *gPSP) Query() (api.PSPParam, error) {
+func (g *gPSP) Query() (_ api.PSPParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opPSPQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD) })
 }
 
-func (g *gPSP) Free() error {
-	err := release(g, g.p, api.NoSubtype, g.p.Free)
+func (g *gPSP) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opPSPFree, &g.hdr, h.start(), &err)
+	}
+	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.evd.users.Add(-1)
 	}
@@ -298,12 +376,18 @@ type gRSP struct {
 	evd *gEVD
 }
 
-func (g *gRSP) Query() (api.RSPParam, error) {
+func (g *gRSP) Query() (_ api.RSPParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opRSPQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD); p.EP = g.ia.asEP(p.EP) })
 }
 
-func (g *gRSP) Free() error {
-	err := release(g, g.p, api.NoSubtype, g.p.Free)
+func (g *gRSP) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opRSPFree, &g.hdr, h.start(), &err)
+	}
+	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.evd.users.Add(-1)
 	}
@@ -344,11 +428,17 @@ func (g *gCR) localEP() api.EP {
 	return prm.LocalEP
 }
 
-func (g *gCR) Query() (api.CRParam, error) {
+func (g *gCR) Query() (_ api.CRParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.CRParam) { p.LocalEP = g.ia.asEP(p.LocalEP) })
 }
 
-func (g *gCR) Accept(ep api.EP, privateData []byte) error {
+func (g *gCR) Accept(ep api.EP, privateData []byte) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRAccept, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -366,7 +456,10 @@ func (g *gCR) Accept(ep api.EP, privateData []byte) error {
 	return release(g, g.p, api.NoSubtype, func() error { return g.p.Accept(pep, privateData) })
 }
 
-func (g *gCR) Reject(privateData []byte) error {
+func (g *gCR) Reject(privateData []byte) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRReject, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -374,19 +467,22 @@ func (g *gCR) Reject(privateData []byte) error {
 		return err
 	}
 	ep := g.localEP()
-	err := release(g, g.p, api.NoSubtype, func() error { return g.p.Reject(privateData) })
+	err = release(g, g.p, api.NoSubtype, func() error { return g.p.Reject(privateData) })
 	if err == nil {
 		g.dropProviderEP(ep)
 	}
 	return err
 }
 
-func (g *gCR) Handoff(q api.ConnQual) error {
+func (g *gCR) Handoff(q api.ConnQual) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRHandoff, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
 	ep := g.localEP()
-	err := release(g, g.p, api.NoSubtype, func() error { return g.p.Handoff(q) })
+	err = release(g, g.p, api.NoSubtype, func() error { return g.p.Handoff(q) })
 	if err == nil {
 		g.dropProviderEP(ep)
 	}
@@ -401,12 +497,18 @@ type gLMR struct {
 	src *gLMR // the LMR a MemTypeLMR registration shares memory with
 }
 
-func (g *gLMR) Query() (api.LMRParam, error) {
+func (g *gLMR) Query() (_ api.LMRParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opLMRQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
-func (g *gLMR) Free() error {
-	err := release(g, g.p, api.SubStateLMRInUse, g.p.Free)
+func (g *gLMR) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opLMRFree, &g.hdr, h.start(), &err)
+	}
+	err = release(g, g.p, api.SubStateLMRInUse, g.p.Free)
 	if err == nil {
 		g.pz.users.Add(-1)
 		if g.src != nil {
@@ -423,13 +525,19 @@ type gRMR struct {
 	pz *gPZ
 }
 
-func (g *gRMR) Query() (api.RMRParam, error) {
+func (g *gRMR) Query() (_ api.RMRParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opRMRQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
 // Bind checks handles, privileges, protection zones and completion flags
 // (dat_rmr_bind(3DAT)); the provider posts the bind on the EP.
-func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
+func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (_ api.RMRContext, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opRMRBind, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return 0, err
 	}
@@ -466,8 +574,11 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	return g.p.Bind(pl, t, priv, va, gep.p, cookie, flags)
 }
 
-func (g *gRMR) Free() error {
-	err := release(g, g.p, api.NoSubtype, g.p.Free)
+func (g *gRMR) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opRMRFree, &g.hdr, h.start(), &err)
+	}
+	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.pz.users.Add(-1)
 	}
@@ -482,11 +593,17 @@ type gSRQ struct {
 	maxIOV atomic.Int64
 }
 
-func (g *gSRQ) Query() (api.SRQParam, error) {
+func (g *gSRQ) Query() (_ api.SRQParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQQuery, &g.hdr, h.start(), &err)
+	}
 	return query(&g.hdr, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
-func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
+func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQPostRecv, &g.hdr, h.start(), &err)
+	}
 	if g.freed.Load() {
 		return errFreedSRQ
 	}
@@ -501,7 +618,10 @@ func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	return g.p.PostRecv(iov, cookie)
 }
 
-func (g *gSRQ) Resize(n int) error {
+func (g *gSRQ) Resize(n int) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQResize, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -513,7 +633,10 @@ func (g *gSRQ) Resize(n int) error {
 	return g.p.Resize(n)
 }
 
-func (g *gSRQ) SetLW(n int) error {
+func (g *gSRQ) SetLW(n int) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQSetLW, &g.hdr, h.start(), &err)
+	}
 	if err := g.live(); err != nil {
 		return err
 	}
@@ -525,8 +648,11 @@ func (g *gSRQ) SetLW(n int) error {
 	return g.p.SetLW(n)
 }
 
-func (g *gSRQ) Free() error {
-	err := release(g, g.p, api.SubStateSRQInUse, g.p.Free)
+func (g *gSRQ) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQFree, &g.hdr, h.start(), &err)
+	}
+	err = release(g, g.p, api.SubStateSRQInUse, g.p.Free)
 	if err == nil {
 		g.pz.users.Add(-1)
 	}

@@ -13,6 +13,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -85,6 +86,7 @@ type ProviderInfo struct {
 	Reason          string // why the IA is unavailable; empty when available
 	IAParams        string
 	PlatformParams  string
+	Hooks           []string // the guard hooks the entry switches on
 	Pos             Position // where the IA is configured
 	// Plugin describes the plugin process that serves the IA, when its
 	// provider is a [[plugin]]; nil for built-in providers.
@@ -135,7 +137,7 @@ func (r *Registry) List() []ProviderInfo {
 		pi := ProviderInfo{
 			IAName: e.Name, Provider: e.Provider, ProviderVersion: e.ProviderVersion,
 			APIVersion: e.APIVersion, ThreadSafe: e.ThreadSafe, Default: e.Default,
-			IAParams: e.IAParams, PlatformParams: e.PlatformParams, Pos: e.Pos,
+			IAParams: e.IAParams, PlatformParams: e.PlatformParams, Hooks: e.Hooks, Pos: e.Pos,
 		}
 		pi.Reason = r.unavailable(e)
 		pi.Available = pi.Reason == ""
@@ -175,6 +177,7 @@ type OpenOption func(*openOptions)
 
 type openOptions struct {
 	asyncQLen int
+	log       *slog.Logger
 }
 
 // DefaultAsyncEVDQLen is the async EVD queue length Open asks for unless
@@ -184,6 +187,13 @@ const DefaultAsyncEVDQLen = 64
 // WithAsyncEVDQLen sets the minimum queue length of the IA's async EVD
 // (the async_evd_min_qlen argument of dat_ia_open(3DAT)).
 func WithAsyncEVDQLen(n int) OpenOption { return func(o *openOptions) { o.asyncQLen = n } }
+
+// WithTraceLogger sends the IA's trace to l instead of standard error,
+// if its configuration entry switches tracing on (hooks = ["trace"] or
+// ["trace-data"]). Each call is one record at level Info whose message
+// is the operation ("EP.PostSend"), with the IA, the handle ("EP#3"), the
+// DAT result, the error if any and the time the call took.
+func WithTraceLogger(l *slog.Logger) OpenOption { return func(o *openOptions) { o.log = l } }
 
 // Open opens the IA called name (dat_ia_open(3DAT)) and returns it wrapped
 // in the guard layer. An unknown name is ErrProviderNotFound
@@ -239,7 +249,7 @@ func (r *Registry) open(ctx context.Context, e IAEntry, opts []OpenOption) (api.
 	if err != nil {
 		return nil, err
 	}
-	return wrapIA(ia, e)
+	return wrapIA(ia, e, newHooks(e, o.log))
 }
 
 // ListProviders lists the IAs of the default registry

@@ -434,6 +434,9 @@ func writeVerbose(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		row("provider_version", strconv.Quote(pi.ProviderVersion))
 		row("ia_params", strconv.Quote(pi.IAParams))
 		row("platform_params", strconv.Quote(pi.PlatformParams))
+		if len(pi.Hooks) > 0 {
+			row("hooks", strings.Join(pi.Hooks, ", "))
+		}
 		if r.library != "" {
 			row("library", r.library)
 		}
@@ -584,6 +587,7 @@ type iaJSON struct {
 	ProviderVersion string         `json:"provider_version"`
 	IAParams        string         `json:"ia_params"`
 	PlatformParams  string         `json:"platform_params"`
+	Hooks           []string       `json:"hooks,omitempty"`
 	Library         string         `json:"library,omitempty"`
 	Plugin          *pluginJSON    `json:"plugin,omitempty"`
 	Position        string         `json:"position"`
@@ -621,7 +625,7 @@ func writeListJSON(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		ia := iaJSON{
 			Name: pi.IAName, Provider: pi.Provider, APIVersion: pi.APIVersion, ThreadSafe: pi.ThreadSafe,
 			Default: pi.Default, ProviderVersion: pi.ProviderVersion, IAParams: pi.IAParams,
-			PlatformParams: pi.PlatformParams, Library: r.library, Position: pi.Pos.String(),
+			PlatformParams: pi.PlatformParams, Hooks: pi.Hooks, Library: r.library, Position: pi.Pos.String(),
 			Available: r.opened, Reason: pi.Reason,
 		}
 		if r.opened {
