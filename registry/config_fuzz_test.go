@@ -32,7 +32,8 @@ func FuzzParseConfigTOML(f *testing.F) {
 		string(defaultConf),
 		"[[ia]]\nname='x'\nprovider=\"p\"\napi_version=\"u2.0\"\nia_params=\"\"\"\na\"\"\"\n",
 		"ia = [{name = \"x\"}]\n[x]\ny = [1, [2, {a = 3}]]\n",
-		"[[ia]]\n\"name\" . x = 1\n[ia.sub]\n[[plugin]]\n")
+		"[[ia]]\n\"name\" . x = 1\n[ia.sub]\n[[plugin]]\n",
+		"[[ia]]\nname='x'\nprovider=\"p\"\napi_version=\"u2.0\"\nhooks=[\"count\", \"trace\", 1, [\"x\"]]\n")
 	if data, err := os.ReadFile("../dat.conf.example"); err == nil {
 		f.Add(data)
 	}
