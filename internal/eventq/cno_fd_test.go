@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/godat/godat/api"
 )
 
 // readable reports whether fd polls readable without waiting.
@@ -101,4 +104,62 @@ func TestFDCNOFollowsTheTrigger(t *testing.T) {
 	if c.Collect() != nil {
 		t.Fatal("a closed CNO latched a trigger")
 	}
+}
+
+// TestFDCNOConcurrent triggers an FD CNO from several goroutines while
+// another collects, then closes it with triggers still arriving: under
+// -race nothing may race, and every trigger must be seen by some
+// collection before Close (the descriptor never stays quiet while a
+// trigger is latched).
+func TestFDCNOConcurrent(t *testing.T) {
+	c, err := NewFDCNO(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := c.FD()
+	const posters, each = 4, 2000
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := range posters {
+		q := New(4, &fakeEVD{})
+		q.SetCNO(c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ev api.Event
+			for k := range each {
+				q.Post(dto(api.Cookie(i*each+k)), true)
+				q.Dequeue(&ev)
+			}
+		}()
+	}
+	collected := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				collected <- n
+				return
+			default:
+			}
+			if readable(t, fd) && c.Collect() != nil {
+				n++
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	n := <-collected
+	// After the posters are done, a latched trigger (if any) still shows.
+	if got := c.Collect(); got != nil {
+		n++
+	} else if readable(t, fd) {
+		t.Fatal("descriptor readable with no trigger latched")
+	}
+	if n == 0 {
+		t.Fatal("no trigger was collected")
+	}
+	c.Close()
+	c.WaitIdle()
 }
