@@ -39,7 +39,7 @@ func (h *hdr) HandleType() api.HandleType { return h.typ }
 // ConsumerContext returns the consumer's value (dat_get_consumer_context(3DAT)).
 func (h *hdr) ConsumerContext() (_ any, err error) {
 	if hk := h.ia.hooks; hk != nil {
-		defer hk.done(opConsumerContext, h, hk.start(), &err)
+		defer hk.done(opConsumerContext, h, hk.start(opConsumerContext), &err)
 	}
 	if h.freed.Load() {
 		return nil, freedErr(h.typ)
@@ -50,7 +50,7 @@ func (h *hdr) ConsumerContext() (_ any, err error) {
 // SetConsumerContext stores the consumer's value (dat_set_consumer_context(3DAT)).
 func (h *hdr) SetConsumerContext(v any) (err error) {
 	if hk := h.ia.hooks; hk != nil {
-		defer hk.done(opSetContext, h, hk.start(), &err)
+		defer hk.done(opSetContext, h, hk.start(opSetContext), &err)
 	}
 	if h.freed.Load() {
 		return freedErr(h.typ)
@@ -413,7 +413,7 @@ func checkTimeout(t api.Timeout, sub api.Subtype) error {
 // IA name the consumer opened, as dat_ia_query(3DAT) defines it.
 func (ia *gIA) Query() (_ api.IAAttr, _ api.ProviderAttr, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIAQuery, &ia.hdr, h.start(), &err)
+		defer h.done(opIAQuery, &ia.hdr, h.start(opIAQuery), &err)
 	}
 	if err := ia.live(); err != nil {
 		return api.IAAttr{}, api.ProviderAttr{}, err
@@ -429,7 +429,7 @@ func (ia *gIA) Query() (_ api.IAAttr, _ api.ProviderAttr, err error) {
 
 func (ia *gIA) AsyncEVD() (_ api.EVD, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIAAsyncEVD, &ia.hdr, h.start(), &err)
+		defer h.done(opIAAsyncEVD, &ia.hdr, h.start(opIAAsyncEVD), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, err
@@ -439,7 +439,7 @@ func (ia *gIA) AsyncEVD() (_ api.EVD, err error) {
 
 func (ia *gIA) Close(flags api.CloseFlags) (err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIAClose, &ia.hdr, h.start(), &err)
+		defer h.done(opIAClose, &ia.hdr, h.start(opIAClose), &err)
 	}
 	if err := ia.live(); err != nil {
 		return err
@@ -466,7 +466,7 @@ func (ia *gIA) Close(flags api.CloseFlags) (err error) {
 
 func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreatePZ, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreatePZ, &ia.hdr, h.start(opIACreatePZ), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, err
@@ -484,7 +484,7 @@ func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
 
 func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateEVD, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateEVD, &ia.hdr, h.start(opIACreateEVD), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, err
@@ -521,7 +521,7 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 
 func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateCNO, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateCNO, &ia.hdr, h.start(opIACreateCNO), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, err
@@ -540,7 +540,7 @@ func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
 
 func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateCNOFD, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateCNOFD, &ia.hdr, h.start(opIACreateCNOFD), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, -1, err
@@ -569,14 +569,14 @@ func (ia *gIA) wrapAgent(agent api.WaitAgent) api.WaitAgent {
 
 func (ia *gIA) CreateEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (_ api.EP, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateEP, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateEP, &ia.hdr, h.start(opIACreateEP), &err)
 	}
 	return ia.createEP(pz, recvEVD, requestEVD, connectEVD, nil, false, attr)
 }
 
 func (ia *gIA) CreateEPWithSRQ(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, attr *api.EPAttr) (_ api.EP, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateEPSRQ, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateEPSRQ, &ia.hdr, h.start(opIACreateEPSRQ), &err)
 	}
 	return ia.createEP(pz, recvEVD, requestEVD, connectEVD, srq, true, attr)
 }
@@ -723,7 +723,7 @@ func evdP(g *gEVD) api.EVD {
 
 func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api.PSP, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreatePSP, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreatePSP, &ia.hdr, h.start(opIACreatePSP), &err)
 	}
 	g, err := ia.pspArgs(evd, flags)
 	if err != nil {
@@ -740,7 +740,7 @@ func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api
 
 func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (_ api.PSP, _ api.ConnQual, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreatePSPAny, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreatePSPAny, &ia.hdr, h.start(opIACreatePSPAny), &err)
 	}
 	g, err := ia.pspArgs(evd, flags)
 	if err != nil {
@@ -787,7 +787,7 @@ func (ia *gIA) newPSP(p api.PSP, evd *gEVD, flags api.PSPFlags) *gPSP {
 
 func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateRSP, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateRSP, &ia.hdr, h.start(opIACreateRSP), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, err
@@ -817,7 +817,7 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err
 
 func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (_ api.LMR, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateLMR, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateLMR, &ia.hdr, h.start(opIACreateLMR), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, err
@@ -875,7 +875,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 
 func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIACreateSRQ, &ia.hdr, h.start(), &err)
+		defer h.done(opIACreateSRQ, &ia.hdr, h.start(opIACreateSRQ), &err)
 	}
 	if err := ia.live(); err != nil {
 		return nil, err
@@ -911,7 +911,7 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 
 func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) (err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIASyncRead, &ia.hdr, h.start(), &err)
+		defer h.done(opIASyncRead, &ia.hdr, h.start(opIASyncRead), &err)
 	}
 	if err := ia.live(); err != nil {
 		return err
@@ -923,7 +923,7 @@ func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) (err error) {
 
 func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) (err error) {
 	if h := ia.hooks; h != nil {
-		defer h.done(opIASyncWrite, &ia.hdr, h.start(), &err)
+		defer h.done(opIASyncWrite, &ia.hdr, h.start(opIASyncWrite), &err)
 	}
 	if err := ia.live(); err != nil {
 		return err

@@ -122,7 +122,7 @@ func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.Comp
 
 func (g *gEP) Query() (_ api.EPParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPQuery, &g.hdr, h.start(), &err)
+		defer h.done(opEPQuery, &g.hdr, h.start(opEPQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, g.translateParam)
 }
@@ -142,7 +142,7 @@ func (g *gEP) translateParam(prm *api.EPParam) {
 // provider (dat_ep_modify(3DAT)).
 func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPModify, &g.hdr, h.start(), &err)
+		defer h.done(opEPModify, &g.hdr, h.start(opEPModify), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -207,7 +207,7 @@ func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) (err error) {
 
 func (g *gEP) GetStatus() (_ api.EPState, _ bool, _ bool, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPGetStatus, &g.hdr, h.start(), &err)
+		defer h.done(opEPGetStatus, &g.hdr, h.start(opEPGetStatus), &err)
 	}
 	if err := g.live(); err != nil {
 		return 0, false, false, err
@@ -219,7 +219,7 @@ func (g *gEP) GetStatus() (_ api.EPState, _ bool, _ bool, err error) {
 
 func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPConnect, &g.hdr, h.start(), &err)
+		defer h.done(opEPConnect, &g.hdr, h.start(opEPConnect), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -246,7 +246,7 @@ func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priv
 
 func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPDupConnect, &g.hdr, h.start(), &err)
+		defer h.done(opEPDupConnect, &g.hdr, h.start(opEPDupConnect), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -271,7 +271,7 @@ func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qo
 
 func (g *gEP) Disconnect(flags api.CloseFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPDisconnect, &g.hdr, h.start(), &err)
+		defer h.done(opEPDisconnect, &g.hdr, h.start(opEPDisconnect), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -286,7 +286,7 @@ func (g *gEP) Disconnect(flags api.CloseFlags) (err error) {
 
 func (g *gEP) Reset() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPReset, &g.hdr, h.start(), &err)
+		defer h.done(opEPReset, &g.hdr, h.start(opEPReset), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -298,7 +298,7 @@ func (g *gEP) Reset() (err error) {
 
 func (g *gEP) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPFree, &g.hdr, h.start(), &err)
+		defer h.done(opEPFree, &g.hdr, h.start(opEPFree), &err)
 	}
 	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
@@ -312,7 +312,7 @@ func (g *gEP) Free() (err error) {
 
 func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPPostSend, &g.hdr, h.start(), &err)
+		defer h.done(opEPPostSend, &g.hdr, h.start(opEPPostSend), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEP
@@ -329,7 +329,7 @@ func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.Comple
 
 func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPPostSendInv, &g.hdr, h.start(), &err)
+		defer h.done(opEPPostSendInv, &g.hdr, h.start(opEPPostSendInv), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEP
@@ -346,7 +346,7 @@ func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, fl
 
 func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPPostRecv, &g.hdr, h.start(), &err)
+		defer h.done(opEPPostRecv, &g.hdr, h.start(opEPPostRecv), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEP
@@ -373,7 +373,7 @@ func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Comple
 
 func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPPostWrite, &g.hdr, h.start(), &err)
+		defer h.done(opEPPostWrite, &g.hdr, h.start(opEPPostWrite), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEP
@@ -393,7 +393,7 @@ func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.
 
 func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPPostRead, &g.hdr, h.start(), &err)
+		defer h.done(opEPPostRead, &g.hdr, h.start(opEPPostRead), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEP
@@ -413,7 +413,7 @@ func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.R
 
 func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPPostReadToRMR, &g.hdr, h.start(), &err)
+		defer h.done(opEPPostReadToRMR, &g.hdr, h.start(opEPPostReadToRMR), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEP
@@ -433,7 +433,7 @@ func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote 
 
 func (g *gEP) RecvQuery() (_ int, _ int, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPRecvQuery, &g.hdr, h.start(), &err)
+		defer h.done(opEPRecvQuery, &g.hdr, h.start(opEPRecvQuery), &err)
 	}
 	if err := g.live(); err != nil {
 		return 0, 0, err
@@ -445,7 +445,7 @@ func (g *gEP) RecvQuery() (_ int, _ int, err error) {
 
 func (g *gEP) SetWatermark(soft, hard int) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPSetWatermark, &g.hdr, h.start(), &err)
+		defer h.done(opEPSetWatermark, &g.hdr, h.start(opEPSetWatermark), &err)
 	}
 	if err := g.live(); err != nil {
 		return err

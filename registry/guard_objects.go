@@ -30,14 +30,14 @@ type gPZ struct {
 
 func (g *gPZ) Query() (_ api.PZParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opPZQuery, &g.hdr, h.start(), &err)
+		defer h.done(opPZQuery, &g.hdr, h.start(opPZQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.PZParam) { p.IA = g.ia.asIA(p.IA) })
 }
 
 func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opPZCreateRMR, &g.hdr, h.start(), &err)
+		defer h.done(opPZCreateRMR, &g.hdr, h.start(opPZCreateRMR), &err)
 	}
 	if err := g.live(); err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
 
 func (g *gPZ) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opPZFree, &g.hdr, h.start(), &err)
+		defer h.done(opPZFree, &g.hdr, h.start(opPZFree), &err)
 	}
 	return release(g, g.p, api.SubStatePZInUse, g.p.Free)
 }
@@ -92,14 +92,14 @@ func (g *gEVD) dtoEP(p api.EP) api.EP {
 
 func (g *gEVD) Query() (_ api.EVDParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDQuery, &g.hdr, h.start(), &err)
+		defer h.done(opEVDQuery, &g.hdr, h.start(opEVDQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = g.ia.asCNO(p.CNO) })
 }
 
 func (g *gEVD) Resize(qlen int) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDResize, &g.hdr, h.start(), &err)
+		defer h.done(opEVDResize, &g.hdr, h.start(opEVDResize), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -120,7 +120,7 @@ func (g *gEVD) Resize(qlen int) (err error) {
 
 func (g *gEVD) PostSE(ev *api.Event) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDPostSE, &g.hdr, h.start(), &err)
+		defer h.done(opEVDPostSE, &g.hdr, h.start(opEVDPostSE), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEVD
@@ -140,7 +140,7 @@ func (g *gEVD) PostSE(ev *api.Event) (err error) {
 // the handle translation — no allocation, no lock for thread-safe IAs.
 func (g *gEVD) Dequeue(ev *api.Event) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDDequeue, &g.hdr, h.start(), &err)
+		defer h.done(opEVDDequeue, &g.hdr, h.start(opEVDDequeue), &err)
 	}
 	if g.freed.Load() {
 		return errFreedEVD
@@ -165,7 +165,7 @@ func (g *gEVD) Dequeue(ev *api.Event) (err error) {
 // provider's Wait must tolerate concurrent calls (see docs/decisions.md).
 func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (_ int, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDWait, &g.hdr, h.start(), &err)
+		defer h.done(opEVDWait, &g.hdr, h.start(opEVDWait), &err)
 	}
 	if g.freed.Load() {
 		return 0, errFreedEVD
@@ -202,35 +202,35 @@ func (g *gEVD) simple(f func() error) error {
 
 func (g *gEVD) Enable() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDEnable, &g.hdr, h.start(), &err)
+		defer h.done(opEVDEnable, &g.hdr, h.start(opEVDEnable), &err)
 	}
 	return g.simple(g.p.Enable)
 }
 
 func (g *gEVD) Disable() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDDisable, &g.hdr, h.start(), &err)
+		defer h.done(opEVDDisable, &g.hdr, h.start(opEVDDisable), &err)
 	}
 	return g.simple(g.p.Disable)
 }
 
 func (g *gEVD) SetUnwaitable() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDSetUnwaitable, &g.hdr, h.start(), &err)
+		defer h.done(opEVDSetUnwaitable, &g.hdr, h.start(opEVDSetUnwaitable), &err)
 	}
 	return g.simple(g.p.SetUnwaitable)
 }
 
 func (g *gEVD) ClearUnwaitable() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDClearUnwaitable, &g.hdr, h.start(), &err)
+		defer h.done(opEVDClearUnwaitable, &g.hdr, h.start(opEVDClearUnwaitable), &err)
 	}
 	return g.simple(g.p.ClearUnwaitable)
 }
 
 func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDModifyCNO, &g.hdr, h.start(), &err)
+		defer h.done(opEVDModifyCNO, &g.hdr, h.start(opEVDModifyCNO), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -260,7 +260,7 @@ func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
 
 func (g *gEVD) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDFree, &g.hdr, h.start(), &err)
+		defer h.done(opEVDFree, &g.hdr, h.start(opEVDFree), &err)
 	}
 	err = release(g, g.p, api.SubStateEVDInUse, g.p.Free)
 	if err == nil {
@@ -282,14 +282,14 @@ type gCNO struct {
 // provider holds.
 func (g *gCNO) Query() (_ api.CNOParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCNOQuery, &g.hdr, h.start(), &err)
+		defer h.done(opCNOQuery, &g.hdr, h.start(opCNOQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.CNOParam) { p.IA = g.ia.asIA(p.IA); p.Agent = *g.agent.Load() })
 }
 
 func (g *gCNO) ModifyAgent(agent api.WaitAgent) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCNOModifyAgent, &g.hdr, h.start(), &err)
+		defer h.done(opCNOModifyAgent, &g.hdr, h.start(opCNOModifyAgent), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -305,7 +305,7 @@ func (g *gCNO) ModifyAgent(agent api.WaitAgent) (err error) {
 
 func (g *gCNO) Wait(ctx context.Context) (_ api.EVD, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCNOWait, &g.hdr, h.start(), &err)
+		defer h.done(opCNOWait, &g.hdr, h.start(opCNOWait), &err)
 	}
 	if err := g.live(); err != nil {
 		return nil, err
@@ -322,7 +322,7 @@ func (g *gCNO) Wait(ctx context.Context) (_ api.EVD, err error) {
 
 func (g *gCNO) Triggered() (_ api.EVD, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCNOTriggered, &g.hdr, h.start(), &err)
+		defer h.done(opCNOTriggered, &g.hdr, h.start(opCNOTriggered), &err)
 	}
 	if err := g.live(); err != nil {
 		return nil, err
@@ -338,7 +338,7 @@ func (g *gCNO) Triggered() (_ api.EVD, err error) {
 
 func (g *gCNO) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCNOFree, &g.hdr, h.start(), &err)
+		defer h.done(opCNOFree, &g.hdr, h.start(opCNOFree), &err)
 	}
 	return release(g, g.p, api.SubStateCNOInUse, g.p.Free)
 }
@@ -353,14 +353,14 @@ type gPSP struct {
 
 func (g *gPSP) Query() (_ api.PSPParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opPSPQuery, &g.hdr, h.start(), &err)
+		defer h.done(opPSPQuery, &g.hdr, h.start(opPSPQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD) })
 }
 
 func (g *gPSP) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opPSPFree, &g.hdr, h.start(), &err)
+		defer h.done(opPSPFree, &g.hdr, h.start(opPSPFree), &err)
 	}
 	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
@@ -378,14 +378,14 @@ type gRSP struct {
 
 func (g *gRSP) Query() (_ api.RSPParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opRSPQuery, &g.hdr, h.start(), &err)
+		defer h.done(opRSPQuery, &g.hdr, h.start(opRSPQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD); p.EP = g.ia.asEP(p.EP) })
 }
 
 func (g *gRSP) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opRSPFree, &g.hdr, h.start(), &err)
+		defer h.done(opRSPFree, &g.hdr, h.start(opRSPFree), &err)
 	}
 	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
@@ -430,14 +430,14 @@ func (g *gCR) localEP() api.EP {
 
 func (g *gCR) Query() (_ api.CRParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCRQuery, &g.hdr, h.start(), &err)
+		defer h.done(opCRQuery, &g.hdr, h.start(opCRQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.CRParam) { p.LocalEP = g.ia.asEP(p.LocalEP) })
 }
 
 func (g *gCR) Accept(ep api.EP, privateData []byte) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCRAccept, &g.hdr, h.start(), &err)
+		defer h.done(opCRAccept, &g.hdr, h.start(opCRAccept), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -458,7 +458,7 @@ func (g *gCR) Accept(ep api.EP, privateData []byte) (err error) {
 
 func (g *gCR) Reject(privateData []byte) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCRReject, &g.hdr, h.start(), &err)
+		defer h.done(opCRReject, &g.hdr, h.start(opCRReject), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -476,7 +476,7 @@ func (g *gCR) Reject(privateData []byte) (err error) {
 
 func (g *gCR) Handoff(q api.ConnQual) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opCRHandoff, &g.hdr, h.start(), &err)
+		defer h.done(opCRHandoff, &g.hdr, h.start(opCRHandoff), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -499,14 +499,14 @@ type gLMR struct {
 
 func (g *gLMR) Query() (_ api.LMRParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opLMRQuery, &g.hdr, h.start(), &err)
+		defer h.done(opLMRQuery, &g.hdr, h.start(opLMRQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
 func (g *gLMR) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opLMRFree, &g.hdr, h.start(), &err)
+		defer h.done(opLMRFree, &g.hdr, h.start(opLMRFree), &err)
 	}
 	err = release(g, g.p, api.SubStateLMRInUse, g.p.Free)
 	if err == nil {
@@ -527,7 +527,7 @@ type gRMR struct {
 
 func (g *gRMR) Query() (_ api.RMRParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opRMRQuery, &g.hdr, h.start(), &err)
+		defer h.done(opRMRQuery, &g.hdr, h.start(opRMRQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
@@ -536,7 +536,7 @@ func (g *gRMR) Query() (_ api.RMRParam, err error) {
 // (dat_rmr_bind(3DAT)); the provider posts the bind on the EP.
 func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (_ api.RMRContext, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opRMRBind, &g.hdr, h.start(), &err)
+		defer h.done(opRMRBind, &g.hdr, h.start(opRMRBind), &err)
 	}
 	if err := g.live(); err != nil {
 		return 0, err
@@ -576,7 +576,7 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 
 func (g *gRMR) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opRMRFree, &g.hdr, h.start(), &err)
+		defer h.done(opRMRFree, &g.hdr, h.start(opRMRFree), &err)
 	}
 	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
@@ -595,14 +595,14 @@ type gSRQ struct {
 
 func (g *gSRQ) Query() (_ api.SRQParam, err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opSRQQuery, &g.hdr, h.start(), &err)
+		defer h.done(opSRQQuery, &g.hdr, h.start(opSRQQuery), &err)
 	}
 	return query(&g.hdr, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
 func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opSRQPostRecv, &g.hdr, h.start(), &err)
+		defer h.done(opSRQPostRecv, &g.hdr, h.start(opSRQPostRecv), &err)
 	}
 	if g.freed.Load() {
 		return errFreedSRQ
@@ -620,7 +620,7 @@ func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
 
 func (g *gSRQ) Resize(n int) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opSRQResize, &g.hdr, h.start(), &err)
+		defer h.done(opSRQResize, &g.hdr, h.start(opSRQResize), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -635,7 +635,7 @@ func (g *gSRQ) Resize(n int) (err error) {
 
 func (g *gSRQ) SetLW(n int) (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opSRQSetLW, &g.hdr, h.start(), &err)
+		defer h.done(opSRQSetLW, &g.hdr, h.start(opSRQSetLW), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
@@ -650,7 +650,7 @@ func (g *gSRQ) SetLW(n int) (err error) {
 
 func (g *gSRQ) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
-		defer h.done(opSRQFree, &g.hdr, h.start(), &err)
+		defer h.done(opSRQFree, &g.hdr, h.start(opSRQFree), &err)
 	}
 	err = release(g, g.p, api.SubStateSRQInUse, g.p.Free)
 	if err == nil {

@@ -5,7 +5,7 @@ package registry
 // method of a guard starts with
 //
 //	if h := g.ia.hooks; h != nil {
-//		defer h.done(opX, &g.hdr, h.start(), &err)
+//		defer h.done(opX, &g.hdr, h.start(opX), &err)
 //	}
 //
 // so an IA without hooks pays one nil check per call and allocates
@@ -174,14 +174,17 @@ func newHooks(e IAEntry, l *slog.Logger) *hooks {
 	return h
 }
 
-// start returns the time a traced call starts (the zero time when not
-// tracing, which costs nothing to take).
-func (h *hooks) start() time.Time {
-	if h.log == nil {
+// start returns the time a call of o starts if the call will be traced,
+// and otherwise the zero time, which costs nothing to take.
+func (h *hooks) start(o op) time.Time {
+	if !h.traces(o) {
 		return time.Time{}
 	}
 	return time.Now()
 }
+
+// traces reports whether calls of o are logged.
+func (h *hooks) traces(o op) bool { return h.log != nil && (h.data || !ops[o].data) }
 
 // done records the end of a call of o on the object of hdr g, started at
 // t, that returned *err.
@@ -193,7 +196,7 @@ func (h *hooks) done(o op, g *hdr, t time.Time, err *error) {
 			c.errs.Add(1)
 		}
 	}
-	if h.log == nil || (ops[o].data && !h.data) {
+	if !h.traces(o) {
 		return
 	}
 	result := "DAT_SUCCESS"

@@ -104,7 +104,7 @@ func TestGuardHooksCoverEveryCall(t *testing.T) {
 // hookOp returns the operation variable that fd's hooks statement names,
 // or "" if fd does not open with one:
 //
-//	if h := x.hooks; h != nil { defer h.done(op, ...) }
+//	if h := x.hooks; h != nil { defer h.done(op, g, h.start(op), &err) }
 func hookOp(fd *ast.FuncDecl) string {
 	if fd.Body == nil || len(fd.Body.List) == 0 {
 		return ""
@@ -129,6 +129,14 @@ func hookOp(fd *ast.FuncDecl) string {
 	}
 	id, ok := ds.Call.Args[0].(*ast.Ident)
 	if !ok {
+		return ""
+	}
+	// The start time is taken for the same operation.
+	st, ok := ds.Call.Args[2].(*ast.CallExpr)
+	if !ok || len(st.Args) != 1 {
+		return ""
+	}
+	if sid, ok := st.Args[0].(*ast.Ident); !ok || sid.Name != id.Name {
 		return ""
 	}
 	return id.Name
