@@ -8,6 +8,9 @@
 // Providers register themselves from their package init with Register, the
 // way database/sql drivers do; consumers import registry/all (or single
 // providers for their side effect) and call Open with an IA name.
+//
+// An IA's configuration entry may switch on hooks in its guard: counts
+// of its calls (Counts) and a trace of them (WithTraceLogger).
 package registry
 
 import (
