@@ -48,6 +48,24 @@ func NewCNOObject(agent api.WaitAgent, fd bool, ia api.IA, mu sync.Locker, relea
 	return o, nil
 }
 
+// CNOResult turns what a provider's CNO constructor returned into the
+// results of IA.CreateCNO: a nil interface, not a nil pointer, on error.
+func CNOResult(o *CNOObject, err error) (api.CNO, error) {
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// FDCNOResult is CNOResult for IA.CreateCNOFD, with the CNO's descriptor
+// (-1 on error).
+func FDCNOResult(o *CNOObject, err error) (api.CNO, int, error) {
+	if err != nil {
+		return nil, -1, err
+	}
+	return o, o.FD(), nil
+}
+
 // FD returns the file descriptor of a CNO made with one, -1 for any other
 // and once the CNO is freed.
 func (o *CNOObject) FD() int { return o.n.C.FD() }

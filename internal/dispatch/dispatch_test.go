@@ -229,3 +229,31 @@ func TestCNOObjectClose(t *testing.T) {
 	wantErr(t, err, api.InvalidHandle, api.SubHandleCNO, "Query of a CNO closed with its IA")
 	wantErr(t, o.Free(), api.InvalidHandle, api.SubHandleCNO, "Free of a CNO closed with its IA")
 }
+
+// TestCNOResults checks that a failed constructor gives a nil interface
+// (not a typed nil) and descriptor -1, and a CNO with a descriptor gives
+// its descriptor.
+func TestCNOResults(t *testing.T) {
+	fail := api.Errorf(api.InsufficientResources, api.NoSubtype, "no descriptors")
+	if c, err := CNOResult(nil, fail); c != nil || err != fail {
+		t.Fatalf("CNOResult on error = %v, %v", c, err)
+	}
+	if c, fd, err := FDCNOResult(nil, fail); c != nil || fd != -1 || err != fail {
+		t.Fatalf("FDCNOResult on error = %v, %d, %v", c, fd, err)
+	}
+	var mu sync.Mutex
+	o, err := NewCNOObject(nil, true, &fakeIA{}, &mu, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, fd, err := FDCNOResult(o, nil)
+	if c != o || fd < 0 || fd != o.FD() || err != nil {
+		t.Fatalf("FDCNOResult = %v, %d, %v; want the CNO and its descriptor", c, fd, err)
+	}
+	if err := o.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if o.FD() != -1 {
+		t.Fatal("a freed CNO still reports a descriptor")
+	}
+}

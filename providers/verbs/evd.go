@@ -185,22 +185,14 @@ func (e *evd) Free() error {
 // CreateCNO creates a CNO with wait agent agent, nil for none
 // (dat_cno_create(3DAT)); see dispatch.CNOObject.
 func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
-	c, err := i.newCNO(agent, false)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return dispatch.CNOResult(i.newCNO(agent, false))
 }
 
 // CreateCNOFD creates a CNO that owns a file descriptor, readable while
 // it holds a trigger (dat_cno_fd_create, DAT 2.0); see
 // dispatch.NewCNOObject.
 func (i *ia) CreateCNOFD() (api.CNO, int, error) {
-	c, err := i.newCNO(nil, true)
-	if err != nil {
-		return nil, -1, err
-	}
-	return c, c.FD(), nil
+	return dispatch.FDCNOResult(i.newCNO(nil, true))
 }
 
 // newCNO creates a CNO of the IA, with a file descriptor if fd is set.
