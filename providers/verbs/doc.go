@@ -173,7 +173,9 @@
 //
 // Conformance deviations: rules of the conformance suite the device or
 // the wire cannot meet are declared in ProviderAttr.ProviderSpecific
-// (conformance.DeviationPrefix): private-data-min-64 always, and on
+// (conformance.DeviationPrefix): private-data-min-64 and solicited-notify
+// (a work completion carries no solicited bit, so on an EP configured
+// for solicited wait every receive notifies) always, and on
 // soft-RoCE (devices named rxe*) recv-length-status (rxe completes a
 // receive too small for its message with IBV_WC_LOC_QP_OP_ERR) and
 // rmr-window-bounds (rxe checks an access through a window against the

@@ -29,6 +29,12 @@ const (
 	// check of an access outside the window but inside the LMR is
 	// skipped.
 	DeviationRMRWindowBounds = "rmr-window-bounds"
+	// DeviationSolicitedNotify: on an EP configured for solicited wait,
+	// the receive of a message sent without the solicited flag notifies
+	// all the same (the provider cannot tell the two apart). The check
+	// that it does not trigger the receive EVD's CNO is skipped; the one
+	// that a solicited message wakes a waiter still runs.
+	DeviationSolicitedNotify = "solicited-notify"
 )
 
 // deviation returns the reason the provider of n gives for not meeting

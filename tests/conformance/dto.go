@@ -264,6 +264,51 @@ func dtoGroups() []group {
 				p.cli.expectReq(20, api.DTOSuccess, "the unsignalled send's completion")
 				p.cli.expectReq(21, api.DTOSuccess, "the signalled send's completion")
 			}},
+			{"PARAMETERS", "an unsignalled completion does not trigger the request EVD's CNO; a signalled one does", func(t *checkT) {
+				// The unsignalled send's completion is not looked for by
+				// polling: a provider may hold a completion that does not
+				// notify until a later one does (the plugin host does).
+				// The message's arrival shows that the send is done.
+				cli := t.node()
+				c := cli.cno(nil)
+				t.noErr(cli.req.ModifyCNO(c), "EVD.ModifyCNO on the request EVD")
+				a := cli.epAttr()
+				a.RequestCompletionFlags = api.CompletionUnsignalled
+				p := t.pairWith(pairCfg{cli: cli, cliAttr: a})
+				sr, rr := p.cli.region(8, rw), p.srv.region(128, rw)
+				p.srv.postRecv(rr, 0, 64, 1)
+				p.srv.postRecv(rr, 64, 64, 2)
+				t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 20, api.CompletionUnsignalled), "PostSend(unsignalled)")
+				p.srv.expectRecv(1, api.DTOSuccess, "the unsignalled send's message")
+				t.neverTriggered(c, "by an unsignalled completion")
+				p.cli.postSend(sr, 0, 8, 21)
+				t.eventuallyTriggered(c, p.cli.req, "by the signalled send's completion")
+				p.cli.expectReq(20, api.DTOSuccess, "the unsignalled send's completion")
+				p.cli.expectReq(21, api.DTOSuccess, "the signalled send's completion")
+			}},
+			{"PARAMETERS", "on a solicited-wait EP, a send without the solicited flag does not trigger the receive EVD's CNO; a solicited one does", func(t *checkT) {
+				// As above: the sender's completion shows that the message
+				// is placed, without polling for a receive that does not
+				// notify.
+				srv := t.serverNode()
+				t.skipForDeviation(srv, DeviationSolicitedNotify)
+				c := srv.cno(nil)
+				t.noErr(srv.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
+				a := srv.epAttr()
+				a.RecvCompletionFlags = api.CompletionSolicitedWait
+				p := t.pairWith(pairCfg{srv: srv, srvAttr: a})
+				sr, rr := p.cli.region(8, rw), p.srv.region(128, rw)
+				p.srv.postRecv(rr, 0, 64, 1)
+				p.srv.postRecv(rr, 64, 64, 2)
+				p.cli.postSend(sr, 0, 8, 3)
+				p.cli.expectReq(3, api.DTOSuccess, "the unsolicited send's completion")
+				t.neverTriggered(c, "by the receive of a message sent without the solicited flag")
+				t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 4, api.CompletionSolicitedWait), "PostSend(solicited)")
+				t.eventuallyTriggered(c, p.srv.recv, "by the receive of a solicited message")
+				p.cli.expectReq(4, api.DTOSuccess, "the solicited send's completion")
+				p.srv.expectRecv(1, api.DTOSuccess, "the unsolicited message's receive")
+				p.srv.expectRecv(2, api.DTOSuccess, "the solicited message's receive")
+			}},
 			{"PARAMETERS", "a solicited send wakes a waiter on the receive EVD of a solicited-wait EP", func(t *checkT) {
 				srv := t.serverNode()
 				a := srv.epAttr()

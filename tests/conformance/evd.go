@@ -237,6 +237,36 @@ func (t *checkT) wantEventFD(fd int, open bool, when string) {
 	}
 }
 
+// neverTriggered checks, for a while, that c holds no trigger: a
+// negative check, which a slow provider could pass but a correct one
+// cannot fail.
+func (t *checkT) neverTriggered(c api.CNO, when string) {
+	t.T.Helper()
+	for end := time.Now().Add(20 * time.Millisecond); ; time.Sleep(time.Millisecond) {
+		if e := t.triggered(c); e != nil {
+			t.Fatalf("the CNO was triggered %s", when)
+		}
+		if time.Now().After(end) {
+			return
+		}
+	}
+}
+
+// eventuallyTriggered checks that c is triggered by e within
+// eventTimeout.
+func (t *checkT) eventuallyTriggered(c api.CNO, e api.EVD, when string) {
+	t.T.Helper()
+	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		switch got := t.triggered(c); {
+		case got == e:
+			return
+		case got != nil:
+			t.Fatalf("the CNO was triggered by another EVD %s", when)
+		}
+	}
+	t.Fatalf("the CNO was not triggered within %v %s", eventTimeout, when)
+}
+
 // agentCalls returns a wait proxy agent that reports each call on the
 // channel (dropping calls when the channel is full).
 func agentCalls() (api.WaitAgent, <-chan api.EVD) {
@@ -512,6 +542,18 @@ func evdGroups() []group {
 				r := t.recvResult(c, "a direct waiter on a disabled EVD")
 				t.noErr(r.err, "a direct waiter on a disabled EVD")
 				t.expectSE(r.ev, e, "x", "the direct waiter's event")
+			}},
+			{"DESCRIPTION", "the events of a disabled EVD are queued but do not trigger its CNO", func(t *checkT) {
+				n := t.node()
+				c := n.cno(nil)
+				e, _ := n.seEVD(8, c)
+				t.noErr(e.Disable(), "EVD.Disable")
+				t.postSE(e, "x")
+				t.neverTriggered(c, "after an event on the disabled EVD")
+				t.expectSE(t.dequeue(e, "EVD.Dequeue on the disabled EVD"), e, "x", "the disabled EVD's event")
+				t.noErr(e.Enable(), "EVD.Enable")
+				t.postSE(e, "y")
+				t.eventuallyTriggered(c, e, "after an event on the re-enabled EVD")
 			}},
 		}},
 
