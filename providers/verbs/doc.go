@@ -175,7 +175,9 @@
 // the wire cannot meet are declared in ProviderAttr.ProviderSpecific
 // (conformance.DeviationPrefix): private-data-min-64 and solicited-notify
 // (a work completion carries no solicited bit, so on an EP configured
-// for solicited wait every receive notifies) always, and on
+// for solicited wait every receive notifies; a CQ that only such receive
+// queues feed could instead be armed for solicited completions alone,
+// which the provider does not do) always, and on
 // soft-RoCE (devices named rxe*) recv-length-status (rxe completes a
 // receive too small for its message with IBV_WC_LOC_QP_OP_ERR) and
 // rmr-window-bounds (rxe checks an access through a window against the
