@@ -270,14 +270,11 @@ func dtoGroups() []group {
 				// notify until a later one does (the plugin host does).
 				// The message's arrival shows that the send is done.
 				cli := t.node()
-				c := cli.cno(nil)
-				t.noErr(cli.req.ModifyCNO(c), "EVD.ModifyCNO on the request EVD")
+				c := cli.cnoOn(cli.req, "the request EVD")
 				a := cli.epAttr()
 				a.RequestCompletionFlags = api.CompletionUnsignalled
 				p := t.pairWith(pairCfg{cli: cli, cliAttr: a})
-				sr, rr := p.cli.region(8, rw), p.srv.region(128, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				p.srv.postRecv(rr, 64, 64, 2)
+				sr := p.twoReceives()
 				t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 20, api.CompletionUnsignalled), "PostSend(unsignalled)")
 				p.srv.expectRecv(1, api.DTOSuccess, "the unsignalled send's message")
 				t.neverTriggered(c, "by an unsignalled completion")
@@ -292,14 +289,11 @@ func dtoGroups() []group {
 				// notify.
 				srv := t.serverNode()
 				t.skipForDeviation(srv, DeviationSolicitedNotify)
-				c := srv.cno(nil)
-				t.noErr(srv.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
+				c := srv.cnoOn(srv.recv, "the receive EVD")
 				a := srv.epAttr()
 				a.RecvCompletionFlags = api.CompletionSolicitedWait
 				p := t.pairWith(pairCfg{srv: srv, srvAttr: a})
-				sr, rr := p.cli.region(8, rw), p.srv.region(128, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				p.srv.postRecv(rr, 64, 64, 2)
+				sr := p.twoReceives()
 				p.cli.postSend(sr, 0, 8, 3)
 				p.cli.expectReq(3, api.DTOSuccess, "the unsolicited send's completion")
 				t.neverTriggered(c, "by the receive of a message sent without the solicited flag")

@@ -237,6 +237,24 @@ func (t *checkT) wantEventFD(fd int, open bool, when string) {
 	}
 }
 
+// cnoOn creates a CNO of n and makes e, which n's EPs feed, feed it.
+func (n *node) cnoOn(e api.EVD, what string) api.CNO {
+	n.t.T.Helper()
+	c := n.cno(nil)
+	n.t.noErr(e.ModifyCNO(c), "EVD.ModifyCNO on "+what)
+	return c
+}
+
+// twoReceives posts two 64-byte receives on p's server (cookies 1 and 2)
+// and returns an 8-byte region of p's client to send from.
+func (p *pair) twoReceives() *region {
+	p.cli.t.T.Helper()
+	rr := p.srv.region(128, rw)
+	p.srv.postRecv(rr, 0, 64, 1)
+	p.srv.postRecv(rr, 64, 64, 2)
+	return p.cli.region(8, rw)
+}
+
 // neverTriggered checks, for a while, that c holds no trigger: a
 // negative check, which a slow provider could pass but a correct one
 // cannot fail.
