@@ -314,11 +314,12 @@ func (c *conn) deliver(e *event) {
 // hIA is an IA in the plugin.
 type hIA struct {
 	hbase
-	async *hEVD
-	attr  api.IAAttr
-	pattr api.ProviderAttr
-	cnoMu sync.Mutex
-	cnos  []*hCNO // CNOs live on the host only
+	async    *hEVD
+	attr     api.IAAttr
+	pattr    api.ProviderAttr
+	cnoMu    sync.Mutex
+	cnos     []*hCNO // CNOs live on the host only
+	cnosDone bool    // teardown took the CNOs: no more may be added
 }
 
 func (c *conn) openIA(ctx context.Context, op api.OpenParams) (api.IA, error) {
@@ -407,7 +408,7 @@ func (ia *hIA) teardown() {
 	}
 	ia.cnoMu.Lock()
 	cnos := ia.cnos
-	ia.cnos = nil
+	ia.cnos, ia.cnosDone = nil, true
 	ia.cnoMu.Unlock()
 	for _, cn := range cnos {
 		cn.freed.Store(true)
@@ -791,7 +792,11 @@ func (ia *hIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
-	return ia.addCNO(eventq.NewCNO(agent)), nil
+	c, err := ia.addCNO(eventq.NewCNO(agent))
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // CreateCNOFD creates a CNO with a file descriptor (dat_cno_fd_create,
@@ -804,16 +809,26 @@ func (ia *hIA) CreateCNOFD() (api.CNO, int, error) {
 	if err != nil {
 		return nil, -1, err
 	}
-	return ia.addCNO(n), n.FD(), nil
+	c, err := ia.addCNO(n)
+	if err != nil {
+		return nil, -1, err
+	}
+	return c, n.FD(), nil
 }
 
-// addCNO records a new CNO of the IA over n.
-func (ia *hIA) addCNO(n *eventq.CNO) *hCNO {
+// addCNO records a new CNO of the IA over n. An IA torn down meanwhile
+// (a Close racing the create) gets ErrInvalidHandle, and n is closed, so
+// that its descriptor does not outlive the IA.
+func (ia *hIA) addCNO(n *eventq.CNO) (*hCNO, error) {
 	c := &hCNO{ia: ia, c: n}
 	ia.cnoMu.Lock()
+	defer ia.cnoMu.Unlock()
+	if ia.cnosDone {
+		n.Close()
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleIA, "the IA closed")
+	}
 	ia.cnos = append(ia.cnos, c)
-	ia.cnoMu.Unlock()
-	return c
+	return c, nil
 }
 
 func (ia *hIA) cnoArg(x api.CNO) (*hCNO, error) {

@@ -232,6 +232,9 @@ func (i *ia) CreateCNOFD() (api.CNO, int, error) {
 func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed // (a create racing Close: no descriptor may outlive the IA)
+	}
 	if len(i.cnos) >= maxObjects {
 		return nil, tooMany("CNOs")
 	}

@@ -199,6 +199,9 @@ func (i *ia) CreateCNOFD() (api.CNO, int, error) {
 func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.closed {
+		return nil, errIAClosed // (a create racing Close: no descriptor may outlive the IA)
+	}
 	c, err := dispatch.NewCNOObject(agent, fd, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
 	if err != nil {
 		return nil, err
