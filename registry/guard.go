@@ -178,8 +178,12 @@ type gIA struct {
 	serial *sync.Mutex // non-nil when the IA is configured non-thread-safe
 	hooks  *hooks      // non-nil when the configuration asks for hooks
 	nextID atomic.Uint32
-	objs   sync.Map // provider object → guard object
-	async  *gEVD
+	// life admits the calls that create provider objects (beginCreate)
+	// while the IA is not closing.
+	life    sync.RWMutex
+	closing bool     // under life: a Close is under way or done
+	objs    sync.Map // provider object → guard object
+	async   *gEVD
 }
 
 // wrapIA wraps a freshly opened provider IA.
@@ -204,6 +208,23 @@ func wrapIA(p api.IA, e IAEntry, hk *hooks) (api.IA, error) {
 	g.async.users.Add(1) // the IA uses it; consumers cannot free it
 	return g, nil
 }
+
+// beginCreate admits a call that creates provider objects, unless the IA
+// is closing (ErrInvalidHandle); the call ends with endCreate once its
+// guard is registered. Close waits for the calls admitted and refuses
+// later ones, so that no object a provider creates, nor its descriptors
+// and goroutines, outlives the IA: a provider's Close cleans up only what
+// exists when it runs.
+func (ia *gIA) beginCreate() error {
+	ia.life.RLock()
+	if ia.closing {
+		ia.life.RUnlock()
+		return freedErr(api.HandleIA)
+	}
+	return nil
+}
+
+func (ia *gIA) endCreate() { ia.life.RUnlock() }
 
 // enter and leave serialize calls for a non-thread-safe IA.
 func (ia *gIA) enter() {
@@ -447,10 +468,22 @@ func (ia *gIA) Close(flags api.CloseFlags) (err error) {
 	if flags != api.CloseAbrupt && flags != api.CloseGraceful {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("close flags %#x are neither abrupt nor graceful", uint32(flags)))
 	}
+	// No create reaches the provider from here on, and those under way
+	// end first: a provider's Close cleans up what exists when it runs.
+	ia.life.Lock()
+	if ia.closing {
+		ia.life.Unlock()
+		return freedErr(api.HandleIA)
+	}
+	ia.closing = true
+	ia.life.Unlock()
 	ia.enter()
 	err = ia.p.Close(flags)
 	ia.leave()
 	if err != nil {
+		ia.life.Lock()
+		ia.closing = false // (a graceful Close refused: the IA lives on)
+		ia.life.Unlock()
 		return err
 	}
 	if !ia.freed.CompareAndSwap(false, true) {
@@ -471,6 +504,10 @@ func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	ia.enter()
 	p, err := ia.p.CreatePZ()
 	ia.leave()
@@ -489,6 +526,10 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	if qlen <= 0 || (ia.attr.MaxEVDQLen > 0 && qlen > ia.attr.MaxEVDQLen) {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2,
 			fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, ia.attr.MaxEVDQLen))
@@ -526,6 +567,10 @@ func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	ia.enter()
 	p, err := ia.p.CreateCNO(ia.wrapAgent(agent))
 	ia.leave()
@@ -545,6 +590,10 @@ func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
 	if err := ia.live(); err != nil {
 		return nil, -1, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, -1, err
+	}
+	defer ia.endCreate()
 	ia.enter()
 	p, fd, err := ia.p.CreateCNOFD()
 	ia.leave()
@@ -609,6 +658,10 @@ func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq 
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
 	if err != nil {
 		return nil, err
@@ -729,6 +782,10 @@ func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api
 	if err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	ia.enter()
 	p, err := ia.p.CreatePSP(q, g.p, flags)
 	ia.leave()
@@ -746,6 +803,10 @@ func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (_ api.PSP, _ api.C
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, 0, err
+	}
+	defer ia.endCreate()
 	ia.enter()
 	p, q, err := ia.p.CreatePSPAny(g.p, flags)
 	ia.leave()
@@ -792,6 +853,10 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	gep, err := own[*gEP](ia, ep, false, api.SubHandleEP, "EP")
 	if err != nil {
 		return nil, err
@@ -822,6 +887,10 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
 	if err != nil {
 		return nil, err
@@ -880,6 +949,10 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
 	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
 	if err != nil {
 		return nil, err

@@ -42,6 +42,10 @@ func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
 	if err := g.live(); err != nil {
 		return nil, err
 	}
+	if err := g.ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer g.ia.endCreate()
 	g.ia.enter()
 	p, err := g.p.CreateRMR()
 	g.ia.leave()

@@ -227,22 +227,6 @@ func (t *checkT) readable(fd int, d time.Duration) bool {
 	}
 }
 
-// eventFDs counts the process's descriptors open on an eventfd.
-func (t *checkT) eventFDs() int {
-	t.T.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatalf("listing /proc/self/fd: %v", err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == "anon_inode:[eventfd]" {
-			n++
-		}
-	}
-	return n
-}
-
 // wantEventFD checks whether descriptor fd is open on an eventfd, as a
 // CNO's is until the CNO goes.
 func (t *checkT) wantEventFD(fd int, open bool, when string) {
@@ -836,27 +820,6 @@ func evdGroups() []group {
 				t.wantEventFD(fd2, true, "before the IA closes")
 				t.noErr(n2.ia.Close(api.CloseAbrupt), "abrupt IA.Close")
 				t.wantEventFD(fd2, false, "after the IA's abrupt close")
-			}},
-			{"DESCRIPTION", "an IA closed while CNOs with descriptors are being created leaves no descriptor open", func(t *checkT) {
-				before := t.eventFDs()
-				for range 20 {
-					ia := t.openIA()
-					done := make(chan struct{})
-					t.spawn(func() {
-						defer close(done)
-						for {
-							if _, _, err := ia.CreateCNOFD(); err != nil {
-								return
-							}
-						}
-					})
-					time.Sleep(time.Millisecond)
-					t.noErr(ia.Close(api.CloseAbrupt), "abrupt IA.Close while CNOs are created")
-					<-done
-				}
-				if after := t.eventFDs(); after != before {
-					t.Fatalf("%d eventfd descriptors open before, %d after the IAs closed", before, after)
-				}
 			}},
 		}},
 

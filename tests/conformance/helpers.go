@@ -670,3 +670,13 @@ func lmrContextNotIn(rs ...*region) api.LMRContext {
 		c += 0x01010101
 	}
 }
+
+// openFDs counts the process's open descriptors.
+func (t *checkT) openFDs() int {
+	t.T.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("listing /proc/self/fd: %v", err)
+	}
+	return len(ents) - 1 // (the directory's own descriptor)
+}

@@ -153,6 +153,43 @@ func iaGroups() []group {
 		}},
 
 		{page: "dat_ia_close", checks: []check{
+			{"DESCRIPTION", "an IA closed while objects are being created leaves no descriptor and no goroutine of them behind", func(t *checkT) {
+				// A create that races the close either fails or makes an
+				// object the close destroys; none may live on with its
+				// listening socket, CNO descriptor or goroutines (the
+				// suite's goroutine check runs after the page).
+				before := t.openFDs()
+				for range 20 {
+					ia := t.openIA()
+					done := make(chan struct{})
+					t.spawn(func() {
+						defer close(done)
+						for {
+							pz, err := ia.CreatePZ()
+							if err != nil {
+								return
+							}
+							evd, err := ia.CreateEVD(4, nil, api.EVDCR)
+							if err != nil {
+								return
+							}
+							if _, _, err := ia.CreatePSPAny(evd, api.PSPConsumer); err != nil {
+								return
+							}
+							if _, _, err := ia.CreateCNOFD(); err != nil {
+								return
+							}
+							_ = pz
+						}
+					})
+					time.Sleep(2 * time.Millisecond)
+					t.noErr(ia.Close(api.CloseAbrupt), "abrupt IA.Close while objects are created")
+					<-done
+				}
+				if after := t.openFDs(); after != before {
+					t.Fatalf("%d descriptors open before, %d after the IAs closed", before, after)
+				}
+			}},
 			{"DESCRIPTION", "a graceful close with objects left is DAT_INVALID_STATE_IA_IN_USE and the IA stays usable", func(t *checkT) {
 				n := t.node()
 				t.wantErr(n.ia.Close(api.CloseGraceful), sub(api.InvalidState, api.SubStateIAInUse), "graceful Close with objects")
