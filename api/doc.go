@@ -18,7 +18,8 @@
 //     same IA (never a guard, never a freed object); a nil handle reaches it
 //     only where the call allows nil;
 //   - no call reaches an object after its Free, or any object of an IA after
-//     the IA's Close;
+//     the IA's Close; no call that creates objects reaches the IA once its
+//     Close has begun (one in progress ends first);
 //   - PZ, EVD, CNO and SRQ are not freed while another object uses them
 //     (the guard answers ErrInvalidState with the in-use subtype);
 //   - EVDs given to CreateEP, CreatePSP and CreateRSP accept the event
