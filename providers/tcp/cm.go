@@ -272,7 +272,7 @@ type listener struct {
 // listen opens a TCP listener on port q of the IA's address. ia.mu is held.
 func (i *ia) listen(q api.ConnQual) (listener, error) {
 	if i.closed {
-		return listener{}, errIAClosed // (a create racing Close: no listener may outlive the IA)
+		return listener{}, errIAClosed // (the guard refuses it first; this is for callers without the guard: no listener may outlive the IA)
 	}
 	if q > maxConnQual {
 		return listener{}, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("connection qualifier %d is not a TCP port", q))

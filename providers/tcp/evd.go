@@ -233,7 +233,7 @@ func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.closed {
-		return nil, errIAClosed // (a create racing Close: no descriptor may outlive the IA)
+		return nil, errIAClosed // (the guard refuses it first; this is for callers without the guard: no descriptor may outlive the IA)
 	}
 	if len(i.cnos) >= maxObjects {
 		return nil, tooMany("CNOs")

@@ -441,7 +441,7 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 // listen creates the listening id. ia.mu is held.
 func (i *ia) listen(q api.ConnQual, e *evd) (*psp, error) {
 	if i.closed {
-		return nil, errIAClosed // (a create racing Close: no cm id may outlive the IA)
+		return nil, errIAClosed // (the guard refuses it first; this is for callers without the guard: no cm id may outlive the IA)
 	}
 	id, err := i.newID()
 	if err != nil {

@@ -200,7 +200,7 @@ func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.closed {
-		return nil, errIAClosed // (a create racing Close: no descriptor may outlive the IA)
+		return nil, errIAClosed // (the guard refuses it first; this is for callers without the guard: no descriptor may outlive the IA)
 	}
 	c, err := dispatch.NewCNOObject(agent, fd, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
 	if err != nil {
