@@ -3,9 +3,11 @@ package sock
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -260,7 +262,8 @@ func TestWatch(t *testing.T) {
 	}
 }
 
-// The end of the stream wakes a waiter even when input is not watched.
+// Unwatched, the end of the stream wakes no waiter either (the socket is
+// in no epoll instance); watching again wakes it at once with io.EOF.
 func TestUnwatchedEOF(t *testing.T) {
 	s, peer := pair(t)
 	s.Watch(false)
@@ -273,11 +276,106 @@ func TestUnwatchedEOF(t *testing.T) {
 	peer.Close()
 	select {
 	case err := <-done:
+		t.Fatalf("the end of the stream woke an unwatched reader (Read = %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if changed, err := s.Watch(true); err != nil || !changed {
+		t.Fatalf("Watch(true) = %v, %v", changed, err)
+	}
+	select {
+	case err := <-done:
 		if err != io.EOF {
 			t.Fatalf("Read = %v, want io.EOF", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the end of the stream did not wake an unwatched reader")
+		t.Fatal("watching again did not wake the reader at the end of the stream")
+	}
+}
+
+// registered reports how many descriptors epoll instance f holds, from
+// /proc/self/fdinfo (one "tfd:" line each).
+func registered(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn() // (f.Fd would make it blocking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd uintptr
+	if err := rc.Control(func(d uintptr) { fd = d }); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", fd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "tfd:")
+}
+
+// The socket is in the input instance only while input is watched, and
+// in the output instance only while a writer waits for room.
+func TestRegistrations(t *testing.T) {
+	s, peer := pair(t)
+	if rx, tx := registered(t, s.rx), registered(t, s.tx); rx != 1 || tx != 0 {
+		t.Fatalf("new Conn: in %d input, %d output instances; want 1, 0", rx, tx)
+	}
+	s.Watch(false)
+	if rx := registered(t, s.rx); rx != 0 {
+		t.Fatalf("unwatched: in the input instance %d times", rx)
+	}
+	s.Watch(true)
+	if rx := registered(t, s.rx); rx != 1 {
+		t.Fatalf("watched again: in the input instance %d times", rx)
+	}
+
+	// A write that fills the socket waits in the output instance...
+	big := bytes.Repeat([]byte{3}, 32<<20)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Write(big)
+		done <- err
+	}()
+	for end := time.Now().Add(10 * time.Second); registered(t, s.tx) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a blocked writer is not in the output instance")
+		}
+	}
+	// ...and leaves it once written.
+	if _, err := io.CopyN(io.Discard, peer, int64(len(big))); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if tx := registered(t, s.tx); tx != 0 {
+		t.Fatalf("after the write: in the output instance %d times", tx)
+	}
+
+	// RawConn.Write waits the same way.
+	rc, _ := s.SyscallConn()
+	left := big
+	go func() {
+		done <- rc.Write(func(fd uintptr) bool {
+			n, e := WriteNB(fd, left)
+			if e != 0 {
+				return e != syscall.EAGAIN
+			}
+			left = left[n:]
+			return len(left) == 0
+		})
+	}()
+	for end := time.Now().Add(10 * time.Second); registered(t, s.tx) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a blocked RawConn.Write is not in the output instance")
+		}
+	}
+	if _, err := io.CopyN(io.Discard, peer, int64(len(big))); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if tx := registered(t, s.tx); tx != 0 {
+		t.Fatalf("after RawConn.Write: in the output instance %d times", tx)
 	}
 }
 

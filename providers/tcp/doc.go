@@ -228,14 +228,18 @@
 //     polled since it last looked, or one holds the receive token): at
 //     its next wake-up, or at its next frame boundary when it is busy
 //     with a stream that never runs dry (it leaves what is buffered and
-//     an unfinished payload to them). Input is then unwatched and the
-//     reader does not touch the stream (the end of the stream and errors
-//     a poller leaves to it still wake it); it looks whether a poller
-//     polled since, holds the token or is writing (a long write may span
-//     a look), 1 ms after it went quiet and then twice as long after
-//     each look that found one, up to quietMax (16 ms): each look wakes
-//     a runtime thread, which preempts a polling consumer on a small
-//     machine. When none did, it watches the socket again.
+//     an unfinished payload to them). Input is then unwatched: the
+//     socket leaves the connection's input epoll instance (package
+//     internal/sock: a registration costs every arriving segment a
+//     callback), and the reader does not touch the stream. The end of
+//     the stream and errors are seen by the pollers' next read, which
+//     leaves them to the reader and wakes it (above), or by the reader
+//     once it watches again. It looks whether a poller polled since,
+//     holds the token or is writing (a long write may span a look), 1 ms
+//     after it went quiet and then twice as long after each look that
+//     found one, up to quietMax (16 ms): each look wakes a runtime
+//     thread, which preempts a polling consumer on a small machine.
+//     When none did, it watches the socket again.
 //   - A post writes its frame itself, without waiting, when nothing is in
 //     flight. A consumer that streams (posts while earlier requests are
 //     in flight) has its frames written in batches, several per writev:
