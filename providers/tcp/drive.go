@@ -48,6 +48,8 @@ type driver struct {
 	arm    []*conn // connections to arm before blocking
 	armOut []bool  // arm[i] waits for room to write too
 	busy   []*conn // connections another goroutine was reading: not armed
+	drop   []*conn // connections to take out of ep (dropAll)
+	dropFn func(uintptr)
 	calls  int
 	parkFn func(uintptr) bool
 	evs    [maxDriven + 1]unix.EpollEvent
@@ -82,7 +84,7 @@ func newDriver() (*driver, error) {
 		unix.Close(kfd)
 		return nil, err
 	}
-	d.parkFn = d.parkCB
+	d.parkFn, d.dropFn = d.parkCB, d.dropCB
 	return d, nil
 }
 
@@ -183,21 +185,51 @@ func (d *driver) park() error {
 	return d.rc.Read(d.parkFn)
 }
 
-// prune forgets registered connections that no longer feed the EVD (their
-// sockets leave the epoll instance when they are closed).
+// prune takes out of the epoll instance the connections that no longer
+// feed the EVD.
 func (d *driver) prune(feeds []*conn) {
 	k := 0
 	for _, r := range d.reg {
-		for _, c := range feeds {
-			if c == r {
-				d.reg[k] = r
-				k++
-				break
-			}
+		if slices.Contains(feeds, r) {
+			d.reg[k] = r
+			k++
+		} else {
+			d.drop = append(d.drop, r)
 		}
 	}
 	clear(d.reg[k:])
 	d.reg = d.reg[:k]
+	d.dropAll()
+}
+
+// disarm takes every socket out of the epoll instance when a wait ends:
+// a registration, even a silent one, costs each segment the socket
+// receives a callback in the kernel, which a consumer that polls after
+// waiting would pay on every message. The next wait that blocks adds
+// them again: one system call more per blocking wait than keeping them,
+// against a wake-up that costs tens of microseconds.
+func (d *driver) disarm() {
+	d.drop = append(d.drop, d.reg...)
+	clear(d.reg)
+	d.reg = d.reg[:0]
+	d.dropAll()
+}
+
+// dropAll takes the sockets of d.drop out of the epoll instance, through
+// its RawConn so that the instance cannot be closed (and its number
+// reused) meanwhile; a closed instance holds nothing any more.
+func (d *driver) dropAll() {
+	if len(d.drop) > 0 {
+		_ = d.rc.Control(d.dropFn)
+		clear(d.drop)
+		d.drop = d.drop[:0]
+	}
+}
+
+func (d *driver) dropCB(ep uintptr) {
+	for _, c := range d.drop {
+		_ = c.sk.Disarm(int(ep)) // (a closed socket has left already)
+	}
 }
 
 // driverFor returns the EVD's driver if its waiter can drive the
@@ -249,6 +281,7 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 		return n, err
 	}
 	d.watchCtx(ctx)
+	defer d.disarm()
 	if l := e.feeds.Load(); l != nil {
 		// The consumer is about to block: an ACK that waits for its
 		// answer goes now.

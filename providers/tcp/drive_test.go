@@ -3,6 +3,8 @@ package tcp
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +168,82 @@ func TestDrivenWaitNoAllocs(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(200, round); allocs != 0 {
 		t.Fatalf("%v allocations per round trip", allocs)
+	}
+}
+
+// drivenSockets counts the sockets registered in the process's driver
+// epoll instances, which /proc/self/fdinfo shows as instances that hold
+// an eventfd (the kick) and no other epoll instance (the runtime's poller
+// holds those).
+func drivenSockets(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := func(fd string) string {
+		l, _ := os.Readlink("/proc/self/fd/" + fd)
+		switch {
+		case l == "anon_inode:[eventpoll]":
+			return "epoll"
+		case l == "anon_inode:[eventfd]":
+			return "eventfd"
+		case strings.HasPrefix(l, "socket:"):
+			return "socket"
+		}
+		return ""
+	}
+	n := 0
+	for _, f := range fds {
+		if kind(f.Name()) != "epoll" {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/fdinfo/" + f.Name())
+		if err != nil {
+			continue // closed meanwhile
+		}
+		count := map[string]int{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if w := strings.Fields(line); len(w) > 1 && w[0] == "tfd:" {
+				count[kind(w[1])]++
+			}
+		}
+		if count["eventfd"] > 0 && count["epoll"] == 0 {
+			n += count["socket"]
+		}
+	}
+	return n
+}
+
+// TestDrivenWaitDisarms checks that a driven wait's sockets are in its
+// epoll instance while it blocks and leave it when the wait ends: a
+// registration costs every segment that arrives a callback, which a
+// consumer polling afterwards would pay.
+func TestDrivenWaitDisarms(t *testing.T) {
+	cli, srv := benchPair(t)
+	if err := cli.ep.PostRecv([]api.LMRTriplet{cli.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	blocked := make(chan int, 1)
+	go func() {
+		// Until the waiter has armed its socket (or 10 s), then send.
+		n := 0
+		for end := time.Now().Add(10 * time.Second); n == 0 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+			n = drivenSockets(t)
+		}
+		blocked <- n
+		_ = srv.ep.PostSend([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, 2, api.CompletionDefault)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ev api.Event
+	if _, err := cli.recv.Wait(ctx, 1, &ev); err != nil || ev.DTO.Cookie != 1 || ev.DTO.Status != api.DTOSuccess {
+		t.Fatalf("Wait: %v %+v", err, ev.DTO)
+	}
+	if n := <-blocked; n == 0 {
+		t.Fatal("no socket was registered while the wait blocked")
+	}
+	if n := drivenSockets(t); n != 0 {
+		t.Fatalf("%d sockets still registered after the wait", n)
 	}
 }
