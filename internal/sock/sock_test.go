@@ -327,34 +327,17 @@ func TestRegistrations(t *testing.T) {
 		t.Fatalf("watched again: in the input instance %d times", rx)
 	}
 
-	// A write that fills the socket waits in the output instance...
+	// A write that fills the socket waits in the output instance, and
+	// leaves it once written; RawConn.Write the same.
 	big := bytes.Repeat([]byte{3}, 32<<20)
-	done := make(chan error, 1)
-	go func() {
+	waitsForRoom(t, s, peer, len(big), "Write", func() error {
 		_, err := s.Write(big)
-		done <- err
-	}()
-	for end := time.Now().Add(10 * time.Second); registered(t, s.tx) == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("a blocked writer is not in the output instance")
-		}
-	}
-	// ...and leaves it once written.
-	if _, err := io.CopyN(io.Discard, peer, int64(len(big))); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if tx := registered(t, s.tx); tx != 0 {
-		t.Fatalf("after the write: in the output instance %d times", tx)
-	}
-
-	// RawConn.Write waits the same way.
+		return err
+	})
 	rc, _ := s.SyscallConn()
 	left := big
-	go func() {
-		done <- rc.Write(func(fd uintptr) bool {
+	waitsForRoom(t, s, peer, len(big), "RawConn.Write", func() error {
+		return rc.Write(func(fd uintptr) bool {
 			n, e := WriteNB(fd, left)
 			if e != 0 {
 				return e != syscall.EAGAIN
@@ -362,20 +345,30 @@ func TestRegistrations(t *testing.T) {
 			left = left[n:]
 			return len(left) == 0
 		})
-	}()
+	})
+}
+
+// waitsForRoom runs write, which writes size bytes, more than the socket
+// takes without a reader, and checks that s is in its output instance
+// while write waits for room and out of it once peer has read everything
+// and write has returned.
+func waitsForRoom(t *testing.T, s *Conn, peer net.Conn, size int, what string, write func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- write() }()
 	for end := time.Now().Add(10 * time.Second); registered(t, s.tx) == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatal("a blocked RawConn.Write is not in the output instance")
+			t.Fatalf("a blocked %s is not in the output instance", what)
 		}
 	}
-	if _, err := io.CopyN(io.Discard, peer, int64(len(big))); err != nil {
+	if _, err := io.CopyN(io.Discard, peer, int64(size)); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	if tx := registered(t, s.tx); tx != 0 {
-		t.Fatalf("after RawConn.Write: in the output instance %d times", tx)
+		t.Fatalf("after %s: in the output instance %d times", what, tx)
 	}
 }
 
