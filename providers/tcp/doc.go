@@ -278,7 +278,8 @@
 // feeding the EVD itself too, when there are at most maxDriven (8) of
 // them: it polls them, and when what it waits for is not there it blocks
 // in the runtime's poller on an epoll instance of the EVD's, in which
-// their sockets are armed one-shot, while their readers stay quiet. A
+// their sockets are armed one-shot (and from which they are removed when
+// the wait ends: see driver.disarm), while their readers stay quiet. A
 // message then wakes the waiting goroutine and nothing else, which reads
 // it, completes it and returns: one wake-up per message, as a blocking
 // read of a plain socket costs, instead of the reader's wake-up followed

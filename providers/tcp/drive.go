@@ -148,8 +148,11 @@ func (d *driver) armCB(uintptr) {
 			}
 		}
 		err := c.sk.Arm(d.epfd, add, out)
-		if err == unix.ENOENT && !add {
+		switch {
+		case err == unix.ENOENT && !add:
 			err = c.sk.Arm(d.epfd, true, out)
+		case err == unix.EEXIST && add: // (a removal that failed: re-arm)
+			err = c.sk.Arm(d.epfd, false, out)
 		}
 		if err == nil && add {
 			d.reg = append(d.reg, c)
