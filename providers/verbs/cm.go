@@ -280,7 +280,14 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 	case C.RDMA_CM_EVENT_REJECTED:
 		// A reject the peer's consumer chose carries reason 28 (consumer
 		// defined) on the IB CM; anything else is the peer's CM refusing.
-		if ev.status == 28 {
+		// On the passive side, after Accept, either means the accept did
+		// not complete: the requester's CM answers the reply with a
+		// reject when the request has timed out there meanwhile, where
+		// other times it sends nothing and the reply's retries end in
+		// CONNECT_ERROR (dat_cr_accept(3DAT)).
+		if p.state == api.EPCompletionPending {
+			p.failConnect(api.ConnectionAcceptCompletionErrorEvent, nil)
+		} else if ev.status == 28 {
 			p.failConnect(api.ConnectionPeerRejectedEvent, eventPD(ev))
 		} else {
 			p.failConnect(api.ConnectionNonPeerRejectedEvent, nil)
