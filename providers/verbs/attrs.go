@@ -136,9 +136,6 @@ func deviations(d *device) []api.NamedAttr {
 	out := []api.NamedAttr{{
 		Name:  "conformance.deviation.private-data-min-64",
 		Value: fmt.Sprintf("rdma_cm carries at most 56 bytes of private data in a connect request over the InfiniBand CM (IB and RoCE); godat uses 2 of them for the length, leaving %d", maxPrivateData),
-	}, {
-		Name:  "conformance.deviation.solicited-notify",
-		Value: "a verbs work completion does not say whether the message was solicited, so on a solicited-wait EP every receive notifies",
 	}}
 	if strings.HasPrefix(d.name, "rxe") {
 		out = append(out, api.NamedAttr{

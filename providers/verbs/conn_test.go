@@ -79,7 +79,12 @@ func vmIP() net.IP { return net.ParseIP(envOr("RXE_VM_IP", "192.0.2.1")) }
 // choosing, with private data both ways.
 func connect(t *testing.T) (client, server *side) {
 	t.Helper()
-	client, server = newSide(t), newSide(t)
+	return connectSides(t, newSide(t), newSide(t))
+}
+
+// connectSides is connect for sides the caller made.
+func connectSides(t *testing.T, client, server *side) (*side, *side) {
+	t.Helper()
 	psp, q, err := server.ia.CreatePSPAny(server.evd, api.PSPConsumer)
 	if err != nil {
 		t.Fatal(err)
@@ -373,4 +378,102 @@ func TestSuppressedWritesNeedNoDequeue(t *testing.T) {
 	if err := client.evd.Dequeue(&ev); err == nil {
 		t.Errorf("suppressed writes that succeeded gave an event: %+v", ev)
 	}
+}
+
+// TestSolicitedWait checks solicited wait on a receive EVD of its own
+// (dat_ep_post_recv(3DAT)), whose CQ the provider arms for solicited
+// completions alone: the receive of a message sent without the solicited
+// flag triggers the EVD's CNO neither when it arrives nor when a Dequeue
+// takes it; a solicited message's does. The EP's attributes come from an
+// EP made and freed first, as a consumer learns the defaults: that EP
+// must not decide how the CQ is armed.
+func TestSolicitedWait(t *testing.T) {
+	needDevice(t)
+	client, server := newSide(t), newSide(t)
+	recv, err := server.ia.CreateEVD(16, nil, api.EVDDTO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cno, err := server.ia.CreateCNO(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recv.ModifyCNO(cno); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := server.ia.CreateEP(server.pz, recv, server.evd, server.evd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prm, err := probe.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe.Free(); err != nil {
+		t.Fatal(err)
+	}
+	a := prm.Attr
+	a.RecvCompletionFlags = api.CompletionSolicitedWait
+	if err := server.ep.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if server.ep, err = server.ia.CreateEP(server.pz, recv, server.evd, server.evd, &a); err != nil {
+		t.Fatal(err)
+	}
+	connectSides(t, client, server) // (posts receive 7 on the server)
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(4096, 64)}, 8, 0); err != nil {
+		t.Fatal(err)
+	}
+	quiet := func(when string) {
+		t.Helper()
+		for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if e, err := cno.Triggered(); err != nil || e != nil {
+				t.Fatalf("the CNO was triggered %s (%v)", when, err)
+			}
+		}
+	}
+	send := func(cookie api.Cookie, flags api.CompletionFlags) {
+		t.Helper()
+		if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 8)}, cookie, flags); err != nil {
+			t.Fatal(err)
+		}
+		if ev := client.wait(t, api.DTOCompletionEvent); ev.DTO.Cookie != cookie {
+			t.Fatalf("send completion %+v, want cookie %d", ev.DTO, cookie)
+		}
+	}
+	take := func(cookie api.Cookie) {
+		t.Helper()
+		var ev api.Event
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			err := recv.Dequeue(&ev)
+			if err == nil {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("no receive %d: %v", cookie, err)
+			}
+		}
+		if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != cookie || ev.DTO.Status != api.DTOSuccess {
+			t.Fatalf("receive %+v, want cookie %d", ev, cookie)
+		}
+	}
+
+	send(1, api.CompletionDefault)
+	quiet("by the receive of an unsolicited message")
+	take(7)
+	quiet("by dequeuing the receive of an unsolicited message")
+	send(2, api.CompletionSolicitedWait)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		e, err := cno.Triggered()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == recv {
+			break
+		}
+		if e != nil || time.Now().After(end) {
+			t.Fatalf("the solicited message's receive triggered %v, want the receive EVD", e)
+		}
+	}
+	take(8)
 }

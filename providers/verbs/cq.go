@@ -51,10 +51,65 @@ type cq struct {
 	file *os.File // a duplicate of the channel's descriptor, for the poller
 	done chan struct{}
 
-	pollMu sync.Mutex  // one drain at a time, so events keep the CQ's order
-	armed  atomic.Bool // a notification is asked for; written under pollMu
-	polled atomic.Bool // a Dequeue found the EVD empty since the last look
-	timer  *time.Timer // the look while the CQ is unarmed
+	pollMu   sync.Mutex  // one drain at a time, so events keep the CQ's order
+	armMu    sync.Mutex  // orders arms; taken last (after pollMu or ia.mu)
+	armed    atomic.Bool // a notification is asked for; written under armMu
+	armedSol bool        // ...for solicited (or failed) completions only; under armMu
+	polled   atomic.Bool // a Dequeue found the EVD empty since the last look
+	timer    *time.Timer // the look while the CQ is unarmed
+
+	// The QPs that use the CQ, under ia.mu (useCQs): receive queues of
+	// EPs that wait for solicited messages only (solRecv), other receive
+	// queues (plainRecv), send queues (sends). users is their sum and
+	// solOnly says that they are all of the first kind, for the arm and
+	// for completions, which read them without ia.mu.
+	solRecv, plainRecv, sends int
+	users                     atomic.Int32
+	solOnly                   atomic.Bool
+	// posted says that work may complete on the CQ: a receive was posted
+	// to a QP that uses it, or it serves a send queue or an EP on an SRQ.
+	// Until then the CQ is not armed (see arm).
+	posted atomic.Bool
+}
+
+// count adds d to the user count *n and updates users and solOnly. ia.mu
+// is held.
+func (c *cq) count(n *int, d int) {
+	*n += d
+	c.users.Store(int32(c.solRecv + c.plainRecv + c.sends))
+	c.solOnly.Store(c.solRecv > 0 && c.plainRecv == 0 && c.sends == 0)
+	if c.sends > 0 {
+		c.posted.Store(true)
+	}
+}
+
+// armLocked arms the CQ as its users need (see arm), if it must be; armMu
+// is held. 0 or the errno of the request.
+func (c *cq) armLocked() C.int {
+	sol := c.solOnly.Load()
+	if !c.posted.Load() || c.users.Load() == 0 || c.armed.Load() && (sol || !c.armedSol) {
+		return 0
+	}
+	s := C.int(0)
+	if sol {
+		s = 1
+	}
+	if rc := C.gd_cq_arm(c.cq, s); rc != 0 {
+		return rc
+	}
+	c.armed.Store(true)
+	c.armedSol = sol
+	return 0
+}
+
+// firstPost arms the CQ before the first receive posted to a QP that
+// uses it goes to the device, once its users are known (so a completion
+// of that receive notifies). ia.mu is held.
+func (c *cq) firstPost() C.int {
+	c.posted.Store(true)
+	c.armMu.Lock()
+	defer c.armMu.Unlock()
+	return c.armLocked()
 }
 
 // newCQ creates the CQ of e with room for depth completions and starts
@@ -72,7 +127,6 @@ func newCQ(e *evd, depth int) (*cq, error) {
 	c.file = file
 	c.wc = (*C.struct_ibv_wc)(C.calloc(wcBatch, C.size_t(unsafe.Sizeof(C.struct_ibv_wc{}))))
 	c.wcs = unsafe.Slice(c.wc, wcBatch)
-	c.armed.Store(true) // gd_cq_create armed it
 	c.timer = time.AfterFunc(time.Hour, e.settle)
 	c.timer.Stop()
 	go c.watch(e, rc)
@@ -100,10 +154,21 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 			e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
 			return
 		}
-		c.pollMu.Lock()
+		c.armMu.Lock()
 		c.armed.Store(false) // a notification disarms the CQ
-		c.pollMu.Unlock()
+		sol := c.armedSol
+		c.armMu.Unlock()
 		e.settle()
+		if sol || c.solOnly.Load() {
+			// The receives of a CQ armed for solicited completions
+			// are delivered without notifying (ia.complete): the
+			// notification is this one, raised once they are queued.
+			// (A notification of a CQ armed for every completion whose
+			// users have since become all solicited-wait ones may be
+			// for an unsolicited message: it is raised all the same,
+			// since nothing tells which.)
+			e.Q.Notify()
+		}
 	}
 }
 
@@ -128,6 +193,16 @@ func (e *evd) settle() {
 // arm asks for a notification of the next completion, if none is asked
 // for, and then drains the CQ (always: a completion that came before the
 // arming raises none).
+//
+// A CQ that only receive queues of solicited-wait EPs use is armed for
+// solicited (and failed) completions alone, so that an unsolicited message
+// wakes nothing (dat_ep_post_recv(3DAT)); one armed so that has since got
+// other users is armed again for every completion (a request for the next
+// completion supersedes a solicited one; the other way round is not
+// possible until the notification comes). So that the kind is chosen
+// once the users are known, a CQ is not armed before work may complete
+// on it (posted): an EP created and freed to learn the defaults, say,
+// does not fix it.
 func (e *evd) arm() {
 	c := e.cq
 	c.pollMu.Lock()
@@ -135,15 +210,14 @@ func (e *evd) arm() {
 		c.pollMu.Unlock()
 		return
 	}
-	if !c.armed.Load() {
-		if rc := C.gd_cq_arm(c.cq); rc != 0 {
-			c.pollMu.Unlock()
-			e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
-			return
-		}
-		c.armed.Store(true)
-	}
+	c.armMu.Lock()
+	rc := c.armLocked()
+	c.armMu.Unlock()
 	c.pollMu.Unlock()
+	if rc != 0 {
+		e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
+		return
+	}
 	e.drain(false)
 }
 

@@ -171,13 +171,26 @@
 // subnet-manager changes, path migration and the QP events rdma_cm
 // already reports have no DAT event and are dropped.
 //
+// Solicited wait: a work completion carries no solicited bit, so the
+// provider learns that a message was solicited from the CQ's
+// notification. A CQ that only receive queues of EPs with solicited wait
+// use (RecvCompletionFlags) is armed for solicited and failed completions
+// alone; its successful receives are queued without notifying, and the
+// watcher raises one notification for the EVD once a notification's
+// completions are queued. A CQ shared with request queues or with EPs
+// without solicited wait is armed for every completion, and there every
+// receive notifies, solicited or not (the one case where the provider
+// cannot keep the page's rule). The kind of arm is chosen once work may
+// complete on the CQ: it is first armed when a receive is first posted
+// to a QP that uses it (or when it serves a send queue or an EP on an
+// SRQ), so EPs made and freed before, with other attributes, do not fix
+// it. A CQ that was armed for every completion when its users became all
+// solicited-wait ones may still raise one more notification for an
+// unsolicited message: an arm cannot be narrowed until it fires.
+//
 // Conformance deviations: rules of the conformance suite the device or
 // the wire cannot meet are declared in ProviderAttr.ProviderSpecific
-// (conformance.DeviationPrefix): private-data-min-64 and solicited-notify
-// (a work completion carries no solicited bit, so on an EP configured
-// for solicited wait every receive notifies; a CQ that only such receive
-// queues feed could instead be armed for solicited completions alone,
-// which the provider does not do) always, and on
+// (conformance.DeviationPrefix): private-data-min-64 always, and on
 // soft-RoCE (devices named rxe*) recv-length-status (rxe completes a
 // receive too small for its message with IBV_WC_LOC_QP_OP_ERR) and
 // rmr-window-bounds (rxe checks an access through a window against the

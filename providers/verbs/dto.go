@@ -83,7 +83,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 			ev.DTO.Length = uint32(wc.byte_len)
 			hard = p.watermarks(1)
 		}
-		p.recvEVD.deliver(&ev, true)
+		p.recvEVD.deliver(&ev, p.recvNotifies(st, true))
 	} else if seq&recvBit != 0 {
 		r := p.recvs.Front()
 		for r != nil && r.seq != seq {
@@ -102,7 +102,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 				i.invalidated(key)
 			}
 		}
-		notify := r.flags&api.CompletionUnsignalled == 0
+		notify := p.recvNotifies(st, r.flags&api.CompletionUnsignalled == 0)
 		p.recvs.PopFront()
 		p.recvEVD.deliver(&ev, notify)
 	} else {
@@ -175,6 +175,24 @@ func sendFlags(f api.CompletionFlags) C.int {
 		v |= C.IBV_SEND_SOLICITED
 	}
 	return v
+}
+
+// recvNotifies says whether the completion of a receive with status st
+// notifies, signalled saying whether its flags ask for that. On a CQ armed
+// for solicited completions only (cq.solOnly: the receive queues of
+// solicited-wait EPs alone use it) a successful one does not: the work
+// completion does not say whether the message was solicited, but the
+// CQ's notification does, and the watcher raises it once the completions
+// are queued (cq.watch). A failed receive notifies as any other. ia.mu is
+// held.
+func (p *ep) recvNotifies(st api.DTOStatus, signalled bool) bool {
+	if !signalled {
+		return false
+	}
+	if e := p.recvEVD; st == api.DTOSuccess && e != nil && e.cq != nil && e.cq.solOnly.Load() {
+		return false
+	}
+	return true
 }
 
 // signal returns the send flags of a request posted with flags. A
@@ -329,6 +347,11 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	}
 	if _, err := i.checkIOV(iov, p.pz, api.MemPrivLocalWrite); err != nil {
 		return err
+	}
+	if e := p.recvEVD; e != nil && e.cq != nil && !e.cq.posted.Load() {
+		if rc := e.cq.firstPost(); rc != 0 {
+			return api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "ibv_req_notify_cq: "+errnoText(syscallErrno(rc)))
+		}
 	}
 	p.fillSGEs(iov)
 	p.recvSeq++

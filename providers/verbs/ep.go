@@ -112,6 +112,8 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
 	re, qe, ce := evdOf(recvEVD), evdOf(requestEVD), evdOf(connectEVD)
+	var made *ep
+	defer func() { made.armCQs() }() // after the unlock
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if len(i.eps) >= i.dev.attr.MaxQP {
@@ -123,6 +125,7 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 	}
 	i.eps[p] = struct{}{}
 	i.qps[p.qpn] = p
+	made = p
 	return p, nil
 }
 
@@ -160,7 +163,45 @@ func (p *ep) makeQP() error {
 	p.sgeC = (*C.struct_ibv_sge)(C.calloc(C.size_t(iov), C.size_t(unsafe.Sizeof(C.struct_ibv_sge{}))))
 	p.sges = unsafe.Slice(p.sgeC, iov)
 	i.qps[p.qpn] = p
+	useCQs(p.recvEVD, p.reqEVD, &p.attr, 1)
+	if e := p.recvEVD; p.srq != nil && e != nil && e.cq != nil {
+		e.cq.posted.Store(true) // (the SRQ's receives may be there already)
+	}
 	return nil
+}
+
+// useCQs counts a QP among the users of the CQs of its receive and
+// request EVDs (d = 1 when it is made, -1 when it goes), which decides
+// how they are armed (evd.arm). ia.mu is held.
+func useCQs(recv, req *evd, a *api.EPAttr, d int) {
+	if req != nil && req.cq != nil {
+		req.cq.count(&req.cq.sends, d)
+	}
+	if recv != nil && recv.cq != nil {
+		if a.RecvCompletionFlags&api.CompletionSolicitedWait != 0 {
+			recv.cq.count(&recv.cq.solRecv, d)
+		} else {
+			recv.cq.count(&recv.cq.plainRecv, d)
+		}
+	}
+}
+
+// armCQs arms the CQs of the EP's EVDs as their users now need, once a
+// QP was made or changed: a CQ that serves a send queue from now on, or
+// one armed for solicited completions whose users need every one now
+// (evd.arm). ia.mu is not held. A nil EP does nothing.
+func (p *ep) armCQs() {
+	if p == nil {
+		return
+	}
+	p.ia.mu.Lock()
+	recv, req := p.recvEVD, p.reqEVD
+	p.ia.mu.Unlock()
+	for _, e := range [2]*evd{recv, req} {
+		if e != nil && e.cq != nil {
+			e.arm()
+		}
+	}
 }
 
 // dropQP destroys the EP's QP and SGE array. ia.mu is held.
@@ -169,6 +210,7 @@ func (p *ep) dropQP() {
 		return
 	}
 	delete(p.ia.qps, p.qpn)
+	useCQs(p.recvEVD, p.reqEVD, &p.attr, -1)
 	C.ibv_destroy_qp(p.qp)
 	p.qp = nil
 	C.free(unsafe.Pointer(p.sgeC))
@@ -191,6 +233,16 @@ func (i *ia) sinkCQ() (*C.struct_ibv_cq, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Its watcher discards what comes, armed for every completion
+		// from the start (no QP counts as its user: one standing user
+		// keeps it armed).
+		c.count(&c.plainRecv, 1)
+		c.posted.Store(true)
+		if rc := C.gd_cq_arm(c.cq, 0); rc != 0 {
+			c.destroy()
+			return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "ibv_req_notify_cq: "+errnoText(syscallErrno(rc)))
+		}
+		c.armed.Store(true)
 		i.sink = c
 		i.sinkEVD.cq = c
 	}
@@ -243,6 +295,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if err := epattr.CheckModify(mask, prm); err != nil {
 		return err
 	}
+	defer p.armCQs() // after the unlock: the QP's CQs, or their users, may have changed
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	if !epattr.Modifiable(p.state, mask) {
@@ -278,12 +331,17 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 			return err
 		}
 		delete(p.ia.qps, oqpn)
+		useCQs(or, oq, &oa, -1)
 		C.ibv_destroy_qp(oqp)
 		C.free(unsafe.Pointer(osge))
 		p.ia.qps[p.qpn] = p
 	}
 	if mask&api.EPFieldConnectEVD != 0 {
 		p.cnEVD = evdOf(prm.ConnectEVD)
+	}
+	if !rebuild && p.qp != nil && (a.RecvCompletionFlags^p.attr.RecvCompletionFlags)&api.CompletionSolicitedWait != 0 {
+		useCQs(p.recvEVD, p.reqEVD, &p.attr, -1)
+		useCQs(p.recvEVD, p.reqEVD, &a, 1)
 	}
 	p.attr = a
 	return nil

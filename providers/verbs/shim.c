@@ -79,8 +79,6 @@ int gd_cq_create(struct ibv_context *c, int depth, struct ibv_comp_channel **ch,
 		*cq = ibv_create_cq(c, depth, NULL, *ch, 0);
 		if (*cq == NULL) {
 			rc = errno ? errno : EIO;
-		} else if ((rc = ibv_req_notify_cq(*cq, 0)) != 0) {
-			ibv_destroy_cq(*cq);
 		}
 	}
 	if (rc != 0) {
@@ -108,8 +106,8 @@ int gd_cq_event(struct ibv_comp_channel *ch) {
 	return 1;
 }
 
-int gd_cq_arm(struct ibv_cq *cq) {
-	return ibv_req_notify_cq(cq, 0);
+int gd_cq_arm(struct ibv_cq *cq, int solicited) {
+	return ibv_req_notify_cq(cq, solicited);
 }
 
 struct ibv_qp *gd_qp_create(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,

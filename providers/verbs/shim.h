@@ -31,16 +31,16 @@ struct ibv_mr *gd_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iov
 int gd_nonblock(int fd);
 
 // Completion queues. gd_cq_create makes a non-blocking completion channel
-// and a CQ of at least depth entries on it, armed for the next completion.
+// and a CQ of at least depth entries on it, not armed.
 int gd_cq_create(struct ibv_context *c, int depth, struct ibv_comp_channel **ch, struct ibv_cq **cq);
 void gd_cq_destroy(struct ibv_comp_channel *ch, struct ibv_cq *cq);
 // gd_cq_event consumes and acknowledges a pending notification of the
 // channel ch: 1 if there was one, 0 if none is pending, -errno on error.
 // It does not arm the CQ again (gd_cq_arm does).
 int gd_cq_event(struct ibv_comp_channel *ch);
-// gd_cq_arm asks for a notification of the CQ's next completion: 0 or an
-// errno value.
-int gd_cq_arm(struct ibv_cq *cq);
+// gd_cq_arm asks for a notification of the CQ's next completion, or with
+// solicited set of its next solicited or failed one: 0 or an errno value.
+int gd_cq_arm(struct ibv_cq *cq, int solicited);
 
 // gd_qp_create creates an RC QP outside rdma_cm and moves it to INIT on
 // port, so that receives may be posted before it is connected. *inl is

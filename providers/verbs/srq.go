@@ -232,6 +232,8 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	if z == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
+	var made *ep
+	defer func() { made.armCQs() }() // after the unlock
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if s.srq == nil {
@@ -246,6 +248,7 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	}
 	s.eps++
 	i.eps[p] = struct{}{}
+	made = p
 	return p, nil
 }
 
