@@ -1230,7 +1230,9 @@ func (c *conn) poll() bool {
 	}
 	defer c.lateAck(false)
 	for {
-		c.rxMissed.Store(0)
+		if c.rxMissed.Load() != 0 {
+			c.rxMissed.Store(0) // (a store is a locked exchange: only when set)
+		}
 		more := c.pollStream()
 		if more {
 			// The stream ended or a read failed: the reader takes
