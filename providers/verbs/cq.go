@@ -60,11 +60,10 @@ type cq struct {
 
 	// The QPs that use the CQ, under ia.mu (useCQs): receive queues of
 	// EPs that wait for solicited messages only (solRecv), other receive
-	// queues (plainRecv), send queues (sends). users is their sum and
-	// solOnly says that they are all of the first kind, for the arm and
-	// for completions, which read them without ia.mu.
+	// queues (plainRecv), send queues (sends). solOnly says that there
+	// are some and all are of the first kind, for the arm and for
+	// completions, which read it without ia.mu.
 	solRecv, plainRecv, sends int
-	users                     atomic.Int32
 	solOnly                   atomic.Bool
 	// posted says that work may complete on the CQ: a receive was posted
 	// to a QP that uses it, or it serves a send queue or an EP on an SRQ.
@@ -72,11 +71,9 @@ type cq struct {
 	posted atomic.Bool
 }
 
-// count adds d to the user count *n and updates users and solOnly. ia.mu
-// is held.
+// count adds d to the user count *n and updates solOnly. ia.mu is held.
 func (c *cq) count(n *int, d int) {
 	*n += d
-	c.users.Store(int32(c.solRecv + c.plainRecv + c.sends))
 	c.solOnly.Store(c.solRecv > 0 && c.plainRecv == 0 && c.sends == 0)
 	if c.sends > 0 {
 		c.posted.Store(true)
@@ -87,7 +84,7 @@ func (c *cq) count(n *int, d int) {
 // is held. 0 or the errno of the request.
 func (c *cq) armLocked() C.int {
 	sol := c.solOnly.Load()
-	if !c.posted.Load() || c.users.Load() == 0 || c.armed.Load() && (sol || !c.armedSol) {
+	if !c.posted.Load() || c.armed.Load() && (sol || !c.armedSol) {
 		return 0
 	}
 	s := C.int(0)

@@ -234,9 +234,7 @@ func (i *ia) sinkCQ() (*C.struct_ibv_cq, error) {
 			return nil, err
 		}
 		// Its watcher discards what comes, armed for every completion
-		// from the start (no QP counts as its user: one standing user
-		// keeps it armed).
-		c.count(&c.plainRecv, 1)
+		// from the start (no QP counts as its user).
 		c.posted.Store(true)
 		if rc := C.gd_cq_arm(c.cq, 0); rc != 0 {
 			c.destroy()
