@@ -11,12 +11,16 @@
 // Resize), so that no post takes a page fault either: a large ring comes
 // from the Go heap as fresh, untouched memory, and without the touch the
 // first pass of the posts over it would fault page by page, or, with
-// transparent huge pages, stop one post while the kernel clears 2 MiB. A Dequeue that finds the queue empty, with no waiter
-// blocked, answers from two atomic loads without the mutex: the common
-// case of a consumer spinning on an EVD. A blocked waiter sleeps on a one-slot channel that the
-// queue owns for its whole life (no channel per event, no CPU while blocked);
-// a post wakes it only when the event notifies and the queue holds at least
-// the waiter's threshold.
+// transparent huge pages, stop one post while the kernel clears 2 MiB.
+// The price is that an EVD's ring is committed memory from the start: 256
+// bytes an event, 1 MiB for a queue of 4096.
+//
+// A Dequeue that finds the queue empty, with no waiter blocked, answers
+// from two atomic loads without the mutex: the common case of a consumer
+// spinning on an EVD. A blocked waiter sleeps on a one-slot channel that
+// the queue owns for its whole life (no channel per event, no CPU while
+// blocked); a post wakes it only when the event notifies and the queue
+// holds at least the waiter's threshold.
 //
 // Overflow: a post to a full queue does not queue the event. The event is
 // discarded and counted, and the post reports it: OverflowBegan for the
