@@ -34,10 +34,11 @@ func residentPages(t *testing.T, b []api.Event) (in, all int) {
 }
 
 // TestRingResident checks that a new or resized queue's ring is in core
-// before any event is posted: the rings are big enough (16 MiB) to come
-// from memory the Go heap has just taken from the kernel, which is not
-// in core until something touches it. Without the touch the posts would
-// take the page faults, on the data path.
+// before any event is posted. The rings (16 and 32 MiB) are big enough
+// for the Go heap to take their memory fresh from the kernel, which is
+// not in core until something touches it: without the touch, the resized
+// one at least is found out of core, and the posts would take the page
+// faults, on the data path.
 func TestRingResident(t *testing.T) {
 	const qlen = 1 << 16 // 64 Ki events of 256 bytes
 	q := New(qlen, nil)
