@@ -1,0 +1,224 @@
+//go:build cabi
+
+package main
+
+/*
+#include "cabi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/godat/godat/api"
+)
+
+//export go_psp_create
+func go_psp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, anyQ *C.DAT_CONN_QUAL, evdH unsafe.Pointer, flags C.DAT_PSP_FLAGS, out *C.DAT_PSP_HANDLE) C.DAT_RETURN {
+	x := iaOf(h)
+	if x == nil {
+		return badHandle(api.HandleIA)
+	}
+	if out == nil {
+		return badArg(5)
+	}
+	e := lookup(evdH, api.HandleEVD)
+	if e == nil {
+		return code(api.InvalidHandle, api.SubHandleEVDCR)
+	}
+	var psp api.PSP
+	var err error
+	if anyQ != nil {
+		var got api.ConnQual
+		psp, got, err = x.ia.CreatePSPAny(e.v.(api.EVD), api.PSPFlags(flags))
+		if err == nil {
+			*anyQ = C.DAT_CONN_QUAL(got)
+		}
+	} else {
+		psp, err = x.ia.CreatePSP(api.ConnQual(q), e.v.(api.EVD), api.PSPFlags(flags))
+	}
+	if err != nil {
+		return ret(err)
+	}
+	return hand(x, api.HandlePSP, psp, func(o *obj) { *out = C.DAT_PSP_HANDLE(o.h) })
+}
+
+//export go_psp_query
+func go_psp_query(h unsafe.Pointer, mask C.DAT_PSP_PARAM_MASK, p *C.DAT_PSP_PARAM) C.DAT_RETURN {
+	o := lookup(h, api.HandlePSP)
+	if o == nil {
+		return badHandle(api.HandlePSP)
+	}
+	if p == nil {
+		return badArg(3)
+	}
+	q, err := o.v.(api.PSP).Query()
+	if err != nil {
+		return ret(err)
+	}
+	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+	p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
+	p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
+	p.psp_flags = C.DAT_PSP_FLAGS(q.Flags)
+	return success
+}
+
+//export go_rsp_create
+func go_rsp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, epH, evdH unsafe.Pointer, out *C.DAT_RSP_HANDLE) C.DAT_RETURN {
+	x := iaOf(h)
+	if x == nil {
+		return badHandle(api.HandleIA)
+	}
+	if out == nil {
+		return badArg(5)
+	}
+	ep := lookup(epH, api.HandleEP)
+	if ep == nil {
+		return badHandle(api.HandleEP)
+	}
+	e := lookup(evdH, api.HandleEVD)
+	if e == nil {
+		return code(api.InvalidHandle, api.SubHandleEVDCR)
+	}
+	rsp, err := x.ia.CreateRSP(api.ConnQual(q), ep.v.(api.EP), e.v.(api.EVD))
+	if err != nil {
+		return ret(err)
+	}
+	return hand(x, api.HandleRSP, rsp, func(o *obj) { *out = C.DAT_RSP_HANDLE(o.h) })
+}
+
+//export go_rsp_query
+func go_rsp_query(h unsafe.Pointer, mask C.DAT_RSP_PARAM_MASK, p *C.DAT_RSP_PARAM) C.DAT_RETURN {
+	o := lookup(h, api.HandleRSP)
+	if o == nil {
+		return badHandle(api.HandleRSP)
+	}
+	if p == nil {
+		return badArg(3)
+	}
+	q, err := o.v.(api.RSP).Query()
+	if err != nil {
+		return ret(err)
+	}
+	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+	p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
+	p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
+	p.ep_handle = C.DAT_EP_HANDLE(handleOf(q.EP))
+	return success
+}
+
+// crData is what dat_cr_query hands out for one connection request. The
+// private data is writable C memory: dtest edits it in place and passes it
+// back to dat_cr_accept.
+type crData struct {
+	addr unsafe.Pointer
+	pd   unsafe.Pointer
+	n    int
+}
+
+// crHandle returns the handle of a connection request, made when its
+// arrival event is first read.
+func crHandle(x *iaObj, cr api.CR) unsafe.Pointer {
+	if cr == nil {
+		return nil
+	}
+	if h := handleOf(cr); h != nil {
+		return h
+	}
+	o, ok := register(api.HandleCR, cr, x)
+	if !ok {
+		return nil
+	}
+	return o.h
+}
+
+//export go_cr_query
+func go_cr_query(h unsafe.Pointer, mask C.DAT_CR_PARAM_MASK, p *C.DAT_CR_PARAM) C.DAT_RETURN {
+	o := lookup(h, api.HandleCR)
+	if o == nil {
+		return badHandle(api.HandleCR)
+	}
+	if p == nil {
+		return badArg(3)
+	}
+	q, err := o.v.(api.CR).Query()
+	if err != nil {
+		return ret(err)
+	}
+	o.mu.Lock()
+	d := o.cr
+	o.mu.Unlock()
+	if d == nil {
+		d = &crData{addr: o.alloc(addrSize), n: len(q.PrivateData)}
+		putAddr(d.addr, q.RemoteAddr)
+		if d.n > 0 {
+			d.pd = o.alloc(d.n)
+			copy(unsafe.Slice((*byte)(d.pd), d.n), q.PrivateData)
+		}
+		o.mu.Lock()
+		if o.cr == nil {
+			o.cr = d
+		}
+		d = o.cr
+		o.mu.Unlock()
+	}
+	p.remote_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(d.addr)
+	p.remote_port_qual = C.DAT_PORT_QUAL(q.RemotePortQual)
+	p.private_data_size = C.DAT_COUNT(d.n)
+	p.private_data = C.DAT_PVOID(d.pd)
+	p.local_ep_handle = C.DAT_EP_HANDLE(handleOf(q.LocalEP))
+	return success
+}
+
+//export go_cr_accept
+func go_cr_accept(h, epH unsafe.Pointer, n C.DAT_COUNT, pd unsafe.Pointer) C.DAT_RETURN {
+	o := lookup(h, api.HandleCR)
+	if o == nil {
+		return badHandle(api.HandleCR)
+	}
+	var ep api.EP
+	if epH != nil {
+		e := lookup(epH, api.HandleEP)
+		if e == nil {
+			return badHandle(api.HandleEP)
+		}
+		ep = e.v.(api.EP)
+	}
+	if n < 0 || (n > 0 && pd == nil) {
+		return badArg(3)
+	}
+	if err := o.v.(api.CR).Accept(ep, cbytes(pd, n)); err != nil {
+		return ret(err)
+	}
+	release(o)
+	return success
+}
+
+//export go_cr_reject
+func go_cr_reject(h unsafe.Pointer, n C.DAT_COUNT, pd unsafe.Pointer) C.DAT_RETURN {
+	o := lookup(h, api.HandleCR)
+	if o == nil {
+		return badHandle(api.HandleCR)
+	}
+	if n < 0 || (n > 0 && pd == nil) {
+		return badArg(2)
+	}
+	if err := o.v.(api.CR).Reject(cbytes(pd, n)); err != nil {
+		return ret(err)
+	}
+	release(o)
+	return success
+}
+
+//export go_cr_handoff
+func go_cr_handoff(h unsafe.Pointer, q C.DAT_CONN_QUAL) C.DAT_RETURN {
+	o := lookup(h, api.HandleCR)
+	if o == nil {
+		return badHandle(api.HandleCR)
+	}
+	if err := o.v.(api.CR).Handoff(api.ConnQual(q)); err != nil {
+		return ret(err)
+	}
+	release(o)
+	return success
+}

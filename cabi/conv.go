@@ -1,0 +1,186 @@
+//go:build cabi
+
+package main
+
+/*
+#include "cabi.h"
+#include <netinet/in.h>
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/godat/godat/api"
+)
+
+const success C.DAT_RETURN = 0
+
+func ret(err error) C.DAT_RETURN { return C.DAT_RETURN(api.CodeOf(err)) }
+
+func code(t api.ReturnType, s api.Subtype) C.DAT_RETURN {
+	if t == api.Success {
+		return success
+	}
+	return C.DAT_RETURN(api.ClassError | uint32(t) | uint32(s))
+}
+
+// badHandle is the answer to a handle that names no object of the kind a
+// call takes.
+func badHandle(k api.HandleType) C.DAT_RETURN {
+	return code(api.InvalidHandle, handleSubtype[k])
+}
+
+var handleSubtype = map[api.HandleType]api.Subtype{
+	api.HandleIA: api.SubHandleIA, api.HandleEP: api.SubHandleEP, api.HandleLMR: api.SubHandleLMR,
+	api.HandleRMR: api.SubHandleRMR, api.HandlePZ: api.SubHandlePZ, api.HandlePSP: api.SubHandlePSP,
+	api.HandleRSP: api.SubHandleRSP, api.HandleCR: api.SubHandleCR, api.HandleCNO: api.SubHandleCNO,
+	api.HandleSRQ: api.SubHandleSRQ, api.HandleCSP: api.SubHandleCSP, api.HandleEVD: api.NoSubtype,
+}
+
+func badArg(n int) C.DAT_RETURN { return code(api.InvalidParameter, api.SubArg1+api.Subtype(n-1)) }
+
+// timeout converts a DAT_TIMEOUT (microseconds, ~0 infinite).
+func timeout(t C.DAT_TIMEOUT) api.Timeout {
+	if t == C.DAT_TIMEOUT(^uint32(0)) {
+		return api.TimeoutInfinite
+	}
+	return time.Duration(t) * time.Microsecond
+}
+
+// waitContext is the context of a blocking call with timeout t.
+func waitContext(t C.DAT_TIMEOUT) (context.Context, context.CancelFunc) {
+	if t == C.DAT_TIMEOUT(^uint32(0)) {
+		return context.Background(), func() {}
+	}
+	return context.WithTimeout(context.Background(), time.Duration(t)*time.Microsecond)
+}
+
+// goAddr reads a C socket address.
+func goAddr(sa *C.struct_sockaddr) (net.Addr, bool) {
+	if sa == nil {
+		return nil, false
+	}
+	switch sa.sa_family {
+	case C.AF_INET:
+		in := (*C.struct_sockaddr_in)(unsafe.Pointer(sa))
+		b := (*[4]byte)(unsafe.Pointer(&in.sin_addr))
+		port := int(in.sin_port>>8 | (in.sin_port&0xff)<<8)
+		return &net.TCPAddr{IP: net.IP(b[:]).To16(), Port: port}, true
+	case C.AF_INET6:
+		in := (*C.struct_sockaddr_in6)(unsafe.Pointer(sa))
+		b := (*[16]byte)(unsafe.Pointer(&in.sin6_addr))
+		port := int(in.sin6_port>>8 | (in.sin6_port&0xff)<<8)
+		return &net.TCPAddr{IP: append(net.IP(nil), b[:]...), Port: port}, true
+	}
+	return nil, false
+}
+
+// putAddr writes a into the C socket address storage at p (at least
+// sizeof(struct sockaddr_in6) bytes); an address that is not IP leaves an
+// AF_UNSPEC address.
+func putAddr(p unsafe.Pointer, a net.Addr) {
+	C.memset(p, 0, C.size_t(C.sizeof_struct_sockaddr_in6))
+	var ap netip.AddrPort
+	switch v := a.(type) {
+	case *net.TCPAddr:
+		ap = v.AddrPort()
+	case *net.UDPAddr:
+		ap = v.AddrPort()
+	case *net.IPAddr:
+		ip, _ := netip.AddrFromSlice(v.IP)
+		ap = netip.AddrPortFrom(ip, 0)
+	default:
+		if a != nil {
+			if x, err := netip.ParseAddrPort(a.String()); err == nil {
+				ap = x
+			} else if ip, err := netip.ParseAddr(a.String()); err == nil {
+				ap = netip.AddrPortFrom(ip, 0)
+			}
+		}
+	}
+	ip := ap.Addr().Unmap()
+	port := ap.Port()
+	nport := C.uint16_t(port>>8 | port<<8)
+	switch {
+	case ip.Is4():
+		in := (*C.struct_sockaddr_in)(p)
+		in.sin_family = C.AF_INET
+		in.sin_port = nport
+		b := ip.As4()
+		*(*[4]byte)(unsafe.Pointer(&in.sin_addr)) = b
+	case ip.Is6():
+		in := (*C.struct_sockaddr_in6)(p)
+		in.sin6_family = C.AF_INET6
+		in.sin6_port = nport
+		b := ip.As16()
+		*(*[16]byte)(unsafe.Pointer(&in.sin6_addr)) = b
+	}
+}
+
+const addrSize = C.sizeof_struct_sockaddr_in6
+
+// cbytes copies n bytes at p into Go memory.
+func cbytes(p unsafe.Pointer, n C.DAT_COUNT) []byte {
+	if p == nil || n <= 0 {
+		return nil
+	}
+	return C.GoBytes(p, C.int(n))
+}
+
+// putName copies s into a C char array of DAT_NAME_MAX_LENGTH bytes.
+func putName(dst *C.char, s string) {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(dst)), C.DAT_NAME_MAX_LENGTH)
+	n := copy(b[:len(b)-1], s)
+	b[n] = 0
+}
+
+func boolean(b bool) C.DAT_BOOLEAN {
+	if b {
+		return C.DAT_TRUE
+	}
+	return C.DAT_FALSE
+}
+
+// cstrings keeps one C copy of each string the library hands out for the
+// life of the process (error names).
+var cstrings struct {
+	sync.Mutex
+	m map[string]*C.char
+}
+
+func cstring(s string) *C.char {
+	cstrings.Lock()
+	defer cstrings.Unlock()
+	if p, ok := cstrings.m[s]; ok {
+		return p
+	}
+	if cstrings.m == nil {
+		cstrings.m = make(map[string]*C.char)
+	}
+	p := C.CString(s)
+	cstrings.m[s] = p
+	return p
+}
+
+//export go_strerror
+func go_strerror(v C.DAT_RETURN, major, minor **C.char) C.DAT_RETURN {
+	if major == nil {
+		return badArg(2)
+	}
+	t := api.ReturnType(uint32(v) & 0x3fff0000)
+	s := api.Subtype(uint32(v) & 0xffff)
+	*major = cstring(t.String())
+	if minor != nil {
+		*minor = cstring(s.String())
+	}
+	return success
+}
+
+var errClosed = errors.New("closed")

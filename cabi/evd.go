@@ -1,0 +1,363 @@
+//go:build cabi
+
+package main
+
+/*
+#include "cabi.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"sync"
+	"unsafe"
+
+	"github.com/godat/godat/api"
+)
+
+//export go_evd_create
+func go_evd_create(h unsafe.Pointer, qlen C.DAT_COUNT, cnoH unsafe.Pointer, flags C.DAT_EVD_FLAGS, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
+	x := iaOf(h)
+	if x == nil {
+		return badHandle(api.HandleIA)
+	}
+	if out == nil {
+		return badArg(5)
+	}
+	var cno api.CNO
+	if cnoH != nil {
+		c := lookup(cnoH, api.HandleCNO)
+		if c == nil {
+			return badHandle(api.HandleCNO)
+		}
+		cno = c.v.(api.CNO)
+	}
+	evd, err := x.ia.CreateEVD(int(qlen), cno, api.EVDFlags(flags))
+	if err != nil {
+		return ret(err)
+	}
+	return hand(x, api.HandleEVD, evd, func(o *obj) { *out = C.DAT_EVD_HANDLE(o.h) })
+}
+
+func evdOf(h unsafe.Pointer) (*obj, api.EVD) {
+	o := lookup(h, api.HandleEVD)
+	if o == nil {
+		return nil, nil
+	}
+	return o, o.v.(api.EVD)
+}
+
+//export go_evd_query
+func go_evd_query(h unsafe.Pointer, mask C.DAT_EVD_PARAM_MASK, p *C.DAT_EVD_PARAM) C.DAT_RETURN {
+	o, evd := evdOf(h)
+	if o == nil {
+		return badHandle(api.HandleEVD)
+	}
+	if p == nil {
+		return badArg(3)
+	}
+	q, err := evd.Query()
+	if err != nil {
+		return ret(err)
+	}
+	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+	p.evd_qlen = count(q.QLen)
+	p.evd_state = C.DAT_EVD_STATE(q.State)
+	p.cno_handle = C.DAT_CNO_HANDLE(handleOf(q.CNO))
+	p.evd_flags = C.DAT_EVD_FLAGS(q.Flags)
+	return success
+}
+
+//export go_evd_modify_cno
+func go_evd_modify_cno(h, cnoH unsafe.Pointer) C.DAT_RETURN {
+	o, evd := evdOf(h)
+	if o == nil {
+		return badHandle(api.HandleEVD)
+	}
+	var cno api.CNO
+	if cnoH != nil {
+		c := lookup(cnoH, api.HandleCNO)
+		if c == nil {
+			return badHandle(api.HandleCNO)
+		}
+		cno = c.v.(api.CNO)
+	}
+	return ret(evd.ModifyCNO(cno))
+}
+
+//export go_evd_switch
+func go_evd_switch(h unsafe.Pointer, what C.int) C.DAT_RETURN {
+	o, evd := evdOf(h)
+	if o == nil {
+		return badHandle(api.HandleEVD)
+	}
+	switch what {
+	case 0:
+		return ret(evd.Enable())
+	case 1:
+		return ret(evd.Disable())
+	case 2:
+		return ret(evd.SetUnwaitable())
+	default:
+		return ret(evd.ClearUnwaitable())
+	}
+}
+
+//export go_evd_resize
+func go_evd_resize(h unsafe.Pointer, qlen C.DAT_COUNT) C.DAT_RETURN {
+	o, evd := evdOf(h)
+	if o == nil {
+		return badHandle(api.HandleEVD)
+	}
+	return ret(evd.Resize(int(qlen)))
+}
+
+//export go_evd_post_se
+func go_evd_post_se(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
+	o, evd := evdOf(h)
+	if o == nil {
+		return badHandle(api.HandleEVD)
+	}
+	if cev == nil {
+		return badArg(2)
+	}
+	if cev.event_number != C.DAT_SOFTWARE_EVENT {
+		return badArg(2)
+	}
+	sw := (*C.DAT_SOFTWARE_EVENT_DATA)(unsafe.Pointer(&cev.event_data))
+	ev := api.Event{Number: api.SoftwareEvent, Software: uintptr(sw.pointer)}
+	return ret(evd.PostSE(&ev))
+}
+
+// events recycles the api.Event a dequeue or wait fills, so that the
+// polling path allocates nothing.
+var events = sync.Pool{New: func() any { return new(api.Event) }}
+
+// queueEmpty is what OFA DAPL returns from dat_evd_dequeue on an empty
+// queue, and what dtest's polling loops compare against: the bare type,
+// without the error class (docs/cabi.md).
+const queueEmpty = C.DAT_RETURN(api.QueueEmpty)
+
+//export go_evd_dequeue
+func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
+	o, evd := evdOf(h)
+	if o == nil {
+		return badHandle(api.HandleEVD)
+	}
+	if cev == nil {
+		return badArg(2)
+	}
+	ev := events.Get().(*api.Event)
+	err := evd.Dequeue(ev)
+	if err != nil {
+		events.Put(ev)
+		if errors.Is(err, api.ErrQueueEmpty) {
+			return queueEmpty
+		}
+		return ret(err)
+	}
+	toC(o, ev, cev)
+	*ev = api.Event{}
+	events.Put(ev)
+	return success
+}
+
+//export go_evd_wait
+func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *C.DAT_EVENT, nmore *C.DAT_COUNT) C.DAT_RETURN {
+	o, evd := evdOf(h)
+	if o == nil {
+		return badHandle(api.HandleEVD)
+	}
+	if cev == nil {
+		return badArg(4)
+	}
+	if nmore == nil {
+		return badArg(5)
+	}
+	ctx, cancel := waitContext(t)
+	ev := events.Get().(*api.Event)
+	n, err := evd.Wait(ctx, int(threshold), ev)
+	cancel()
+	if err != nil {
+		events.Put(ev)
+		return ret(err)
+	}
+	toC(o, ev, cev)
+	*nmore = C.DAT_COUNT(n)
+	*ev = api.Event{}
+	events.Put(ev)
+	return success
+}
+
+// toC writes the godat event ev, dequeued from the EVD o, as a DAT_EVENT.
+func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) {
+	c.event_number = C.DAT_EVENT_NUMBER(ev.Number)
+	c.evd_handle = C.DAT_EVD_HANDLE(o.h)
+	d := unsafe.Pointer(&c.event_data)
+	switch ev.Number.Stream() {
+	case api.EVDDTO:
+		x := (*C.DAT_DTO_COMPLETION_EVENT_DATA)(d)
+		x.ep_handle = C.DAT_EP_HANDLE(handleOf(ev.DTO.EP))
+		*(*uint64)(unsafe.Pointer(&x.user_cookie)) = uint64(ev.DTO.Cookie)
+		x.status = C.DAT_DTO_COMPLETION_STATUS(ev.DTO.Status)
+		x.transfered_length = C.DAT_SEG_LENGTH(ev.DTO.Length)
+		x.operation = C.DAT_DTOS(ev.DTO.Op)
+		x.rmr_context = C.DAT_RMR_CONTEXT(ev.DTO.RMRContext)
+	case api.EVDRMRBind:
+		x := (*C.DAT_RMR_BIND_COMPLETION_EVENT_DATA)(d)
+		x.rmr_handle = C.DAT_RMR_HANDLE(handleOf(ev.RMRBind.RMR))
+		*(*uint64)(unsafe.Pointer(&x.user_cookie)) = uint64(ev.RMRBind.Cookie)
+		x.status = C.DAT_DTO_COMPLETION_STATUS(ev.RMRBind.Status)
+	case api.EVDCR:
+		x := (*C.DAT_CR_ARRIVAL_EVENT_DATA)(d)
+		sp := (*unsafe.Pointer)(unsafe.Pointer(&x.sp_handle))
+		if ev.CR.PSP != nil {
+			*sp = handleOf(ev.CR.PSP)
+		} else {
+			*sp = handleOf(ev.CR.RSP)
+		}
+		x.local_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(o.ia.addr)
+		x.conn_qual = C.DAT_CONN_QUAL(ev.CR.ConnQual)
+		x.cr_handle = C.DAT_CR_HANDLE(crHandle(o.ia, ev.CR.CR))
+		x.truncate_flag = boolean(ev.CR.Truncated)
+	case api.EVDConnection:
+		x := (*C.DAT_CONNECTION_EVENT_DATA)(d)
+		ep := objOf(ev.Conn.EP)
+		x.ep_handle = nil
+		x.private_data_size = 0
+		x.private_data = nil
+		if ep != nil {
+			x.ep_handle = C.DAT_EP_HANDLE(ep.h)
+			if n := len(ev.Conn.PrivateData); n > 0 {
+				p := ep.alloc(n)
+				copy(unsafe.Slice((*byte)(p), n), ev.Conn.PrivateData)
+				x.private_data_size = C.DAT_COUNT(n)
+				x.private_data = C.DAT_PVOID(p)
+			}
+		}
+	case api.EVDAsync:
+		x := (*C.DAT_ASYNCH_ERROR_EVENT_DATA)(d)
+		x.dat_handle = C.DAT_HANDLE(handleOf(ev.Async.Object))
+		x.reason = C.DAT_COUNT(ev.Async.Reason)
+	case api.EVDSoftware:
+		x := (*C.DAT_SOFTWARE_EVENT_DATA)(d)
+		p, _ := ev.Software.(uintptr)
+		*(*uintptr)(unsafe.Pointer(&x.pointer)) = p // the consumer's own pointer, returned as given
+	}
+}
+
+// CNOs.
+
+type cnoAgent struct {
+	fn, inst unsafe.Pointer
+}
+
+func (a cnoAgent) waitAgent() api.WaitAgent {
+	if a.fn == nil {
+		return nil
+	}
+	return func(evd api.EVD) {
+		C.gd_call_agent(C.DAT_AGENT_FUNC(a.fn), C.DAT_PVOID(a.inst), C.DAT_EVD_HANDLE(handleOf(evd)))
+	}
+}
+
+//export go_cno_create
+func go_cno_create(h, inst, fn unsafe.Pointer, out *C.DAT_CNO_HANDLE) C.DAT_RETURN {
+	x := iaOf(h)
+	if x == nil {
+		return badHandle(api.HandleIA)
+	}
+	if out == nil {
+		return badArg(3)
+	}
+	cno, err := x.ia.CreateCNO(cnoAgent{fn: fn, inst: inst}.waitAgent())
+	if err != nil {
+		return ret(err)
+	}
+	return hand(x, api.HandleCNO, cno, func(o *obj) { *out = C.DAT_CNO_HANDLE(o.h) })
+}
+
+//export go_cno_fd_create
+func go_cno_fd_create(h unsafe.Pointer, fd *C.DAT_FD, out *C.DAT_CNO_HANDLE) C.DAT_RETURN {
+	x := iaOf(h)
+	if x == nil {
+		return badHandle(api.HandleIA)
+	}
+	if fd == nil {
+		return badArg(2)
+	}
+	if out == nil {
+		return badArg(3)
+	}
+	cno, n, err := x.ia.CreateCNOFD()
+	if err != nil {
+		return ret(err)
+	}
+	return hand(x, api.HandleCNO, cno, func(o *obj) { *out, *fd = C.DAT_CNO_HANDLE(o.h), C.DAT_FD(n) })
+}
+
+//export go_cno_modify_agent
+func go_cno_modify_agent(h, inst, fn unsafe.Pointer) C.DAT_RETURN {
+	o := lookup(h, api.HandleCNO)
+	if o == nil {
+		return badHandle(api.HandleCNO)
+	}
+	return ret(o.v.(api.CNO).ModifyAgent(cnoAgent{fn: fn, inst: inst}.waitAgent()))
+}
+
+//export go_cno_query
+func go_cno_query(h unsafe.Pointer, mask C.DAT_CNO_PARAM_MASK, p *C.DAT_CNO_PARAM) C.DAT_RETURN {
+	o := lookup(h, api.HandleCNO)
+	if o == nil {
+		return badHandle(api.HandleCNO)
+	}
+	if p == nil {
+		return badArg(3)
+	}
+	q, err := o.v.(api.CNO).Query()
+	if err != nil {
+		return ret(err)
+	}
+	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+	p.proxy_type = C.DAT_PROXY_TYPE_NONE
+	if q.Agent != nil {
+		p.proxy_type = C.DAT_PROXY_TYPE_AGENT
+	}
+	return success
+}
+
+//export go_cno_wait
+func go_cno_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
+	o := lookup(h, api.HandleCNO)
+	if o == nil {
+		return badHandle(api.HandleCNO)
+	}
+	if out == nil {
+		return badArg(3)
+	}
+	ctx, cancel := waitContext(t)
+	evd, err := o.v.(api.CNO).Wait(ctx)
+	cancel()
+	if err != nil {
+		return ret(err)
+	}
+	*out = C.DAT_EVD_HANDLE(handleOf(evd))
+	return success
+}
+
+//export go_cno_trigger
+func go_cno_trigger(h unsafe.Pointer, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
+	o := lookup(h, api.HandleCNO)
+	if o == nil {
+		return badHandle(api.HandleCNO)
+	}
+	if out == nil {
+		return badArg(2)
+	}
+	evd, err := o.v.(api.CNO).Triggered()
+	if err != nil {
+		return ret(err)
+	}
+	*out = C.DAT_EVD_HANDLE(handleOf(evd))
+	return success
+}
