@@ -2,6 +2,9 @@ package tcp
 
 import (
 	"bytes"
+	"io"
+	"net"
+	"slices"
 	"testing"
 )
 
@@ -142,5 +145,63 @@ func TestBatchStagesSmallFrames(t *testing.T) {
 	c.batch()
 	if len(c.wvec) != 2 || !sharesMemory(c.wvec, resp) {
 		t.Fatalf("a read response's payload was copied: %d buffers", len(c.wvec))
+	}
+}
+
+// TestDisconnectSendsOwedAck checks what a disconnecting connection's
+// writer writes last: the ACK it owes, then DISCONNECT, with the ACK
+// stopping short of a read whose response it discarded (the peer would
+// take an ACK of that read for a protocol violation), and DISCONNECT alone
+// when nothing is owed.
+func TestDisconnectSendsOwedAck(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		placed, ackSent uint64
+		resp            uint64 // the request of a READ_RESP queued; 0: none
+		want            []frame
+	}{
+		{"an ACK owed", 6, 2, 0, []frame{{Type: frAck, Flags: frFlagAck, Ack: 6, Credits: 3}, {Type: frDisc}}},
+		{"a read response discarded", 6, 2, 5, []frame{{Type: frAck, Flags: frFlagAck, Ack: 4, Credits: 3}, {Type: frDisc}}},
+		{"nothing new to acknowledge before the read", 6, 4, 5, []frame{{Type: frDisc}}},
+		{"nothing owed", 2, 2, 0, []frame{{Type: frDisc}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			local, remote := net.Pipe()
+			defer remote.Close()
+			c := newConn(&ia{})
+			c.nc = local
+			c.placed, c.ackSent, c.recvPosted = tc.placed, tc.ackSent, 3
+			c.deferWake++ // (the writer is not running yet)
+			if tc.resp != 0 {
+				c.enqueue(&frame{Type: frReadResp, Seq: tc.resp, Len: 8}, [][]byte{make([]byte, 8)})
+				c.respQueued++
+			}
+			c.enqueue(&frame{Type: frSend, Seq: 9, Len: 8}, [][]byte{make([]byte, 8)})
+			c.closing, c.drop, c.disc = true, true, true // (as shutdown for Disconnect)
+			c.up = true
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.writeLoop()
+			}()
+			stream, err := io.ReadAll(remote)
+			<-done
+			if err != nil {
+				t.Fatalf("reading what the writer wrote: %v", err)
+			}
+			lim := limits{maxMsg: 1 << 20, maxRDMA: 1 << 20}
+			var got []frame
+			for len(stream) >= frameLen {
+				f, err := decodeFrame(stream, &lim)
+				if err != nil {
+					t.Fatalf("malformed header %x: %v", stream[:frameLen], err)
+				}
+				got = append(got, f)
+				stream = stream[frameLen+int(f.Len):]
+			}
+			if !slices.Equal(got, tc.want) || len(stream) != 0 {
+				t.Fatalf("the closing writer wrote %+v (and %d bytes more), want %+v", got, len(stream), tc.want)
+			}
+		})
 	}
 }

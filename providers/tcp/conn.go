@@ -91,7 +91,6 @@ type conn struct {
 	wstage    [wstageLen]byte // one batch's headers and small payloads, packed (stage)
 	wpos      int             // wstage[:wpos] is in use
 	wrun      int             // index in wvec of the slice of wstage that ends at wpos; -1: none
-	wdisc     [frameLen]byte  // DISCONNECT
 	wvec      [][]byte
 	wvec0     [][]byte // wvec's full backing array
 	wbufs     net.Buffers
@@ -104,6 +103,9 @@ type conn struct {
 	rxWoke    bool          // the reader completed a receive with a notification
 	rxBulk    uint64        // payload bytes received since the last quick ACK (quickAck)
 	qaFn      func(uintptr) // quickAck's callback (made once: no allocation)
+
+	// The last frames, the ACK owed and DISCONNECT (lastFrames).
+	wlast [2 * frameLen]byte
 
 	// Reader scratch: only the reader goroutine uses these.
 	rhdr    [frameLen]byte
@@ -177,7 +179,8 @@ type responder struct {
 	ackSent    uint64
 	recvPosted uint64 // receive credits granted
 	credSent   uint64
-	respQueued int // READ_RESP frames queued
+	respQueued int    // READ_RESP frames queued
+	respCut    uint64 // the request of the first READ_RESP a closing writer discarded; 0: none
 	inRecv     bool
 	cur        recvWR // the receive being filled (cookie and flags)
 }
@@ -376,17 +379,24 @@ func (c *conn) writeLoop() {
 		}
 		if c.closing && c.drop {
 			for c.tx.Len() > 0 {
-				clear(c.tx.Front().segs)
+				t := c.tx.Front()
+				if t.readResp && c.respCut == 0 {
+					c.respCut = binary.BigEndian.Uint64(t.hdr[8:])
+				}
+				clear(t.segs)
 				c.tx.PopFront()
 			}
 		}
 		if c.closing && c.tx.Len() == 0 {
 			disc, hard := c.disc, c.hard
 			c.disc = false
-			mu.Unlock()
+			n := 0
 			if disc {
-				encodeFrame(c.wdisc[:], &frame{Type: frDisc})
-				_, _ = c.nc.Write(c.wdisc[:])
+				n = c.lastFrames()
+			}
+			mu.Unlock()
+			if n > 0 {
+				_, _ = c.nc.Write(c.wlast[:n])
 			}
 			mu.Lock()
 			hard = hard || c.hard
@@ -417,6 +427,27 @@ func (c *conn) writeLoop() {
 			c.ep.lost(c)
 		}
 	}
+}
+
+// lastFrames encodes into wlast what a disconnecting side writes last and
+// returns its length: the ACK it owes, if any, then DISCONNECT. Without the
+// ACK the peer would flush, on DISCONNECT, requests whose data this side
+// has placed and whose receives it may already have completed. The ACK
+// covers no READ_REQ whose READ_RESP was discarded (respCut): the peer
+// flushes that read and what follows it. ia.mu is held.
+func (c *conn) lastFrames() int {
+	n := 0
+	placed := c.placed
+	if c.respCut != 0 {
+		placed = min(placed, c.respCut-1)
+	}
+	if placed > c.ackSent {
+		c.ackSent, c.credSent = placed, c.recvPosted
+		encodeFrame(c.wlast[:], &frame{Type: frAck, Flags: frFlagAck, Ack: placed, Credits: c.recvPosted})
+		n = frameLen
+	}
+	encodeFrame(c.wlast[n:], &frame{Type: frDisc})
+	return n + frameLen
 }
 
 // batch moves queued frames into wvec, with the ACK owed, if any, in the

@@ -330,7 +330,9 @@
 // # Closing
 //
 // Disconnect sends DISCONNECT and half-closes; the peer answers by
-// closing, and its EP gets DISCONNECTED. A DTO error half-closes without
+// closing, and its EP gets DISCONNECTED. The acknowledgement owed goes
+// out ahead of DISCONNECT, so that the peer's requests whose data this
+// side placed complete successfully rather than flushed. A DTO error half-closes without
 // DISCONNECT, so the peer sees BROKEN. EP.Free and IA.Close send
 // DISCONNECT and then close the socket outright, and return only after
 // every goroutine of the EP (or IA) has ended. A connection that is
