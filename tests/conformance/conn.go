@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 
 	"github.com/godat/godat/api"
@@ -683,6 +684,31 @@ func connGroups() []group {
 					t.Fatalf("the peer received other bytes than sent")
 				}
 			}},
+			{"DESCRIPTION", "a graceful disconnect with several sends of various sizes outstanding lets every one complete successfully, and the peer receives them all", func(t *checkT) {
+				srv, cli := t.serverNode(), t.node()
+				x := t.newExchange(cli, srv)
+				for round := range disconnectRounds {
+					p := x.start(round)
+					t.noErr(p.cli.ep.Disconnect(api.CloseGraceful), "EP.Disconnect(graceful) with the sends outstanding")
+					x.sendsComplete(p, "a send outstanding at the sender's graceful disconnect")
+					x.received(p, round)
+					x.finish(p)
+				}
+			}},
+			{"DESCRIPTION", "sends whose receives the peer completed complete successfully, not FLUSHED, when the peer then disconnects gracefully", func(t *checkT) {
+				// The receiver's completions say the data arrived: the
+				// sends delivered it, and the disconnect that follows
+				// must not turn them into flushed ones.
+				srv, cli := t.serverNode(), t.node()
+				x := t.newExchange(cli, srv)
+				for round := range disconnectRounds {
+					p := x.start(round)
+					x.received(p, round)
+					t.noErr(p.srv.ep.Disconnect(api.CloseGraceful), "EP.Disconnect(graceful) by the receiver")
+					x.sendsComplete(p, "a send the peer received before it disconnected gracefully")
+					x.finish(p)
+				}
+			}},
 			{"DESCRIPTION", "on an EVD shared by all streams, the completions of in-progress DTOs precede DISCONNECTED", func(t *checkT) {
 				srv, cli := t.node(), t.node()
 				all := cli.evd(api.EVDDTO | api.EVDConnection | api.EVDRMRBind)
@@ -930,4 +956,98 @@ func (t *checkT) providerRequest() *pending {
 	c.connect(srv, q, nil)
 	ev := srv.expectCR("the CONNECTION_REQUEST on a PSPProvider PSP")
 	return &pending{srv: srv, cli: cli, c: c, psp: psp, q: q, ev: ev, cr: ev.CR.CR}
+}
+
+// disconnectSizes are the message sizes of the graceful disconnect checks
+// with several sends: from a byte to a few pages, 0x2000 (the size of a
+// DAPL transaction test's messages) among them.
+var disconnectSizes = []int{0x2000, 64, 0x2000, 1, 0x3001, 0x2000}
+
+// disconnectRounds is how many connections those checks make in turn: the
+// faults they look for (a disconnect that overtakes the news of data the
+// peer already has) show in some rounds only.
+const disconnectRounds = 16
+
+// exchange is the setup of those checks: a server and a client node, and
+// regions for one round's messages (disconnectSizes, back to back).
+type exchange struct {
+	t        *checkT
+	cli, srv *node
+	sr, rr   *region
+	total    int    // the bytes of one round
+	sent     []byte // this round's data
+}
+
+// newExchange registers the regions of an exchange between cli and srv.
+func (t *checkT) newExchange(cli, srv *node) *exchange {
+	t.T.Helper()
+	total := 0
+	for _, n := range disconnectSizes {
+		total += n
+	}
+	return &exchange{t: t, cli: cli, srv: srv, total: total,
+		sr: cli.region(total, api.MemPrivLocalRead|api.MemPrivLocalWrite),
+		rr: srv.region(total, api.MemPrivLocalRead|api.MemPrivLocalWrite)}
+}
+
+// start connects a new pair, posts a receive on the server for each of
+// disconnectSizes and then the matching sends on the client, receive k
+// with cookie k and send k with cookie 100+k.
+func (x *exchange) start(round int) *pair {
+	t := x.t
+	t.T.Helper()
+	p := t.pairWith(pairCfg{cli: x.cli, srv: x.srv})
+	clear(x.rr.b)
+	x.sent = x.sr.fill(0, x.total, byte(round))
+	off := 0
+	for k, n := range disconnectSizes {
+		p.srv.postRecv(x.rr, off, n, api.Cookie(k))
+		off += n
+	}
+	off = 0
+	for k, n := range disconnectSizes {
+		p.cli.postSend(x.sr, off, n, api.Cookie(100+k))
+		off += n
+	}
+	return p
+}
+
+// sendsComplete waits for the client's send completions, in post order,
+// each a success with its length.
+func (x *exchange) sendsComplete(p *pair, what string) {
+	x.t.T.Helper()
+	for k, n := range disconnectSizes {
+		ev := p.cli.expectReq(api.Cookie(100+k), api.DTOSuccess, fmt.Sprintf("%s (%#x bytes)", what, n))
+		if int(ev.DTO.Length) != n {
+			x.t.Fatalf("%s: the completion of a send of %#x bytes says %#x", what, n, ev.DTO.Length)
+		}
+	}
+}
+
+// received waits for the server's receive completions, in post order, each
+// a success with the length sent, and checks the bytes that arrived.
+func (x *exchange) received(p *pair, round int) {
+	t := x.t
+	t.T.Helper()
+	for k, n := range disconnectSizes {
+		ev := p.srv.expectRecv(api.Cookie(k), api.DTOSuccess, fmt.Sprintf("the receive of a %#x-byte send", n))
+		if int(ev.DTO.Length) != n {
+			t.Fatalf("round %d: the receive of a %#x-byte send completed with length %#x", round, n, ev.DTO.Length)
+		}
+	}
+	if !bytes.Equal(x.rr.b[:len(x.sent)], x.sent) {
+		t.Fatalf("round %d: the receiver has other bytes than were sent", round)
+	}
+}
+
+// finish waits for DISCONNECTED on both ends and frees the pair's EPs and
+// PSP.
+func (x *exchange) finish(p *pair) {
+	t := x.t
+	t.T.Helper()
+	p.cli.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED on the client")
+	p.srv.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED on the server")
+	t.noErr(p.cli.ep.Free(), "EP.Free of the client EP")
+	t.noErr(p.srv.ep.Free(), "EP.Free of the server EP")
+	t.noErr(p.psp.Free(), "PSP.Free")
 }
