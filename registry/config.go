@@ -24,6 +24,21 @@ package registry
 //   - Columns are 1-based byte offsets within the line, as the Go tools
 //     count them; a UTF-8 byte order mark at the start is skipped.
 //   - A file larger than MaxConfigSize is refused as a whole.
+//   - godat's built-in IAs (loopback, tcp) are not only the fallback when
+//     no file is found: LoadConfig adds each after the file's own IAs
+//     unless the file defines that name, in either form, so that a system
+//     /etc/dat.conf written by a uDAPL installation, or a TOML file that
+//     lists only hardware, does not take them away. A file that wants
+//     other settings for one of them defines an IA of that name. Added
+//     built-ins are never marked default: the file's choice stands, and
+//     OpenDefault opens a built-in one only when the file has no IA.
+//     ParseConfig returns the file's IAs alone.
+//   - A classic line naming godat's own C library (basename libdat2.so.2,
+//     or starting with libdatgodat) is what a uDAPL registry loads godat
+//     through; godat reads it as an alias: ia_params names a godat IA (of
+//     the same file, else built in) and the line's IA opens what that one
+//     opens. An alias of an alias, or of a name nothing defines, is
+//     unavailable with the reason.
 
 import (
 	"bytes"
@@ -70,6 +85,29 @@ type IAEntry struct {
 	// though the file is valid (e.g. a classic line naming a library godat
 	// does not provide).
 	Unavailable string
+	// BuiltIn marks one of godat's built-in IAs (those of EmbeddedConfig):
+	// the whole embedded configuration, or a built-in IA that LoadConfig
+	// added after a file's own IAs because the file does not define its
+	// name. Pos then points into the embedded default.
+	BuiltIn bool
+	// AliasOf is set on a classic line that names godat's own C library
+	// (libdat2.so.2, libdatgodat*): the name of the godat IA the line
+	// stands for, from its ia_params. Provider, ThreadSafe, IAParams,
+	// PlatformParams and Hooks are then those of that IA (an IA of the same
+	// file, else a built-in one), or Unavailable says why there are none.
+	AliasOf string
+}
+
+// OriginBuiltIn is the Origin of a built-in IA.
+const OriginBuiltIn = "built-in"
+
+// Origin says where the IA comes from: "file:line" of its entry, or
+// OriginBuiltIn for one of godat's built-in IAs.
+func (e IAEntry) Origin() string {
+	if e.BuiltIn {
+		return OriginBuiltIn
+	}
+	return e.Pos.File + ":" + strconv.Itoa(e.Pos.Line)
 }
 
 // Config is a parsed configuration file.
@@ -79,7 +117,9 @@ type Config struct {
 	// Source says how LoadConfig chose the file: "argument" (the caller's
 	// path), "DAT_OVERRIDE", "system" (SystemConfigPath) or "embedded".
 	// ParseConfig leaves it empty.
-	Source  string
+	Source string
+	// IAs are the file's IAs in file order; from LoadConfig, followed by
+	// the built-in IAs whose names the file does not define (BuiltIn set).
 	IAs     []IAEntry
 	Plugins []PluginEntry // the [[plugin]] tables (TOML form only), in file order
 }
@@ -137,7 +177,9 @@ const (
 // whose IAs are in file order, each with the position where it starts. An
 // IA that the file describes correctly but godat cannot serve (a classic
 // line naming a library godat does not provide, or a DAT 1.x version) is
-// returned with Unavailable set; it does not make the file invalid.
+// returned with Unavailable set; it does not make the file invalid. The
+// built-in IAs are not added (LoadConfig adds them); a classic alias line
+// (IAEntry.AliasOf) is resolved against the file and the built-in IAs.
 //
 // On failure it returns a nil Config and an *api.Error of type
 // InvalidParameter whose Cause is a ConfigErrors listing every problem

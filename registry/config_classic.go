@@ -18,13 +18,19 @@ package registry
 // lib_path says which provider serves the IA: libgodat-<provider>.so (any
 // version suffix, any directory) is godat's built-in <provider>; the uDAPL
 // libraries of rdma-core, libdaplofa.so, libdaploscm.so and libdaploucm.so
-// (with or without the .2 suffix) are served by "verbs". Any other library
-// leaves the file valid and the IA unavailable, with the reason.
+// (with or without the .2 suffix) are served by "verbs", with the line's
+// ia_params unchanged: the verbs provider reads OFA's forms ("mlx5_0 1",
+// a device and port; "ib0 0", a netdev; an IP address), so that the IA of
+// an ofa-v2-* line is the same adapter through godat as through uDAPL.
+// godat's own C library (libdat2.so.2, libdatgodat*) makes the line an
+// alias of the godat IA its ia_params names (IAEntry.AliasOf). Any other
+// library leaves the file valid and the IA unavailable, with the reason.
 
 import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -124,7 +130,11 @@ func parseClassic(name string, data []byte, errs *errList) *Config {
 			continue
 		}
 		var why string
-		e.Provider, why = libraryProvider(e.Library)
+		if isGodatCLibrary(e.Library) {
+			e.AliasOf, why = aliasTarget(e.IAParams)
+		} else {
+			e.Provider, why = libraryProvider(e.Library)
+		}
 		switch {
 		case otherVersion != "":
 			e.Unavailable = otherVersion
@@ -133,7 +143,64 @@ func parseClassic(name string, data []byte, errs *errList) *Config {
 		}
 		cfg.IAs = append(cfg.IAs, e)
 	}
+	resolveAliases(cfg.IAs)
 	return cfg
+}
+
+// isGodatCLibrary reports whether lib is godat's own C library, the one a
+// uDAPL registry loads to reach godat: libdat2.so.2, or a name starting
+// with libdatgodat.
+func isGodatCLibrary(lib string) bool {
+	base := path.Base(lib)
+	return base == "libdat2.so.2" || strings.HasPrefix(base, "libdatgodat")
+}
+
+// aliasTarget returns the IA name that the ia_params of a godat C library
+// line gives, or why it gives none.
+func aliasTarget(iaParams string) (name, why string) {
+	name = strings.TrimSpace(iaParams)
+	if msg := checkIAName(name); msg != "" {
+		return "", fmt.Sprintf("ia_params %q of a line for godat's C library must name the godat IA it serves, such as \"tcp\": %s", iaParams, msg)
+	}
+	return name, ""
+}
+
+// resolveAliases gives each alias entry (AliasOf set, still available) the
+// provider and parameters of the IA it names: an IA of ias, else a built-in
+// one; or makes it unavailable with the reason.
+func resolveAliases(ias []IAEntry) {
+	var builtins []IAEntry
+	for i := range ias {
+		a := &ias[i]
+		if a.AliasOf == "" || a.Unavailable != "" {
+			continue
+		}
+		j := slices.IndexFunc(ias, func(e IAEntry) bool { return e.Name == a.AliasOf })
+		var t IAEntry
+		if j >= 0 {
+			t = ias[j]
+		} else {
+			if builtins == nil {
+				builtins = EmbeddedConfig().IAs
+			}
+			k := slices.IndexFunc(builtins, func(e IAEntry) bool { return e.Name == a.AliasOf })
+			if k < 0 {
+				a.Unavailable = fmt.Sprintf("it stands for IA %q (its ia_params), which neither this file nor godat's built-in IAs define", a.AliasOf)
+				continue
+			}
+			t = builtins[k]
+		}
+		switch {
+		case t.AliasOf != "":
+			a.Unavailable = fmt.Sprintf("it stands for IA %q (%s), which is itself a line for godat's C library; expected an IA with a provider", a.AliasOf, t.Pos)
+		case t.Unavailable != "":
+			a.Unavailable = fmt.Sprintf("it stands for IA %q (%s), which is unavailable: %s", a.AliasOf, t.Pos, t.Unavailable)
+		default:
+			a.Provider, a.ThreadSafe = t.Provider, t.ThreadSafe
+			a.IAParams, a.PlatformParams = t.IAParams, t.PlatformParams
+			a.Hooks = slices.Clone(t.Hooks)
+		}
+	}
 }
 
 // splitClassicLine splits one line into fields. It reports the first
@@ -228,6 +295,6 @@ func libraryProvider(lib string) (provider, why string) {
 			return "verbs", ""
 		}
 	}
-	return "", fmt.Sprintf("godat does not provide library %s (it provides libgodat-<provider>.so and, with \"verbs\", %s)",
+	return "", fmt.Sprintf("godat does not provide library %s (it provides libgodat-<provider>.so, its C library libdat2.so.2 and, with \"verbs\", %s)",
 		lib, strings.Join(verbsLibraries, ".2, ")+".2")
 }

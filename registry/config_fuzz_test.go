@@ -44,7 +44,8 @@ func FuzzParseConfigClassic(f *testing.F) {
 	addSeeds(f, "*.conf",
 		`ofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "ib0 0" ""`,
 		"a u1.2 threadsafe nondefault /x/libgodat-t.so.9 v \"\t#\" \"\" # c\r\n\"b\" k2.0 x y z",
-		"\"a\"\"b\" u2.0\n# only\n\n")
+		"\"a\"\"b\" u2.0\n# only\n\n",
+		"g u2.0 nonthreadsafe default /l/libdat2.so.2 godat.2.0 \"h\" \"\"\nh u2.0 threadsafe default libgodat-x.so v \"p\" \"q\"\n")
 	f.Fuzz(checkParse)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/godat/godat/api"
@@ -36,10 +37,11 @@ var (
 )
 
 // EmbeddedConfig returns the configuration built into godat, which
-// LoadConfig falls back to when no file is found: the loopback IA, marked
-// default (and tcp on 127.0.0.1 once that provider exists). Its File is
-// "<embedded>", its Format and Source "embedded". Each call returns a new
-// copy that the caller may modify.
+// LoadConfig falls back to when no file is found and whose IAs it adds
+// after a file's own (see LoadConfig): the loopback IA, marked default,
+// and tcp on 127.0.0.1, each with BuiltIn set. Its File is "<embedded>",
+// its Format and Source "embedded". Each call returns a new copy that the
+// caller may modify.
 func EmbeddedConfig() *Config {
 	embeddedOnce.Do(func() {
 		cfg, err := ParseConfig(EmbeddedConfigName, defaultConf)
@@ -48,6 +50,9 @@ func EmbeddedConfig() *Config {
 			panic("registry: the embedded default.conf is invalid: " + err.Error())
 		}
 		cfg.Format, cfg.Source = FormatEmbedded, FormatEmbedded
+		for i := range cfg.IAs {
+			cfg.IAs[i].BuiltIn = true
+		}
 		embeddedCfg = cfg
 	})
 	c := *embeddedCfg
@@ -62,6 +67,12 @@ func EmbeddedConfig() *Config {
 //     empty;
 //  3. else SystemConfigPath (/etc/dat.conf), when it exists;
 //  4. else the embedded default (EmbeddedConfig).
+//
+// The IAs of a file come first, in file order; then each built-in IA of
+// EmbeddedConfig whose name the file does not define, with BuiltIn set
+// and not marked default. So loopback and tcp can be opened by name next
+// to any file, in either form, including the /etc/dat.conf of a uDAPL
+// installation; a file that defines one of these names replaces it.
 //
 // A file named by path or $DAT_OVERRIDE must be readable: LoadConfig never
 // falls back silently from a file the user asked for. An unreadable file is
@@ -103,7 +114,20 @@ func parseLoaded(path, source string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	cfg.Source = source
+	addBuiltIns(cfg)
 	return cfg, nil
+}
+
+// addBuiltIns appends the built-in IAs whose names cfg does not define.
+// They are never cfg's default: the file's choice of default stands.
+func addBuiltIns(cfg *Config) {
+	for _, b := range EmbeddedConfig().IAs {
+		if slices.ContainsFunc(cfg.IAs, func(e IAEntry) bool { return e.Name == b.Name }) {
+			continue
+		}
+		b.Default = false
+		cfg.IAs = append(cfg.IAs, b)
+	}
 }
 
 // readConfigFile reads at most MaxConfigSize+1 bytes of path, so that an

@@ -343,12 +343,12 @@ func TestConfigEmbedded(t *testing.T) {
 		t.Fatalf("%+v", cfg)
 	}
 	want := IAEntry{Name: "loopback", Provider: "loopback", APIVersion: "u2.0", ThreadSafe: true, Default: true,
-		ProviderVersion: "godat.1.0", Pos: cfg.IAs[0].Pos}
+		ProviderVersion: "godat.1.0", Pos: cfg.IAs[0].Pos, BuiltIn: true}
 	if !reflect.DeepEqual(cfg.IAs[0], want) || cfg.IAs[0].Pos.File != "<embedded>" || cfg.IAs[0].Pos.Line < 1 {
 		t.Fatalf("got %+v", cfg.IAs[0])
 	}
 	wantTCP := IAEntry{Name: "tcp", Provider: "tcp", APIVersion: "u2.0", ThreadSafe: true,
-		ProviderVersion: "godat.1.0", IAParams: "127.0.0.1", Pos: cfg.IAs[1].Pos}
+		ProviderVersion: "godat.1.0", IAParams: "127.0.0.1", Pos: cfg.IAs[1].Pos, BuiltIn: true}
 	if !reflect.DeepEqual(cfg.IAs[1], wantTCP) {
 		t.Fatalf("got %+v", cfg.IAs[1])
 	}

@@ -11,6 +11,31 @@
 //
 // An IA's configuration entry may switch on hooks in its guard: counts
 // of its calls (Counts) and a trace of them (WithTraceLogger).
+//
+// # Configuration
+//
+// LoadConfig finds the configuration (the caller's path, $DAT_OVERRIDE,
+// /etc/dat.conf, else the embedded default) and reads it in either form:
+// godat's TOML or a classic dat.conf(5) file (dat.conf.example at the top
+// of the repository documents both). godat's built-in IAs, loopback and
+// tcp (on 127.0.0.1), stay available next to any file, in either form:
+// LoadConfig adds each after the file's IAs unless the file defines an IA
+// of that name, and never marks an added one default. A file therefore
+// replaces a built-in IA by defining its name, and cannot hide one
+// otherwise; IAEntry.Origin and ProviderInfo.Origin tell a built-in IA
+// ("built-in") from a file's ("file:line").
+//
+// A classic file such as the /etc/dat.conf that a uDAPL installation
+// (Debian's libdapl2) writes is read as it is. Its ofa-v2-* lines, for
+// rdma-core's uDAPL libraries libdaplofa.so.2, libdaploscm.so.2 and
+// libdaploucm.so.2, become IAs of the verbs provider with the same name
+// and the same ia_params ("mlx5_0 1": device and port; "ib0 0": a netdev;
+// an IP address), so that an IA name means the same adapter to godat as to
+// uDAPL. Lines for other libraries are listed as unavailable, with the
+// reason, and the rest of the file still works. A line naming godat's own
+// C library (libdat2.so.2, libdatgodat*), as a uDAPL registry loads godat,
+// is an alias: its ia_params names a godat IA, and the line's IA opens
+// that one's provider with its parameters.
 package registry
 
 import (
@@ -91,6 +116,12 @@ type ProviderInfo struct {
 	PlatformParams  string
 	Hooks           []string // the guard hooks the entry switches on
 	Pos             Position // where the IA is configured
+	// Origin is where the IA comes from: "file:line", or "built-in" for
+	// one of godat's built-in IAs (IAEntry.Origin).
+	Origin string
+	// AliasOf is the godat IA that a classic line for godat's C library
+	// stands for (IAEntry.AliasOf); "" for any other IA.
+	AliasOf string
 	// Plugin describes the plugin process that serves the IA, when its
 	// provider is a [[plugin]]; nil for built-in providers.
 	Plugin *PluginStatus
@@ -141,6 +172,7 @@ func (r *Registry) List() []ProviderInfo {
 			IAName: e.Name, Provider: e.Provider, ProviderVersion: e.ProviderVersion,
 			APIVersion: e.APIVersion, ThreadSafe: e.ThreadSafe, Default: e.Default,
 			IAParams: e.IAParams, PlatformParams: e.PlatformParams, Hooks: e.Hooks, Pos: e.Pos,
+			Origin: e.Origin(), AliasOf: e.AliasOf,
 		}
 		pi.Reason = r.unavailable(e)
 		pi.Available = pi.Reason == ""
@@ -205,8 +237,12 @@ func WithTraceLogger(l *slog.Logger) OpenOption { return func(o *openOptions) { 
 func (r *Registry) Open(ctx context.Context, name string, opts ...OpenOption) (api.IA, error) {
 	i := slices.IndexFunc(r.cfg.IAs, func(e IAEntry) bool { return e.Name == name })
 	if i < 0 {
+		where := r.cfg.File
+		if r.cfg.Format != FormatEmbedded && slices.ContainsFunc(r.cfg.IAs, func(e IAEntry) bool { return e.BuiltIn }) {
+			where += " nor among godat's built-in IAs"
+		}
 		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered,
-			fmt.Sprintf("no IA named %q in %s", name, r.cfg.File))
+			fmt.Sprintf("no IA named %q in %s", name, where))
 	}
 	return r.open(ctx, r.cfg.IAs[i], opts)
 }

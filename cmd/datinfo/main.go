@@ -12,8 +12,11 @@
 // else the file $DAT_OVERRIDE names; else /etc/dat.conf; else the default
 // built into godat, so it works on a machine with no configuration at
 // all), opens every available IA, queries it and closes it, and prints one
-// line per IA. An IA that cannot be opened shows the reason. -v prints
-// every IA and provider attribute instead of the table.
+// line per IA: the file's IAs, then godat's built-in IAs (loopback, tcp)
+// that the file does not define, each with where it comes from (ORIGIN:
+// the file and line of its entry, or "built-in"). An IA that cannot be
+// opened shows the reason. -v prints every IA and provider attribute
+// instead of the table.
 //
 // "datinfo check FILE..." validates each file and prints each problem as
 // "file:line:column: message", one per line, on standard error. Without a
@@ -40,6 +43,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -255,7 +259,7 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  IA\tPROVIDER\tDEVICE/ADDRESS\tMAX_EPS\tEVD_QLEN\tMAX_MSG\tMAX_RDMA\tIOV\tPRIV_DATA\tSTATUS")
+	fmt.Fprintln(tw, "  IA\tORIGIN\tPROVIDER\tDEVICE/ADDRESS\tMAX_EPS\tEVD_QLEN\tMAX_MSG\tMAX_RDMA\tIOV\tPRIV_DATA\tSTATUS")
 	firstDefault := ""
 	for _, r := range reps {
 		mark := " "
@@ -288,7 +292,7 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		} else {
 			status = "unavailable: " + r.info.Reason
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\n", mark, r.info.IAName, prov, dev, limits, status)
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, r.info.IAName, shortOrigin(r.info), prov, dev, limits, status)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -306,6 +310,16 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	}
 	_, err := fmt.Fprintf(w, "\n* marked default; OpenDefault opens %s.\n", firstDefault)
 	return err
+}
+
+// shortOrigin is the table's ORIGIN: "built-in", or the base name of the
+// file and the line (the Configuration line above the table names the
+// file in full).
+func shortOrigin(pi registry.ProviderInfo) string {
+	if pi.Origin == registry.OriginBuiltIn {
+		return pi.Origin
+	}
+	return filepath.Base(pi.Pos.File) + ":" + strconv.Itoa(pi.Pos.Line)
 }
 
 // writeDevices prints one line per opened IA that sits on a device (its
@@ -427,6 +441,10 @@ func writeVerbose(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		fmt.Fprintf(tw, "\nIA %s\n", pi.IAName)
 		row := func(k string, v any) { fmt.Fprintf(tw, "  %s\t%v\n", k, v) }
 		row("position", pi.Pos)
+		row("origin", pi.Origin)
+		if pi.AliasOf != "" {
+			row("alias_of", pi.AliasOf)
+		}
 		row("provider", orDash(pi.Provider))
 		row("api_version", pi.APIVersion)
 		row("threadsafe", pi.ThreadSafe)
@@ -554,9 +572,12 @@ func enumName(v uint64, names ...string) string {
 //
 // Every IA object has the configuration keys of dat.conf.example (name,
 // provider, api_version, threadsafe, default, provider_version, ia_params,
-// platform_params), "library" (classic files only), "position"
-// (file:line:column of its entry), "available" and, when it is false,
-// "reason". An IA that was opened also has "ia_attr" and "provider_attr":
+// platform_params), "library" (classic files only), "alias_of" (a classic
+// line for godat's C library: the godat IA it stands for, whose provider
+// and parameters it has), "position" (file:line:column of its entry),
+// "origin" ("file:line" of its entry, or "built-in" for one of godat's
+// built-in IAs), "available" and, when it is false, "reason". An IA that
+// was opened also has "ia_attr" and "provider_attr":
 // objects whose keys are the Go field names of api.IAAttr and
 // api.ProviderAttr, with numbers (flags and enumerations as their DAT
 // numeric values; 64-bit limits may exceed 2^53), booleans and strings;
@@ -589,8 +610,10 @@ type iaJSON struct {
 	PlatformParams  string         `json:"platform_params"`
 	Hooks           []string       `json:"hooks,omitempty"`
 	Library         string         `json:"library,omitempty"`
+	AliasOf         string         `json:"alias_of,omitempty"`
 	Plugin          *pluginJSON    `json:"plugin,omitempty"`
 	Position        string         `json:"position"`
+	Origin          string         `json:"origin"`
 	Available       bool           `json:"available"`
 	Reason          string         `json:"reason,omitempty"`
 	IAAttr          map[string]any `json:"ia_attr,omitempty"`
@@ -625,8 +648,8 @@ func writeListJSON(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 		ia := iaJSON{
 			Name: pi.IAName, Provider: pi.Provider, APIVersion: pi.APIVersion, ThreadSafe: pi.ThreadSafe,
 			Default: pi.Default, ProviderVersion: pi.ProviderVersion, IAParams: pi.IAParams,
-			PlatformParams: pi.PlatformParams, Hooks: pi.Hooks, Library: r.library, Position: pi.Pos.String(),
-			Available: r.opened, Reason: pi.Reason,
+			PlatformParams: pi.PlatformParams, Hooks: pi.Hooks, Library: r.library, AliasOf: pi.AliasOf,
+			Position: pi.Pos.String(), Origin: pi.Origin, Available: r.opened, Reason: pi.Reason,
 		}
 		if r.opened {
 			ia.IAAttr, ia.ProviderAttr = attrMap(r.attr), attrMap(r.pattr)
@@ -682,6 +705,10 @@ type checkJSON struct {
 	Valid  bool   `json:"valid"`
 	Format string `json:"format,omitempty"` // "toml" or "classic", when valid
 	IAs    int    `json:"ias"`              // IAs in a valid file
+	// BuiltIn names the built-in IAs that stay available next to a valid
+	// file because it does not define their names; empty for the embedded
+	// configuration, whose IAs are all built in.
+	BuiltIn []string `json:"built_in"`
 	// Problems lists every problem of an invalid file; empty when valid.
 	Problems []problemJSON `json:"problems"`
 	// Unavailable lists the IAs of a valid file that cannot be opened
@@ -714,7 +741,7 @@ func check(o options, files []string, stdout, stderr io.Writer) int {
 	code := exitOK
 	results := []checkJSON{}
 	for _, f := range files {
-		res := checkJSON{File: f, Problems: []problemJSON{}, Unavailable: []unavailableJSON{}}
+		res := checkJSON{File: f, BuiltIn: []string{}, Problems: []problemJSON{}, Unavailable: []unavailableJSON{}}
 		cfg, err := registry.LoadConfig(f)
 		if err != nil {
 			code = exitFailure
@@ -735,14 +762,29 @@ func check(o options, files []string, stdout, stderr io.Writer) int {
 			results = append(results, res)
 			continue
 		}
-		res.File, res.Valid, res.Format, res.IAs = cfg.File, true, cfg.Format, len(cfg.IAs)
+		res.File, res.Valid, res.Format = cfg.File, true, cfg.Format
+		for _, e := range cfg.IAs {
+			if e.BuiltIn && cfg.Format != registry.FormatEmbedded {
+				res.BuiltIn = append(res.BuiltIn, e.Name)
+			} else {
+				res.IAs++
+			}
+		}
 		for _, pi := range registry.New(cfg).List() {
 			if !pi.Available {
 				res.Unavailable = append(res.Unavailable, unavailableJSON{Name: pi.IAName, Position: pi.Pos.String(), Reason: pi.Reason})
 			}
 		}
 		if !o.json {
-			fmt.Fprintf(stdout, "%s: ok: %s form, %s\n", describeFile(cfg), cfg.Format, plural(len(cfg.IAs), "IA"))
+			fmt.Fprintf(stdout, "%s: ok: %s form, %s\n", describeFile(cfg), cfg.Format, plural(res.IAs, "IA"))
+			switch len(res.BuiltIn) {
+			case 0:
+			case 1:
+				fmt.Fprintf(stdout, "%s: note: godat's built-in IA %s is available too (the file does not define it)\n", cfg.File, res.BuiltIn[0])
+			default:
+				fmt.Fprintf(stdout, "%s: note: godat's built-in IAs %s are available too (the file does not define them)\n",
+					cfg.File, strings.Join(res.BuiltIn, ", "))
+			}
 			for _, u := range res.Unavailable {
 				fmt.Fprintf(stdout, "%s: note: IA %s is unavailable: %s\n", u.Position, u.Name, u.Reason)
 			}

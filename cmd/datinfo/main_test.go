@@ -142,8 +142,14 @@ func TestTable(t *testing.T) {
 		t.Errorf("no configuration line:\n%s", out)
 	}
 	if got := strings.Fields(row(t, out, "good0")); !slices.Equal(got,
-		[]string{"good0", "datinfo-test", "192.0.2.1:4791", "77", "4096", "1MiB", "1073741825", "8", "256", "available"}) {
+		[]string{"good0", "dat.conf:2", "datinfo-test", "192.0.2.1:4791", "77", "4096", "1MiB", "1073741825", "8", "256", "available"}) {
 		t.Errorf("good0 row: %q", got)
+	}
+	// godat's built-in IAs follow the file's, marked as such.
+	for _, name := range []string{"loopback", "tcp"} {
+		if f := strings.Fields(row(t, out, name)); f[0] != name || f[1] != "built-in" || f[2] != name || f[len(f)-1] != "available" {
+			t.Errorf("%s row: %q", name, f)
+		}
 	}
 	if r := row(t, out, "broken0"); !strings.HasPrefix(r, "* broken0") || !strings.Contains(r, "dev9") ||
 		!strings.Contains(r, "unavailable: DAT_PROVIDER_NOT_FOUND: no device dev9") {
@@ -183,6 +189,7 @@ func TestVerbose(t *testing.T) {
 		"                               b = \"x y\"",
 		"VendorAttrs                    (none)",
 		"IA broken0", "status            unavailable: DAT_PROVIDER_NOT_FOUND: no device dev9",
+		"origin            " + cfg + ":2\n", "IA loopback", "origin            built-in\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
@@ -216,8 +223,17 @@ func TestJSON(t *testing.T) {
 	if got.Config["file"] != cfg || got.Config["format"] != "toml" || got.Config["source"] != "argument" {
 		t.Errorf("config %v", got.Config)
 	}
-	if !slices.Contains(got.Providers, "datinfo-test") || len(got.IAs) != 3 {
+	// The file's three IAs, then the built-in loopback and tcp.
+	if !slices.Contains(got.Providers, "datinfo-test") || len(got.IAs) != 5 {
 		t.Fatalf("providers %v, %d IAs", got.Providers, len(got.IAs))
+	}
+	for i, want := range []string{cfg + ":2", cfg + ":9", cfg + ":16", "built-in", "built-in"} {
+		if got.IAs[i]["origin"] != want {
+			t.Errorf("IA %d (%v) origin %v, want %q", i, got.IAs[i]["name"], got.IAs[i]["origin"], want)
+		}
+	}
+	if got.IAs[3]["name"] != "loopback" || got.IAs[4]["name"] != "tcp" || got.IAs[3]["default"] != false {
+		t.Errorf("built-in IAs: %v, %v", got.IAs[3], got.IAs[4])
 	}
 	good := got.IAs[0]
 	for k, v := range map[string]any{"name": "good0", "provider": "datinfo-test", "api_version": "u2.0",
@@ -400,11 +416,14 @@ api_version = "u2.0"
 		t.Fatalf("exit %d, stderr %s", code, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{
-		"lp0  lp (plugin)", "lp0#1", "available",
-		"g0   gone (plugin)", `unavailable: plugin "gone": executable /nonexistent/dat-plugin does not exist`,
-		"Plugins:", bin, "1.0.0 (protocol 1)", "works (ran as pid",
-	} {
+	if r := row(t, out, "lp0"); !strings.Contains(r, " lp (plugin) ") || !strings.Contains(r, "lp0#1") || !strings.HasSuffix(r, " available") {
+		t.Errorf("lp0 row: %q", r)
+	}
+	if r := row(t, out, "g0"); !strings.Contains(r, " gone (plugin) ") ||
+		!strings.HasSuffix(r, `unavailable: plugin "gone": executable /nonexistent/dat-plugin does not exist`) {
+		t.Errorf("g0 row: %q", r)
+	}
+	for _, want := range []string{"Plugins:", bin, "1.0.0 (protocol 1)", "works (ran as pid"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -434,8 +453,124 @@ api_version = "u2.0"
 	if err := json.Unmarshal(stdout.Bytes(), &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.IAs) != 2 || list.IAs[0].Plugin == nil || list.IAs[0].Plugin.Path != bin || list.IAs[0].Plugin.Version != "1.0.0" ||
-		!list.IAs[0].Available || list.IAs[1].Available || list.IAs[1].Plugin == nil {
+	// The two plugin IAs, then the built-in loopback and tcp.
+	if len(list.IAs) != 4 || list.IAs[0].Plugin == nil || list.IAs[0].Plugin.Path != bin || list.IAs[0].Plugin.Version != "1.0.0" ||
+		!list.IAs[0].Available || list.IAs[1].Available || list.IAs[1].Plugin == nil || list.IAs[2].Plugin != nil {
 		t.Errorf("JSON: %s", stdout.String())
+	}
+}
+
+// debianConf is the /etc/dat.conf that Debian's libdapl2 installs (see
+// the registry's tests).
+const debianConf = "../../registry/testdata/config/debian-dat.conf"
+
+// With the /etc/dat.conf of an installed uDAPL, datinfo lists its ofa-v2
+// lines as verbs IAs with their ia_params, then godat's built-in IAs, and
+// says where each comes from.
+func TestDebianSystemFile(t *testing.T) {
+	isolate(t)
+	registry.SystemConfigPath = debianConf
+	code, out, errs := runDatinfo(t)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if !strings.Contains(out, "Configuration: "+debianConf+" (classic form, system file)") ||
+		!strings.Contains(out, "  IA ") || !strings.Contains(out, " ORIGIN ") {
+		t.Errorf("output:\n%s", out)
+	}
+	for name, want := range map[string][]string{
+		"ofa-v2-mlx4_0-1":  {"* ofa-v2-mlx4_0-1 ", " debian-dat.conf:19 ", " verbs ", " mlx4_0 1 "},
+		"ofa-v2-ib0":       {" debian-dat.conf:21 ", " verbs ", " ib0 0 "},
+		"ofa-v2-mlx5_0-1u": {" debian-dat.conf:57 ", " verbs ", " mlx5_0 1 "},
+		"ofa-v2-mcm-1":     {" debian-dat.conf:37 ", "unavailable: godat does not provide library libdaplomcm.so.2"},
+	} {
+		r := row(t, out, name)
+		for _, w := range want {
+			if !strings.Contains(r, w) {
+				t.Errorf("%s row lacks %q: %q", name, w, r)
+			}
+		}
+	}
+	for _, name := range []string{"loopback", "tcp"} {
+		if f := strings.Fields(row(t, out, name)); f[0] != name || f[1] != "built-in" || f[len(f)-1] != "available" {
+			t.Errorf("%s row: %q", name, f)
+		}
+	}
+	if !strings.Contains(out, "OpenDefault opens ofa-v2-mlx4_0-1.") {
+		t.Errorf("default line:\n%s", out)
+	}
+
+	code, out, errs = runDatinfo(t, "--json")
+	if code != 0 || errs != "" {
+		t.Fatalf("--json: exit %d, stderr %q", code, errs)
+	}
+	var list struct {
+		IAs []iaJSON `json:"ias"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(list.IAs); n != 64 || list.IAs[n-2].Name != "loopback" || list.IAs[n-1].Name != "tcp" {
+		t.Fatalf("%d IAs, want the file's 62 and loopback, tcp", n)
+	}
+	for _, ia := range list.IAs {
+		switch {
+		case ia.Name == "loopback" || ia.Name == "tcp":
+			if ia.Origin != "built-in" || ia.Library != "" || !ia.Available || ia.Default {
+				t.Errorf("%+v", ia)
+			}
+		case !strings.HasPrefix(ia.Origin, debianConf+":") || ia.Origin+":1" != ia.Position:
+			t.Errorf("%s: origin %q, position %q", ia.Name, ia.Origin, ia.Position)
+		case strings.HasPrefix(ia.Library, "libdaplo") && !strings.HasPrefix(ia.Library, "libdaplomcm"):
+			if ia.Provider != "verbs" || ia.IAParams == "" {
+				t.Errorf("%s (%s): provider %q, ia_params %q", ia.Name, ia.Library, ia.Provider, ia.IAParams)
+			}
+		}
+	}
+	if !strings.Contains(out, `"origin": "built-in"`) || !strings.Contains(out, `"origin": "`+debianConf+`:19"`) {
+		t.Errorf("JSON keys changed:\n%s", out)
+	}
+
+	code, out, _ = runDatinfo(t, "check")
+	if code != 0 || !strings.HasPrefix(out, debianConf+": ok: classic form, 62 IAs\n"+
+		debianConf+": note: godat's built-in IAs loopback, tcp are available too (the file does not define them)\n") {
+		t.Fatalf("check: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runDatinfo(t, "--json", "check")
+	var res []checkJSON
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res) != 1 {
+		t.Fatalf("check --json: exit %d, %v:\n%s", code, err, out)
+	}
+	if res[0].IAs != 62 || !slices.Equal(res[0].BuiltIn, []string{"loopback", "tcp"}) || !strings.Contains(out, `"built_in": [`) {
+		t.Errorf("check --json: %+v", res[0])
+	}
+}
+
+// A classic line for godat's C library lists the IA it stands for, with
+// that IA's provider and parameters, and opens it.
+func TestAliasLine(t *testing.T) {
+	isolate(t)
+	cfg := writeFile(t, "dat.conf", `godat-tcp u2.0 nonthreadsafe default /usr/lib/libdat2.so.2 godat.2.0 "tcp" ""`+"\n")
+	code, out, errs := runDatinfo(t, "--json", "-f", cfg)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	var list struct {
+		IAs []iaJSON `json:"ias"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.IAs) != 3 {
+		t.Fatalf("%d IAs:\n%s", len(list.IAs), out)
+	}
+	a := list.IAs[0]
+	if a.Name != "godat-tcp" || a.AliasOf != "tcp" || a.Provider != "tcp" || a.IAParams != "127.0.0.1" ||
+		a.Library != "/usr/lib/libdat2.so.2" || a.Origin != cfg+":1" || !a.Available || a.IAAttr["AdapterName"] != "godat-tcp" {
+		t.Errorf("alias: %+v", a)
+	}
+	code, out, _ = runDatinfo(t, "-v", "-f", cfg)
+	if code != 0 || !strings.Contains(out, "alias_of          tcp\n") {
+		t.Errorf("-v: exit %d:\n%s", code, out)
 	}
 }
