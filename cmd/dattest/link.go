@@ -26,10 +26,12 @@ const (
 
 // chooseIA returns the IA name dattest opens when -d is not given: "tcp"
 // when the configuration has an available IA of that name, else the
-// first available IA, one marked default before the others. A classic
-// /etc/dat.conf lists many IAs, often all marked default, most of them for
-// devices the machine does not have; when none is available the error
-// says why the first is not and how to go on.
+// first available IA, one marked default before the others. The IAs of
+// the file come before godat's built-in IAs, which the registry lists
+// after them: a file's available RDMA IA wins over the built-in tcp. A
+// classic /etc/dat.conf lists many IAs, often all marked default, most of
+// them for devices the machine does not have; when none is available the
+// error says why the first is not and how to go on.
 func chooseIA(reg *registry.Registry, name string) (string, error) {
 	if name != "" {
 		return name, nil
@@ -38,16 +40,21 @@ func chooseIA(reg *registry.Registry, name string) (string, error) {
 	if len(list) == 0 {
 		return "", fmt.Errorf("no IA is configured in %s", reg.Config().File)
 	}
-	// rank orders the available IAs: tcp, then one marked default, then
-	// the rest; the first of the best rank wins.
+	// rank orders the available IAs: the file's before the built-in ones,
+	// and in each group tcp, then one marked default, then the rest; the
+	// first of the best rank wins.
 	rank := func(pi registry.ProviderInfo) int {
+		r := 2
 		switch {
 		case pi.IAName == "tcp":
-			return 0
+			r = 0
 		case pi.Default:
-			return 1
+			r = 1
 		}
-		return 2
+		if pi.Origin == registry.OriginBuiltIn && reg.Config().Format != registry.FormatEmbedded {
+			r += 3
+		}
+		return r
 	}
 	best := -1
 	for i, pi := range list {

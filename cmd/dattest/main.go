@@ -14,7 +14,9 @@
 // applies ($DAT_OVERRIDE, /etc/dat.conf, the built-in default). Without
 // -d, dattest opens the IA named "tcp" when the configuration has an
 // available one, else the first available IA (one marked default before
-// the others); when none is available it says so and stops.
+// the others), looking at the file's IAs before godat's built-in ones
+// (which the registry lists next to any file); when none is available it
+// says so and stops.
 //
 // # Server
 //
@@ -210,7 +212,8 @@ flags:
   -s            run as server
   -h HOST       run as client against the server on HOST
   -d IA         the IA to open (default: "tcp" if available, else the first
-                available IA, the ones marked default first)
+                available IA, the ones marked default first; the file's IAs
+                before the built-in ones)
   -p PORT       connection qualifier (TCP port for the tcp provider; default 18515;
                 0 with -s picks a free one)
   -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)

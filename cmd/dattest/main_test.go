@@ -741,6 +741,19 @@ ofa-v2-nic1 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "nosuchdev1 0" "
 			t.Errorf("chose %q (%v), want %q, from:\n%s", got, err, c.want, c.conf)
 		}
 	}
+	// godat's built-in IAs, which the registry lists after a file's, come
+	// after the file's available IAs, built-in tcp included.
+	path := filepath.Join(t.TempDir(), "dat.conf")
+	if err := os.WriteFile(path, []byte(gone+lo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := chooseIA(reg, ""); err != nil || got != "lo" {
+		t.Errorf("chose %q (%v) next to the built-in IAs, want the file's lo", got, err)
+	}
 	cfg, err := registry.ParseConfig("dat.conf", []byte(gone))
 	if err != nil {
 		t.Fatal(err)
