@@ -267,6 +267,16 @@ type listener struct {
 	ln      *net.TCPListener
 	qual    api.ConnQual
 	stopped bool
+	done    chan struct{} // closed by stop: ends the accept goroutine's pause
+}
+
+// stop closes the listener and ends its accept goroutine. ia.mu is held.
+func (l *listener) stop() {
+	if !l.stopped {
+		l.stopped = true
+		close(l.done)
+		_ = l.ln.Close()
+	}
 }
 
 // listen opens a TCP listener on port q of the IA's address. ia.mu is held.
@@ -295,7 +305,7 @@ func (i *ia) listen(q api.ConnQual) (listener, error) {
 		return listener{}, &api.Error{Type: api.ConnQualUnavailable, Msg: fmt.Sprintf("listening on %d", q), Cause: err}
 	}
 	ln := l.(*net.TCPListener)
-	return listener{ln: ln, qual: api.ConnQual(ln.Addr().(*net.TCPAddr).Port)}, nil
+	return listener{ln: ln, qual: api.ConnQual(ln.Addr().(*net.TCPAddr).Port), done: make(chan struct{})}, nil
 }
 
 // servicePoint is a PSP or RSP: it takes the requests its listener accepts.
@@ -307,19 +317,44 @@ type servicePoint interface {
 	port() api.ConnQual
 }
 
+// Pauses of an accept goroutine after a failed accept: the first, and the
+// longest (the pause doubles while the failures go on).
+const (
+	acceptRetryMin = 5 * time.Millisecond
+	acceptRetryMax = time.Second
+)
+
 // acceptLoop is a service point's accept goroutine; it ends when the
-// listener is closed.
-func (i *ia) acceptLoop(ln *net.TCPListener, sp servicePoint) {
+// listener is stopped (listener.stop). A failed accept is tried again
+// after a pause, as net/http's server does: its causes pass (no file
+// descriptor or buffer free; a network error of the connection being
+// accepted, which Linux reports from accept), and meanwhile requesters
+// queue up on the listener, which stays open, so a goroutine that gave up
+// would leave them unanswered for ever.
+func (i *ia) acceptLoop(l *listener, sp servicePoint) {
 	defer i.wg.Done()
+	ln, done := l.ln, l.done // (read-only once listening: no lock)
+	var pause time.Duration
 	for {
 		nc, err := ln.AcceptTCP()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			if testHookAcceptErr != nil {
+				testHookAcceptErr(sp.port(), err)
+			}
+			pause = min(max(2*pause, acceptRetryMin), acceptRetryMax)
+			t := time.NewTimer(pause)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
 		}
+		pause = 0
 		if err := i.opts.applyToConn(nc); err != nil {
 			_ = nc.Close() // the requester sees the connection end
 			continue
@@ -336,6 +371,10 @@ func (i *ia) acceptLoop(ln *net.TCPListener, sp servicePoint) {
 		i.mu.Unlock()
 	}
 }
+
+// testHookAcceptErr, set by tests only, sees each failed accept of a
+// service point that is listening, with its port.
+var testHookAcceptErr func(q api.ConnQual, err error)
 
 // pendingReq is a connection request waiting for the consumer's decision.
 // Handoff moves it from one CR to another.
@@ -479,7 +518,7 @@ func (i *ia) createPSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (*psp
 	s := &psp{ia: i, l: l, evd: e, flags: flags}
 	i.psps[s] = struct{}{}
 	i.wg.Add(1)
-	go i.acceptLoop(l.ln, s)
+	go i.acceptLoop(&s.l, s)
 	return s, nil
 }
 
@@ -507,12 +546,7 @@ func (s *psp) arrive(pr *pendingReq) bool {
 }
 
 // stop closes the listener. ia.mu is held.
-func (s *psp) stop() {
-	if !s.l.stopped {
-		s.l.stopped = true
-		_ = s.l.ln.Close()
-	}
-}
+func (s *psp) stop() { s.l.stop() }
 
 // HandleType reports HandlePSP (dat_get_handle_type(3DAT)).
 func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
@@ -570,7 +604,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	p.state = api.EPReserved
 	i.rsps[r] = struct{}{}
 	i.wg.Add(1)
-	go i.acceptLoop(l.ln, r)
+	go i.acceptLoop(&r.l, r)
 	return r, nil
 }
 
@@ -594,12 +628,7 @@ func (r *rsp) arrive(pr *pendingReq) bool {
 	return true
 }
 
-func (r *rsp) stop() {
-	if !r.l.stopped {
-		r.l.stopped = true
-		_ = r.l.ln.Close()
-	}
-}
+func (r *rsp) stop() { r.l.stop() }
 
 // HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
 func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }

@@ -37,7 +37,10 @@
 // goroutine (one per PSP or RSP, stopped by Free) hands each accepted
 // socket to a connection goroutine that reads HELLO (within 10 s) and
 // delivers the CONNECTION_REQUEST; a request that finds the EVD full (the
-// backlog) is answered NON_PEER at once. CR.Accept moves the EP to
+// backlog) is answered NON_PEER at once. An accept that fails (no file
+// descriptor or kernel buffer free) is tried again after a pause that
+// doubles from 5 ms up to 1 s while the failures go on; requesters wait
+// in the listener's queue meanwhile. CR.Accept moves the EP to
 // COMPLETION_PENDING and sends ACCEPT; the requester answers READY and
 // both sides are CONNECTED with ESTABLISHED. COMPLETION_PENDING is thus
 // observable until READY arrives; if the requester gave up, the EP gets
