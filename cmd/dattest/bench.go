@@ -82,6 +82,9 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 		if cerr := c.close(ctx); err == nil && cerr != nil {
 			err = cerr
 		}
+		if err != nil {
+			err = c.idleHint(err)
+		}
 	}()
 	var w remoteWindow
 	if slices.ContainsFunc(p.ops, func(op string) bool { return op == "bw" || op == "read" || isWLat(op) }) {

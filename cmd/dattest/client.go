@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/registry"
@@ -74,6 +76,10 @@ type client struct {
 	rawPort int
 	pdOut   int // bytes of private data sent and received
 	pdIn    int
+	// serverIdle is the server's idle timeout (WELCOME; 0: none or not
+	// said), lastReply when the server last answered a request.
+	serverIdle time.Duration
+	lastReply  time.Time
 }
 
 const scratchSize = 128 << 10
@@ -140,6 +146,8 @@ func dial(ctx context.Context, n *node, cfg clientConfig, kind uint64, maxSize i
 		return nil, err
 	}
 	c.rawPort = int(w.getOr(tagRawPort, 0))
+	c.serverIdle = time.Duration(min(w.getOr(tagIdle, 0), math.MaxInt64/uint64(time.Millisecond))) * time.Millisecond
+	c.lastReply = time.Now()
 	return c, nil
 }
 
@@ -183,6 +191,7 @@ func (c *client) call(ctx context.Context, req *msg, sendSegs int, recvLens []in
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kindName(req.kind), err)
 	}
+	c.lastReply = time.Now()
 	m, err := decode(gather(rsegs, int(got[0].Length)))
 	if err != nil {
 		return nil, fmt.Errorf("reply to %s: %w", kindName(req.kind), err)
@@ -194,6 +203,19 @@ func (c *client) call(ctx context.Context, req *msg, sendSegs int, recvLens []in
 		return nil, fmt.Errorf("got a %s, want a %s reply", kindName(m.kind), kindName(req.kind))
 	}
 	return m, m.status()
+}
+
+// idleHint adds to err, when the session went the server's idle timeout
+// without a request before it failed, that the server may have dropped it.
+func (c *client) idleHint(err error) error {
+	if c.serverIdle <= 0 {
+		return err
+	}
+	if quiet := time.Since(c.lastReply); quiet >= c.serverIdle {
+		return fmt.Errorf("%w (the session had no request for %v; the server drops a session idle for %v: see its -idle-timeout)",
+			err, quiet.Round(time.Second), c.serverIdle)
+	}
+	return err
 }
 
 // remoteWindow is a window of the server's memory: an RMR triplet base.

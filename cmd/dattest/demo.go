@@ -72,7 +72,7 @@ func demo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	var cfg clientConfig
 	var stopServer func() error
 	if inProcess {
-		cfg, stopServer, err = startInProcess(ctx, reg, name)
+		cfg, stopServer, err = startInProcess(ctx, serverConfig{reg: reg, ia: name, idle: defaultIdleTimeout})
 	} else {
 		cfg, stopServer, err = startChild(ctx, []string{"-s", "-embedded", "-d", name, "-p", "0"})
 	}
@@ -127,14 +127,19 @@ func demo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	return code
 }
 
-// startInProcess starts the server as a goroutine and returns the client
+// startInProcess starts the server cfg describes as a goroutine (its
+// output, when cfg.out is nil, is dropped) and returns the client
 // configuration that reaches it and a function that stops it.
-func startInProcess(ctx context.Context, reg *registry.Registry, name string) (clientConfig, func() error, error) {
+func startInProcess(ctx context.Context, cfg serverConfig) (clientConfig, func() error, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan serverInfo, 1)
 	done := make(chan error, 1)
+	if cfg.out == nil {
+		cfg.out = io.Discard
+	}
+	cfg.ready = func(si serverInfo) { ready <- si }
 	go func() {
-		done <- serve(sctx, serverConfig{reg: reg, ia: name, out: io.Discard, ready: func(si serverInfo) { ready <- si }})
+		done <- serve(sctx, cfg)
 	}()
 	stop := func() error { cancel(); return <-done }
 	select {

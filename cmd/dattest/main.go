@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	dattest -s [-d IA] [-p PORT] [-raw-port PORT]
+//	dattest -s [-d IA] [-p PORT] [-raw-port PORT] [-max-sessions N] [-idle-timeout D]
 //	dattest -h HOST [-d IA] [-p PORT] [--json]
 //	dattest -h HOST -bench lat|bw|read|wlat|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
 //	dattest -demo [-mode poll|wait] [-size LIST] [-iters N] [--json]
@@ -23,9 +23,38 @@
 // "dattest -s" opens the IA, creates a public service point on PORT (the
 // connection qualifier; for the tcp provider, the TCP port; 0 picks a free
 // one), listens for the raw TCP baseline on a second TCP port (the IA's IP,
-// -raw-port, default any free port), prints one line saying where it
-// listens, and serves clients one at a time, printing a line per session,
-// until SIGINT or SIGTERM; then it frees everything and exits 0.
+// or 127.0.0.1 for an IA without IP addresses; -raw-port, default any free
+// port), prints one line saying where it listens, and serves clients,
+// printing a line per session, until SIGINT or SIGTERM; then it frees
+// everything and exits 0.
+//
+// Anyone who reaches those ports is a client, so the server bounds what a
+// client can take:
+//
+//   - It serves up to -max-sessions DAT sessions at once (default 4). A
+//     connection request that finds them all taken waits up to two
+//     seconds for one (a client that reconnects as its previous session
+//     ends must not race the freeing of that session), then is rejected
+//     with "server busy" in the REJECT; while as many requests wait as
+//     there are sessions, further ones are rejected at once. It keeps as
+//     many raw baseline connections open at once, and closes one more at
+//     once.
+//   - It drops a session, or raw connection, whose client sends nothing
+//     for -idle-timeout (default 1m; 0: never). A session counts every
+//     completion as activity; a raw connection, every message. A session
+//     told to busy-poll (SYNC or BENCH_LAT with poll 1) spins only until
+//     then. A bw or read row moves its data by RDMA, which the server
+//     does not see, and the session has no request while the client runs
+//     the row's raw baseline: a row that takes longer needs a larger
+//     -idle-timeout. WELCOME tells the client the timeout, and a client
+//     whose run fails after that long without a request says so.
+//   - Every size a client declares is checked before anything is
+//     allocated for it: a benchmark message (HELLO's largest size, a raw
+//     baseline header's size) is at most 64 MiB, a count of messages at
+//     most 2^40, an IOV_PREP count is clamped to 64 segments. A session
+//     holds at most three buffers of its largest size (receive, send,
+//     window) and a raw connection one, so the server's message memory
+//     stays below -max-sessions × 256 MiB.
 //
 // # Validated sequence
 //
@@ -143,9 +172,10 @@
 // 2 bench, 3 stale-context check), 3 status (0 ok, else failed and tag 4,
 // text, says why), 5 address, 6 length, 7 RMR context, 8 pattern seed,
 // 9 window offset, 11 count, 12 raw TCP port, 13 payload, 15 poll (1),
-// 16 largest benchmark size, 17 RDMA reads the server's EP serves at once.
+// 16 largest benchmark size, 17 RDMA reads the server's EP serves at once,
+// 18 suppress (1), 19 the server's idle timeout in milliseconds (0: none).
 // Kinds: 1 HELLO {nonce, session, max size},
-// 2 WELCOME {nonce echoed, status, raw port}, 3 REJECT {text}; requests
+// 2 WELCOME {nonce echoed, status, raw port, idle timeout}, 3 REJECT {text}; requests
 // 10 PING {seed, payload} (the reply carries seed+1 and its own payload),
 // 11 WINDOW (reply: address, length, RMR context of the server's window,
 // RDMA reads served at once),
@@ -185,6 +215,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/registry"
@@ -203,7 +234,8 @@ const (
 const defaultPort = 18515
 
 const usageText = `usage:
-  dattest -s [-d IA] [-p PORT] [-raw-port PORT]      serve until interrupted
+  dattest -s [-d IA] [-p PORT] [-raw-port PORT] [-max-sessions N] [-idle-timeout D]
+                                                     serve until interrupted
   dattest -h HOST [-d IA] [-p PORT] [--json]         run the validated sequence
   dattest -h HOST -bench lat|bw|read|wlat|wlat-suppress|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
   dattest -demo [-mode M] [-size LIST] [-iters N] [--json]   server and client here
@@ -217,6 +249,16 @@ flags:
   -p PORT       connection qualifier (TCP port for the tcp provider; default 18515;
                 0 with -s picks a free one)
   -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)
+  -max-sessions N
+                server: DAT sessions served at once, and raw baseline connections
+                open at once (default 4, at most 1024); a request beyond waits up
+                to 2s for a free session, then is rejected ("server busy"); a raw
+                connection beyond is closed
+  -idle-timeout D
+                server: drop a session or raw connection whose client sends
+                nothing for D (default 1m; 0: never). A bw or read row sends the
+                server nothing while its RDMA runs, nor while its raw baseline
+                runs: rows that take longer need a larger D
   -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write),
                 read (pipelined RDMA read), wlat (RDMA-write ping-pong, spinning
                 on memory; -mode poll only), wlat-suppress (wlat with the writes'
@@ -229,6 +271,15 @@ flags:
   -f FILE       read this configuration file
   -embedded     use godat's built-in configuration
   --json        print JSON instead of tables
+
+server (-s) listens on:
+  DAT           the IA's address, connection qualifier -p (for the tcp provider:
+                TCP port -p of the IA's IP address)
+  raw TCP       TCP port -raw-port of the IA's IP address (127.0.0.1 for an IA
+                without IP addresses): the benchmarks' raw baseline
+  Its first output line says where. Anyone who reaches these ports is a client:
+  benchmark messages are at most 64M and message counts at most 2^40, so that the
+  server's message buffers stay below -max-sessions x 256M.
 
 exit status:
   0  all steps passed, benchmark done, or server shut down cleanly
@@ -247,6 +298,8 @@ type options struct {
 	ia       string
 	port     uint64
 	rawPort  int
+	maxSess  int
+	idle     time.Duration
 	bench    string
 	sizes    string
 	iters    int
@@ -284,6 +337,8 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 	fs.StringVar(&o.ia, "d", "", "`IA` name")
 	fs.Uint64Var(&o.port, "p", defaultPort, "connection qualifier")
 	fs.IntVar(&o.rawPort, "raw-port", 0, "raw TCP baseline port")
+	fs.IntVar(&o.maxSess, "max-sessions", defaultMaxSessions, "sessions served at once")
+	fs.DurationVar(&o.idle, "idle-timeout", defaultIdleTimeout, "drop a client idle this long")
 	fs.StringVar(&o.bench, "bench", "", "lat, bw, read or all")
 	fs.StringVar(&o.sizes, "size", "64,4K,1M", "message sizes")
 	fs.IntVar(&o.iters, "iters", 1000, "timed iterations")
@@ -331,8 +386,18 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 				return usage("-%s is for the client", f)
 			}
 		}
-	} else if set["raw-port"] {
-		return usage("-raw-port is for the server")
+	} else {
+		for _, f := range []string{"raw-port", "max-sessions", "idle-timeout"} {
+			if set[f] {
+				return usage("-%s is for the server", f)
+			}
+		}
+	}
+	if o.maxSess < 1 || o.maxSess > maxMaxSessions {
+		return usage("bad -max-sessions %d: want 1 to %d", o.maxSess, maxMaxSessions)
+	}
+	if o.idle < 0 {
+		return usage("bad -idle-timeout %v: want 0 (never) or more", o.idle)
 	}
 	if o.port > 1<<32-1 {
 		return usage("bad -p %d", o.port)
@@ -407,7 +472,8 @@ func runWith(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if o.serve {
-		err := serve(ctx, serverConfig{reg: reg, ia: o.ia, port: o.port, rawPort: o.rawPort, out: stdout, diag: stderr})
+		err := serve(ctx, serverConfig{reg: reg, ia: o.ia, port: o.port, rawPort: o.rawPort,
+			maxSessions: o.maxSess, idle: o.idle, out: stdout, diag: stderr})
 		if err != nil {
 			fmt.Fprintln(stderr, "dattest:", err)
 			return exitFailure

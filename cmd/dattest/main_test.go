@@ -51,10 +51,18 @@ func embedded() *registry.Registry { return registry.New(registry.EmbeddedConfig
 // the end of the test and must have shut down cleanly.
 func inProcess(t *testing.T) clientConfig {
 	t.Helper()
+	return inProcessWith(t, serverConfig{idle: defaultIdleTimeout})
+}
+
+// inProcessWith is inProcess with the server's limits and output taken
+// from scfg.
+func inProcessWith(t *testing.T, scfg serverConfig) clientConfig {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	reg := embedded()
-	cfg, stop, err := startInProcess(ctx, reg, "loopback")
+	scfg.reg, scfg.ia = reg, "loopback"
+	cfg, stop, err := startInProcess(ctx, scfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +258,7 @@ func TestReadChecksData(t *testing.T) {
 // ends a read connection whose request index is not the next one, and any
 // connection whose header names an unknown op or too large a size.
 func TestRawRead(t *testing.T) {
-	srv, err := startRawServer("127.0.0.1:0")
+	srv, err := startRawServer("127.0.0.1:0", 4, testTimeout, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,6 +409,13 @@ func TestUsage(t *testing.T) {
 		{"-s", "-bench", "lat"},
 		{"-s", "--json"},
 		{"-s", "-raw-port", "70000"},
+		{"-s", "-max-sessions", "0"},
+		{"-s", "-max-sessions", "1025"},
+		{"-s", "-idle-timeout", "-1s"},
+		{"-s", "-idle-timeout", "30"},
+		{"-h", "x", "-max-sessions", "2"},
+		{"-h", "x", "-idle-timeout", "5s"},
+		{"-demo", "-idle-timeout", "5s"},
 		{"-demo", "-d", "tcp"},
 		{"-demo", "-f", "x.conf"},
 		{"-h", "x", "-f", "a", "-embedded"},
@@ -424,6 +439,17 @@ func TestUsage(t *testing.T) {
 	code, out, _ := runDattest(t, "-help")
 	if code != exitOK || !strings.Contains(out, "exit status:") {
 		t.Errorf("-help: exit %d, %q", code, out)
+	}
+	// The usage says what the server listens on and what it allows.
+	for _, want := range []string{"server (-s) listens on:", "connection qualifier -p", "TCP port -raw-port",
+		"-max-sessions N", "-idle-timeout D", "at most 64M"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-help does not say %q:\n%s", want, out)
+		}
+	}
+	if o, _, ok := parseArgs([]string{"-s", "-max-sessions", "2", "-idle-timeout", "90s"}, io.Discard, io.Discard); !ok ||
+		o.maxSess != 2 || o.idle != 90*time.Second {
+		t.Errorf("server limits: %+v (ok %v)", o, ok)
 	}
 }
 

@@ -32,6 +32,10 @@ import (
 // (rawReadReqLen bytes: the message's index, u64) per message, and the
 // server answers each request with a message; a request whose index is
 // not the next one ends the connection.
+//
+// The server refuses (closes) a connection whose header is not one of
+// these, or declares a size above maxBenchSize or a count above
+// rawMaxCount (parseRawReq), before it allocates anything for it.
 
 const (
 	rawHdrLen = 20
@@ -40,7 +44,8 @@ const (
 	rawRead   = 3
 	// rawReadReqLen is the length of one rawRead request.
 	rawReadReqLen = 8
-	// rawMaxCount bounds a peer-supplied count.
+	// rawMaxCount bounds a peer-supplied count of messages (the raw
+	// header's, BENCH_LAT's and BENCH_WLAT's).
 	rawMaxCount = 1 << 40
 )
 
@@ -191,22 +196,43 @@ func (r *rawConn) stopped() bool {
 	}
 }
 
-// serveRaw answers one raw baseline connection until the client leaves or
-// done is closed. (Closing c alone would not end a poll loop: the runtime
-// defers the close of a descriptor that a RawConn callback is using.)
-func serveRaw(c *net.TCPConn, done <-chan struct{}) {
-	c.SetNoDelay(true)
-	hdr := make([]byte, rawHdrLen)
-	if _, err := io.ReadFull(c, hdr); err != nil || [4]byte(hdr[:4]) != rawMagic {
-		return
+// parseRawReq decodes a request header and checks every value the peer
+// declares against the server's limits.
+func parseRawReq(hdr []byte) (rawReq, error) {
+	if len(hdr) != rawHdrLen || [4]byte(hdr[:4]) != rawMagic {
+		return rawReq{}, errors.New("not a raw baseline header")
 	}
 	req := rawReq{op: hdr[4], poll: hdr[5] == 1, size: binary.LittleEndian.Uint32(hdr[8:]), count: binary.LittleEndian.Uint64(hdr[12:])}
-	if req.op < rawLat || req.op > rawRead || req.size == 0 || req.size > maxBenchSize || req.count > rawMaxCount {
-		return
+	switch {
+	case req.op < rawLat || req.op > rawRead:
+		return rawReq{}, fmt.Errorf("unknown op %d", req.op)
+	case req.size == 0 || req.size > maxBenchSize:
+		return rawReq{}, fmt.Errorf("message size %d out of range (1 to %d)", req.size, maxBenchSize)
+	case req.count > rawMaxCount:
+		return rawReq{}, fmt.Errorf("count %d exceeds %d", req.count, uint64(rawMaxCount))
 	}
-	rc, err := newRawConn(c, req.poll, done)
+	return req, nil
+}
+
+// serveRaw answers one raw baseline connection until the client leaves or
+// ctx ends, ticking w at every message. It returns an error only for a
+// header it refuses. (Closing c alone would not end a poll loop: the
+// runtime defers the close of a descriptor that a RawConn callback is
+// using; ctx does.)
+func serveRaw(ctx context.Context, c *net.TCPConn, w *idleWatch) error {
+	c.SetNoDelay(true)
+	hdr := make([]byte, rawHdrLen)
+	if _, err := io.ReadFull(c, hdr); err != nil {
+		return nil // gone before it asked for anything
+	}
+	req, err := parseRawReq(hdr)
 	if err != nil {
-		return
+		return err
+	}
+	w.tick()
+	rc, err := newRawConn(c, req.poll, ctx.Done())
+	if err != nil {
+		return nil
 	}
 	defer rc.close()
 	b := rawBuf(int(req.size))
@@ -214,24 +240,28 @@ func serveRaw(c *net.TCPConn, done <-chan struct{}) {
 	case rawLat:
 		for i := uint64(0); i < req.count; i++ {
 			if rc.readFull(b) != nil || rc.write(b) != nil {
-				return
+				return nil
 			}
+			w.tick()
 		}
 	case rawBW:
 		for i := uint64(0); i < req.count; i++ {
 			if rc.readFull(b) != nil {
-				return
+				return nil
 			}
+			w.tick()
 		}
 		rc.write(b[:1])
 	case rawRead:
 		q := make([]byte, rawReadReqLen)
 		for i := uint64(0); i < req.count; i++ {
 			if rc.readFull(q) != nil || binary.LittleEndian.Uint64(q) != i || rc.write(b) != nil {
-				return
+				return nil
 			}
+			w.tick()
 		}
 	}
+	return nil
 }
 
 // rawClient runs one raw baseline row.

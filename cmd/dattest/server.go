@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/registry"
@@ -17,15 +18,28 @@ import (
 // validated sequence uses its first 96 KiB.
 const minWindow = 128 << 10
 
+// maxIOVPrepSegs bounds the segments an IOV_PREP may ask the next receive
+// to have.
+const maxIOVPrepSegs = 64
+
 // serverConfig configures serve.
 type serverConfig struct {
 	reg     *registry.Registry
-	ia      string                // IA name; "" for chooseIA's pick
-	port    uint64                // connection qualifier; 0 for any free one
-	rawPort int                   // TCP port of the raw baseline; 0 for any free one
-	out     io.Writer             // one line when ready, one per session
-	diag    io.Writer             // notes for people (may be nil)
-	ready   func(info serverInfo) // called once the server listens (may be nil)
+	ia      string // IA name; "" for chooseIA's pick
+	port    uint64 // connection qualifier; 0 for any free one
+	rawPort int    // TCP port of the raw baseline; 0 for any free one
+	// maxSessions is how many DAT sessions, and raw baseline connections,
+	// are served at once (-max-sessions; 0 for defaultMaxSessions).
+	maxSessions int
+	// idle drops a session or raw connection whose peer sends nothing for
+	// this long (-idle-timeout); 0: never.
+	idle time.Duration
+	// busyWait is how long a connection request waits for a free session
+	// (0 for the constant busyWait).
+	busyWait time.Duration
+	out      io.Writer             // one line when ready, one per session
+	diag     io.Writer             // notes for people (may be nil)
+	ready    func(info serverInfo) // called once the server listens (may be nil)
 }
 
 // serverInfo says where a server listens.
@@ -45,9 +59,16 @@ func (si serverInfo) readyLine() string {
 	return fmt.Sprintf("dattest: serving IA %s at %s on port %d (raw TCP baseline on %s)", si.IA, addr, si.ConnQual, si.Raw)
 }
 
-// serve runs the server until ctx ends, one client at a time, and frees
-// everything before it returns. It returns nil after a clean shutdown.
+// serve runs the server until ctx ends, serving up to cfg.maxSessions
+// clients at once, and frees everything before it returns. It returns nil
+// after a clean shutdown.
 func serve(ctx context.Context, cfg serverConfig) (err error) {
+	if cfg.maxSessions <= 0 {
+		cfg.maxSessions = defaultMaxSessions
+	}
+	if cfg.busyWait <= 0 {
+		cfg.busyWait = busyWait
+	}
 	n, err := openNode(ctx, cfg.reg, cfg.ia)
 	if err != nil {
 		return err
@@ -71,21 +92,35 @@ func serve(ctx context.Context, cfg serverConfig) (err error) {
 	}
 	defer func() { err = errors.Join(err, psp.Free()) }()
 
-	raw, err := startRawServer(rawListenAddr(n.attr.Address, cfg.rawPort))
+	out := &lineWriter{w: cfg.out}
+	raw, err := startRawServer(rawListenAddr(n.attr.Address, cfg.rawPort), cfg.maxSessions, cfg.idle, out.line)
 	if err != nil {
 		return err
 	}
 	defer raw.stop()
+	// Every session ends (cancel, then wait) before the raw server, the
+	// PSP, the EVD and the IA go.
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
 
 	info := serverInfo{IA: n.name, Addr: n.attr.Address, ConnQual: q, Raw: raw.addr()}
 	if _, ip := ipAddr(n.attr.Address); !ip && n.attr.Address != nil && cfg.diag != nil {
 		fmt.Fprintf(cfg.diag, "dattest: note: IA %s has %s addresses, not IP addresses: only clients in this process can reach it\n",
 			n.name, n.attr.Address.Network())
 	}
-	fmt.Fprintln(cfg.out, info.readyLine())
+	out.line(info.readyLine())
 	if cfg.ready != nil {
 		cfg.ready(info)
 	}
+	// A request holds a handler while it waits for a session and while
+	// its session runs; a session holds a slot. Requests beyond the
+	// handlers are rejected at once, so that a flood of them costs no
+	// more than maxSessions waiting goroutines.
+	slots := make(chan struct{}, cfg.maxSessions)
+	handlers := make(chan struct{}, 2*cfg.maxSessions)
+	busy := fmt.Sprintf("server busy (%d sessions), try later", cfg.maxSessions)
 	var ev api.Event
 	for seq := 1; ; seq++ {
 		if _, err := crEVD.Wait(ctx, 1, &ev); err != nil {
@@ -97,12 +132,79 @@ func serve(ctx context.Context, cfg serverConfig) (err error) {
 		if ev.Number != api.ConnectionRequestEvent {
 			continue
 		}
-		line := runSession(ctx, n, ev.CR.CR, seq, raw.port())
-		fmt.Fprintln(cfg.out, line)
-		if ctx.Err() != nil {
-			return nil
+		cr := ev.CR.CR
+		select {
+		case handlers <- struct{}{}:
+		default:
+			out.line(rejectCR(cr, seq, busy))
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-handlers }()
+			if !acquire(sctx, slots, cfg.busyWait) {
+				why := busy
+				if sctx.Err() != nil {
+					why = "server shutting down"
+				}
+				out.line(rejectCR(cr, seq, why))
+				return
+			}
+			defer func() { <-slots }()
+			out.line(runSession(sctx, n, cr, seq, raw.port(), cfg.idle))
+		}()
 	}
+}
+
+// acquire takes a slot, waiting up to d for one; false if none came free
+// or ctx ended.
+func acquire(ctx context.Context, slots chan struct{}, d time.Duration) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// lineWriter writes whole lines from any goroutine.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintln(l.w, s)
+}
+
+// crFrom names the client of a connection request for the log.
+func crFrom(cr api.CR) (api.CRParam, string, error) {
+	prm, err := cr.Query()
+	from := "?"
+	if err == nil && prm.RemoteAddr != nil {
+		from = prm.RemoteAddr.String()
+	}
+	return prm, from, err
+}
+
+// rejectCR rejects a connection request, telling the client why (in a
+// REJECT message, cut to 40 bytes of text to fit a provider's private
+// data), and returns a line for the log.
+func rejectCR(cr api.CR, seq int, why string) string {
+	_, from, _ := crFrom(cr)
+	cr.Reject(newMsg(kindReject).text(tagText, truncate(why, 40)).marshal())
+	return fmt.Sprintf("session %d from %s: rejected: %s", seq, from, why)
 }
 
 // session is the server side of one connection.
@@ -114,6 +216,7 @@ type session struct {
 	rmr     api.RMR
 	rmrCtx  api.RMRContext // the current binding's context, 0 when unbound
 	poll    bool
+	idle    *idleWatch // ticked at every completion
 	kind    uint64
 	nreq    int
 	lat     int // pings still expected in a latency run
@@ -139,13 +242,10 @@ type session struct {
 }
 
 // runSession accepts (or rejects) one connection request, serves it until
-// the peer leaves or ctx ends, frees it, and returns a line for the log.
-func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int) string {
-	prm, err := cr.Query()
-	from := "?"
-	if err == nil && prm.RemoteAddr != nil {
-		from = prm.RemoteAddr.String()
-	}
+// the peer leaves, sends nothing for idle (0: no limit) or ctx ends, frees
+// it, and returns a line for the log.
+func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int, idle time.Duration) string {
+	prm, from, err := crFrom(cr)
 	prefix := fmt.Sprintf("session %d from %s", seq, from)
 	if err != nil {
 		cr.Reject(nil)
@@ -166,12 +266,12 @@ func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int) s
 		}
 	}
 	if herr != nil {
-		cr.Reject(newMsg(kindReject).text(tagText, truncate(herr.Error(), 40)).marshal())
+		rejectCR(cr, seq, herr.Error())
 		return prefix + ": rejected: " + herr.Error()
 	}
 	s, err := newSession(n, int(maxSize))
 	if err != nil {
-		cr.Reject(newMsg(kindReject).text(tagText, "server out of resources").marshal())
+		rejectCR(cr, seq, "server out of resources")
 		return prefix + ": rejected: " + err.Error()
 	}
 	s.kind = hello.getOr(tagSession, sessionCheck)
@@ -182,7 +282,8 @@ func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int) s
 		cr.Reject(nil)
 		return prefix + ": " + err.Error()
 	}
-	welcome := newMsg(kindWelcome).u64(tagNonce, nonce).u64(tagStatus, 0).u64(tagRawPort, uint64(rawPort))
+	welcome := newMsg(kindWelcome).u64(tagNonce, nonce).u64(tagStatus, 0).u64(tagRawPort, uint64(rawPort)).
+		u64(tagIdle, uint64(idle.Milliseconds()))
 	if err := cr.Accept(s.ep, welcome.marshal()); err != nil {
 		return prefix + ": Accept: " + err.Error()
 	}
@@ -194,9 +295,15 @@ func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int) s
 		return prefix + ": connection " + ev.Number.String()
 	}
 	s.refresh()
-	err = s.loop(ctx)
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.idle = watchIdle(idle, func() { cancel(errIdle) })
+	err = s.loop(sctx)
+	s.idle.stop()
 	end := fmt.Sprintf("%s: %d requests, ", prefix, s.nreq)
 	switch {
+	case err != nil && context.Cause(sctx) == errIdle:
+		return end + fmt.Sprintf("dropped: idle for %v (-idle-timeout)", idle)
 	case ctx.Err() != nil:
 		return end + "ended by shutdown"
 	case err != nil:
@@ -295,6 +402,7 @@ func (s *session) loop(ctx context.Context) error {
 		if err := s.next(ctx, s.poll, &ev); err != nil {
 			return err
 		}
+		s.idle.tick()
 		if ev.Number != api.DTOCompletionEvent {
 			continue
 		}
@@ -314,14 +422,18 @@ func (s *session) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		data := gather(s.recvSegs, int(d.Length))
 		s.nreq++
-		m, err := decode(data)
 		var rep *msg
-		if err != nil {
-			rep = failure(0, "undecodable request of %d bytes: %v", len(data), err)
+		if d.Length > ctrlSize {
+			// Not a control message: no copy of it is made.
+			rep = failure(0, "request of %d bytes exceeds %d", d.Length, ctrlSize)
 		} else {
-			rep = s.handle(ctx, m)
+			data := gather(s.recvSegs, int(d.Length))
+			if m, err := decode(data); err != nil {
+				rep = failure(0, "undecodable request of %d bytes: %v", len(data), err)
+			} else {
+				rep = s.handle(ctx, m)
+			}
 		}
 		lens, k := s.nextLens, max(s.nextGather, 1)
 		s.nextLens, s.nextGather = nil, 0
@@ -466,10 +578,12 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		if err := errors.Join(err1, err2); err != nil {
 			return failure(k, "%v", err)
 		}
-		segs := iovLimit(int(c), s.epAttr.MaxRecvIOV, s.epAttr.MaxRequestIOV, s.n.attr.MaxIOVSegmentsPerDTO)
 		if n == 0 || n > ctrlSize/2 {
 			return failure(k, "IOV message length %d out of range", n)
 		}
+		// The count is the peer's: clamped before it sizes anything, as
+		// the EP's limits clamp it (the reply says how many).
+		segs := iovLimit(int(min(c, maxIOVPrepSegs, n)), s.epAttr.MaxRecvIOV, s.epAttr.MaxRequestIOV, s.n.attr.MaxIOVSegmentsPerDTO)
 		s.nextLens = splitLens(int(n), segs)
 		return reply(k).u64(tagCount, uint64(segs))
 	case kindIOVData:
@@ -485,6 +599,9 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		}
 		if size == 0 || size > uint64(s.slot) {
 			return failure(k, "size %d out of range (the session was opened for %d)", size, s.slot)
+		}
+		if count > rawMaxCount {
+			return failure(k, "count %d exceeds %d", count, uint64(rawMaxCount))
 		}
 		s.lat, s.latSize, s.poll = int(count), int(size), m.getOr(tagPoll, 0) == 1 && count > 0
 		// Every ping lands in the whole-slot receive that postRecv(nil)
@@ -557,22 +674,32 @@ func rawListenAddr(a net.Addr, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// rawServer is the raw TCP baseline: it serves connections concurrently
-// until stop.
+// rawServer is the raw TCP baseline: it serves up to cap(slots)
+// connections at once, each until its client leaves, goes quiet for idle,
+// or the server stops; one more is closed at once.
 type rawServer struct {
-	ln    *net.TCPListener
-	mu    sync.Mutex
-	conns map[*net.TCPConn]struct{}
-	done  chan struct{} // closed by stop
-	wg    sync.WaitGroup
+	ln     *net.TCPListener
+	idle   time.Duration
+	slots  chan struct{} // one per open connection
+	log    func(string)  // may be nil
+	ctx    context.Context
+	cancel context.CancelFunc // ends ctx: called by stop
+	mu     sync.Mutex
+	conns  map[*net.TCPConn]struct{}
+	wg     sync.WaitGroup
 }
 
-func startRawServer(addr string) (*rawServer, error) {
+// startRawServer listens on addr for at most maxConns connections at once,
+// each dropped after idle without a message (0: never); log, when set,
+// takes a line for each connection refused or dropped.
+func startRawServer(addr string, maxConns int, idle time.Duration, log func(string)) (*rawServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("raw TCP baseline: %w", err)
 	}
-	r := &rawServer{ln: ln.(*net.TCPListener), conns: map[*net.TCPConn]struct{}{}, done: make(chan struct{})}
+	r := &rawServer{ln: ln.(*net.TCPListener), idle: idle, slots: make(chan struct{}, max(maxConns, 1)),
+		log: log, conns: map[*net.TCPConn]struct{}{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.wg.Add(1)
 	go r.accept()
 	return r, nil
@@ -581,6 +708,12 @@ func startRawServer(addr string) (*rawServer, error) {
 func (r *rawServer) addr() *net.TCPAddr { return r.ln.Addr().(*net.TCPAddr) }
 func (r *rawServer) port() int          { return r.addr().Port }
 
+func (r *rawServer) logf(format string, a ...any) {
+	if r.log != nil {
+		r.log(fmt.Sprintf(format, a...))
+	}
+}
+
 func (r *rawServer) accept() {
 	defer r.wg.Done()
 	for {
@@ -588,30 +721,56 @@ func (r *rawServer) accept() {
 		if err != nil {
 			return
 		}
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			r.logf("raw connection from %s: refused: %d open (-max-sessions)", c.RemoteAddr(), cap(r.slots))
+			c.Close()
+			continue
+		}
 		r.mu.Lock()
 		if r.conns == nil {
 			r.mu.Unlock()
 			c.Close()
+			<-r.slots
 			return
 		}
 		r.conns[c] = struct{}{}
 		r.mu.Unlock()
 		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			serveRaw(c, r.done)
-			r.mu.Lock()
-			delete(r.conns, c)
-			r.mu.Unlock()
-			c.Close()
-		}()
+		go r.serve(c)
 	}
+}
+
+// serve runs one connection and frees its slot.
+func (r *rawServer) serve(c *net.TCPConn) {
+	defer r.wg.Done()
+	from := c.RemoteAddr()
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	w := watchIdle(r.idle, func() {
+		cancel(errIdle)                // ends a poll loop
+		c.SetDeadline(time.Unix(1, 0)) // ends a blocking read or write
+	})
+	err := serveRaw(ctx, c, w)
+	w.stop()
+	switch {
+	case context.Cause(ctx) == errIdle:
+		r.logf("raw connection from %s: dropped: idle for %v (-idle-timeout)", from, r.idle)
+	case err != nil:
+		r.logf("raw connection from %s: refused: %v", from, err)
+	}
+	cancel(nil)
+	r.mu.Lock()
+	delete(r.conns, c)
+	r.mu.Unlock()
+	c.Close()
+	<-r.slots
 }
 
 // stop closes the listener and every connection and waits for their
 // goroutines.
 func (r *rawServer) stop() {
-	close(r.done)
+	r.cancel()
 	r.ln.Close()
 	r.mu.Lock()
 	for c := range r.conns {

@@ -79,6 +79,7 @@ const (
 	tagMaxSize  uint16 = 16 // u64: the largest benchmark message the client will use
 	tagReadsIn  uint16 = 17 // u64: RDMA reads the server's EP serves at once (its MaxRDMAReadIn)
 	tagSuppress uint16 = 18 // u64: 1 = an RDMA-write ping-pong's writes are posted with CompletionSuppress
+	tagIdle     uint16 = 19 // u64: the server's idle timeout in milliseconds (0: none)
 )
 
 // Session kinds (the tagSession field of HELLO).

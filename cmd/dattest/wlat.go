@@ -206,6 +206,7 @@ func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet, 
 		if err := sp.await(ctx, tag); err != nil {
 			return fmt.Errorf("RDMA-write ping %d: %w", i, err)
 		}
+		s.idle.tick()
 		if err := sp.write(ctx, src, srcTri, dst, tag, s.nextCookie()); err != nil {
 			return err
 		}
