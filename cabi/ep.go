@@ -122,7 +122,7 @@ func go_ep_create(h, pzH, recvH, reqH, connH, srqH unsafe.Pointer, attr *C.DAT_E
 	if err != nil {
 		return ret(err)
 	}
-	return hand(x, api.HandleEP, ep, func(o *obj) { *out = C.DAT_EP_HANDLE(o.h) })
+	return hand(x, api.HandleEP, ep, func(o *obj) { o.srq = srqH != nil; *out = C.DAT_EP_HANDLE(o.h) })
 }
 
 func epOf(h unsafe.Pointer) (*obj, api.EP) {

@@ -147,6 +147,9 @@ func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
 	if cev == nil {
 		return badArg(2)
 	}
+	if o.ia.async == o && o.ia.takeLastWQE(cev) {
+		return success
+	}
 	ev := events.Get().(*api.Event)
 	err := evd.Dequeue(ev)
 	if err != nil {
@@ -173,6 +176,10 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 	}
 	if nmore == nil {
 		return badArg(5)
+	}
+	if o.ia.async == o && o.ia.takeLastWQE(cev) {
+		*nmore = 0
+		return success
 	}
 	ctx, cancel := waitContext(t)
 	ev := events.Get().(*api.Event)
@@ -227,6 +234,9 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) {
 		x.private_data_size = 0
 		x.private_data = nil
 		if ep != nil {
+			if ep.srq && (ev.Number == api.ConnectionDisconnectedEvent || ev.Number == api.ConnectionBrokenEvent) {
+				o.ia.addLastWQE(ep.h)
+			}
 			x.ep_handle = C.DAT_EP_HANDLE(ep.h)
 			if n := len(ev.Conn.PrivateData); n > 0 {
 				p := ep.alloc(n)
@@ -360,4 +370,38 @@ func go_cno_trigger(h unsafe.Pointer, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
 	}
 	*out = C.DAT_EVD_HANDLE(handleOf(evd))
 	return success
+}
+
+// OFA DAPL reports IB's last-WQE-reached on an EP of an SRQ, which
+// follows the end of its connection, as DAT_ASYNC_ERROR_EP_BROKEN naming
+// the EP, and dtestsrq waits for it after each disconnect (docs/cabi.md).
+// The C layer queues that event when it hands out the end of such an EP's
+// connection and returns it, before the provider's own events, from the
+// next dequeue or wait on the IA's async EVD.
+
+func (x *iaObj) addLastWQE(ep unsafe.Pointer) {
+	x.lastWQE.Lock()
+	x.lastWQE.eps = append(x.lastWQE.eps, ep)
+	x.lastWQE.n.Store(int32(len(x.lastWQE.eps)))
+	x.lastWQE.Unlock()
+}
+
+func (x *iaObj) takeLastWQE(c *C.DAT_EVENT) bool {
+	if x.lastWQE.n.Load() == 0 {
+		return false
+	}
+	x.lastWQE.Lock()
+	defer x.lastWQE.Unlock()
+	if len(x.lastWQE.eps) == 0 {
+		return false
+	}
+	ep := x.lastWQE.eps[0]
+	x.lastWQE.eps = x.lastWQE.eps[1:]
+	x.lastWQE.n.Store(int32(len(x.lastWQE.eps)))
+	c.event_number = C.DAT_ASYNC_ERROR_EP_BROKEN
+	c.evd_handle = C.DAT_EVD_HANDLE(x.async.h)
+	d := (*C.DAT_ASYNCH_ERROR_EVENT_DATA)(unsafe.Pointer(&c.event_data))
+	d.dat_handle = C.DAT_HANDLE(ep)
+	d.reason = C.DAT_EP_OTHER_ERROR
+	return true
 }

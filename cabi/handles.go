@@ -38,6 +38,7 @@ type obj struct {
 	kids  map[*obj]struct{}
 	addrs *epAddrs // EP: its addresses, once queried
 	cr    *crData  // CR: what dat_cr_query hands out
+	srq   bool     // EP: created with an SRQ
 }
 
 // alloc returns n bytes of zeroed C memory that lives as long as o.

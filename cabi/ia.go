@@ -11,6 +11,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/godat/godat/api"
@@ -27,7 +28,12 @@ type iaObj struct {
 	maxRDMA  uint32
 	maxMsg   uint32
 	attrOnce sync.Once
-	named    struct {
+	lastWQE  struct {
+		sync.Mutex
+		eps []unsafe.Pointer
+		n   atomic.Int32
+	}
+	named struct {
 		transport, vendor, provider []C.DAT_NAMED_ATTR
 		tp, vp, pp                  *C.DAT_NAMED_ATTR
 	}
