@@ -9,7 +9,9 @@ package registry
 //
 //   - A relative path is relative to the directory of the configuration
 //     file, so that a file and the plugins beside it can move together; it
-//     is never looked up in $PATH.
+//     is made absolute when the file is read (against the working
+//     directory then, for a file named without a directory) and is never
+//     looked up in $PATH.
 //   - sha256 is 64 hexadecimal digits in either case; it is stored in
 //     lower case.
 //   - env is a table of strings, added to the environment godat itself
@@ -32,8 +34,8 @@ import (
 // start it.
 type PluginEntry struct {
 	Name string // the name IAs give as their provider
-	// Path is the executable: absolute, or joined to the directory of the
-	// configuration file when the file gave a relative path.
+	// Path is the executable, absolute: a relative path in the file is
+	// joined to the directory of the configuration file.
 	Path   string
 	SHA256 string   // expected SHA-256 of the executable in lower-case hex, or ""
 	Args   []string // command-line arguments after the program name
@@ -110,7 +112,14 @@ func parsePluginTables(name string, doc map[string]any, idx *tomlIndex, errs *er
 			case strings.ContainsRune(p.Path, 0):
 				errs.addAt(valPos(keyPluginPath), "plugin path contains a NUL byte; expected a file path")
 			case !filepath.IsAbs(p.Path):
-				p.Path = filepath.Join(dir, p.Path)
+				// Absolute even when the file was named without a
+				// directory ("dat.conf"): a bare name would make exec look
+				// the program up in $PATH.
+				abs, err := filepath.Abs(filepath.Join(dir, p.Path))
+				if err != nil {
+					errs.addAt(valPos(keyPluginPath), fmt.Sprintf("relative plugin path %q cannot be resolved: %v; expected an absolute path", p.Path, err))
+				}
+				p.Path = abs
 			}
 		}
 		if str(keyPluginSHA256, false, &p.SHA256) {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,6 +47,27 @@ path = "/opt/dat/other"
 	}
 	if _, ok := cfg.Plugin("other"); !ok {
 		t.Error("Config.Plugin(\"other\") found nothing")
+	}
+}
+
+// A relative plugin path in a file named without a directory ("dat.conf",
+// as datinfo -f dat.conf or DAT_OVERRIDE=dat.conf give it) becomes an
+// absolute path against the working directory: a bare name would be looked
+// up in $PATH by exec.
+func TestConfigPluginRelativeToBareFileName(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"dat-acme", "bin/dat-acme", "./dat-acme"} {
+		cfg, err := ParseConfig("dat.conf", []byte("[[plugin]]\nname = \"acme\"\npath = \""+path+"\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Join(wd, path)
+		if got := cfg.Plugins[0].Path; got != want {
+			t.Errorf("path %q in dat.conf: got %q, want %q", path, got, want)
+		}
 	}
 }
 
