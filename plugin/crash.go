@@ -23,7 +23,7 @@ func (c *conn) crashed(cause error) {
 	}
 	c.deadErr.Store(api.Errorf(api.InternalError, api.NoSubtype, why+"; close its IAs and open them again"))
 	c.dead.Store(true)
-	c.client.Kill() // reaps the process
+	c.endProcess()
 	// The completions the plugin wrote before it died come first.
 	c.cqBell.close()
 	<-c.pumpDone

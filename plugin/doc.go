@@ -21,15 +21,46 @@
 // # Lifecycle
 //
 // The host starts the executable on the first Open of one of its IAs
-// (exec.Cmd with the [[plugin]]'s args and env), completes go-plugin's
-// handshake (magic cookie, protocol version ProtocolVersion, gRPC only)
-// within StartTimeout, and serves every IA of that plugin from the one
-// process. When the last IA closes, the process is stopped and reaped.
-// Whatever keeps the plugin from starting — a missing or non-executable
-// file, a sha256 mismatch, another protocol version, an exit or silence
-// during the handshake — makes Open fail with DAT_PROVIDER_NOT_FOUND and
-// the reason, which datinfo shows too; the last line the plugin wrote to
-// its standard error is part of it.
+// (with the [[plugin]]'s args and env; its standard input is /dev/null),
+// completes go-plugin's handshake (magic cookie, protocol version
+// ProtocolVersion, gRPC only) within StartTimeout, and serves every IA of
+// that plugin from the one process. When the last IA closes, the process
+// is stopped and reaped. Whatever keeps the plugin from starting — a
+// missing or non-executable file, a sha256 mismatch, another protocol
+// version, an exit or silence during the handshake — makes Open fail with
+// DAT_PROVIDER_NOT_FOUND and the reason, which datinfo shows too; the last
+// line the plugin wrote to its standard error is part of it. A start that
+// takes longer than a second is announced once per plugin on standard
+// error (the host's log, see EnvLog), naming the executable and the
+// timeout. A plugin that stayed silent for all of StartTimeout is not
+// started again for RetryDelay unless its executable changes: Opens of
+// its IAs fail at once with the same reason meanwhile. A context that
+// ends during a start abandons it (Open returns the context's error) and
+// is not held against the plugin.
+//
+// The path is absolute by the time the host sees it (the registry joins a
+// relative one to the configuration file's directory and makes it
+// absolute when it reads the file; a program-made PluginEntry is made
+// absolute against the working directory), and is never looked up in
+// $PATH. A plugin with a sha256 is opened once: the host hashes the file
+// through that descriptor and has the kernel execute the same descriptor
+// (the child execs /proc/self/fd/N), so a file renamed over the path after
+// the check does not run, and a start hashes again every time rather than
+// trusting the size or time of the file. A file rewritten in place between
+// the check and the exec is hashed again right after the exec (the kernel
+// refuses writes to a running executable from then on) and killed if it
+// no longer matches. argv[0] stays the configured path; a pinned #!
+// script sees /proc/self/fd/N as its $0, and the pin covers the script,
+// not its interpreter.
+//
+// The plugin runs in a process group of its own. When its process ends —
+// stopped, crashed, refused or timed out — the host kills the whole group
+// before it reaps the process, so children the plugin (or a wrapper
+// script) started do not outlive it and do not hold its standard output
+// or error open; a descendant that left the group is cut off from the
+// pipes a second later. go-plugin's unix socket lives in a directory made
+// for the one process, removed when the process ends, and the plugin
+// removes it itself when it exits because its host died.
 //
 // The host passes the plugin one end of a SOCK_SEQPACKET socket pair
 // (ExtraFiles; $GODAT_PLUGIN_CTL_FD names it). The plugin exits, status 3,

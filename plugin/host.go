@@ -5,13 +5,12 @@ package plugin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,18 +30,37 @@ import (
 func init() { registry.RegisterPluginHost(host{}) }
 
 // StartTimeout bounds the start of a plugin process: from exec to the end
-// of the handshake. A plugin that has not answered by then is killed and
-// its IAs are unavailable for this Open.
+// of the handshake. A plugin that has not answered by then is killed, with
+// everything it started, and its IAs are unavailable for this Open.
 var StartTimeout = 10 * time.Second
+
+// RetryDelay is how long a plugin that stayed silent for StartTimeout is
+// not started again: Opens of its IAs fail at once with the same reason
+// meanwhile, unless its executable has changed. A program that opens
+// several IAs of one hung plugin waits for it once.
+var RetryDelay = 30 * time.Second
+
+// waitNote is how long a start may take before the host says, once per
+// plugin, what it is waiting for.
+const waitNote = time.Second
 
 // EnvLog names the environment variable that sets the level of the
 // messages the host logs about its plugins (and relays from their standard
 // error): trace, debug, info, warn (the default), error or off.
 const EnvLog = "GODAT_PLUGIN_LOG"
 
+// logOutput is where the host's log of its plugins goes.
+var logOutput io.Writer = os.Stderr
+
 type host struct{}
 
 func (host) Provider(e registry.PluginEntry) registry.PluginProvider {
+	// A configuration built by a program may hold a relative path: it is
+	// fixed now against the working directory, and never looked up in
+	// $PATH.
+	if abs, err := filepath.Abs(e.Path); err == nil {
+		e.Path = abs
+	}
 	return &Provider{e: e}
 }
 
@@ -58,54 +76,51 @@ type Provider struct {
 	version  string
 	protocol int
 	reason   string // why the last start failed or the last process ended
+	// A start that cost StartTimeout is not tried again before heldUntil
+	// while the executable is heldID.
+	heldUntil time.Time
+	heldID    fileID
+
+	noted atomic.Bool // the wait for a slow start has been announced
 
 	sumMu sync.Mutex // Check runs with or without mu held
 	sum   sumCache
 }
 
-// sumCache remembers the checksum of the executable while it does not
-// change.
+// sumCache remembers the checksum Check computed while the executable
+// stays the same file with the same content. It spares listings the
+// hashing; a start always hashes what it runs.
 type sumCache struct {
-	size int64
-	mod  time.Time
-	sum  string
+	id  fileID
+	sum string
 }
 
 // Check reports why the plugin cannot be started, without starting it.
 func (p *Provider) Check() error {
-	st, err := os.Stat(p.e.Path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("executable %s does not exist", p.e.Path)
-	case err != nil:
-		return fmt.Errorf("executable %s: %w", p.e.Path, err)
-	case st.IsDir():
-		return fmt.Errorf("executable %s is a directory", p.e.Path)
-	case st.Mode().Perm()&0o111 == 0:
-		return fmt.Errorf("%s is not executable (mode %v)", p.e.Path, st.Mode().Perm())
-	}
 	if p.e.SHA256 == "" {
-		return nil
+		_, err := statExe(p.e.Path)
+		return err
 	}
+	f, id, err := openExe(p.e.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	p.sumMu.Lock()
 	defer p.sumMu.Unlock()
-	c := p.sum
-	if c.sum == "" || c.size != st.Size() || !c.mod.Equal(st.ModTime()) {
-		f, err := os.Open(p.e.Path)
+	if p.sum.sum == "" || p.sum.id != id {
+		sum, err := hashExe(f)
 		if err != nil {
-			return fmt.Errorf("executable %s: %w", p.e.Path, err)
+			return err
 		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", p.e.Path, err)
-		}
-		c = sumCache{size: st.Size(), mod: st.ModTime(), sum: hex.EncodeToString(h.Sum(nil))}
-		p.sum = c
+		p.sum = sumCache{id: id, sum: sum}
 	}
-	if c.sum != p.e.SHA256 {
-		return fmt.Errorf("%s has sha256 %s but the configuration (%s) expects %s; refusing to run it", p.e.Path, c.sum, p.e.Pos, p.e.SHA256)
+	return p.checkSum(p.sum.sum)
+}
+
+func (p *Provider) checkSum(sum string) error {
+	if sum != p.e.SHA256 {
+		return fmt.Errorf("%s has sha256 %s but the configuration (%s) expects %s; refusing to run it", p.e.Path, sum, p.e.Pos, p.e.SHA256)
 	}
 	return nil
 }
@@ -133,7 +148,8 @@ func (p *Provider) unavailable(format string, args ...any) error {
 // it is not running (dat_ia_open(3DAT)). A plugin that cannot be started
 // (missing, not executable, wrong checksum, another protocol version, exits
 // or stays silent during the handshake) makes Open fail with
-// ErrProviderNotFound and the reason.
+// ErrProviderNotFound and the reason. A context that ends during the start
+// abandons it, with the context's error.
 func (p *Provider) Open(ctx context.Context, op api.OpenParams) (api.IA, error) {
 	if ctx.Err() != nil {
 		return nil, api.ContextError(ctx)
@@ -141,19 +157,27 @@ func (p *Provider) Open(ctx context.Context, op api.OpenParams) (api.IA, error) 
 	p.mu.Lock()
 	c := p.conn
 	if c == nil || c.dead.Load() {
-		if err := p.Check(); err != nil {
-			p.reason = err.Error()
+		if p.heldLocked() {
+			err := p.unavailable("%s (not started again for %v unless its executable changes)", p.reason, RetryDelay)
 			p.mu.Unlock()
-			return nil, p.unavailable("%v", err)
+			return nil, err
 		}
 		var err error
 		c, err = p.start(ctx)
 		if err != nil {
-			p.reason = err.Error()
+			var fe *startError
+			if errors.As(err, &fe) {
+				p.reason = fe.err.Error()
+				if fe.silent {
+					p.heldUntil, p.heldID = time.Now().Add(RetryDelay), fe.id
+				}
+				err = p.unavailable("%v", fe.err)
+			}
 			p.mu.Unlock()
-			return nil, p.unavailable("%v", err)
+			return nil, err
 		}
 		p.conn, p.version, p.protocol, p.reason = c, c.version, c.protocol, ""
+		p.heldUntil = time.Time{}
 	}
 	c.opening++
 	p.mu.Unlock()
@@ -174,6 +198,17 @@ func (p *Provider) Open(ctx context.Context, op api.OpenParams) (api.IA, error) 
 		return nil, err
 	}
 	return ia, nil
+}
+
+// heldLocked reports that the last start failed by silence recently
+// enough, and the executable is still the one that was silent. p.mu is
+// held.
+func (p *Provider) heldLocked() bool {
+	if p.heldUntil.IsZero() || time.Now().After(p.heldUntil) {
+		return false
+	}
+	st, err := os.Stat(p.e.Path)
+	return err == nil && fileIDOf(st) == p.heldID
 }
 
 // released is called when an IA of c is closed (or lost): the last one
@@ -210,68 +245,148 @@ func logLevel() hclog.Level {
 	return hclog.LevelFromString(s)
 }
 
-// start runs the plugin executable and completes the handshake.
+// startError is why a plugin could not be started, as opposed to the
+// caller's context ending first.
+type startError struct {
+	err    error
+	silent bool   // it cost StartTimeout
+	id     fileID // the executable that was started
+}
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+// start runs the plugin executable and completes the handshake. A pinned
+// executable is opened once: the bytes hashed are the bytes executed.
 func (p *Provider) start(ctx context.Context) (*conn, error) {
+	r := &procRunner{path: p.e.Path, args: p.e.Args, env: append(slices.Clone(p.e.Env), EnvCtlFD+"=3")}
+	var id fileID
+	var err error
+	if p.e.SHA256 == "" {
+		id, err = statExe(p.e.Path)
+	} else {
+		r.exe, id, err = openExe(p.e.Path)
+		if err == nil {
+			defer r.exe.Close()
+			err = p.checkExe(r.exe)
+		}
+		if err == nil {
+			if testHookHashed != nil {
+				testHookHashed()
+			}
+			r.verify = func() error {
+				if err := p.checkExe(r.exe); err != nil {
+					return fmt.Errorf("it changed between the check and the exec (%w) and was killed", err)
+				}
+				return nil
+			}
+		}
+	}
+	if err != nil {
+		return nil, &startError{err: err}
+	}
+	fail := func(err error, silent bool) error { return &startError{err: err, silent: silent, id: id} }
+
 	hostEnd, child, err := ctlPair()
 	if err != nil {
-		return nil, err
+		return nil, fail(err, false)
 	}
-	cmd := exec.Command(p.e.Path, p.e.Args...)
-	cmd.Env = append(append(os.Environ(), p.e.Env...), EnvCtlFD+"=3")
-	cmd.ExtraFiles = []*os.File{child}
-	timeout := StartTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = max(time.Until(d), time.Millisecond)
-	}
+	r.extra = []*os.File{child}
 	tail := &tailWriter{}
 	rp := new(atomic.Pointer[rings])
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name: "godat-plugin." + p.e.Name, Level: logLevel(), Output: logOutput,
+	})
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		GRPCDialOptions:  []grpc.DialOption{grpc.WithUnaryInterceptor(fenceCalls(rp))},
 		Stderr:           tail,
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: pluginSets(nil),
-		Cmd:              cmd,
+		RunnerFunc:       r.prepare,
 		SkipHostEnv:      true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		StartTimeout:     timeout,
-		Logger: hclog.New(&hclog.LoggerOptions{
-			Name: "godat-plugin." + p.e.Name, Level: logLevel(), Output: os.Stderr,
-		}),
+		StartTimeout:     StartTimeout,
+		Logger:           logger,
+	})
+	end := func() {
+		client.Kill()
+		r.release()
+		hostEnd.Close()
+	}
+	// The caller's context abandons the start; StartTimeout is the
+	// plugin's own budget, and only its expiry is held against it.
+	stopAbandon := context.AfterFunc(ctx, r.abandon)
+	note := time.AfterFunc(waitNote, func() {
+		if p.noted.CompareAndSwap(false, true) {
+			logger.Warn(fmt.Sprintf("waiting up to %v for %s to complete the plugin handshake", StartTimeout, p.e.Path))
+		}
 	})
 	rpcClient, err := client.Client()
+	note.Stop()
 	child.Close() // the child has its copy, or never will
+	if !stopAbandon() {
+		end()
+		return nil, abandoned(ctx, p.e.Name)
+	}
 	if err != nil {
-		client.Kill()
-		hostEnd.Close()
-		return nil, explainStart(err, tail.last())
+		end()
+		var ce *startError
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		silent := strings.Contains(err.Error(), "timeout while waiting for plugin to start")
+		return nil, fail(explainStart(err, tail.last()), silent)
 	}
 	raw, err := rpcClient.Dispense(pluginName)
 	if err != nil {
-		client.Kill()
-		hostEnd.Close()
-		return nil, fmt.Errorf("the plugin offers no provider: %w", err)
+		end()
+		return nil, fail(fmt.Errorf("the plugin offers no provider: %w", err), false)
 	}
-	c := &conn{prov: p, client: client, rpc: raw.(pb.ProviderClient), ctl: &hostCtl{c: hostEnd},
+	c := &conn{prov: p, client: client, proc: r, rpc: raw.(pb.ProviderClient), ctl: &hostCtl{c: hostEnd},
 		protocol: client.NegotiatedVersion(), objs: map[uint64]hobj{}, mems: map[*api.Memory]*sharedMem{},
 		crashDone: make(chan struct{}), ringsP: rp}
 	c.seqCond = sync.NewCond(&c.seqMu)
-	hctx, cancel := context.WithTimeout(ctx, timeout)
+	hctx, cancel := context.WithTimeout(ctx, StartTimeout)
 	hello, err := c.rpc.Hello(hctx, &pb.HelloReq{})
+	silent := errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if err != nil {
 		c.kill()
-		return nil, fmt.Errorf("the plugin did not answer: %w", err)
+		if ctx.Err() != nil {
+			return nil, abandoned(ctx, p.e.Name)
+		}
+		if silent {
+			return nil, fail(fmt.Errorf("it did not answer its first call within %v and was killed", StartTimeout), true)
+		}
+		return nil, fail(fmt.Errorf("the plugin did not answer: %w", err), false)
 	}
 	c.version, c.pid = hello.Version, int(hello.Pid)
 	if err := c.setupRings(); err != nil {
 		c.kill()
-		return nil, err
+		return nil, fail(err, false)
 	}
 	if err := c.startEvents(); err != nil {
 		c.kill()
-		return nil, err
+		return nil, fail(err, false)
 	}
 	return c, nil
+}
+
+// checkExe hashes the open executable and compares the sum with the
+// configuration's.
+func (p *Provider) checkExe(f *os.File) error {
+	sum, err := hashExe(f)
+	if err != nil {
+		return err
+	}
+	return p.checkSum(sum)
+}
+
+// abandoned is the error of a start the caller's context ended.
+func abandoned(ctx context.Context, name string) error {
+	e := api.ContextError(ctx)
+	e.Msg = fmt.Sprintf("plugin %q: its start was abandoned", name)
+	return e
 }
 
 // explainStart turns go-plugin's start errors into the reasons a user
@@ -324,6 +439,7 @@ type conn struct {
 	prov     *Provider
 	client   *goplugin.Client
 	rpc      pb.ProviderClient
+	proc     *procRunner
 	ctl      *hostCtl
 	pid      int
 	version  string
@@ -388,7 +504,7 @@ func (c *conn) stop() {
 // kill ends the process and releases what the host holds for it: the
 // process is reaped, the completion pump has read the last record.
 func (c *conn) kill() {
-	c.client.Kill()
+	c.endProcess()
 	c.dead.Store(true)
 	if c.cqBell != nil {
 		c.cqBell.close()
@@ -401,6 +517,13 @@ func (c *conn) kill() {
 	c.seqCond.Broadcast()
 	c.seqMu.Unlock()
 	c.releaseRings()
+}
+
+// endProcess stops the plugin process and everything it started, and
+// returns once they are reaped.
+func (c *conn) endProcess() {
+	c.client.Kill()
+	c.proc.release()
 }
 
 // releaseRings frees the data-path region once nothing can use it: the

@@ -51,8 +51,9 @@ func TestPluginExitsWhenHostDies(t *testing.T) {
 	}
 	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
+	tmp := shortTempDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envHostRole+"="+writeConfig(t, examplePath, "", "x"))
+	cmd.Env = append(os.Environ(), envHostRole+"="+writeConfig(t, examplePath, "", "x"), "TMPDIR="+tmp)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -101,6 +102,10 @@ func TestPluginExitsWhenHostDies(t *testing.T) {
 		}
 		if !r.ws.Exited() || r.ws.ExitStatus() != 3 {
 			t.Fatalf("the orphaned plugin ended with %v, want exit status 3 (it noticed its host died)", r.ws)
+		}
+		// Its socket went with it.
+		if es, _ := os.ReadDir(tmp); len(es) > 0 {
+			t.Errorf("the orphaned plugin left %s in $TMPDIR", es[0].Name())
 		}
 	case <-time.After(20 * time.Second):
 		syscall.Kill(pid, syscall.SIGKILL)

@@ -61,7 +61,20 @@ func TestMain(m *testing.M) {
 	oldProtoPath = build("oldproto", "./testdata/oldproto", false)
 	exitEarly = build("exitearly", "./testdata/exitearly", false)
 	silentPath = build("silent", "./testdata/silent", false)
+	// The tests and their plugins get a $TMPDIR of their own, so that
+	// whatever a plugin leaves there (its socket) fails the run.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", tmp)
 	code := m.Run()
+	if left, _ := filepath.Glob(filepath.Join(tmp, "plugin*")); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "plugin sockets left behind: %v\n", left)
+		code = 1
+	}
 	// A race-enabled plugin writes its race reports to files (see
 	// writeConfig); any such file fails the run.
 	if reports, _ := filepath.Glob(filepath.Join(dir, "race.*")); len(reports) > 0 {

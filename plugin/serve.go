@@ -2,8 +2,11 @@ package plugin
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -63,8 +66,12 @@ func Serve(p api.Provider, opts ...ServeOption) {
 	srv := newServer(p, &o, mem)
 	mem.rings = srv.attachRings
 	// The host is gone: nobody reads the plugin's output any more (a
-	// message on standard error would only raise SIGPIPE), so just exit.
-	go mem.serveCtl(ctl, func(error) { os.Exit(3) })
+	// message on standard error would only raise SIGPIPE), so just exit,
+	// after removing the socket the host would have removed.
+	go mem.serveCtl(ctl, func(error) {
+		removeSocket()
+		os.Exit(3)
+	})
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: pluginSets(srv),
@@ -72,6 +79,23 @@ func Serve(p api.Provider, opts ...ServeOption) {
 			return grpc.NewServer(append(opts, grpc.UnaryInterceptor(srv.fenceInterceptor))...)
 		},
 	})
+}
+
+// removeSocket removes the plugin's listening socket and the directory
+// the host made for it ($PLUGIN_UNIX_SOCKET_DIR, one per plugin process),
+// which an exit leaves behind.
+func removeSocket() {
+	dir := os.Getenv(goplugin.EnvUnixSocketDir)
+	if dir == "" {
+		return
+	}
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		if e.Type()&fs.ModeSocket != 0 && strings.HasPrefix(e.Name(), "plugin") {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	os.Remove(dir) // only if nothing else is in it
 }
 
 func baseName(p string) string {
