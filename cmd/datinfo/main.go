@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin"
 	"github.com/godat/godat/registry"
 	_ "github.com/godat/godat/registry/all"
 )
@@ -63,7 +64,9 @@ const (
 	exitUsage   = 2
 )
 
-// openTimeout bounds the opening of one IA.
+// openTimeout bounds the opening of one IA, beyond the start of a plugin
+// process: plugin.StartTimeout bounds that, and only a plugin that stays
+// silent for all of it is spared another start for its other IAs.
 const openTimeout = 10 * time.Second
 
 const usageText = `usage:
@@ -187,7 +190,11 @@ func probe(reg *registry.Registry, stderr io.Writer) (reps []iaReport, ok bool) 
 			r.library = cfg.IAs[i].Library
 		}
 		if pi.Available {
-			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+			timeout := openTimeout
+			if pi.Plugin != nil {
+				timeout += plugin.StartTimeout
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			ia, err := reg.Open(ctx, pi.IAName)
 			cancel()
 			if st, ok := reg.PluginStatus(pi.Provider); ok {

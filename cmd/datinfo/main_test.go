@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin"
 	"github.com/godat/godat/registry"
 )
 
@@ -572,5 +577,94 @@ func TestAliasLine(t *testing.T) {
 	code, out, _ = runDatinfo(t, "-v", "-f", cfg)
 	if code != 0 || !strings.Contains(out, "alias_of          tcp\n") {
 		t.Errorf("-v: exit %d:\n%s", code, out)
+	}
+}
+
+// A plugin that never answers, with a child that holds its output, costs
+// datinfo the plugin's start timeout once: both its IAs are listed
+// unavailable with the reason, and the child is gone afterwards. The
+// plugin's timeout is datinfo's own, as by default, and still the one that
+// ends the wait.
+func TestSilentPlugin(t *testing.T) {
+	defer func(d time.Duration) { plugin.StartTimeout = d }(plugin.StartTimeout)
+	plugin.StartTimeout = openTimeout
+	dir := t.TempDir()
+	exe, childPID := filepath.Join(dir, "hangs"), filepath.Join(dir, "child")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nsleep 1000 &\necho $! > "+childPID+"\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "dat.conf")
+	if err := os.WriteFile(conf, []byte(`[[plugin]]
+name = "hangs"
+path = "hangs"
+
+[[ia]]
+name = "h0"
+provider = "hangs"
+api_version = "u2.0"
+
+[[ia]]
+name = "h1"
+provider = "hangs"
+api_version = "u2.0"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := runDatinfo(t, "-f", conf)
+		done <- result{code, out, errs}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(2 * time.Minute): // a bound on a hang
+		// Each start leaves a child that holds the pipes: kill them until
+		// datinfo is through.
+		for {
+			if b, err := os.ReadFile(childPID); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			select {
+			case <-done:
+				t.Fatal("datinfo did not finish within two minutes")
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	if res.code != exitOK {
+		t.Fatalf("exit %d, stderr %s", res.code, res.stderr)
+	}
+	why := fmt.Sprintf("did not complete the handshake within %v", openTimeout)
+	if l := row(t, res.stdout, "h0"); !strings.Contains(l, "unavailable") || !strings.Contains(l, why) {
+		t.Errorf("h0: %q, want unavailable saying %q", l, why)
+	}
+	if l := row(t, res.stdout, "h1"); !strings.Contains(l, "unavailable") || !strings.Contains(l, why) || !strings.Contains(l, "not started again") {
+		t.Errorf("h1: %q, want unavailable saying %q and that the plugin is not started again", l, why)
+	}
+	b, err := os.ReadFile(childPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The killed child may take a moment to be gone.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the plugin's child %d is still running", pid)
+		}
 	}
 }
