@@ -21,6 +21,9 @@ typedef struct gd_slot {
 
 extern DAT_PROVIDER gd_provider;
 
+/* The provider table of the IA called name (shim.c). */
+const DAT_PROVIDER *gd_provider_for(const char *name);
+
 /* Calls a consumer's wait proxy agent (dat_cno_create(3DAT)). */
 void gd_call_agent(DAT_AGENT_FUNC fn, DAT_PVOID instance, DAT_EVD_HANDLE evd);
 

@@ -8,6 +8,7 @@ package main
 import "C"
 
 import (
+	"errors"
 	"unsafe"
 
 	"github.com/godat/godat/api"
@@ -35,7 +36,10 @@ func go_psp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, anyQ *C.DAT_CONN_QUAL, e
 			*anyQ = C.DAT_CONN_QUAL(got)
 		}
 	} else {
-		psp, err = x.ia.CreatePSP(api.ConnQual(q), e.v.(api.EVD), api.PSPFlags(flags))
+		err = withQual(q, func(q api.ConnQual) (err error) {
+			psp, err = x.ia.CreatePSP(q, e.v.(api.EVD), api.PSPFlags(flags))
+			return err
+		})
 	}
 	if err != nil {
 		return ret(err)
@@ -80,7 +84,11 @@ func go_rsp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, epH, evdH unsafe.Pointer
 	if e == nil {
 		return code(api.InvalidHandle, api.SubHandleEVDCR)
 	}
-	rsp, err := x.ia.CreateRSP(api.ConnQual(q), ep.v.(api.EP), e.v.(api.EVD))
+	var rsp api.RSP
+	err := withQual(q, func(q api.ConnQual) (err error) {
+		rsp, err = x.ia.CreateRSP(q, ep.v.(api.EP), e.v.(api.EVD))
+		return err
+	})
 	if err != nil {
 		return ret(err)
 	}
@@ -107,6 +115,21 @@ func go_rsp_query(h unsafe.Pointer, mask C.DAT_RSP_PARAM_MASK, p *C.DAT_RSP_PARA
 	return success
 }
 
+// withQual calls f with the connection qualifier q and, if a provider
+// that maps qualifiers to 16-bit ports refuses one above 65535, again with
+// its low 16 bits: OFA's providers keep only those bits of a qualifier (an
+// IB service ID's port space), and dapltest's limit test uses qualifiers
+// beyond them (docs/cabi.md).
+func withQual(q C.DAT_CONN_QUAL, f func(api.ConnQual) error) error {
+	err := f(api.ConnQual(q))
+	if err != nil && q > 0xffff && errors.Is(err, api.ErrInvalidParameter) {
+		if err2 := f(api.ConnQual(q & 0xffff)); err2 == nil {
+			return nil
+		}
+	}
+	return err
+}
+
 // crData is what dat_cr_query hands out for one connection request. The
 // private data is writable C memory: dtest edits it in place and passes it
 // back to dat_cr_accept.
@@ -125,7 +148,7 @@ func crHandle(x *iaObj, cr api.CR) unsafe.Pointer {
 	if h := handleOf(cr); h != nil {
 		return h
 	}
-	o, ok := register(api.HandleCR, cr, x)
+	o, ok := register(api.HandleCR, cr, x, nil)
 	if !ok {
 		return nil
 	}
@@ -216,7 +239,7 @@ func go_cr_handoff(h unsafe.Pointer, q C.DAT_CONN_QUAL) C.DAT_RETURN {
 	if o == nil {
 		return badHandle(api.HandleCR)
 	}
-	if err := o.v.(api.CR).Handoff(api.ConnQual(q)); err != nil {
+	if err := withQual(q, o.v.(api.CR).Handoff); err != nil {
 		return ret(err)
 	}
 	release(o)

@@ -5,6 +5,7 @@ package main
 /*
 #include "cabi.h"
 #include <netinet/in.h>
+#include <sys/un.h>
 */
 import "C"
 
@@ -78,15 +79,42 @@ func goAddr(sa *C.struct_sockaddr) (net.Addr, bool) {
 		b := (*[16]byte)(unsafe.Pointer(&in.sin6_addr))
 		port := int(in.sin6_port>>8 | (in.sin6_port&0xff)<<8)
 		return &net.TCPAddr{IP: append(net.IP(nil), b[:]...), Port: port}, true
+	case C.AF_UNIX:
+		un := (*C.struct_sockaddr_un)(unsafe.Pointer(sa))
+		path := unsafe.Slice((*byte)(unsafe.Pointer(&un.sun_path[0])), len(un.sun_path))
+		if path[0] != 0 {
+			return nil, false
+		}
+		n := 1
+		for n < len(path) && path[n] != 0 {
+			n++
+		}
+		if a, ok := otherAddrs.Load(string(path[1:n])); ok {
+			return a.(net.Addr), true
+		}
 	}
 	return nil, false
 }
 
-// putAddr writes a into the C socket address storage at p (at least
-// sizeof(struct sockaddr_in6) bytes); an address that is not IP leaves an
-// AF_UNSPEC address.
+// otherAddrs maps the keys of the addresses that are not IP (a loopback
+// IA's, say) to the addresses. C has no family for them: the library hands
+// them out as abstract AF_UNIX addresses whose name is the key, and reads
+// them back through this map, so they work within the process.
+var otherAddrs sync.Map // string -> net.Addr
+
+func otherKey(a net.Addr) string {
+	k := "godat:" + a.Network() + ":" + a.String()
+	if len(k) > 100 {
+		k = k[:100]
+	}
+	return k
+}
+
+// putAddr writes a into the C socket address storage at p (addrSize
+// bytes): an IP address as AF_INET or AF_INET6, any other as an abstract
+// AF_UNIX name (otherAddrs), nil as AF_UNSPEC.
 func putAddr(p unsafe.Pointer, a net.Addr) {
-	C.memset(p, 0, C.size_t(C.sizeof_struct_sockaddr_in6))
+	C.memset(p, 0, addrSize)
 	var ap netip.AddrPort
 	switch v := a.(type) {
 	case *net.TCPAddr:
@@ -97,12 +125,20 @@ func putAddr(p unsafe.Pointer, a net.Addr) {
 		ip, _ := netip.AddrFromSlice(v.IP)
 		ap = netip.AddrPortFrom(ip, 0)
 	default:
-		if a != nil {
-			if x, err := netip.ParseAddrPort(a.String()); err == nil {
-				ap = x
-			} else if ip, err := netip.ParseAddr(a.String()); err == nil {
-				ap = netip.AddrPortFrom(ip, 0)
-			}
+		if a == nil {
+			return
+		}
+		if x, err := netip.ParseAddrPort(a.String()); err == nil {
+			ap = x
+		} else if ip, err := netip.ParseAddr(a.String()); err == nil {
+			ap = netip.AddrPortFrom(ip, 0)
+		} else {
+			k := otherKey(a)
+			otherAddrs.Store(k, a)
+			un := (*C.struct_sockaddr_un)(p)
+			un.sun_family = C.AF_UNIX
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&un.sun_path[1])), len(un.sun_path)-1), k)
+			return
 		}
 	}
 	ip := ap.Addr().Unmap()
@@ -124,7 +160,8 @@ func putAddr(p unsafe.Pointer, a net.Addr) {
 	}
 }
 
-const addrSize = C.sizeof_struct_sockaddr_in6
+// addrSize is the C memory kept for one address: a sockaddr_storage.
+const addrSize = C.sizeof_struct_sockaddr_storage
 
 // cbytes copies n bytes at p into Go memory.
 func cbytes(p unsafe.Pointer, n C.DAT_COUNT) []byte {

@@ -238,7 +238,10 @@ func go_ep_connect(h unsafe.Pointer, sa *C.struct_sockaddr, q C.DAT_CONN_QUAL, t
 	if n < 0 || (n > 0 && pd == nil) {
 		return badArg(5)
 	}
-	return ret(ep.Connect(addr, api.ConnQual(q), timeout(t), cbytes(pd, n), api.QOS(qos), api.ConnectFlags(flags)))
+	data := cbytes(pd, n)
+	return ret(withQual(q, func(q api.ConnQual) error {
+		return ep.Connect(addr, q, timeout(t), data, api.QOS(qos), api.ConnectFlags(flags))
+	}))
 }
 
 //export go_ep_dup_connect

@@ -89,8 +89,9 @@ func slotAt(i uint32) *C.gd_slot {
 	return (*C.gd_slot)(unsafe.Pointer(&handles.mem[uintptr(i)*slotSize]))
 }
 
-// register gives v a handle of kind k in ia (nil for an IA itself).
-func register(k api.HandleType, v api.Object, ia *iaObj) (*obj, bool) {
+// register gives v a handle of kind k in ia, whose slot points at prov
+// (for an IA itself, ia is nil; every other object takes its IA's table).
+func register(k api.HandleType, v api.Object, ia *iaObj, prov *C.DAT_PROVIDER) (*obj, bool) {
 	handles.once.Do(initHandles)
 	handles.mu.Lock()
 	var i uint32
@@ -112,7 +113,10 @@ func register(k api.HandleType, v api.Object, ia *iaObj) (*obj, bool) {
 	handles.mu.Unlock()
 
 	s := slotAt(i)
-	s.provider = &C.gd_provider
+	if ia != nil {
+		prov = ia.prov
+	}
+	s.provider = prov
 	s.kind = C.uint32_t(k)
 	o := &obj{kind: k, slot: i, h: unsafe.Pointer(s), ia: ia, v: v}
 	c[i&(chunkSlots-1)].Store(o)

@@ -24,7 +24,8 @@ type iaObj struct {
 	obj      *obj
 	ia       api.IA
 	async    *obj
-	addr     unsafe.Pointer // the IA's address (sockaddr), valid until close
+	prov     *C.DAT_PROVIDER // the provider table its handles point at
+	addr     unsafe.Pointer  // the IA's address (sockaddr), valid until close
 	maxRDMA  uint32
 	maxMsg   uint32
 	attrOnce sync.Once
@@ -40,7 +41,7 @@ type iaObj struct {
 }
 
 //export go_ia_open
-func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOut *C.DAT_IA_HANDLE) C.DAT_RETURN {
+func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOut *C.DAT_IA_HANDLE, prov *C.DAT_PROVIDER) C.DAT_RETURN {
 	if name == nil {
 		return badArg(1)
 	}
@@ -58,17 +59,17 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 	if err != nil {
 		return ret(err)
 	}
-	o, ok := register(api.HandleIA, ia, nil)
+	o, ok := register(api.HandleIA, ia, nil, prov)
 	if !ok {
 		ia.Close(api.CloseAbrupt)
 		return code(api.InsufficientResources, api.SubResourceMemory)
 	}
-	x := &iaObj{obj: o, ia: ia}
+	x := &iaObj{obj: o, ia: ia, prov: prov}
 	o.ia = x
 	iaObjs.Store(o, x)
 	ev, err := ia.AsyncEVD()
 	if err == nil {
-		x.async, _ = register(api.HandleEVD, ev, x)
+		x.async, _ = register(api.HandleEVD, ev, x, nil)
 	}
 	attr, _, err := ia.Query()
 	if err == nil {
@@ -294,7 +295,7 @@ func go_pz_create(h unsafe.Pointer, out *C.DAT_PZ_HANDLE) C.DAT_RETURN {
 // hand registers a new object of x and gives its handle to the caller; if
 // no handle is left the object is freed again.
 func hand(x *iaObj, k api.HandleType, v api.Object, give func(*obj)) C.DAT_RETURN {
-	o, ok := register(k, v, x)
+	o, ok := register(k, v, x, nil)
 	if !ok {
 		if f, ok := v.(interface{ Free() error }); ok {
 			f.Free()
@@ -384,19 +385,18 @@ func go_registry_list(max C.DAT_COUNT, n *C.DAT_COUNT, list **C.DAT_PROVIDER_INF
 	if n == nil {
 		return badArg(2)
 	}
-	if max < 0 {
-		return badArg(1)
-	}
 	infos, err := registry.ListProviders()
 	if err != nil {
 		return ret(err)
 	}
-	if max == 0 {
+	// A list too small for the registry fails, and says how many entries
+	// it would take (dat_registry_list_providers(3DAT)).
+	if list == nil || int(max) < len(infos) {
 		*n = C.DAT_COUNT(len(infos))
-		return success
-	}
-	if list == nil {
-		return badArg(3)
+		if list == nil {
+			return badArg(3)
+		}
+		return badArg(1)
 	}
 	out := unsafe.Slice(list, int(max))
 	k := 0

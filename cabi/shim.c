@@ -7,13 +7,15 @@
  * variadic extension call. */
 #include "cabi.h"
 #include <stdarg.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include "_cgo_export.h"
 
 #define EXPORT(name, impl) __typeof__(impl) name __attribute__((alias(#impl), visibility("default")))
 
 static DAT_RETURN gd_ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *async_evd, DAT_IA_HANDLE *ia)
 {
-	return go_ia_open((char *)name, qlen, async_evd, ia);
+	return go_ia_open((char *)name, qlen, async_evd, ia, (DAT_PROVIDER *)gd_provider_for(name));
 }
 
 static DAT_RETURN gd_ia_openv(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *async_evd, DAT_IA_HANDLE *ia,
@@ -23,14 +25,26 @@ static DAT_RETURN gd_ia_openv(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_H
 	if (major != DAT_VERSION_MAJOR)
 		return GD_ERROR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
 	(void)minor;
-	return go_ia_open((char *)name, qlen, async_evd, ia);
+	return go_ia_open((char *)name, qlen, async_evd, ia, &gd_provider);
 }
 EXPORT(dat_ia_openv, gd_ia_openv);
+
+static const DAT_PROVIDER_INFO *gd_registered_info(const DAT_PROVIDER *p);
 
 static DAT_RETURN gd_ia_query(DAT_IA_HANDLE ia, DAT_EVD_HANDLE *async_evd, DAT_IA_ATTR_MASK ia_mask, DAT_IA_ATTR *ia_attr,
 			      DAT_PROVIDER_ATTR_MASK pr_mask, DAT_PROVIDER_ATTR *pr_attr)
 {
-	return go_ia_query(ia, async_evd, ia_mask, ia_attr, pr_mask, pr_attr);
+	DAT_RETURN r = go_ia_query(ia, async_evd, ia_mask, ia_attr, pr_mask, pr_attr);
+	/* OFA's dat_ia_close finds the IA's registry entry by the version
+	 * and thread safety the provider attributes report: they must be
+	 * those of the dat.conf line the IA was registered for. */
+	const DAT_PROVIDER_INFO *info;
+	if (r == DAT_SUCCESS && pr_attr != NULL && (info = gd_registered_info(*(DAT_PROVIDER **)ia)) != NULL) {
+		pr_attr->dapl_version_major = info->dapl_version_major;
+		pr_attr->dapl_version_minor = info->dapl_version_minor;
+		pr_attr->is_thread_safe = info->is_thread_safe;
+	}
+	return r;
 }
 EXPORT(dat_ia_query, gd_ia_query);
 
@@ -328,17 +342,119 @@ DAT_RETURN dat_registry_list_providers(DAT_COUNT max, DAT_COUNT *n, DAT_PROVIDER
 }
 
 /* godat's registry is its configuration file; C providers cannot join it. */
-DAT_RETURN dat_registry_add_provider(const DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info) __attribute__((visibility("default")));
-DAT_RETURN dat_registry_add_provider(const DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info)
+static DAT_RETURN gd_registry_add_provider(const DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info)
 {
 	(void)p, (void)info;
 	return GD_ERROR(DAT_NOT_IMPLEMENTED, DAT_NO_SUBTYPE);
 }
-DAT_RETURN dat_registry_remove_provider(const DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info) __attribute__((visibility("default")));
-DAT_RETURN dat_registry_remove_provider(const DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info)
+EXPORT(dat_registry_add_provider, gd_registry_add_provider);
+static DAT_RETURN gd_registry_remove_provider(const DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info)
 {
 	(void)p, (void)info;
 	return GD_ERROR(DAT_NOT_IMPLEMENTED, DAT_NO_SUBTYPE);
+}
+EXPORT(dat_registry_remove_provider, gd_registry_remove_provider);
+
+/* The provider side: OFA's libdat2 loads this library for a dat.conf line
+ * that names it and calls dat_provider_init for that line's IA. The IA is
+ * registered with OFA's registry under its name, with a copy of the
+ * provider table; OFA then calls ia_open_func with the name, which godat's
+ * registry resolves (a classic line naming this library is an alias of the
+ * godat IA its ia_params name). Handles point at gd_provider, whose
+ * functions are the same. */
+typedef DAT_RETURN (*gd_registry_fn)(const DAT_PROVIDER *, const DAT_PROVIDER_INFO *);
+
+struct gd_registration {
+	DAT_PROVIDER provider;
+	DAT_PROVIDER_INFO info;
+	struct gd_registration *next;
+};
+
+static pthread_mutex_t gd_registrations_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gd_registration *gd_registrations;
+
+/* The registry entry of an IA whose handles point at p, or NULL when this
+ * library is the process's libdat2. */
+static const DAT_PROVIDER_INFO *gd_registered_info(const DAT_PROVIDER *p)
+{
+	if (p == &gd_provider)
+		return NULL;
+	return &((const struct gd_registration *)p)->info;
+}
+
+/* The provider table OFA's registry knows the IA name by; the handles of
+ * that IA point at it, because OFA's dat_ia_close finds the IA's registry
+ * entry by the table's device_name. */
+const DAT_PROVIDER *gd_provider_for(const char *name)
+{
+	const DAT_PROVIDER *p = &gd_provider;
+	pthread_mutex_lock(&gd_registrations_mu);
+	for (struct gd_registration *r = gd_registrations; r != NULL; r = r->next)
+		if (name != NULL && strncmp(r->info.ia_name, name, DAT_NAME_MAX_LENGTH) == 0) {
+			p = &r->provider;
+			break;
+		}
+	pthread_mutex_unlock(&gd_registrations_mu);
+	return p;
+}
+
+/* OFA's registry function of that name, or NULL when this library is the
+ * process's libdat2 (then there is no other registry to join). It is
+ * looked up from the program down: Go links shared libraries with
+ * -Bsymbolic, so a lookup from here (RTLD_DEFAULT) finds this library's
+ * own function of the same name first. */
+static gd_registry_fn gd_ofa_registry(const char *name, gd_registry_fn own)
+{
+	void *prog = dlopen(NULL, RTLD_LAZY);
+	if (prog == NULL)
+		return NULL;
+	gd_registry_fn f = (gd_registry_fn)dlsym(prog, name);
+	dlclose(prog);
+	return f == own ? NULL : f;
+}
+
+void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data) __attribute__((visibility("default")));
+void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data)
+{
+	(void)instance_data;
+	gd_registry_fn add = gd_ofa_registry("dat_registry_add_provider", gd_registry_add_provider);
+	if (info == NULL || add == NULL)
+		return;
+	struct gd_registration *r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return;
+	r->info = *info;
+	r->provider = gd_provider;
+	r->provider.device_name = r->info.ia_name;
+	if (add(&r->provider, &r->info) != DAT_SUCCESS) {
+		free(r);
+		return;
+	}
+	pthread_mutex_lock(&gd_registrations_mu);
+	r->next = gd_registrations;
+	gd_registrations = r;
+	pthread_mutex_unlock(&gd_registrations_mu);
+}
+
+void dat_provider_fini(const DAT_PROVIDER_INFO *info) __attribute__((visibility("default")));
+void dat_provider_fini(const DAT_PROVIDER_INFO *info)
+{
+	gd_registry_fn remove = gd_ofa_registry("dat_registry_remove_provider", gd_registry_remove_provider);
+	if (info == NULL)
+		return;
+	pthread_mutex_lock(&gd_registrations_mu);
+	for (struct gd_registration **p = &gd_registrations; *p != NULL; p = &(*p)->next) {
+		struct gd_registration *r = *p;
+		if (strncmp(r->info.ia_name, info->ia_name, DAT_NAME_MAX_LENGTH) == 0) {
+			*p = r->next;
+			pthread_mutex_unlock(&gd_registrations_mu);
+			if (remove != NULL)
+				remove(&r->provider, &r->info);
+			free(r);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&gd_registrations_mu);
 }
 
 /* OFA's registry maps its own IA handles to providers' with this; godat's

@@ -1,0 +1,361 @@
+//go:build cabi
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The library under test is built once by the documented command
+// (cabi/build) into a temporary directory; the C programs load it through
+// LD_LIBRARY_PATH with a configuration of their own (DAT_OVERRIDE).
+var lib struct {
+	dir, path, conf string
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "godat-cabi-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	lib.dir, lib.path = dir, filepath.Join(dir, "libdat2.so.2")
+	lib.conf = filepath.Join(dir, "dat.conf")
+	conf := `[[ia]]
+name = "tcp"
+provider = "tcp"
+api_version = "u2.0"
+threadsafe = true
+ia_params = "127.0.0.1"
+
+[[ia]]
+name = "loopback"
+provider = "loopback"
+api_version = "u2.0"
+threadsafe = true
+`
+	code := 1
+	if err := os.WriteFile(lib.conf, []byte(conf), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else if out, err := exec.Command("./build", lib.path).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "cabi/build: %v\n%s", err, out)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// ofaExports is the set of functions OFA's libdat2.so.2 (dapl 2.1)
+// exports, all under the version DAT_2.0.
+var ofaExports = strings.Fields(`dat_cno_create dat_cno_free dat_cno_modify_agent dat_cno_query dat_cno_wait
+dat_cr_accept dat_cr_handoff dat_cr_query dat_cr_reject dat_ep_connect dat_ep_create dat_ep_create_with_srq
+dat_ep_disconnect dat_ep_dup_connect dat_ep_free dat_ep_get_status dat_ep_modify dat_ep_post_rdma_read
+dat_ep_post_rdma_write dat_ep_post_recv dat_ep_post_send dat_ep_query dat_ep_recv_query dat_ep_reset
+dat_ep_set_watermark dat_evd_clear_unwaitable dat_evd_create dat_evd_dequeue dat_evd_disable dat_evd_enable
+dat_evd_free dat_evd_modify_cno dat_evd_post_se dat_evd_query dat_evd_resize dat_evd_set_unwaitable
+dat_evd_wait dat_extension_op dat_get_consumer_context dat_get_handle_type dat_ia_close dat_ia_openv
+dat_ia_query dat_lmr_create dat_lmr_free dat_lmr_query dat_lmr_sync_rdma_read dat_lmr_sync_rdma_write
+dat_psp_create dat_psp_create_any dat_psp_free dat_psp_query dat_pz_create dat_pz_free dat_pz_query
+dat_registry_add_provider dat_registry_list_providers dat_registry_remove_provider dat_rmr_bind
+dat_rmr_create dat_rmr_free dat_rmr_query dat_rsp_create dat_rsp_free dat_rsp_query
+dat_set_consumer_context dat_srq_create dat_srq_free dat_srq_post_recv dat_srq_query dat_srq_resize
+dat_srq_set_lw dat_strerror dats_get_ia_handle`)
+
+// providerEntry is what OFA's registry looks up in a provider library.
+var providerEntry = []string{"dat_provider_fini", "dat_provider_init"}
+
+// TestExports checks the dynamic symbol table: every function OFA's
+// libdat2 exports and the provider entry points, each as DAT_2.0, and no
+// other symbol the library defines (no Go or cgo internals).
+func TestExports(t *testing.T) {
+	f, err := elf.Open(lib.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(ofaExports), providerEntry...)
+	var got []string
+	for _, s := range syms {
+		if s.Section == elf.SHN_UNDEF {
+			continue
+		}
+		if !slices.Contains(want, s.Name) {
+			t.Errorf("exports %q (version %q), which OFA's libdat2 does not", s.Name, s.Version)
+			continue
+		}
+		if s.Version != "DAT_2.0" {
+			t.Errorf("%s has version %q, want DAT_2.0", s.Name, s.Version)
+		}
+		got = append(got, s.Name)
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("does not export %s", w)
+		}
+	}
+	if f.Section(".symtab") != nil {
+		t.Errorf("the library is not stripped (it has a .symtab)")
+	}
+	// The installed OFA library, where there is one, agrees with the list.
+	if ofa, err := elf.Open("/usr/lib/x86_64-linux-gnu/libdat2.so.2"); err == nil {
+		defer ofa.Close()
+		osyms, _ := ofa.DynamicSymbols()
+		for _, s := range osyms {
+			if s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC && !slices.Contains(ofaExports, s.Name) {
+				t.Errorf("OFA's libdat2 exports %s, missing from ofaExports", s.Name)
+			}
+		}
+	}
+	st, _ := os.Stat(lib.path)
+	t.Logf("%s: %d bytes", lib.path, st.Size())
+}
+
+func TestLayouts(t *testing.T) {
+	for _, p := range layoutProblems() {
+		t.Error(p)
+	}
+}
+
+// env is the environment of a C program run against the library.
+func env() []string {
+	return append(os.Environ(), "LD_LIBRARY_PATH="+lib.dir, "DAT_OVERRIDE="+lib.conf)
+}
+
+// TestCProgram compiles testdata/abi.c against <dat2/udat.h> and runs it
+// on each IA.
+func TestCProgram(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "abi")
+	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "testdata/abi.c", "-L"+lib.dir, "-l:libdat2.so.2")
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, ia := range []string{"loopback", "tcp"} {
+		t.Run(ia, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, ia)
+			cmd.Env = env()
+			out, err := cmd.CombinedOutput()
+			if err != nil || !bytes.HasSuffix(out, []byte("PASSED\n")) {
+				t.Fatalf("%v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// dapl finds a program of dapl2-utils. Without it the test skips, unless
+// GODAT_REQUIRE_DAPL is set (as .ci/run sets it): then it fails.
+func dapl(t *testing.T, name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("GODAT_REQUIRE_DAPL") != "" {
+			t.Fatalf("%s not found (apt-get install dapl2-utils)", name)
+		}
+		t.Skipf("%s not found (apt-get install dapl2-utils)", name)
+	}
+	return p
+}
+
+// run is one program of a pair, with its output.
+type run struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+func start(t *testing.T, ctx context.Context, prog string, args ...string) *run {
+	r := &run{cmd: exec.CommandContext(ctx, prog, args...)}
+	r.cmd.Env = env()
+	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
+	r.cmd.WaitDelay = 5 * time.Second
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// listening reports whether a socket of this machine listens on TCP port.
+func listening(port int) bool {
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) > 3 && fs[3] == "0A" && strings.HasSuffix(fs[1], fmt.Sprintf(":%04X", port)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pair runs a server until it listens on port, then the client, and
+// checks that both end successfully with their success lines.
+func pair(t *testing.T, prog string, port int, server, client []string, serverOK, clientOK string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := start(t, ctx, prog, server...)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	for !listening(port) {
+		select {
+		case err := <-done:
+			t.Fatalf("server %v ended before it listened (%v):\n%s", server, err, s.out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	c := start(t, ctx, prog, client...)
+	cerr := c.cmd.Wait()
+	var serr error
+	select {
+	case serr = <-done:
+	case <-time.After(time.Minute):
+		s.cmd.Process.Kill()
+		serr = fmt.Errorf("still running a minute after the client ended: %w", <-done)
+	}
+	if cerr != nil || !strings.Contains(c.out.String(), clientOK) {
+		t.Errorf("client %v: %v\n%s", client, cerr, c.out.String())
+	}
+	if serr != nil || !strings.Contains(s.out.String(), serverOK) {
+		t.Errorf("server %v: %v\n%s", server, serr, s.out.String())
+	}
+}
+
+// TestDtest runs OFA's dtest over godat's tcp IA in each of its modes.
+func TestDtest(t *testing.T) {
+	prog := dapl(t, "dtest")
+	for _, mode := range []string{
+		"",                             // as the issue runs it: 4 MiB messages and writes
+		"-B 100 -b 65536 -p",           // polling
+		"-B 100 -b 65536 -c",           // CNO
+		"-B 100 -b 65536 -u",           // unidirectional
+		"-B 100 -b 65536 -w",           // RDMA write stream only
+		"-B 50 -b 4096 -W -D",          // RDMA write ping-pong, data checked
+		"-B 50 -b 4096 -W -p",          // RDMA write ping-pong, polling
+		"-B 20 -b 65536 -W -a -i 8192", // RDMA write ping-pong, all sizes
+		"-B 100 -b 65536 -t",           // timings
+		"-B 100 -b 65536 -p -c -d 1",   // polling, CNO, accept delayed a second
+	} {
+		t.Run(strings.ReplaceAll(strings.TrimSpace(mode), " ", ""), func(t *testing.T) {
+			args := strings.Fields(mode)
+			pair(t, prog, 15828,
+				append([]string{"-P", "tcp", "-s"}, args...),
+				append([]string{"-P", "tcp", "-h", "127.0.0.1"}, args...),
+				"DAPL Test Complete. PASSED", "DAPL Test Complete. PASSED")
+		})
+	}
+}
+
+func TestDtestcm(t *testing.T) {
+	prog := dapl(t, "dtestcm")
+	for _, mode := range []string{"-c 100", "-c 50 -w"} {
+		t.Run(strings.ReplaceAll(mode, " ", ""), func(t *testing.T) {
+			args := strings.Fields(mode)
+			pair(t, prog, 45248,
+				append([]string{"-P", "tcp", "-s"}, args...),
+				append([]string{"-P", "tcp", "-h", "127.0.0.1"}, args...),
+				"CONNECTED on Server", "CONNECTED on Client")
+		})
+	}
+}
+
+func TestDtestsrq(t *testing.T) {
+	prog := dapl(t, "dtestsrq")
+	for _, mode := range []string{"", "-c 10 -B 10 -t 5", "-b 65536"} {
+		t.Run(strings.ReplaceAll(mode, " ", ""), func(t *testing.T) {
+			args := strings.Fields(mode)
+			pair(t, prog, 45248,
+				append([]string{"-P", "tcp", "-s"}, args...),
+				append([]string{"-P", "tcp", "-h", "127.0.0.1"}, args...),
+				"DAPL RC SRQ Test Complete.", "DAPL RC SRQ Test Complete.")
+		})
+	}
+}
+
+// TestDtestx checks that the IB extension test ends with a clear message,
+// not a crash or a hang: godat has no IB extensions.
+func TestDtestx(t *testing.T) {
+	prog := dapl(t, "dtestx")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, args := range [][]string{{"-P", "tcp", "-s"}, {"-P", "tcp", "-h", "127.0.0.1"}} {
+		r := start(t, ctx, prog, args...)
+		err := r.cmd.Wait()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || !ee.Exited() || ee.ExitCode() == 0 || !strings.Contains(r.out.String(), "extension not supported") {
+			t.Errorf("dtestx %v: %v, want a failing exit with \"extension not supported\":\n%s", args, err, r.out.String())
+		}
+	}
+}
+
+// TestDapltest runs dapltest's server with transaction tests (several
+// threads and EPs, SEND, RDMA write and read, data validation), the
+// performance test in both modes, and the quit command; then the limit
+// test on its own.
+func TestDapltest(t *testing.T) {
+	prog := dapl(t, "dapltest")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := start(t, ctx, prog, "-T", "S", "-D", "tcp")
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	for !listening(62000) { // dapltest's first connection qualifier
+		select {
+		case err := <-done:
+			t.Fatalf("server ended before it listened (%v):\n%s", err, s.out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	client := func(ok string, args ...string) {
+		t.Helper()
+		c := start(t, ctx, prog, append([]string{"-s", "127.0.0.1", "-D", "tcp"}, args...)...)
+		err := c.cmd.Wait()
+		out := c.out.String()
+		if err != nil || !strings.Contains(out, ok) || strings.Contains(out, "Test Error") {
+			t.Errorf("dapltest %v: %v\n%s", args, err, out)
+		}
+	}
+	const end = "End of Work -- Client Exiting"
+	client(end, "-T", "T", "-i", "200", "-t", "4", "-w", "4", "-V",
+		"client", "SR", "8192", "server", "RW", "4096", "server", "RR", "4096",
+		"client", "RW", "2048", "2", "client", "RR", "1024", "3", "client", "SR", "1024")
+	client(end, "-T", "T", "-i", "200", "-t", "2", "-w", "2", "-V", "-P", "client", "SR", "4096", "server", "SR", "4096", "client", "RW", "65536")
+	client(end, "-T", "T", "-i", "100", "-t", "1", "-w", "3", "-r", "-V", "client", "SR", "512", "server", "RR", "512")
+	client(end, "-T", "P", "-m", "p", "-i", "1000", "RW", "4096")
+	client(end, "-T", "P", "-m", "b", "-i", "1000", "RR", "4096", "2")
+	client(end, "-T", "Q")
+	select {
+	case err := <-done:
+		out := s.out.String()
+		if err != nil || !strings.Contains(out, "Exiting") || strings.Contains(out, "Test Error") {
+			t.Errorf("server: %v\n%s", err, out)
+		}
+	case <-time.After(time.Minute):
+		s.cmd.Process.Kill()
+		t.Errorf("server still running a minute after -T Q:\n%s", s.out.String())
+	}
+
+	c := start(t, ctx, prog, "-T", "L", "-D", "tcp", "-m", "100")
+	if err := c.cmd.Wait(); err != nil || strings.Contains(c.out.String(), "fails") {
+		t.Errorf("limit test: %v\n%s", err, c.out.String())
+	}
+}
