@@ -362,10 +362,15 @@ func (r *rings) get(e *event) (bool, error) {
 
 // --- doorbells ---
 
-// bell is an eventfd one side blocks on and the other rings.
+// bell is an eventfd one side blocks on and the other rings. Each bell
+// has one waiter (the host's completion pump, the plugin's submission
+// loop), so wait reads into the bell's own buffer: a buffer on wait's
+// stack escapes through os.File.Read in a race build, and the pump would
+// allocate on every sleep.
 type bell struct {
-	f  *os.File
-	fd int
+	f   *os.File
+	fd  int
+	buf [8]byte
 }
 
 func newBell() (*bell, error) {
@@ -391,8 +396,7 @@ func (b *bell) ring() { unix.Write(b.fd, one[:]) }
 
 // wait blocks until the bell rings; it fails once the bell is closed.
 func (b *bell) wait() error {
-	var buf [8]byte
-	_, err := b.f.Read(buf[:])
+	_, err := b.f.Read(b.buf[:])
 	return err
 }
 
