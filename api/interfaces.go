@@ -109,11 +109,18 @@ type IA interface {
 	CreateLMR(pz PZ, region Region, priv MemPriv, va VAType) (LMR, error)
 	// CreateSRQ creates a shared receive queue in pz (dat_srq_create(3DAT)).
 	CreateSRQ(pz PZ, attr SRQAttr) (SRQ, error)
-	// SyncRDMARead makes data written by RDMA into segs visible to the
-	// processor (dat_lmr_sync_rdma_read(3DAT)); a no-op on coherent memory.
+	// SyncRDMARead makes the consumer's own writes to segs visible to
+	// RDMA reads that peers will issue against them: call it after
+	// modifying memory and before an incoming RDMA read may begin
+	// (dat_lmr_sync_rdma_read(3DAT)). A no-op on coherent memory; it
+	// still checks that every segment lies inside an LMR of the IA.
 	SyncRDMARead(segs []LMRTriplet) error
-	// SyncRDMAWrite makes processor writes to segs visible to RDMA
-	// (dat_lmr_sync_rdma_write(3DAT)); a no-op on coherent memory.
+	// SyncRDMAWrite makes what incoming RDMA writes placed in segs visible
+	// to the consumer: call it after such a write completes and before
+	// reading the range. It is also the call that orders the consumer's
+	// own writes to a range against incoming RDMA writes to it, before
+	// and after them (dat_lmr_sync_rdma_write(3DAT)). A no-op on coherent
+	// memory; it still checks the segments as SyncRDMARead does.
 	SyncRDMAWrite(segs []LMRTriplet) error
 }
 

@@ -129,7 +129,8 @@ func demo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 // startInProcess starts the server cfg describes as a goroutine (its
 // output, when cfg.out is nil, is dropped) and returns the client
-// configuration that reaches it and a function that stops it.
+// configuration that reaches it and a function that stops it. cfg.ready,
+// if set, is called before startInProcess returns.
 func startInProcess(ctx context.Context, cfg serverConfig) (clientConfig, func() error, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan serverInfo, 1)
@@ -137,7 +138,13 @@ func startInProcess(ctx context.Context, cfg serverConfig) (clientConfig, func()
 	if cfg.out == nil {
 		cfg.out = io.Discard
 	}
-	cfg.ready = func(si serverInfo) { ready <- si }
+	also := cfg.ready
+	cfg.ready = func(si serverInfo) {
+		if also != nil {
+			also(si)
+		}
+		ready <- si
+	}
 	go func() {
 		done <- serve(sctx, cfg)
 	}()

@@ -48,6 +48,7 @@ type serverInfo struct {
 	Addr     net.Addr // the IA's address
 	ConnQual api.ConnQual
 	Raw      *net.TCPAddr // the raw TCP baseline listener
+	ia       api.IA       // the IA itself, for a caller in this process
 }
 
 // readyLine is the first line a server prints; the demo parses it.
@@ -105,7 +106,7 @@ func serve(ctx context.Context, cfg serverConfig) (err error) {
 	defer wg.Wait()
 	defer cancel()
 
-	info := serverInfo{IA: n.name, Addr: n.attr.Address, ConnQual: q, Raw: raw.addr()}
+	info := serverInfo{IA: n.name, Addr: n.attr.Address, ConnQual: q, Raw: raw.addr(), ia: n.ia}
 	if _, ip := ipAddr(n.attr.Address); !ip && n.attr.Address != nil && cfg.diag != nil {
 		fmt.Fprintf(cfg.diag, "dattest: note: IA %s has %s addresses, not IP addresses: only clients in this process can reach it\n",
 			n.name, n.attr.Address.Network())
@@ -528,7 +529,9 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		if err = errors.Join(err, err2); err != nil {
 			return failure(k, "%v", err)
 		}
-		s.n.ia.SyncRDMARead([]api.LMRTriplet{s.win.tri(off, n)})
+		// The client's RDMA write placed these bytes: make them visible
+		// before reading them (dat_lmr_sync_rdma_write(3DAT)).
+		s.n.ia.SyncRDMAWrite([]api.LMRTriplet{s.win.tri(off, n)})
 		if i := checkPattern(s.win.b[off:off+n], seed); i >= 0 {
 			return failure(k, "window byte %d of %d+%d is wrong", i, off, n)
 		}
@@ -539,8 +542,15 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		if err = errors.Join(err, err2); err != nil {
 			return failure(k, "%v", err)
 		}
+		// The client RDMA-reads what is written here next, and the window
+		// is the target of its RDMA writes too: the pages ask for
+		// dat_lmr_sync_rdma_write(3DAT) around the consumer's own writes
+		// to such a range, and dat_lmr_sync_rdma_read(3DAT) after them.
+		seg := []api.LMRTriplet{s.win.tri(off, n)}
+		s.n.ia.SyncRDMAWrite(seg)
 		fillPattern(s.win.b[off:off+n], seed)
-		s.n.ia.SyncRDMAWrite([]api.LMRTriplet{s.win.tri(off, n)})
+		s.n.ia.SyncRDMAWrite(seg)
+		s.n.ia.SyncRDMARead(seg)
 		return reply(k)
 	case kindBind:
 		off, n, err := s.window(m)
@@ -622,6 +632,8 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		// The pings land at the start of the window: clear it, so that
 		// no byte left there by an earlier run looks like a ping.
 		clear(s.win.b[:size])
+		// The client's RDMA writes land here next
+		// (dat_lmr_sync_rdma_write(3DAT)).
 		s.n.ia.SyncRDMAWrite([]api.LMRTriplet{s.win.tri(0, size)})
 		s.wlatCount = int(min(count, rawMaxCount))
 		s.wlatDst = w.at(0, size)

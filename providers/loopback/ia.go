@@ -166,12 +166,14 @@ func (i *ia) teardown() []func() {
 }
 
 // SyncRDMARead checks that every segment lies inside an LMR of the IA
-// (ErrInvalidParameter otherwise) and does nothing more: loopback memory is
-// coherent (dat_lmr_sync_rdma_read(3DAT)).
+// (ErrInvalidParameter otherwise) and does nothing more: an incoming RDMA
+// read is a copy by the processor, which sees the consumer's writes
+// (dat_lmr_sync_rdma_read(3DAT)).
 func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
 
 // SyncRDMAWrite checks the segments like SyncRDMARead and does nothing
-// more (dat_lmr_sync_rdma_write(3DAT)).
+// more: an incoming RDMA write is a copy by the processor, which the
+// consumer sees (dat_lmr_sync_rdma_write(3DAT)).
 func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
 
 // checkSegments checks that each non-empty segment names an LMR of the IA,

@@ -215,8 +215,10 @@ func (i *ia) Close(flags api.CloseFlags) error {
 }
 
 // SyncRDMARead checks that every segment lies inside an LMR of the IA and
-// does nothing more: memory that RDMA devices write is coherent on the
-// machines rdma-core supports (dat_lmr_sync_rdma_read(3DAT)).
+// does nothing more: on the machines rdma-core supports, DMA is coherent
+// with the processor's caches, so a device's read sees the consumer's
+// writes and the consumer sees a device's writes
+// (dat_lmr_sync_rdma_read(3DAT)).
 func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
