@@ -23,7 +23,13 @@ package registry
 //     takes the first). A TOML file may mark at most one IA default.
 //   - Columns are 1-based byte offsets within the line, as the Go tools
 //     count them; a UTF-8 byte order mark at the start is skipped.
-//   - A file larger than MaxConfigSize is refused as a whole.
+//   - A file larger than MaxConfigSize is refused as a whole; LoadConfig
+//     reports the size the file has, not what it read of it. LoadConfig
+//     reads regular files only (a FIFO, a device or a directory is
+//     refused after an open that does not block), and a named file that
+//     does not exist is DAT_PROVIDER_NOT_FOUND (see LoadConfig).
+//   - A duplicate IA name is reported where the repeated name is, and
+//     names the earlier IA by where its entry starts, as listings do.
 //   - godat's built-in IAs (loopback, tcp) are not only the fallback when
 //     no file is found: LoadConfig adds each after the file's own IAs
 //     unless the file defines that name, in either form, so that a system
@@ -191,7 +197,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	var cfg *Config
 	switch {
 	case len(data) > MaxConfigSize:
-		errs.add(1, 1, fmt.Sprintf("file is %d bytes; expected a configuration of at most %d bytes", len(data), MaxConfigSize))
+		return nil, tooLarge(name, strconv.Itoa(len(data)))
 	case looksUTF16(data):
 		errs.add(1, 1, "file looks like UTF-16 text; expected UTF-8")
 	default:
@@ -206,6 +212,14 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		return nil, errs.err()
 	}
 	return cfg, nil
+}
+
+// tooLarge is the error of a file of size bytes (a number, or a phrase
+// such as "more than 1048576"), over MaxConfigSize.
+func tooLarge(name, size string) error {
+	errs := errList{file: name}
+	errs.add(1, 1, fmt.Sprintf("file is %s bytes; expected a configuration of at most %d bytes", size, MaxConfigSize))
+	return errs.err()
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")
@@ -481,11 +495,15 @@ func editDistance(a, b string, limit int) int {
 // duplicateChecker finds repeated IA names.
 type duplicateChecker map[string]Position
 
-// check records name at p and returns an error message if it was seen.
-func (d duplicateChecker) check(name string, p Position) string {
+// check records the name of the IA whose entry starts at entry, and
+// returns an error message if an earlier IA has the name. The message
+// names the earlier IA by where its entry starts (IAEntry.Pos, as
+// listings show it); the caller reports the message where the repeated
+// name is.
+func (d duplicateChecker) check(name string, entry Position) string {
 	if first, dup := d[name]; dup {
-		return fmt.Sprintf("duplicate IA name %q (first defined at %s); expected each IA name once", name, first)
+		return fmt.Sprintf("duplicate IA name %q: the IA at %s already has it; expected each IA name once", name, first)
 	}
-	d[name] = p
+	d[name] = entry
 	return ""
 }

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/godat/godat/api"
 )
@@ -74,12 +76,23 @@ func EmbeddedConfig() *Config {
 // to any file, in either form, including the /etc/dat.conf of a uDAPL
 // installation; a file that defines one of these names replaces it.
 //
-// A file named by path or $DAT_OVERRIDE must be readable: LoadConfig never
-// falls back silently from a file the user asked for. An unreadable file is
-// an *api.Error of type InternalError (dat_registry_list_providers(3DAT):
-// the static registry is missing) wrapping the system error; a file larger
-// than MaxConfigSize, or an invalid one, is ParseConfig's InvalidParameter
-// error. The returned Config's Source says which step chose it.
+// A file named by path or $DAT_OVERRIDE must exist and be readable:
+// LoadConfig never falls back silently from a file the user asked for.
+// The errors, each an *api.Error wrapping the system error if any:
+//
+//   - a named file that does not exist is ProviderNotFound
+//     (DAT_NAME_NOT_REGISTERED): with no registry file, no IA name is
+//     registered, which is what dat_ia_open(3DAT) answers for a name the
+//     registry lacks;
+//   - a file that is not a regular file (a directory, a FIFO, a device)
+//     is InvalidParameter, found without reading it or waiting on it;
+//   - a file larger than MaxConfigSize is InvalidParameter with a
+//     ConfigErrors Cause at file:1:1 that gives the file's real size, and
+//     an invalid file ParseConfig's InvalidParameter error;
+//   - any other failure to read (permissions, I/O) is InternalError.
+//
+// The same holds for an /etc/dat.conf that exists. The returned Config's
+// Source says which step chose it.
 func LoadConfig(path string) (*Config, error) {
 	source := "argument"
 	if path == "" {
@@ -108,6 +121,12 @@ func LoadConfig(path string) (*Config, error) {
 	return parseLoaded(path, source, data)
 }
 
+// errNotRegular is the cause of a configuration path that names something
+// other than a regular file.
+type errNotRegular struct{ kind string }
+
+func (e errNotRegular) Error() string { return "it is " + e.kind + "; expected a regular file" }
+
 func parseLoaded(path, source string, data []byte) (*Config, error) {
 	cfg, err := ParseConfig(path, data)
 	if err != nil {
@@ -130,20 +149,67 @@ func addBuiltIns(cfg *Config) {
 	}
 }
 
-// readConfigFile reads at most MaxConfigSize+1 bytes of path, so that an
-// oversized file is rejected by ParseConfig without being read whole.
+// readConfigFile reads path, a regular file of at most MaxConfigSize
+// bytes. It opens the file without blocking (a FIFO would otherwise wait
+// for a writer) and looks at what it opened before reading anything: a
+// file of another kind is errNotRegular, and a file over the limit is
+// tooLarge's error with the size the file has. At most MaxConfigSize+1
+// bytes are read, so that a file that grows meanwhile is never read whole.
 func readConfigFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: errors.New("is a directory")}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	return io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if !st.Mode().IsRegular() {
+		return nil, errNotRegular{fileKind(st.Mode())}
+	}
+	if st.Size() > MaxConfigSize {
+		return nil, tooLarge(path, strconv.FormatInt(st.Size(), 10))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err == nil && len(data) > MaxConfigSize {
+		err = tooLarge(path, "more than "+strconv.Itoa(MaxConfigSize))
+	}
+	return data, err
 }
 
+// fileKind names the kind of file of mode m, which is not a regular file.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
+}
+
+// unreadable is the error of a configuration file that LoadConfig cannot
+// use (see LoadConfig for the types).
 func unreadable(path, what string, err error) error {
+	var (
+		de *api.Error
+		nr errNotRegular
+	)
+	switch {
+	case errors.As(err, &de):
+		return de // readConfigFile's own: the file is too large
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return &api.Error{Type: api.ProviderNotFound, Sub: api.SubNameNotRegistered,
+			Msg: fmt.Sprintf("%s %s does not exist, so no IA is registered", what, path), Cause: err}
+	case errors.As(err, &nr):
+		return &api.Error{Type: api.InvalidParameter, Msg: fmt.Sprintf("%s %s cannot be used: %v", what, path, nr)}
+	}
 	return &api.Error{Type: api.InternalError, Msg: fmt.Sprintf("cannot read %s %s", what, path), Cause: err}
 }

@@ -100,9 +100,9 @@ func parsePluginTables(name string, doc map[string]any, idx *tomlIndex, errs *er
 			if msg := checkProviderName(p.Name); msg != "" {
 				errs.addAt(valPos(keyPluginName), strings.Replace(msg, "provider name", "plugin name", 1))
 			} else if first, dup := seen[p.Name]; dup {
-				errs.addAt(keyPos(keyPluginName), fmt.Sprintf("duplicate plugin name %q (first defined at %s); expected each plugin name once", p.Name, first))
+				errs.addAt(keyPos(keyPluginName), fmt.Sprintf("duplicate plugin name %q: the plugin at %s already has it; expected each plugin name once", p.Name, first))
 			} else {
-				seen[p.Name] = keyPos(keyPluginName)
+				seen[p.Name] = p.Pos
 			}
 		}
 		if str(keyPluginPath, true, &p.Path) {

@@ -88,7 +88,7 @@ func TestConfigPluginProblems(t *testing.T) {
 			`4:8: args[1] is the integer 2; expected a string`,
 			`5:7: env.A is the integer 1; expected a string`}},
 		{"duplicate", "[[plugin]]\nname = \"a\"\npath = \"/x\"\n[[plugin]]\nname = \"a\"\npath = \"/y\"\n", []string{
-			`5:1: duplicate plugin name "a" (first defined at f:2:1)`}},
+			`5:1: duplicate plugin name "a": the plugin at f:1:1 already has it`}},
 		{"bad name", "[[plugin]]\nname = \"a b\"\npath = \"/x\"\n", []string{`2:8: plugin name "a b" contains ' '`}},
 		{"not an array", "[plugin]\nname = \"a\"\npath = \"/x\"\n", []string{`1:1: plugin is a table; expected one [[plugin]] table per plugin`}},
 		{"misspelt table", "[[plugins]]\nname = \"a\"\n", []string{`1:1: unknown table [[plugins]]; expected only [[ia]] and [[plugin]] tables (did you mean plugin?)`}},

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/godat/godat/api"
 )
@@ -134,7 +136,7 @@ func TestConfigBadFiles(t *testing.T) {
 		`7:14: threadsafe is the string "yes"; expected true or false`,
 		`9:1: unknown key colour in [[ia]]`,
 		`11:1: [[ia]] table has no provider`,
-		`12:1: duplicate IA name "a" (first defined at bad.toml:4:1)`,
+		`12:1: duplicate IA name "a": the IA at bad.toml:3:1 already has it`,
 		`13:15: api_version "u1.2" is DAT 1.x`,
 		`14:1: IA "a" is marked default but IA "a" (bad.toml:3:1) already is`,
 		`16:1: [[plugin]] table has no path`,
@@ -151,7 +153,7 @@ func TestConfigBadFiles(t *testing.T) {
 		`4:12: api_version "2.0" is malformed`,
 		`5:16: threadsafety is "safe"; expected threadsafe or nonthreadsafe`,
 		`6:28: default is "yes"; expected default or nondefault`,
-		`7:1: duplicate IA name "good" (first defined at bad.conf:2:1)`,
+		`7:1: duplicate IA name "good": the IA at bad.conf:2:1 already has it`,
 		`8:72: unterminated quoted field`,
 		`9:68: unexpected field "more": line has 9 fields`,
 	)
@@ -227,7 +229,7 @@ platform_params = "[[ia]] \" name = 1"
 'name' = "a"
 `
 	_, err := ParseConfig("p", []byte(in))
-	wantProblems(t, configErrors(t, err), `17:1: duplicate IA name "a" (first defined at p:3:1)`)
+	wantProblems(t, configErrors(t, err), `17:1: duplicate IA name "a": the IA at p:2:1 already has it`)
 
 	in = "[[ia]]\nname = \"a\"\nprovider = \"p\"\napi_version = \"u2.0\"\nx = [\n  1, # ]\n  \"]\",\n]\n" +
 		"y = { a = 1, b = [2] }\n\n[[ ia ]]\nname = \"b\"\n"
@@ -452,23 +454,31 @@ func TestConfigLoadOrder(t *testing.T) {
 	SystemConfigPath = filepath.Join(dir, "missing")
 	check("", "loopback", "embedded", "embedded")
 
-	// A file the user named must exist; an unreadable system file is an
+	// A file the user named must exist: without it no IA is registered
+	// (DAT_PROVIDER_NOT_FOUND, as dat_ia_open(3DAT) says for a name the
+	// registry lacks). A system file that is not a regular file is an
 	// error, not a silent fallback.
+	notRegistered := &api.Error{Type: api.ProviderNotFound, Sub: api.SubNameNotRegistered}
 	_, err := LoadConfig(filepath.Join(dir, "nope"))
-	if !errors.Is(err, api.ErrInternal) || !errors.Is(err, os.ErrNotExist) {
+	if !errors.Is(err, notRegistered) || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("missing argument: %v", err)
 	}
 	t.Setenv(EnvOverride, filepath.Join(dir, "nope"))
 	_, err = LoadConfig("")
-	if !errors.Is(err, api.ErrInternal) || !strings.Contains(err.Error(), "$DAT_OVERRIDE") {
+	if !errors.Is(err, notRegistered) || !strings.Contains(err.Error(), "$DAT_OVERRIDE") {
 		t.Fatalf("missing $DAT_OVERRIDE: %v", err)
 	}
 	t.Setenv(EnvOverride, "")
 	SystemConfigPath = dir // a directory
-	if _, err = LoadConfig(""); !errors.Is(err, api.ErrInternal) {
-		t.Fatalf("unreadable system file: %v", err)
+	if _, err = LoadConfig(""); !errors.Is(err, api.ErrInvalidParameter) || !strings.Contains(err.Error(), "it is a directory; expected a regular file") {
+		t.Fatalf("system file that is a directory: %v", err)
 	}
 	SystemConfigPath = old
+	if err := os.Chmod(argFile, 0); err == nil && os.Geteuid() != 0 {
+		if _, err := LoadConfig(argFile); !errors.Is(err, api.ErrInternal) || !errors.Is(err, os.ErrPermission) {
+			t.Errorf("unreadable file: %v", err)
+		}
+	}
 
 	_, err = LoadConfig(badFile)
 	wantProblems(t, configErrors(t, err), "1:1: [[ia]] table has no name", "1:1: [[ia]] table has no provider", "1:1: [[ia]] table has no api_version")
@@ -476,9 +486,44 @@ func TestConfigLoadOrder(t *testing.T) {
 		t.Fatalf("position names %q, want %q", ce[0].Pos.File, badFile)
 	}
 
-	big := write("big.conf", strings.Repeat("#\n", MaxConfigSize))
+	// An oversized file is reported with its size, not the size of what
+	// was read of it.
+	big := write("big.conf", strings.Repeat("#\n", 5*MaxConfigSize))
 	_, err = LoadConfig(big)
-	wantProblems(t, configErrors(t, err), "1:1: file is 1048577 bytes")
+	wantProblems(t, configErrors(t, err), "1:1: file is 10485760 bytes; expected a configuration of at most 1048576 bytes")
+	if !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("oversized file: %v", err)
+	}
+}
+
+// A configuration path that names a FIFO, a device or a directory is
+// refused at once: nothing is read from it and nothing waits for a
+// writer.
+func TestConfigNotRegularFile(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for path, kind := range map[string]string{fifo: "a named pipe (FIFO)", "/dev/null": "a character device", t.TempDir(): "a directory"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := LoadConfig(path)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, api.ErrInvalidParameter) || !strings.Contains(err.Error(), path+" cannot be used: it is "+kind+"; expected a regular file") {
+				t.Errorf("LoadConfig(%s) = %v", path, err)
+			}
+		case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
+			// Unblock the open so that the goroutine ends.
+			if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+			<-done
+			t.Errorf("LoadConfig(%s) blocked", path)
+		}
+	}
 }
 
 func TestConfigErrorsFormatting(t *testing.T) {

@@ -118,7 +118,7 @@ func parseTOML(name string, data []byte, errs *errList) *Config {
 		if str(keyName, true, &e.Name) {
 			if msg := checkIAName(e.Name); msg != "" {
 				errs.addAt(valPos(keyName), msg)
-			} else if msg := names.check(e.Name, keyPos(keyName)); msg != "" {
+			} else if msg := names.check(e.Name, e.Pos); msg != "" {
 				errs.addAt(keyPos(keyName), msg)
 			}
 		}

@@ -292,7 +292,8 @@ func TestCheck(t *testing.T) {
 	// Several files: one bad one fails the whole check.
 	code, out, errs = runDatinfo(t, "check", good, bad, filepath.Join(t.TempDir(), "none"))
 	if code != 1 || !strings.Contains(out, good+": ok") || strings.Count(errs, "\n") != 3 ||
-		!strings.Contains(errs, "datinfo: DAT_INTERNAL_ERROR: cannot read the configuration file") {
+		!strings.Contains(errs, "datinfo: DAT_PROVIDER_NOT_FOUND(DAT_NAME_NOT_REGISTERED): the configuration file ") ||
+		!strings.Contains(errs, "none does not exist, so no IA is registered") {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 	}
 
@@ -316,6 +317,49 @@ func TestCheck(t *testing.T) {
 	}
 	if !strings.Contains(out, `"column": 14`) {
 		t.Errorf("field names changed:\n%s", out)
+	}
+}
+
+// A path that is not a regular file is refused without waiting on it (a
+// FIFO would block an open for reading until a writer comes), and an
+// oversized file is reported with its real size.
+func TestUnusableFiles(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := runDatinfo(t, "-f", fifo)
+		done <- result{code, out, errs}
+	}()
+	select {
+	case r := <-done:
+		if r.code != 1 || r.out != "" || r.err != "datinfo: DAT_INVALID_PARAMETER: the configuration file "+fifo+
+			" cannot be used: it is a named pipe (FIFO); expected a regular file\n" {
+			t.Errorf("FIFO: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+		}
+	case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close() // lets the blocked open go on to read nothing
+		}
+		<-done
+		t.Error("datinfo -f FIFO blocked")
+	}
+
+	big := filepath.Join(dir, "big.conf")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("#\n"), 5<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runDatinfo(t, "check", big)
+	if code != 1 || out != "" || errs != big+":1:1: file is 10485760 bytes; expected a configuration of at most 1048576 bytes\n" {
+		t.Errorf("big file: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
 
