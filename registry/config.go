@@ -28,6 +28,15 @@ package registry
 //     reads regular files only (a FIFO, a device or a directory is
 //     refused after an open that does not block), and a named file that
 //     does not exist is DAT_PROVIDER_NOT_FOUND (see LoadConfig).
+//   - The ia_params and platform_params of an IA whose provider is built
+//     in and implements ParamChecker are checked while the file is read,
+//     in both forms: what the provider refuses by form alone is a problem
+//     of the file at the position of the value (of the entry, for a key
+//     that is absent), as any other. So ParseConfig's answer depends on
+//     the providers linked into the program; an IA whose provider is
+//     missing, or is a [[plugin]], is not checked (it is unavailable, or
+//     its plugin runs only at Open). What the host decides (does the
+//     address or the device exist here) is left to Open.
 //   - A duplicate IA name is reported where the repeated name is, and
 //     names the earlier IA by where its entry starts, as listings do.
 //   - godat's built-in IAs (loopback, tcp) are not only the fallback when
@@ -48,7 +57,9 @@ package registry
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -506,4 +517,35 @@ func (d duplicateChecker) check(name string, entry Position) string {
 	}
 	d[name] = entry
 	return ""
+}
+
+// checkParams asks e's provider, when it is built in and a ParamChecker,
+// what is wrong with e's ia_params and platform_params, and records each
+// problem at iaAt or platformAt. An IA whose provider is one of plugins
+// is not checked: a plugin runs only when its IA is opened.
+func checkParams(plugins []PluginEntry, e IAEntry, iaAt, platformAt Position, errs *errList) {
+	if e.Provider == "" || slices.ContainsFunc(plugins, func(p PluginEntry) bool { return p.Name == e.Provider }) {
+		return
+	}
+	p, _ := lookupProvider(e.Provider)
+	c, ok := p.(ParamChecker)
+	if !ok {
+		return
+	}
+	iaErr, platformErr := c.CheckParams(api.OpenParams{Name: e.Name, Params: e.IAParams, PlatformParams: e.PlatformParams, ThreadSafe: e.ThreadSafe})
+	if iaErr != nil {
+		errs.addAt(iaAt, errorText(iaErr))
+	}
+	if platformErr != nil {
+		errs.addAt(platformAt, errorText(platformErr))
+	}
+}
+
+// errorText is err's message without the DAT return code in front.
+func errorText(err error) string {
+	var de *api.Error
+	if errors.As(err, &de) && de.Msg != "" {
+		return de.Msg
+	}
+	return err.Error()
 }

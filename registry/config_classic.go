@@ -140,6 +140,8 @@ func parseClassic(name string, data []byte, errs *errList) *Config {
 			e.Unavailable = otherVersion
 		case why != "":
 			e.Unavailable = why
+		default:
+			checkParams(nil, e, pos(6), pos(7), errs)
 		}
 		cfg.IAs = append(cfg.IAs, e)
 	}

@@ -100,7 +100,7 @@ func TestConfigGoodClassic(t *testing.T) {
 	}
 	want := []row{
 		{"godat-lo", "loopback", "libgodat-loopback.so", "", 4, 1, true, true, ""},
-		{"godat-tcp", "tcp", "/usr/lib/libgodat-tcp.so.1", "127.0.0.1 0", 5, 1, false, false, ""},
+		{"godat-tcp", "tcp", "/usr/lib/libgodat-tcp.so.1", "127.0.0.1", 5, 1, false, false, ""},
 		{"ofa-v2-ib0", "verbs", "libdaplofa.so.2", "ib0 0", 6, 1, false, true, ""},
 		{"ofa-v2-mlx5_0-1s", "verbs", "libdaploscm.so.2", "mlx5_0 1", 7, 2, false, true, ""},
 		{"ofa-v2-mcm-1", "", "libdaplomcm.so.2", "mlx4_0 1", 8, 1, false, true, "godat does not provide library libdaplomcm.so.2"},

@@ -151,6 +151,7 @@ func parseTOML(name string, data []byte, errs *errList) *Config {
 		if v, ok := t[keyHooks]; ok {
 			e.Hooks = parseHooks(v, valPos(keyHooks), errs)
 		}
+		checkParams(cfg.Plugins, e, valPos(keyIAParams), valPos(keyPlatformParams), errs)
 		cfg.IAs = append(cfg.IAs, e)
 	}
 	return cfg

@@ -23,7 +23,10 @@
 // of that name, and never marks an added one default. A file therefore
 // replaces a built-in IA by defining its name, and cannot hide one
 // otherwise; IAEntry.Origin and ProviderInfo.Origin tell a built-in IA
-// ("built-in") from a file's ("file:line").
+// ("built-in") from a file's ("file:line"). A provider that implements
+// ParamChecker (tcp) has the ia_params and platform_params of its IAs
+// checked while a file is read, so that a value it refuses by its form is
+// an error of the file at its position.
 //
 // A classic file such as the /etc/dat.conf that a uDAPL installation
 // (Debian's libdapl2) writes is read as it is. Its ofa-v2-* lines, for
@@ -98,6 +101,24 @@ func lookupProvider(name string) (api.Provider, bool) {
 // it.
 type Availability interface {
 	Unavailable(iaParams string) string
+}
+
+// ParamChecker is an optional interface of a provider that can tell, from
+// an IA's configuration entry alone, that Open would refuse its ia_params
+// or its platform_params on any host: a malformed address, an unknown
+// option, a value out of range. ParseConfig (and so LoadConfig) asks the
+// built-in provider of each IA of a file, and reports each error as a
+// problem of the file at the position of that value, so that a mistake is
+// found by reading the file, with its position, instead of by opening the
+// IA. p has the entry's Name, Params, PlatformParams and ThreadSafe.
+//
+// A check must not look at the host (devices, interfaces, addresses) or
+// have any effect: its answer must be the same on every machine, and it
+// must accept whatever Open might accept somewhere. iaParams and
+// platformParams say what is wrong with each; nil when nothing is. Only
+// an error's message is used (for an *api.Error, its Msg).
+type ParamChecker interface {
+	CheckParams(p api.OpenParams) (iaParams, platformParams error)
 }
 
 // ProviderInfo is one row of the registry listing

@@ -20,7 +20,13 @@
 //
 // "datinfo check FILE..." validates each file and prints each problem as
 // "file:line:column: message", one per line, on standard error. Without a
-// FILE it checks the configuration the search order above picks.
+// FILE it checks the configuration the search order above picks. Besides
+// the file's form, it checks each IA's ia_params and platform_params as
+// far as its provider can without opening the IA (registry.ParamChecker):
+// a malformed address or an unknown option is a problem at its position.
+// A valid file is reported on standard output, with notes (IAs this build
+// cannot open) and warnings ("file:line:column: warning: message"; a file
+// that defines no IA), which do not change the exit status.
 //
 // --json prints machine-readable JSON on standard output instead of text.
 // The field names are stable; see listJSON (listing) and checkJSON (check)
@@ -721,6 +727,9 @@ type checkJSON struct {
 	// Unavailable lists the IAs of a valid file that cannot be opened
 	// with this build of godat, and why.
 	Unavailable []unavailableJSON `json:"unavailable"`
+	// Warnings lists what is suspect in a valid file without making it
+	// invalid (a file that defines no IA), in the form of problems.
+	Warnings []problemJSON `json:"warnings"`
 	// Error is set when the file cannot be read at all.
 	Error string `json:"error,omitempty"`
 }
@@ -748,7 +757,7 @@ func check(o options, files []string, stdout, stderr io.Writer) int {
 	code := exitOK
 	results := []checkJSON{}
 	for _, f := range files {
-		res := checkJSON{File: f, BuiltIn: []string{}, Problems: []problemJSON{}, Unavailable: []unavailableJSON{}}
+		res := checkJSON{File: f, BuiltIn: []string{}, Problems: []problemJSON{}, Unavailable: []unavailableJSON{}, Warnings: []problemJSON{}}
 		cfg, err := registry.LoadConfig(f)
 		if err != nil {
 			code = exitFailure
@@ -782,8 +791,21 @@ func check(o options, files []string, stdout, stderr io.Writer) int {
 				res.Unavailable = append(res.Unavailable, unavailableJSON{Name: pi.IAName, Position: pi.Pos.String(), Reason: pi.Reason})
 			}
 		}
+		if res.IAs == 0 {
+			// Valid, and the built-in IAs work next to it, but a file
+			// that configures nothing is most likely the wrong file.
+			res.Warnings = append(res.Warnings, problemJSON{File: cfg.File, Line: 1, Column: 1,
+				Message: "the file defines no IA; expected at least one [[ia]] table, or a line of the classic dat.conf form"})
+		}
 		if !o.json {
-			fmt.Fprintf(stdout, "%s: ok: %s form, %s\n", describeFile(cfg), cfg.Format, plural(res.IAs, "IA"))
+			verdict := "ok"
+			if len(res.Warnings) > 0 {
+				verdict = "valid, " + plural(len(res.Warnings), "warning")
+			}
+			fmt.Fprintf(stdout, "%s: %s: %s form, %s\n", describeFile(cfg), verdict, cfg.Format, plural(res.IAs, "IA"))
+			for _, w := range res.Warnings {
+				fmt.Fprintf(stdout, "%s:%d:%d: warning: %s\n", w.File, w.Line, w.Column, w.Message)
+			}
 			switch len(res.BuiltIn) {
 			case 0:
 			case 1:

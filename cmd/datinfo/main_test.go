@@ -320,6 +320,46 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// check finds what the providers can tell from a file without opening an
+// IA, with positions; the listing refuses such a file the same way.
+func TestCheckParams(t *testing.T) {
+	isolate(t)
+	f := writeFile(t, "params.conf", `[[ia]]
+name = "t"
+provider = "tcp"
+api_version = "u2.0"
+ia_params = "999.1.2.3"
+platform_params = "peer_timeout=forever"
+`)
+	want := f + `:5:13: tcp: ia_params "999.1.2.3" is not an IPv4 address (four numbers from 0 to 255, separated by dots); ` +
+		`expected an IP address of this host, such as "127.0.0.1" or "::1", or an interface name, such as "eth0"` + "\n" +
+		f + `:6:19: tcp: platform_params: peer_timeout="forever" is not a duration (for example 30s or 1m)` + "\n"
+	for _, args := range [][]string{{"check", f}, {"-f", f}} {
+		code, out, errs := runDatinfo(t, args...)
+		if code != 1 || out != "" || errs != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr:\n%s\nwant:\n%s", args, code, out, errs, want)
+		}
+	}
+}
+
+// A file that defines no IA is valid (the built-in IAs work next to it)
+// but gets a warning, in text and in JSON.
+func TestCheckEmptyFile(t *testing.T) {
+	isolate(t)
+	f := writeFile(t, "empty.conf", "# nothing yet\n")
+	code, out, errs := runDatinfo(t, "check", f)
+	if code != 0 || errs != "" || !strings.HasPrefix(out, f+": valid, 1 warning: toml form, 0 IAs\n"+
+		f+":1:1: warning: the file defines no IA; expected at least one [[ia]] table, or a line of the classic dat.conf form\n") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+	code, out, _ = runDatinfo(t, "--json", "check", f)
+	var res []checkJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || len(res) != 1 || !res[0].Valid ||
+		len(res[0].Warnings) != 1 || res[0].Warnings[0].Line != 1 || !strings.Contains(res[0].Warnings[0].Message, "defines no IA") {
+		t.Errorf("exit %d, %v, stdout:\n%s", code, err, out)
+	}
+}
+
 // A path that is not a regular file is refused without waiting on it (a
 // FIFO would block an open for reading until a writer comes), and an
 // oversized file is reported with its real size.

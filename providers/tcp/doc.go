@@ -16,7 +16,13 @@
 // ia_params names the local address: an IPv4 or IPv6 literal
 // ("127.0.0.1", "::1", "[::1]") or an interface name ("eth0", whose first
 // IPv4 address is used, else its first non-link-local IPv6 one). An
-// address not configured on the host is ErrProviderNotFound. The IA's
+// address not configured on the host is ErrProviderNotFound. A string of
+// digits and dots that is not an IPv4 address, or one with a colon that
+// is not an IPv6 address, is refused as a mistyped address rather than
+// looked up as an interface. The form of ia_params and of platform_params
+// is checked without opening anything too (CheckParams, a
+// registry.ParamChecker), so that a configuration file reports a
+// malformed address or option at its position when it is read. The IA's
 // address (IAAttr.Address) is a *net.IPAddr; Connect takes a *net.IPAddr
 // or *net.TCPAddr (the port of the latter is ignored).
 //

@@ -3,9 +3,11 @@ package tcp
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -397,6 +399,60 @@ func TestIPv6(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli.expect(cli.conn, api.ConnectionEstablishedEvent, "ESTABLISHED over IPv6")
+}
+
+// CheckParams refuses, by their form alone, the ia_params and
+// platform_params that Open refuses on every host, and accepts the rest,
+// whether or not the address or interface exists here.
+func TestCheckParams(t *testing.T) {
+	for _, p := range []string{"127.0.0.1", " 10.1.2.3 ", "::1", "[fe80::1]", "192.0.2.77", "eth0", "no-such-if0", "enp0s31f6", "ib0.8001", "br-1a2b3c4d5e6f"} {
+		if ia, _ := (Provider{}).CheckParams(api.OpenParams{Params: p}); ia != nil {
+			t.Errorf("ia_params %q: %v", p, ia)
+		}
+	}
+	for p, want := range map[string]string{
+		"":                  "ia_params is empty",
+		"999.1.2.3":         `"999.1.2.3" is not an IPv4 address`,
+		"10.0.0":            `"10.0.0" is not an IPv4 address`,
+		"fe80::1::2":        "is not an IPv6 address",
+		"127.0.0.1 0":       "no '/' and no blanks",
+		"a/b":               "no '/' and no blanks",
+		"an-interface-name": "too long for an interface name",
+		"..":                "nor an interface name",
+	} {
+		ia, _ := (Provider{}).CheckParams(api.OpenParams{Params: p})
+		if !errors.Is(ia, api.ErrProviderNotFound) || !strings.Contains(ia.Error(), want) {
+			t.Errorf("ia_params %q: %v, want an error saying %q", p, ia, want)
+		}
+		if _, err := localIP(p); err == nil || err.Error() != ia.Error() {
+			t.Errorf("Open and CheckParams differ on ia_params %q: %v and %v", p, err, ia)
+		}
+	}
+	for pp, ok := range map[string]bool{"": true, "peer_timeout=0": true, " peer_timeout=2m ": true,
+		"peer_timeout=forever": false, "peer_timeout=1ms": false, "colour=blue": false, "peer_timeout": false} {
+		_, err := (Provider{}).CheckParams(api.OpenParams{Params: "127.0.0.1", PlatformParams: pp})
+		if (err == nil) != ok || err != nil && !errors.Is(err, api.ErrInvalidParameter) {
+			t.Errorf("platform_params %q: %v", pp, err)
+		}
+	}
+}
+
+// A configuration file reports the ia_params and platform_params that tcp
+// refuses by their form at their positions, without opening the IA.
+func TestConfigChecksParams(t *testing.T) {
+	_, err := registry.ParseConfig("f", []byte(`[[ia]]
+name = "t"
+provider = "tcp"
+api_version = "u2.0"
+ia_params = "999.1.2.3"
+platform_params = "peer_timeout=forever"
+`))
+	var ce registry.ConfigErrors
+	if !errors.As(err, &ce) || len(ce) != 2 ||
+		ce[0].Error() != `f:5:13: tcp: ia_params "999.1.2.3" is not an IPv4 address (four numbers from 0 to 255, separated by dots); `+wantIAParams ||
+		ce[1].Error() != `f:6:19: tcp: platform_params: peer_timeout="forever" is not a duration (for example 30s or 1m)` {
+		t.Fatalf("ParseConfig: %v (%q)", err, ce)
+	}
 }
 
 func TestOpenParams(t *testing.T) {

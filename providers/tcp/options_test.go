@@ -24,6 +24,8 @@ import (
 
 // openWithPlatform opens IA "tcp" on 127.0.0.1 of a configuration whose
 // platform_params is platform, through the registry as a consumer would.
+// A platform_params that CheckParams refuses makes the configuration
+// invalid, and that is the error.
 func openWithPlatform(t *testing.T, platform string) (api.IA, error) {
 	t.Helper()
 	conf := fmt.Sprintf(`[[ia]]
@@ -37,7 +39,7 @@ platform_params  = %q
 `, platform)
 	cfg, err := registry.ParseConfig("options.conf", []byte(conf))
 	if err != nil {
-		t.Fatalf("configuration with platform_params %q: %v", platform, err)
+		return nil, err
 	}
 	ia, err := registry.New(cfg).Open(context.Background(), "tcp")
 	if err == nil {
@@ -48,7 +50,8 @@ platform_params  = %q
 
 // TestOptionsParse opens IAs with good and bad platform_params: the good
 // ones open with the peer timeout they say, each bad one fails with
-// DAT_INVALID_PARAMETER naming the key and the value.
+// DAT_INVALID_PARAMETER naming the key and the value: in a configuration
+// file as a problem at the position of the value, and in Open.
 func TestOptionsParse(t *testing.T) {
 	for _, tc := range []struct {
 		platform string
@@ -119,6 +122,10 @@ func TestOptionsParse(t *testing.T) {
 			if !strings.Contains(err.Error(), m) {
 				t.Errorf("platform_params %q: message %q does not name %s", tc.platform, err, m)
 			}
+		}
+		var ce registry.ConfigErrors
+		if !errors.As(err, &ce) || len(ce) != 1 || ce[0].Pos != (registry.Position{File: "options.conf", Line: 8, Col: 20}) {
+			t.Errorf("platform_params %q: %v, want one problem at options.conf:8:20", tc.platform, err)
 		}
 		_, err = Provider{}.Open(context.Background(), api.OpenParams{Name: "tcp", Params: "127.0.0.1", PlatformParams: tc.platform, AsyncEVDQLen: 8})
 		if !errors.Is(err, api.ErrInvalidParameter) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/iaattr"
@@ -54,14 +55,68 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	return i, nil
 }
 
-// localIP resolves ia_params to an IP address configured on this host.
-func localIP(s string) (net.IP, error) {
+// CheckParams checks p.Params and p.PlatformParams as Open reads them,
+// without looking at the host (registry.ParamChecker): platform_params
+// must be valid options, and ia_params an IP address or a string that
+// can be an interface name. Whether the address or interface exists here
+// is left to Open.
+func (Provider) CheckParams(p api.OpenParams) (iaParams, platformParams error) {
+	_, _, iaParams = parseIAParams(p.Params)
+	_, platformParams = parseOptions(p.PlatformParams)
+	return iaParams, platformParams
+}
+
+// wantIAParams is what ia_params must be, for error messages.
+const wantIAParams = `expected an IP address of this host, such as "127.0.0.1" or "::1", or an interface name, such as "eth0"`
+
+// parseIAParams reads ia_params: an IP address (ip), or else an interface
+// name (ifname), by their form alone.
+func parseIAParams(s string) (ip net.IP, ifname string, err error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, "tcp: ia_params must name a local address or interface")
+		return nil, "", api.Errorf(api.ProviderNotFound, api.NoSubtype, "tcp: ia_params is empty; "+wantIAParams)
 	}
-	host := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-	if ip := net.ParseIP(host); ip != nil {
+	if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); ip != nil {
+		return ip, "", nil
+	}
+	if why := notIfName(s); why != "" {
+		return nil, "", api.Errorf(api.ProviderNotFound, api.NoSubtype, fmt.Sprintf("tcp: ia_params %q %s; %s", s, why, wantIAParams))
+	}
+	return nil, s, nil
+}
+
+// maxIfName is the longest interface name Linux allows (IFNAMSIZ less
+// the terminating NUL).
+const maxIfName = 15
+
+// notIfName says why s, which is not an IP address, cannot name an
+// interface either, or "". Besides the kernel's rules for interface names
+// (dev_valid_name), a string of digits and dots, or one with a colon, is
+// taken for a mistyped IPv4 or IPv6 address: no sensible interface is
+// called 10.0.0.300.
+func notIfName(s string) string {
+	switch {
+	case s == "." || s == "..":
+		return "is not an IP address nor an interface name"
+	case strings.Trim(s, "0123456789.") == "" && strings.Contains(s, "."):
+		return "is not an IPv4 address (four numbers from 0 to 255, separated by dots)"
+	case strings.Contains(s, ":"):
+		return "is not an IPv6 address"
+	case len(s) > maxIfName:
+		return fmt.Sprintf("is not an IP address, and is too long for an interface name (at most %d bytes)", maxIfName)
+	case strings.ContainsRune(s, '/') || strings.IndexFunc(s, unicode.IsSpace) >= 0:
+		return "is not an IP address, and an interface name has no '/' and no blanks"
+	}
+	return ""
+}
+
+// localIP resolves ia_params to an IP address configured on this host.
+func localIP(s string) (net.IP, error) {
+	ip, name, err := parseIAParams(s)
+	if err != nil {
+		return nil, err
+	}
+	if ip != nil {
 		if ip.IsLoopback() || ip.IsUnspecified() {
 			return ip, nil
 		}
@@ -76,13 +131,13 @@ func localIP(s string) (net.IP, error) {
 		}
 		return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, fmt.Sprintf("tcp: %s is not an address of this host", ip))
 	}
-	ifc, err := net.InterfaceByName(s)
+	ifc, err := net.InterfaceByName(name)
 	if err != nil {
-		return nil, &api.Error{Type: api.ProviderNotFound, Msg: fmt.Sprintf("tcp: ia_params %q is neither an IP address nor an interface", s), Cause: err}
+		return nil, &api.Error{Type: api.ProviderNotFound, Msg: fmt.Sprintf("tcp: ia_params %q is neither an IP address nor an interface", name), Cause: err}
 	}
 	addrs, err := ifc.Addrs()
 	if err != nil {
-		return nil, &api.Error{Type: api.ProviderNotFound, Msg: fmt.Sprintf("tcp: addresses of %s", s), Cause: err}
+		return nil, &api.Error{Type: api.ProviderNotFound, Msg: fmt.Sprintf("tcp: addresses of %s", name), Cause: err}
 	}
 	var v6 net.IP
 	for _, a := range addrs {
@@ -98,7 +153,7 @@ func localIP(s string) (net.IP, error) {
 		}
 	}
 	if v6 == nil {
-		return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, fmt.Sprintf("tcp: interface %s has no usable IP address", s))
+		return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, fmt.Sprintf("tcp: interface %s has no usable IP address", name))
 	}
 	return v6, nil
 }
