@@ -267,7 +267,8 @@ func buildDatinfo(t *testing.T) string {
 }
 
 // datinfoRow runs datinfo -f conf in namespace ns and returns the fields
-// of the row of IA "tcp" (without the default marker).
+// of the row of IA "tcp" (without the default marker and the ORIGIN
+// column).
 func datinfoRow(t *testing.T, bin, ns, conf string) []string {
 	t.Helper()
 	out, err := exec.Command("ip", "netns", "exec", ns, bin, "-f", conf).CombinedOutput()
@@ -279,8 +280,9 @@ func datinfoRow(t *testing.T, bin, ns, conf string) []string {
 		if len(f) > 0 && f[0] == "*" {
 			f = f[1:]
 		}
-		if len(f) >= 3 && f[0] == "tcp" && f[1] == "tcp" {
-			return f
+		// IA, ORIGIN, PROVIDER, ...: the row without its ORIGIN.
+		if len(f) >= 4 && f[0] == "tcp" && f[2] == "tcp" {
+			return append(f[:1], f[2:]...)
 		}
 	}
 	t.Fatalf("datinfo in %s lists no IA tcp:\n%s", ns, out)
