@@ -58,6 +58,13 @@ type Region struct {
 	Bytes []byte
 	// LMR is the existing LMR whose memory MemTypeLMR registers again.
 	LMR LMR
+	// Pinned says Bytes is memory the Go runtime does not manage (a C
+	// program's, say, through godat's C ABI) and that stays in place while
+	// it is registered: providers that refuse Go heap memory because a
+	// device writes it on its own (verbs) accept it as they accept
+	// AllocMemory memory. Memory shared with another process still has to
+	// come from AllocMemory.
+	Pinned bool
 }
 
 // IA is an open Interface Adapter: the root of all other objects of one

@@ -123,9 +123,7 @@ func go_rsp_query(h unsafe.Pointer, mask C.DAT_RSP_PARAM_MASK, p *C.DAT_RSP_PARA
 func withQual(q C.DAT_CONN_QUAL, f func(api.ConnQual) error) error {
 	err := f(api.ConnQual(q))
 	if err != nil && q > 0xffff && errors.Is(err, api.ErrInvalidParameter) {
-		if err2 := f(api.ConnQual(q & 0xffff)); err2 == nil {
-			return nil
-		}
+		return f(api.ConnQual(q & 0xffff))
 	}
 	return err
 }

@@ -37,6 +37,7 @@ func go_lmr_create(h unsafe.Pointer, typ C.DAT_MEM_TYPE, p unsafe.Pointer, lengt
 			return badArg(4)
 		}
 		region.Bytes = unsafe.Slice((*byte)(p), int(length))
+		region.Pinned = true // the C program's memory: it stays where it is while registered
 	case api.MemTypeLMR:
 		l := lookup(p, api.HandleLMR)
 		if l == nil {

@@ -111,7 +111,8 @@ func accessFlags(priv api.MemPriv, mw bool) C.int {
 }
 
 // CreateLMR registers region in pz (dat_lmr_create(3DAT)). The memory
-// must come from api.AllocMemory: a device writes it on its own, so it
+// must come from api.AllocMemory, or be memory outside the Go heap that
+// the caller pins (Region.Pinned): a device writes it on its own, so it
 // must never move (ErrInvalidParameter otherwise). MemTypeLMR registers
 // another LMR's memory again. With VATypeZB the device addresses the
 // region from 0.
@@ -139,7 +140,7 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if len(mem) == 0 {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, "the region to register is empty")
 	}
-	if _, _, ok := api.MemoryOf(mem); !ok {
+	if _, _, ok := api.MemoryOf(mem); !ok && !(region.Pinned && region.Type != api.MemTypeLMR) {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg3,
 			"the verbs provider registers only memory from api.AllocMemory, which never moves and which the device may write at any time; allocate the buffer with api.AllocMemory")
 	}

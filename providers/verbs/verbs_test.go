@@ -13,6 +13,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/providers/verbs"
 	"github.com/godat/godat/registry"
+	"golang.org/x/sys/unix"
 )
 
 // needDevice skips a test that needs an RDMA device when rdma-core finds
@@ -136,7 +137,8 @@ func TestUnknownDevice(t *testing.T) {
 	}
 }
 
-// TestPZAndLMR registers AllocMemory memory and refuses Go heap memory.
+// TestPZAndLMR registers AllocMemory memory and pinned foreign memory,
+// and refuses Go heap memory.
 func TestPZAndLMR(t *testing.T) {
 	needDevice(t)
 	ia := openIA(t, "verbs")
@@ -152,6 +154,21 @@ func TestPZAndLMR(t *testing.T) {
 	heap := make([]byte, 4096)
 	if _, err := ia.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: heap}, api.MemPrivAll, api.VATypeVA); !errors.Is(err, api.ErrInvalidParameter) || !strings.Contains(err.Error(), "AllocMemory") {
 		t.Errorf("LMR over Go heap memory: %v, want ErrInvalidParameter naming AllocMemory", err)
+	}
+	// Memory outside the Go heap that the caller pins (a C program's,
+	// through the C ABI) is accepted; unpinned, it is refused like heap.
+	foreign, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(foreign)
+	if _, err := ia.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: foreign}, api.MemPrivAll, api.VATypeVA); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("LMR over unpinned foreign memory: %v, want ErrInvalidParameter", err)
+	}
+	if l, err := ia.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: foreign, Pinned: true}, api.MemPrivAll, api.VATypeVA); err != nil {
+		t.Errorf("LMR over pinned foreign memory: %v", err)
+	} else if err := l.Free(); err != nil {
+		t.Fatal(err)
 	}
 	for _, va := range []api.VAType{api.VATypeVA, api.VATypeZB} {
 		l, err := ia.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()}, api.MemPrivAll, va)
