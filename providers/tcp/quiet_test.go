@@ -555,3 +555,47 @@ func (r *lateRig) wantSend(what string, cookie api.Cookie) {
 		r.t.Fatalf("%s: the send completed as %v %+v", what, r.ev.Number, d)
 	}
 }
+
+// TestSparsePollerLeavesQuiet checks that polls now and then do not keep a
+// connection quiet: a consumer that dequeues once in a while and waits for
+// its data some other way in between (dtest -W spins on memory while the
+// peer's RDMA write is to land) needs the reader to watch the socket, or
+// the write waits for the reader's next look, up to quietMax. Once quiet
+// mode has begun, a poll about every 300 µs (far fewer than one per
+// pollGap) must end it at the reader's next look.
+func TestSparsePollerLeavesQuiet(t *testing.T) {
+	var entered, left atomic.Int64
+	testHookQuiet = func(in bool) {
+		if in {
+			entered.Add(1)
+		} else {
+			left.Add(1)
+		}
+	}
+	t.Cleanup(func() { testHookQuiet = nil })
+	cli, srv := benchPair(t)
+	for end := time.Now().Add(10 * time.Second); entered.Load() == 0 && time.Now().Before(end); {
+		pingPong(t, cli, srv, 64, 200, true, true, nil)
+	}
+	if entered.Load() == 0 {
+		t.Fatal("two polling consumers did not make any connection quiet")
+	}
+	// Both sides poll sparsely for up to 2 s; the quiet connections must
+	// all be handed back to their readers. (Busy-waiting between polls:
+	// a timer sleeps a millisecond at least.)
+	var ev api.Event
+	sparse := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			for next := time.Now().Add(300 * time.Microsecond); time.Now().Before(next); {
+			}
+			cli.recv.Dequeue(&ev)
+			srv.recv.Dequeue(&ev)
+		}
+	}
+	for end := time.Now().Add(2 * time.Second); left.Load() < entered.Load() && time.Now().Before(end); {
+		sparse(10 * time.Millisecond)
+	}
+	if l, e := left.Load(), entered.Load(); l < e {
+		t.Fatalf("connections entered quiet mode %d times and left it %d times under sparse polling", e, l)
+	}
+}
