@@ -433,4 +433,29 @@ func TestOFARegistry(t *testing.T) {
 	pair(t, prog, 15828, []string{"-P", "godat-tcp", "-s", "-B", "100", "-b", "65536"},
 		[]string{"-P", "godat-tcp", "-h", "127.0.0.1", "-B", "100", "-b", "65536"},
 		"DAPL Test Complete. PASSED", "DAPL Test Complete. PASSED")
+
+	// dapltest's transaction test, data validated, and its quit.
+	prog = dapl(t, "dapltest")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := start(t, ctx, prog, "-T", "S", "-D", "godat-tcp")
+	for !listening(62000) {
+		if s.cmd.ProcessState != nil || ctx.Err() != nil {
+			t.Fatalf("dapltest server did not listen:\n%s", s.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, args := range [][]string{
+		{"-T", "T", "-s", "127.0.0.1", "-D", "godat-tcp", "-i", "100", "-t", "2", "-w", "2", "-V",
+			"client", "SR", "4096", "server", "RW", "4096", "server", "RR", "4096"},
+		{"-T", "Q", "-s", "127.0.0.1", "-D", "godat-tcp"},
+	} {
+		c := start(t, ctx, prog, args...)
+		if err := c.cmd.Wait(); err != nil || !strings.Contains(c.out.String(), "End of Work") {
+			t.Errorf("dapltest %v: %v\n%s", args, err, c.out.String())
+		}
+	}
+	if err := s.cmd.Wait(); err != nil || !strings.Contains(s.out.String(), "Exiting") {
+		t.Errorf("dapltest server: %v\n%s", err, s.out.String())
+	}
 }

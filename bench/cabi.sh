@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# bench/cabi.sh — the C ABI's overhead: OFA's dtest over godat's
+# libdat2.so.2 (tcp IA) beside godat's native dattest doing the same work
+# in the same mode and size, two processes on 127.0.0.1, REPS repetitions
+# (default 5), interleaved. Prints each row's median (min–max) and the
+# ratio C ABI / native at the medians (latency: >1 is slower; bandwidth:
+# <1 is slower).
+#
+#   pp-poll   send/recv ping-pong, polling     dtest -p        dattest -bench lat  -mode poll
+#   pp-wait   send/recv ping-pong, blocking    dtest           dattest -bench lat  -mode wait
+#   wpp       RDMA-write ping-pong, spinning   dtest -W        dattest -bench wlat -mode poll
+#   bw        RDMA-write streaming bandwidth   dtest -w        dattest -bench bw   -mode wait
+#
+# Latency is one-way (half a round trip) in µs at 64 B; bandwidth in MB/s
+# at 64 KiB messages. dtest's RDMA-write ping-pong reaps a completion
+# every tenth write and otherwise only watches memory; dattest's calls
+# EVD.Dequeue while it spins. Needs dapl2-utils and a built library
+# (./cabi/build). Not part of CI: timings depend on the machine.
+set -u
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+REPS=${REPS:-5}
+work=$(mktemp -d /tmp/godat-cabi-bench.XXXXXX)
+[ -f build/libdat2.so.2 ] || ./cabi/build >/dev/null
+go build -o "$work/dattest" ./cmd/dattest
+conf="$work/dat.conf"
+printf '[[ia]]\nname = "tcp"\nprovider = "tcp"\napi_version = "u2.0"\nthreadsafe = true\nia_params = "127.0.0.1"\n' > "$conf"
+export DAT_OVERRIDE="$conf"
+
+listening() { grep -q ":$(printf %04X "$1") 00000000:0000 0A" /proc/net/tcp; }
+
+# dtestrow ARGS...: one dtest pair; prints the client's output.
+dtestrow() {
+	LD_LIBRARY_PATH="$PWD/build" timeout 300 dtest -P tcp -s "$@" > "$work/srv.log" 2>&1 &
+	local s=$!
+	for _ in $(seq 1 500); do listening 15828 && break; sleep 0.02; done
+	LD_LIBRARY_PATH="$PWD/build" timeout 300 dtest -P tcp -h 127.0.0.1 "$@" 2>&1
+	wait $s
+}
+
+"$work/dattest" -s -p 18650 -d tcp > "$work/dattest-srv.log" 2>&1 &
+srv=$!
+trap 'kill -INT $srv 2>/dev/null; wait $srv 2>/dev/null; rm -rf "$work"' EXIT
+sleep 0.5
+nat() { "$work/dattest" -h 127.0.0.1 -p 18650 -d tcp "$@" 2>&1; }
+
+res="$work/results.tsv"
+for r in $(seq 1 "$REPS"); do
+	echo "repetition $r of $REPS" >&2
+	dtestrow -p -b 64 -B 1000 | awk '/Message PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "pp-poll\tcabi\t" $(i+1) }' >> "$res"
+	nat -bench lat -size 64 -iters 2000 -mode poll | awk '$1 == "lat" && $3 == "poll" { print "pp-poll\tnative\t" $4 }' >> "$res"
+	dtestrow -b 64 -B 1000 | awk '/Message PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "pp-wait\tcabi\t" $(i+1) }' >> "$res"
+	nat -bench lat -size 64 -iters 2000 -mode wait | awk '$1 == "lat" && $3 == "wait" { print "pp-wait\tnative\t" $4 }' >> "$res"
+	dtestrow -W -b 64 -B 1000 | awk '/RDMA write PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "wpp\tcabi\t" $(i+1) }' >> "$res"
+	nat -bench wlat -size 64 -iters 2000 -mode poll | awk '$1 == "wlat" { print "wpp\tnative\t" $4 }' >> "$res"
+	dtestrow -w -b 65536 -B 1000 | awk '/RDMA write \(bi-direction\)/ { for (i = 1; i <= NF; i++) if ($i == "MB/sec") print "bw\tcabi\t" $(i-1) }' >> "$res"
+	nat -bench bw -size 64K -iters 2000 -mode wait | awk '$1 == "bw" { print "bw\tnative\t" $4 * 1000 }' >> "$res"
+done
+
+echo
+echo "C ABI (dtest over build/libdat2.so.2) against native (dattest), tcp IA, 127.0.0.1, $REPS repetitions"
+printf '%-8s %-24s %-24s %s\n' row "C ABI median (min-max)" "native median (min-max)" "ratio"
+for row in pp-poll pp-wait wpp bw; do
+	stat() { awk -F'\t' -v r="$row" -v w="$1" '$1 == r && $2 == w { print $3 }' "$res" | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) { print "- - -"; exit } m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; print m, v[1], v[NR] }'; }
+	read -r cm cmin cmax <<< "$(stat cabi)"
+	read -r nm nmin nmax <<< "$(stat native)"
+	ratio=$(awk -v a="$cm" -v b="$nm" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "-" }')
+	printf '%-8s %-24s %-24s %s\n' "$row" "$cm ($cmin-$cmax)" "$nm ($nmin-$nmax)" "$ratio"
+done
+echo "(pp-*, wpp: one-way µs, ratio >1 is slower; bw: MB/s, ratio <1 is slower)"
