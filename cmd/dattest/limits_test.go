@@ -374,3 +374,26 @@ func TestRawIdleWithoutWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWelcomeFitsPrivateData checks that the server's accept fits the
+// private data of every provider: verbs on RoCE takes 54 bytes, and a
+// welcome with the idle hint is longer (the dattest check over verbs
+// failed on it). The hint goes where it fits.
+func TestWelcomeFitsPrivateData(t *testing.T) {
+	for _, limit := range []int{54, 64, 1024} {
+		b := welcomeMsg(0x1122334455667788, 40000, time.Minute, limit)
+		if len(b) > limit {
+			t.Errorf("limit %d: welcome of %d bytes", limit, len(b))
+		}
+		m, err := decode(b)
+		if err != nil {
+			t.Fatalf("limit %d: %v", limit, err)
+		}
+		if m.getOr(tagNonce, 0) != 0x1122334455667788 || m.getOr(tagRawPort, 0) != 40000 {
+			t.Errorf("limit %d: welcome fields %+v", limit, m)
+		}
+		if hint := m.getOr(tagIdle, 0); limit >= 1024 && hint != uint64(time.Minute.Milliseconds()) {
+			t.Errorf("limit %d: idle hint %d", limit, hint)
+		}
+	}
+}

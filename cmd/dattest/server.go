@@ -245,6 +245,17 @@ type session struct {
 // runSession accepts (or rejects) one connection request, serves it until
 // the peer leaves, sends nothing for idle (0: no limit) or ctx ends, frees
 // it, and returns a line for the log.
+// welcomeMsg is the private data of the server's accept. The idle hint is
+// optional: where the provider's private data is too short for it (verbs
+// on RoCE takes 54 bytes), the welcome goes without.
+func welcomeMsg(nonce uint64, rawPort int, idle time.Duration, limit int) []byte {
+	m := newMsg(kindWelcome).u64(tagNonce, nonce).u64(tagStatus, 0).u64(tagRawPort, uint64(rawPort))
+	if b := m.u64(tagIdle, uint64(idle.Milliseconds())).marshal(); len(b) <= limit {
+		return b
+	}
+	return newMsg(kindWelcome).u64(tagNonce, nonce).u64(tagStatus, 0).u64(tagRawPort, uint64(rawPort)).marshal()
+}
+
 func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int, idle time.Duration) string {
 	prm, from, err := crFrom(cr)
 	prefix := fmt.Sprintf("session %d from %s", seq, from)
@@ -283,9 +294,7 @@ func runSession(ctx context.Context, n *node, cr api.CR, seq int, rawPort int, i
 		cr.Reject(nil)
 		return prefix + ": " + err.Error()
 	}
-	welcome := newMsg(kindWelcome).u64(tagNonce, nonce).u64(tagStatus, 0).u64(tagRawPort, uint64(rawPort)).
-		u64(tagIdle, uint64(idle.Milliseconds()))
-	if err := cr.Accept(s.ep, welcome.marshal()); err != nil {
+	if err := cr.Accept(s.ep, welcomeMsg(nonce, rawPort, idle, n.pattr.MaxPrivateDataSize)); err != nil {
 		return prefix + ": Accept: " + err.Error()
 	}
 	ev, err := s.cmEvent(ctx, connectTimeout)
