@@ -1131,9 +1131,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 		// go, so data that woke us is not left unread.
 		c.rxMissed.Store(1)
 		if !c.rxTok.CompareAndSwap(0, 1) {
-			// (Even in a calm period: the quiet check that follows is
-			// what ends a wait the poller's hand-over could miss.)
-			if c.sk != nil && !c.isQuiet() {
+			if c.sk != nil && !c.isQuiet() && c.calm() {
 				c.goQuiet = true
 				return true
 			}
