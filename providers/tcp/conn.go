@@ -133,16 +133,13 @@ type conn struct {
 
 	// Quiet mode (see "Polling" in the package documentation).
 	sk      *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
-	polls   atomic.Uint32 // polls since the reader last looked (markPolled)
-	driven  atomic.Bool   // a driven wait armed the connection since the reader last looked
+	polled  atomic.Bool   // a poller tried to drive the connection since the reader last looked
 	ackAt   atomic.Int64  // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none
 	ackPoll atomic.Int32  // polls since ackAt was last looked at
 	rxCalls int           // waitFD calls in the current wait (reader scratch)
 	waitErr error         // waitFD's read error (reader scratch: pollers have rxErr)
 	goQuiet bool          // waitFD found pollers at work (reader scratch)
 	quietIn time.Duration // how long until the quiet check looks again (under ia.mu)
-	calmTil int64         // the reader stays out of quiet mode until this monotonic time (reader only)
-	calmFor time.Duration // how long the next calm period lasts (reader only)
 }
 
 // A quiet connection's reader looks whether pollers still drive it
@@ -154,21 +151,6 @@ type conn struct {
 const (
 	quietCheck = time.Millisecond
 	quietMax   = 16 * time.Millisecond
-)
-
-// Pollers count as driving a quiet connection only if they polled at
-// least once per pollGap on average since the reader last looked. A
-// consumer that polls now and then and waits for its data some other way
-// in between (dtest -W spins on memory, calling nothing, while the
-// peer's RDMA write is to land) is no driver: quiet mode would leave its
-// data unread until the next look. When the reader finds pollers gone
-// it stays out of quiet mode for a calm period, calmMin at first and
-// twice as long each time it has to end quiet mode again that way, up to
-// calmMax; a look that finds pollers at work again resets it.
-const (
-	pollGap = 10 * time.Microsecond
-	calmMin = 16 * time.Millisecond
-	calmMax = time.Second
 )
 
 // rxBufLen is the reader's read-ahead buffer: a frame header and a small
@@ -836,7 +818,7 @@ func (c *conn) writeHeld(quick bool) bool {
 // and writer goroutines: input is watched again, and the rest of a direct
 // write the pollers left is the writer's. ia.mu is not held.
 func (c *conn) handBack() {
-	c.polls.Store(0) // (else the reader would leave the stream to pollers again)
+	c.polled.Store(false) // (else the reader would leave the stream to pollers again)
 	c.watchOn()
 	if !c.txPend.Load() && !c.reapLate.Load() {
 		return
@@ -989,17 +971,14 @@ func (c *conn) kicked(err error) bool {
 	// (rxKick stays set: what a poller leaves to the reader is the end of
 	// the stream, and pollers keep off from then on.)
 	kick := c.rxKick.Load()
-	// A poller is at work if it polled often enough since the last look
-	// (pollGap), or is in the middle of a poll (it has the receive
-	// token: the reader has not) or of a write (a long one may span a
-	// look).
-	polls := c.polls.Swap(0)
-	busy := time.Duration(polls)*pollGap >= c.quietIn || c.driven.Swap(false) || c.rxTok.Load() != 0 || c.wbusy
+	// A poller is at work if it polled since the last look, or is in
+	// the middle of a poll (it has the receive token: the reader has
+	// not) or of a write (a long one may span a look).
+	busy := c.polled.Swap(false) || c.rxTok.Load() != 0 || c.wbusy
 	c.settleReap()
 	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
 		// send an ACK they left waiting too long.
-		c.calmFor = calmMin
 		c.quietIn = min(2*c.quietIn, quietMax)
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.quietIn))
 		if at := c.ackAt.Load(); at != 0 && (at == ackOwed || time.Now().UnixNano()-at >= int64(credDelay)) && c.ackDue() {
@@ -1010,12 +989,7 @@ func (c *conn) kicked(err error) bool {
 	// Pollers stopped, a waiter already ended quiet mode, or a poller
 	// left the end of the stream to the reader: the reader watches the
 	// socket again, the writer finishes what they left unwritten, and
-	// they send what they left owed. Pollers that stopped start a calm
-	// period.
-	if !kick && c.isQuiet() {
-		c.calmFor = max(calmMin, min(2*c.calmFor, calmMax))
-		c.calmTil = nanotime() + int64(c.calmFor)
-	}
+	// they send what they left owed.
 	c.watchOn()
 	if c.wrem || c.tx.Len() > 0 {
 		c.cond.Signal()
@@ -1032,7 +1006,7 @@ func (c *conn) kicked(err error) bool {
 // Called by the reader, without the receive token.
 func (c *conn) enterQuiet() {
 	if changed, err := c.sk.Watch(false); err == nil && changed {
-		c.polls.Store(0)
+		c.polled.Store(false)
 		if testHookQuiet != nil {
 			testHookQuiet(true)
 		}
@@ -1121,7 +1095,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 		if c.isQuiet() {
 			return false // pollers drive the stream: wait for the quiet check
 		}
-		if c.polls.Load() != 0 && c.calm() {
+		if c.polled.Load() {
 			c.goQuiet = true // pollers are at work: leave the stream to them
 			return true
 		}
@@ -1131,7 +1105,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 		// go, so data that woke us is not left unread.
 		c.rxMissed.Store(1)
 		if !c.rxTok.CompareAndSwap(0, 1) {
-			if c.sk != nil && !c.isQuiet() && c.calm() {
+			if c.sk != nil && !c.isQuiet() {
 				c.goQuiet = true
 				return true
 			}
@@ -1187,7 +1161,7 @@ func (c *conn) readNB(b []byte) (int, error) {
 func (c *conn) readLoop() {
 	defer c.drain()
 	for {
-		if c.pollable && (c.rr == c.rw && !c.pl.active || c.sk != nil && c.polls.Load() != 0 && c.calm()) {
+		if c.pollable && (c.rr == c.rw && !c.pl.active || c.sk != nil && c.polled.Load()) {
 			// Nothing buffered, or pollers want the stream (they go
 			// on with what is buffered and with an unfinished
 			// payload): wait without the receive token, in the
@@ -1309,19 +1283,11 @@ func (c *conn) poll() bool {
 
 // markPolled records that a poller is at work, for the reader's quiet
 // check.
-func (c *conn) markPolled() { c.polls.Add(1) }
-
-// markDriven records that a driven wait watches the connection, which
-// keeps it quiet however seldom the waiter polls.
-func (c *conn) markDriven() {
-	if !c.driven.Load() {
-		c.driven.Store(true)
+func (c *conn) markPolled() {
+	if !c.polled.Load() {
+		c.polled.Store(true)
 	}
 }
-
-// calm reports whether the reader may go quiet: it is past the calm
-// period that pollers who stopped started. Reader only.
-func (c *conn) calm() bool { return c.calmTil == 0 || nanotime() >= c.calmTil }
 
 // pollStream reads without waiting and processes what it can: whole
 // headers, and as much of a payload as is here (the rest is read by the
@@ -1838,9 +1804,3 @@ func (c *conn) onDisc() bool {
 	}
 	return false
 }
-
-// nanotime is a monotonic clock in nanoseconds, for the reader's calm
-// period.
-func nanotime() int64 { return int64(time.Since(clockBase)) }
-
-var clockBase = time.Now()

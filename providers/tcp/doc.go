@@ -243,19 +243,12 @@
 //     callback), and the reader does not touch the stream. The end of
 //     the stream and errors are seen by the pollers' next read, which
 //     leaves them to the reader and wakes it (above), or by the reader
-//     once it watches again. It looks whether pollers drive the
-//     connection — they polled at least once per pollGap (10 µs) on
-//     average since the last look, a driven wait watches it, or one holds
-//     the token or is writing (a long write may span a look) — 1 ms
+//     once it watches again. It looks whether a poller polled since,
+//     holds the token or is writing (a long write may span a look), 1 ms
 //     after it went quiet and then twice as long after each look that
-//     found them, up to quietMax (16 ms): each look wakes a runtime
+//     found one, up to quietMax (16 ms): each look wakes a runtime
 //     thread, which preempts a polling consumer on a small machine.
-//     When they did not, it watches the socket again and stays out of
-//     quiet mode for a calm period (16 ms, doubling up to 1 s while
-//     pollers keep stopping). Polls now and then are no driving: a
-//     consumer that polls for one completion and then spins on memory
-//     for the peer's RDMA write (OFA's dtest -W) would leave the write
-//     unread until the next look.
+//     When none did, it watches the socket again.
 //   - A post writes its frame itself, without waiting, when nothing is in
 //     flight. A consumer that streams (posts while earlier requests are
 //     in flight) has its frames written in batches, several per writev:

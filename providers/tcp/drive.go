@@ -299,7 +299,6 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 				if slices.Contains(d.busy, c) {
 					continue // its reader posts, and the post kicks
 				}
-				c.markDriven()
 				if !c.isQuiet() {
 					c.enterQuiet() // the waiter watches the socket instead
 				}
