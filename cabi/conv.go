@@ -11,7 +11,6 @@ import "C"
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -219,5 +218,3 @@ func go_strerror(v C.DAT_RETURN, major, minor **C.char) C.DAT_RETURN {
 	}
 	return success
 }
-
-var errClosed = errors.New("closed")

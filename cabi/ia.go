@@ -66,7 +66,6 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 	}
 	x := &iaObj{obj: o, ia: ia, prov: prov}
 	o.ia = x
-	iaObjs.Store(o, x)
 	ev, err := ia.AsyncEVD()
 	if err == nil {
 		x.async, _ = register(api.HandleEVD, ev, x, nil)
@@ -83,9 +82,6 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 	*iaOut = C.DAT_IA_HANDLE(o.h)
 	return success
 }
-
-// iaObjs maps an IA's handle object to its state.
-var iaObjs sync.Map // *obj -> *iaObj
 
 func iaOf(h unsafe.Pointer) *iaObj {
 	o := lookup(h, api.HandleIA)
@@ -113,7 +109,6 @@ func go_ia_close(h unsafe.Pointer, flags C.DAT_CLOSE_FLAGS) C.DAT_RETURN {
 	for _, k := range kids {
 		release(k)
 	}
-	iaObjs.Delete(x.obj)
 	release(x.obj)
 	return success
 }
