@@ -284,13 +284,14 @@ func TestDtest(t *testing.T) {
 // kind; a server slower than its client (waiting with -w on a loaded
 // machine) can take an early DISCONNECTED among them and then frees an EP
 // twice. That is dtestcm's race, not the provider's (each EP gets one
-// ESTABLISHED, then one DISCONNECTED): the waiting server runs with few
-// connections, the waiting client with many against a polling server.
+// ESTABLISHED, then one DISCONNECTED). A polling server loses the race
+// too on a loaded machine (CI saw it with 100 connections while other
+// tests ran): the runs here keep the window small.
 func TestDtestcm(t *testing.T) {
 	prog := dapl(t, "dtestcm")
 	for _, m := range []struct{ server, client string }{
-		{"-c 100", "-c 100"},
-		{"-c 50", "-c 50 -w"},
+		{"-c 20", "-c 20"},
+		{"-c 20", "-c 20 -w"},
 		{"-c 4 -w", "-c 4 -w"},
 	} {
 		t.Run(strings.ReplaceAll(m.server+"/"+m.client, " ", ""), func(t *testing.T) {
