@@ -38,6 +38,7 @@ type fakeIA struct {
 	closed  atomic.Bool
 	inCall  atomic.Int32 // calls in progress, to detect missing serialization
 	overlap atomic.Bool
+	lmrs    atomic.Uint32 // LMR contexts handed out
 }
 
 // hit counts a call and notes overlapping calls; the caller defers done on
@@ -116,7 +117,8 @@ func (ia *fakeIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, er
 }
 func (ia *fakeIA) CreateLMR(pz api.PZ, r api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
 	defer ia.hit().done()
-	return &fakeLMR{ia: ia, prm: api.LMRParam{IA: ia, PZ: pz, Priv: priv, VAType: va, Length: uint64(len(r.Bytes))}}, nil
+	return &fakeLMR{ia: ia, prm: api.LMRParam{IA: ia, PZ: pz, Priv: priv, VAType: va, Length: uint64(len(r.Bytes)),
+		LMRContext: api.LMRContext(ia.lmrs.Add(1))}}, nil
 }
 func (ia *fakeIA) CreateSRQ(pz api.PZ, a api.SRQAttr) (api.SRQ, error) {
 	defer ia.hit().done()

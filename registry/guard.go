@@ -934,6 +934,9 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 		return nil, err
 	}
 	g := &gLMR{p: p, pz: gpz, src: src}
+	if prm, err := p.Query(); err == nil {
+		g.ctx = prm.LMRContext
+	}
 	ia.register(p, g, api.HandleLMR)
 	gpz.users.Add(1)
 	if src != nil {

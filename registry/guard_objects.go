@@ -498,7 +498,8 @@ type gLMR struct {
 	hdr
 	p   api.LMR
 	pz  *gPZ
-	src *gLMR // the LMR a MemTypeLMR registration shares memory with
+	src *gLMR          // the LMR a MemTypeLMR registration shares memory with
+	ctx api.LMRContext // its LMR context, which the triplet of an RMR bind must name
 }
 
 func (g *gLMR) Query() (_ api.LMRParam, err error) {
@@ -536,8 +537,9 @@ func (g *gRMR) Query() (_ api.RMRParam, err error) {
 	return query(&g.hdr, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
 }
 
-// Bind checks handles, privileges, protection zones and completion flags
-// (dat_rmr_bind(3DAT)); the provider posts the bind on the EP.
+// Bind checks handles, that the triplet names the LMR handed in,
+// privileges, protection zones and completion flags (dat_rmr_bind(3DAT));
+// the provider posts the bind on the EP.
 func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (_ api.RMRContext, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opRMRBind, &g.hdr, h.start(opRMRBind), &err)
@@ -568,6 +570,11 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	}
 	if err := gep.checkRequest(flags, 0, bindFlags, 0); err != nil {
 		return 0, err
+	}
+	if glmr != nil && !unbind && t.LMRContext != glmr.ctx {
+		// A provider binds the window of one LMR: a triplet of another
+		// describes no window of the LMR handed in.
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg2, "the triplet names another LMR than the LMR handle")
 	}
 	var pl api.LMR
 	if glmr != nil {

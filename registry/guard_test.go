@@ -423,6 +423,20 @@ func TestGuardMemoryArguments(t *testing.T) {
 	if _, err := rmr.Bind(nil, api.LMRTriplet{}, 0, api.VATypeVA, e.ep, 1, 0); err != nil {
 		t.Fatal(err)
 	}
+	// The triplet must name the LMR handed in (dat_rmr_bind(3DAT)).
+	other, err := e.ia.CreateLMR(e.pz, api.Region{Bytes: e.buf}, api.MemPrivAll, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _ := other.Query()
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error {
+		_, err := rmr.Bind(e.lmr, api.LMRTriplet{Length: 8, LMRContext: op.LMRContext}, api.MemPrivAll, api.VATypeVA, e.ep, 1, 0)
+		return err
+	})
+	lp, _ := e.lmr.Query()
+	if _, err := rmr.Bind(e.lmr, api.LMRTriplet{Length: 8, LMRContext: lp.LMRContext}, api.MemPrivAll, api.VATypeVA, e.ep, 1, 0); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestGuardTranslatesEvents(t *testing.T) {
