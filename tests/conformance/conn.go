@@ -225,13 +225,7 @@ func connGroups() []group {
 				}
 				t.eventuallyState(p.srv.ep, "passive EP after ESTABLISHED", api.EPConnected, api.EPConnectedSinglePath, api.EPConnectedMultiPath)
 			}},
-			{"DESCRIPTION", "a successful Accept destroys the CR: using it again is DAT_INVALID_HANDLE", func(t *checkT) {
-				pr := t.request(nil)
-				pr.accept(pr.srv.end(nil), nil)
-				_, err := pr.cr.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "CR.Query after Accept")
-				t.wantErr(pr.cr.Reject(nil), api.ErrInvalidHandle, "CR.Reject after Accept")
-			}},
+			{"DESCRIPTION", "a successful Accept destroys the CR: every call on it is DAT_INVALID_HANDLE", acceptedCR},
 			{"DESCRIPTION", "Accept on an EP in the wrong state fails with DAT_INVALID_STATE and leaves EP and request untouched", func(t *checkT) {
 				pr := t.request(nil)
 				// An EP that is itself connecting (ACTIVE_CONNECTION_PENDING).
@@ -518,15 +512,7 @@ func connGroups() []group {
 				pr.accept(s, nil)
 				t.works(pr.c, s, "the connection accepted after PSP.Free")
 			}},
-			{"DESCRIPTION", "calls on a freed PSP are DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				psp, _ := n.listen(api.PSPConsumer)
-				t.noErr(psp.Free(), "PSP.Free")
-				_, err := psp.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "PSP.Query after Free")
-				_, err = psp.ConsumerContext()
-				t.wantErr(err, api.ErrInvalidHandle, "PSP.ConsumerContext after Free")
-			}},
+			{"DESCRIPTION", "every call on a freed PSP is DAT_INVALID_HANDLE", freedPSP},
 		}},
 
 		{page: "dat_rsp_create", checks: []check{
@@ -625,15 +611,7 @@ func connGroups() []group {
 				c.connect(srv, q, nil)
 				c.expectConn(api.ConnectionNonPeerRejectedEvent, "connecting to a freed RSP")
 			}},
-			{"DESCRIPTION", "calls on a freed RSP are DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				e := n.end(nil)
-				rsp, err := n.ia.CreateRSP(n.freeQual(), e.ep, n.cr)
-				t.noErr(err, "IA.CreateRSP")
-				t.noErr(rsp.Free(), "RSP.Free")
-				_, err = rsp.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "RSP.Query after Free")
-			}},
+			{"DESCRIPTION", "every call on a freed RSP is DAT_INVALID_HANDLE", freedRSP},
 		}},
 
 		{page: "dat_ep_disconnect", checks: []check{
@@ -866,19 +844,7 @@ func connGroups() []group {
 				t.wantErr(r.s.ep.Free(), api.ErrInvalidState, "EP.Free in PASSIVE_CONNECTION_PENDING")
 				t.wantState(r.s.ep, api.EPPassiveConnectionPending, "after the refused Free")
 			}},
-			{"DESCRIPTION", "calls on a freed EP are DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				e := n.end(nil)
-				r := n.region(64, api.MemPrivLocalWrite)
-				t.noErr(e.ep.Free(), "EP.Free")
-				_, err := e.ep.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "EP.Query after Free")
-				_, _, _, err = e.ep.GetStatus()
-				t.wantErr(err, api.ErrInvalidHandle, "EP.GetStatus after Free")
-				t.wantErr(e.ep.PostRecv(r.iov(0, 64), 1, api.CompletionDefault), api.ErrInvalidHandle, "EP.PostRecv after Free")
-				_, err = e.ep.ConsumerContext()
-				t.wantErr(err, api.ErrInvalidHandle, "EP.ConsumerContext after Free")
-			}},
+			{"DESCRIPTION", "every call on a freed EP, and every call that passes it, is DAT_INVALID_HANDLE", freedEP},
 		}},
 
 		{page: "dat_ep_get_status", checks: []check{

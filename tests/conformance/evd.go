@@ -667,27 +667,26 @@ func evdGroups() []group {
 				t.noErr(e.ep.Free(), "EP.Free")
 				t.noErr(n.recv.Free(), "EVD.Free once unused")
 			}},
-			{"RETURN VALUES", "an EVD used by a PSP cannot be freed (DAT_INVALID_STATE_EVD_IN_USE)", func(t *checkT) {
+			{"RETURN VALUES", "an EVD used by a PSP cannot be freed (DAT_INVALID_STATE_EVD_IN_USE) until the PSP is freed", func(t *checkT) {
 				n := t.node()
-				n.listen(api.PSPConsumer)
+				psp, _ := n.listen(api.PSPConsumer)
 				t.wantErr(n.cr.Free(), sub(api.InvalidState, api.SubStateEVDInUse), "EVD.Free of a PSP's EVD")
+				t.noErr(psp.Free(), "PSP.Free")
+				t.noErr(n.cr.Free(), "EVD.Free once the PSP is gone")
+			}},
+			{"RETURN VALUES", "an EVD used by an RSP cannot be freed (DAT_INVALID_STATE_EVD_IN_USE) until the RSP is freed", func(t *checkT) {
+				n := t.node()
+				rsp, err := n.ia.CreateRSP(n.freeQual(), n.end(nil).ep, n.cr)
+				t.noErr(err, "IA.CreateRSP")
+				t.wantErr(n.cr.Free(), sub(api.InvalidState, api.SubStateEVDInUse), "EVD.Free of an RSP's EVD")
+				t.noErr(rsp.Free(), "RSP.Free")
+				t.noErr(n.cr.Free(), "EVD.Free once the RSP is gone")
 			}},
 			{"USAGE", "the IA's async EVD cannot be freed by the consumer (DAT_INVALID_STATE_EVD_IN_USE)", func(t *checkT) {
 				n := t.node()
 				t.wantErr(n.async.Free(), sub(api.InvalidState, api.SubStateEVDInUse), "EVD.Free of the async EVD")
 			}},
-			{"DESCRIPTION", "calls on a freed EVD are DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				e, _ := n.seEVD(8, nil)
-				t.noErr(e.Free(), "EVD.Free")
-				_, err := e.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "EVD.Query after Free")
-				var ev api.Event
-				t.wantErr(e.Dequeue(&ev), api.ErrInvalidHandle, "EVD.Dequeue after Free")
-				t.wantErr(e.PostSE(&api.Event{Number: api.SoftwareEvent}), api.ErrInvalidHandle, "EVD.PostSE after Free")
-				_, _, err = waitN(e, 1, shortWait)
-				t.wantErr(err, api.ErrInvalidHandle, "EVD.Wait after Free")
-			}},
+			{"DESCRIPTION", "every call on a freed EVD, and every call that passes it, is DAT_INVALID_HANDLE", freedEVD},
 		}},
 
 		{page: "dat_cno_wait", checks: []check{
@@ -890,21 +889,19 @@ func evdGroups() []group {
 		}},
 
 		{page: "dat_cno_free", checks: []check{
-			{"RETURN VALUES", "a CNO that an EVD feeds cannot be freed (DAT_INVALID_STATE)", func(t *checkT) {
+			{"RETURN VALUES", "a CNO that an EVD feeds cannot be freed (DAT_INVALID_STATE) until the EVD feeds another CNO or is freed", func(t *checkT) {
 				n := t.node()
 				c := n.cno(nil)
-				n.seEVD(8, c)
+				e, _ := n.seEVD(8, c)
 				t.wantErr(c.Free(), api.ErrInvalidState, "CNO.Free with an EVD attached")
+				c2 := n.cno(nil)
+				t.noErr(e.ModifyCNO(c2), "EVD.ModifyCNO to another CNO")
+				t.noErr(c.Free(), "CNO.Free once its EVD feeds another CNO")
+				t.wantErr(c2.Free(), api.ErrInvalidState, "CNO.Free of the CNO the EVD now feeds")
+				t.noErr(e.Free(), "EVD.Free")
+				t.noErr(c2.Free(), "CNO.Free once its EVD is freed")
 			}},
-			{"DESCRIPTION", "calls on a freed CNO are DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				c := n.cno(nil)
-				t.noErr(c.Free(), "CNO.Free")
-				_, err := c.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "CNO.Query after Free")
-				_, err = n.ia.CreateEVD(8, c, api.EVDSoftware)
-				t.wantErr(err, api.ErrInvalidHandle, "CreateEVD with a freed CNO")
-			}},
+			{"DESCRIPTION", "every call on a freed CNO, and every call that passes it, is DAT_INVALID_HANDLE", freedCNO},
 		}},
 	}
 }

@@ -227,6 +227,7 @@ func iaGroups() []group {
 				_, err = n.ia.CreatePZ()
 				t.wantErr(err, api.ErrInvalidHandle, "IA.CreatePZ after Close")
 			}},
+			{"DESCRIPTION", "every call on an IA closed abruptly is DAT_INVALID_HANDLE", closedIA},
 			{"DESCRIPTION", "an abrupt close wakes the EVD waiters with DAT_ABORT", func(t *checkT) {
 				n := t.node()
 				e, _ := n.seEVD(8, nil)

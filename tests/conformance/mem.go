@@ -239,16 +239,7 @@ func memGroups() []group {
 				t.noErr(rmr.Free(), "RMR.Free of a bound RMR")
 				t.writeFault(p, r, rt)
 			}},
-			{"DESCRIPTION", "calls on a freed RMR are DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				rmr, err := n.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				t.noErr(rmr.Free(), "RMR.Free")
-				_, err = rmr.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "RMR.Query after Free")
-				_, err = rmr.ConsumerContext()
-				t.wantErr(err, api.ErrInvalidHandle, "RMR.ConsumerContext after Free")
-			}},
+			{"DESCRIPTION", "every call on a freed RMR is DAT_INVALID_HANDLE", freedRMR},
 		}},
 
 		{page: "dat_rmr_query", checks: []check{
@@ -424,49 +415,40 @@ func memGroups() []group {
 				t.noErr(r.lmr.Free(), "LMR.Free")
 				t.writeFault(p, r, rt)
 			}},
-			{"DESCRIPTION", "calls on a freed LMR are DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				r := n.region(64, rw)
-				t.noErr(r.lmr.Free(), "LMR.Free")
-				_, err := r.lmr.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "LMR.Query after Free")
-				_, err = r.lmr.ConsumerContext()
-				t.wantErr(err, api.ErrInvalidHandle, "LMR.ConsumerContext after Free")
-			}},
+			{"DESCRIPTION", "every call on a freed LMR, and every call that passes it, is DAT_INVALID_HANDLE", freedLMR},
 		}},
 
 		{page: "dat_pz_free", checks: []check{
-			{"DESCRIPTION", "a PZ used by an LMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE)", func(t *checkT) {
+			{"DESCRIPTION", "a PZ used by an LMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the LMR is freed", func(t *checkT) {
 				n := t.node()
 				r := n.region(64, rw)
 				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an LMR")
 				t.noErr(r.lmr.Free(), "LMR.Free")
+				t.noErr(n.pz.Free(), "PZ.Free once the LMR is gone")
 			}},
-			{"DESCRIPTION", "a PZ used by an EP cannot be freed (DAT_INVALID_STATE_PZ_IN_USE)", func(t *checkT) {
+			{"DESCRIPTION", "a PZ used by an EP cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the EP is freed", func(t *checkT) {
 				n := t.node()
-				n.end(nil)
+				e := n.end(nil)
 				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an EP")
+				t.noErr(e.ep.Free(), "EP.Free")
+				t.noErr(n.pz.Free(), "PZ.Free once the EP is gone")
 			}},
-			{"DESCRIPTION", "a PZ used by an RMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE)", func(t *checkT) {
+			{"DESCRIPTION", "a PZ used by an RMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the RMR is freed", func(t *checkT) {
 				n := t.node()
-				_, err := n.pz.CreateRMR()
+				rmr, err := n.pz.CreateRMR()
 				t.noErr(err, "PZ.CreateRMR")
 				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an RMR")
+				t.noErr(rmr.Free(), "RMR.Free")
+				t.noErr(n.pz.Free(), "PZ.Free once the RMR is gone")
 			}},
-			{"DESCRIPTION", "an unused PZ frees, and calls on it or creating objects in it are DAT_INVALID_HANDLE", func(t *checkT) {
+			{"DESCRIPTION", "a PZ used by an SRQ cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the SRQ is freed", func(t *checkT) {
 				n := t.node()
-				pz, err := n.ia.CreatePZ()
-				t.noErr(err, "IA.CreatePZ")
-				t.noErr(pz.Free(), "PZ.Free of an unused PZ")
-				_, err = pz.Query()
-				t.wantErr(err, api.ErrInvalidHandle, "PZ.Query after Free")
-				_, err = pz.CreateRMR()
-				t.wantErr(err, api.ErrInvalidHandle, "PZ.CreateRMR after Free")
-				_, err = n.ia.CreateEP(pz, n.recv, n.req, n.conn, nil)
-				t.wantErr(err, api.ErrInvalidHandle, "CreateEP in a freed PZ")
-				_, err = n.tryRegion(pz, 64, rw, api.VATypeVA)
-				t.wantErr(err, api.ErrInvalidHandle, "CreateLMR in a freed PZ")
+				s := n.srq(4, 1)
+				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an SRQ")
+				t.noErr(s.Free(), "SRQ.Free")
+				t.noErr(n.pz.Free(), "PZ.Free once the SRQ is gone")
 			}},
+			{"DESCRIPTION", "an unused PZ frees, and every call on it or that passes it is DAT_INVALID_HANDLE", freedPZ},
 		}},
 
 		{page: "dat_lmr_sync_rdma_read", checks: syncChecks(func(ia api.IA, segs []api.LMRTriplet) error { return ia.SyncRDMARead(segs) })},

@@ -1,0 +1,970 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/providers/loopback"
+	"github.com/godat/godat/registry"
+	"github.com/godat/godat/tests/conformance"
+)
+
+// TestConformanceNoCheck runs the suite through the registry over a
+// provider that checks nothing the guard checks (nocheck below), so that
+// every refusal of a freed, foreign or missing handle, and of freeing an
+// object still in use, that the suite expects must come from the guard:
+// third-party providers rely on those checks without making them.
+func TestConformanceNoCheck(t *testing.T) {
+	cfg, err := registry.ParseConfig("nocheck.conf", []byte(`
+[[ia]]
+name             = "nocheck"
+provider         = "nocheck"
+api_version      = "u2.0"
+threadsafe       = true
+provider_version = "godat.1.0"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := registry.New(cfg)
+	conformance.RunWith(t, func(ctx context.Context) (api.IA, error) { return r.Open(ctx, "nocheck") })
+}
+
+func init() { registry.Register("nocheck", ncProvider{}) }
+
+// ncProvider is a provider that leaves to the guard what the guard
+// checks. It forwards every call to a loopback IA, except that
+//
+//   - a call on an object it has freed, or whose IA it has closed,
+//     succeeds and does nothing;
+//   - a call that passes a freed object, an object of another IA, or no
+//     object where one is needed, succeeds and does nothing (a create
+//     returns an object that is already dead);
+//   - freeing a PZ, EVD, CNO or SRQ that loopback refuses as still in
+//     use succeeds (loopback destroys the object with its IA);
+//   - a Wait threshold above the queue length waits for a full queue, and
+//     an RMR bind whose triplet names another LMR than the handle binds
+//     the handle's.
+//
+// Loopback checks the other arguments the guard checks too (a queue
+// length, private data, attributes, the PZs of a bind), so those checks of
+// the guard are proven only for providers that make them as well.
+//
+// It translates the loopback objects in events and query results into its
+// own, as any provider hands out only its own objects.
+type ncProvider struct{}
+
+func (ncProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	in, err := loopback.Provider{}.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	ia := &ncIA{p: in}
+	ia.ncBase = ncBase{ia: ia, in: in}
+	ia.objs.Store(in, ia)
+	ae, err := in.AsyncEVD()
+	if err != nil {
+		in.Close(api.CloseAbrupt)
+		return nil, err
+	}
+	ia.async = ncOut(ia, ae).(*ncEVD)
+	return ia, nil
+}
+
+// ncBase is what every object of the provider shares.
+type ncBase struct {
+	api.ContextSlot
+	ia   *ncIA
+	in   any // the loopback object; nil for one made by a call that did nothing
+	dead atomic.Bool
+}
+
+func (b *ncBase) nc() *ncBase { return b }
+
+// gone reports whether calls on the object must do nothing.
+func (b *ncBase) gone() bool { return b.in == nil || b.dead.Load() || b.ia.dead.Load() }
+
+type ncObj interface{ nc() *ncBase }
+
+// ncArg returns the loopback object behind handle x, and false when the
+// call must do nothing instead: x is nil though need is set, or an object
+// that is dead or of another IA.
+func ncArg[T any](ia *ncIA, x any, need bool) (T, bool) {
+	var zero T
+	if x == nil {
+		return zero, !need
+	}
+	o, ok := x.(ncObj)
+	if !ok {
+		return zero, false
+	}
+	b := o.nc()
+	if b.ia != ia || b.gone() {
+		return zero, false
+	}
+	in, ok := b.in.(T)
+	return in, ok
+}
+
+// ncOut returns the provider's object for loopback object x, making one
+// for an object loopback created on its own (a CR, the EP of a PSPProvider
+// request).
+func ncOut[T any](ia *ncIA, x T) T {
+	if any(x) == nil {
+		return x
+	}
+	if w, ok := ia.objs.Load(any(x)); ok {
+		return w.(T)
+	}
+	var w ncObj
+	switch v := any(x).(type) {
+	case api.EP:
+		w = &ncEP{p: v, providerMade: true}
+	case api.CR:
+		w = &ncCR{p: v}
+	case api.EVD:
+		w = &ncEVD{p: v}
+	case api.PZ:
+		w = &ncPZ{p: v}
+	case api.CNO:
+		w = &ncCNO{p: v}
+	case api.PSP:
+		w = &ncPSP{p: v}
+	case api.RSP:
+		w = &ncRSP{p: v}
+	case api.LMR:
+		w = &ncLMR{p: v}
+	case api.RMR:
+		w = &ncRMR{p: v}
+	case api.SRQ:
+		w = &ncSRQ{p: v}
+	default:
+		return x
+	}
+	b := w.nc()
+	b.ia, b.in = ia, any(x)
+	got, _ := ia.objs.LoadOrStore(any(x), w)
+	return got.(T)
+}
+
+// ncMade registers the provider's object w for the loopback object it
+// wraps, or marks it dead when the call that made it did nothing.
+func ncMade[W ncObj](ia *ncIA, w W, in any) W {
+	b := w.nc()
+	b.ia = ia
+	if in == nil {
+		b.dead.Store(true)
+		return w
+	}
+	b.in = in
+	ia.objs.Store(in, w)
+	return w
+}
+
+// ncEvent translates the loopback objects an event names.
+func ncEvent(ia *ncIA, ev *api.Event, e *ncEVD) {
+	ev.EVD = e
+	ev.DTO.EP = ncOut(ia, ev.DTO.EP)
+	ev.RMRBind.RMR = ncOut(ia, ev.RMRBind.RMR)
+	ev.Conn.EP = ncOut(ia, ev.Conn.EP)
+	ev.Async.Object = ncOut(ia, ev.Async.Object)
+	ev.CR.CR = ncOut(ia, ev.CR.CR)
+	ev.CR.PSP = ncOut(ia, ev.CR.PSP)
+	ev.CR.RSP = ncOut(ia, ev.CR.RSP)
+}
+
+// ncInUse reports whether err refuses to free an object still in use,
+// a refusal the guard makes for PZs, EVDs, CNOs and SRQs.
+func ncInUse(err error) bool { return errors.Is(err, api.ErrInvalidState) }
+
+// --- IA ---
+
+type ncIA struct {
+	ncBase
+	p     api.IA
+	objs  sync.Map // loopback object → provider object
+	async *ncEVD
+}
+
+func (ia *ncIA) HandleType() api.HandleType { return api.HandleIA }
+
+func (ia *ncIA) Query() (api.IAAttr, api.ProviderAttr, error) {
+	if ia.gone() {
+		return api.IAAttr{}, api.ProviderAttr{}, nil
+	}
+	a, pa, err := ia.p.Query()
+	pa.ProviderName = "nocheck"
+	return a, pa, err
+}
+
+func (ia *ncIA) AsyncEVD() (api.EVD, error) {
+	if ia.gone() {
+		return nil, nil
+	}
+	return ia.async, nil
+}
+
+func (ia *ncIA) Close(flags api.CloseFlags) error {
+	if ia.gone() {
+		return nil
+	}
+	err := ia.p.Close(flags)
+	if err == nil {
+		ia.dead.Store(true)
+	}
+	return err
+}
+
+func (ia *ncIA) CreatePZ() (api.PZ, error) {
+	if ia.gone() {
+		return ncMade(ia, &ncPZ{}, nil), nil
+	}
+	p, err := ia.p.CreatePZ()
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncPZ{p: p}, p), nil
+}
+
+func (ia *ncIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
+	c, ok := ncArg[api.CNO](ia, cno, false)
+	if ia.gone() || !ok {
+		return ncMade(ia, &ncEVD{}, nil), nil
+	}
+	p, err := ia.p.CreateEVD(qlen, c, flags)
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncEVD{p: p}, p), nil
+}
+
+// agent makes the loopback agent that hands a's caller the provider's EVD.
+func (ia *ncIA) agent(a api.WaitAgent) api.WaitAgent {
+	if a == nil {
+		return nil
+	}
+	return func(e api.EVD) { a(ncOut(ia, e)) }
+}
+
+func (ia *ncIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+	if ia.gone() {
+		return ncMade(ia, &ncCNO{}, nil), nil
+	}
+	p, err := ia.p.CreateCNO(ia.agent(agent))
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncCNO{p: p}, p), nil
+}
+
+func (ia *ncIA) CreateCNOFD() (api.CNO, int, error) {
+	if ia.gone() {
+		return ncMade(ia, &ncCNO{}, nil), -1, nil
+	}
+	p, fd, err := ia.p.CreateCNOFD()
+	if err != nil {
+		return nil, -1, err
+	}
+	return ncMade(ia, &ncCNO{p: p}, p), fd, nil
+}
+
+// epArgs resolves the handles of an EP's creation.
+func (ia *ncIA) epArgs(pz api.PZ, recv, req, conn api.EVD) (z api.PZ, e [3]api.EVD, ok bool) {
+	z, ok = ncArg[api.PZ](ia, pz, true)
+	for k, x := range [3]api.EVD{recv, req, conn} {
+		var good bool
+		e[k], good = ncArg[api.EVD](ia, x, false)
+		ok = ok && good
+	}
+	return z, e, ok && !ia.gone()
+}
+
+func (ia *ncIA) CreateEP(pz api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.EP, error) {
+	z, e, ok := ia.epArgs(pz, recv, req, conn)
+	if !ok {
+		return ncMade(ia, &ncEP{}, nil), nil
+	}
+	p, err := ia.p.CreateEP(z, e[0], e[1], e[2], attr)
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncEP{p: p}, p), nil
+}
+
+func (ia *ncIA) CreateEPWithSRQ(pz api.PZ, recv, req, conn api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
+	z, e, ok := ia.epArgs(pz, recv, req, conn)
+	s, sok := ncArg[api.SRQ](ia, srq, true)
+	if !ok || !sok {
+		return ncMade(ia, &ncEP{}, nil), nil
+	}
+	p, err := ia.p.CreateEPWithSRQ(z, e[0], e[1], e[2], s, attr)
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncEP{p: p}, p), nil
+}
+
+func (ia *ncIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, error) {
+	e, ok := ncArg[api.EVD](ia, evd, true)
+	if ia.gone() || !ok {
+		return ncMade(ia, &ncPSP{}, nil), nil
+	}
+	p, err := ia.p.CreatePSP(q, e, flags)
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncPSP{p: p}, p), nil
+}
+
+func (ia *ncIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+	e, ok := ncArg[api.EVD](ia, evd, true)
+	if ia.gone() || !ok {
+		return ncMade(ia, &ncPSP{}, nil), 0, nil
+	}
+	p, q, err := ia.p.CreatePSPAny(e, flags)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ncMade(ia, &ncPSP{p: p}, p), q, nil
+}
+
+func (ia *ncIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
+	p, pok := ncArg[api.EP](ia, ep, true)
+	e, eok := ncArg[api.EVD](ia, evd, true)
+	if ia.gone() || !pok || !eok {
+		return ncMade(ia, &ncRSP{}, nil), nil
+	}
+	r, err := ia.p.CreateRSP(q, p, e)
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncRSP{p: r}, r), nil
+}
+
+func (ia *ncIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+	z, ok := ncArg[api.PZ](ia, pz, true)
+	if region.Type == api.MemTypeLMR {
+		var lok bool
+		region.LMR, lok = ncArg[api.LMR](ia, region.LMR, true)
+		ok = ok && lok
+	}
+	if ia.gone() || !ok {
+		return ncMade(ia, &ncLMR{}, nil), nil
+	}
+	p, err := ia.p.CreateLMR(z, region, priv, va)
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncLMR{p: p}, p), nil
+}
+
+func (ia *ncIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
+	z, ok := ncArg[api.PZ](ia, pz, true)
+	if ia.gone() || !ok {
+		return ncMade(ia, &ncSRQ{}, nil), nil
+	}
+	p, err := ia.p.CreateSRQ(z, attr)
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(ia, &ncSRQ{p: p}, p), nil
+}
+
+func (ia *ncIA) SyncRDMARead(segs []api.LMRTriplet) error {
+	if ia.gone() {
+		return nil
+	}
+	return ia.p.SyncRDMARead(segs)
+}
+
+func (ia *ncIA) SyncRDMAWrite(segs []api.LMRTriplet) error {
+	if ia.gone() {
+		return nil
+	}
+	return ia.p.SyncRDMAWrite(segs)
+}
+
+// --- PZ ---
+
+type ncPZ struct {
+	ncBase
+	p api.PZ
+}
+
+func (z *ncPZ) HandleType() api.HandleType { return api.HandlePZ }
+
+func (z *ncPZ) Query() (api.PZParam, error) {
+	if z.gone() {
+		return api.PZParam{}, nil
+	}
+	prm, err := z.p.Query()
+	prm.IA = ncOut(z.ia, prm.IA)
+	return prm, err
+}
+
+func (z *ncPZ) CreateRMR() (api.RMR, error) {
+	if z.gone() {
+		return ncMade(z.ia, &ncRMR{}, nil), nil
+	}
+	p, err := z.p.CreateRMR()
+	if err != nil {
+		return nil, err
+	}
+	return ncMade(z.ia, &ncRMR{p: p}, p), nil
+}
+
+func (z *ncPZ) Free() error {
+	if z.gone() {
+		return nil
+	}
+	if err := z.p.Free(); err != nil && !ncInUse(err) {
+		return err
+	}
+	z.dead.Store(true)
+	return nil
+}
+
+// --- EVD ---
+
+type ncEVD struct {
+	ncBase
+	p api.EVD
+}
+
+func (e *ncEVD) HandleType() api.HandleType { return api.HandleEVD }
+
+func (e *ncEVD) Query() (api.EVDParam, error) {
+	if e.gone() {
+		return api.EVDParam{}, nil
+	}
+	prm, err := e.p.Query()
+	prm.IA, prm.CNO = ncOut(e.ia, prm.IA), ncOut(e.ia, prm.CNO)
+	return prm, err
+}
+
+func (e *ncEVD) Resize(qlen int) error {
+	if e.gone() {
+		return nil
+	}
+	return e.p.Resize(qlen)
+}
+
+func (e *ncEVD) PostSE(ev *api.Event) error {
+	if e.gone() {
+		return nil
+	}
+	return e.p.PostSE(ev)
+}
+
+func (e *ncEVD) Dequeue(ev *api.Event) error {
+	if e.gone() {
+		return nil
+	}
+	if err := e.p.Dequeue(ev); err != nil {
+		return err
+	}
+	ncEvent(e.ia, ev, e)
+	return nil
+}
+
+func (e *ncEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	if e.gone() {
+		return 0, nil
+	}
+	// Thresholds above the queue length are the guard's to refuse: this
+	// provider waits for a full queue instead.
+	if prm, err := e.p.Query(); err == nil && threshold > prm.QLen {
+		threshold = prm.QLen
+	}
+	n, err := e.p.Wait(ctx, threshold, ev)
+	if err == nil {
+		ncEvent(e.ia, ev, e)
+	}
+	return n, err
+}
+
+func (e *ncEVD) simple(f func() error) error {
+	if e.gone() {
+		return nil
+	}
+	return f()
+}
+
+func (e *ncEVD) Enable() error        { return e.simple(func() error { return e.p.Enable() }) }
+func (e *ncEVD) Disable() error       { return e.simple(func() error { return e.p.Disable() }) }
+func (e *ncEVD) SetUnwaitable() error { return e.simple(func() error { return e.p.SetUnwaitable() }) }
+func (e *ncEVD) ClearUnwaitable() error {
+	return e.simple(func() error { return e.p.ClearUnwaitable() })
+}
+
+func (e *ncEVD) ModifyCNO(cno api.CNO) error {
+	c, ok := ncArg[api.CNO](e.ia, cno, false)
+	if e.gone() || !ok {
+		return nil
+	}
+	return e.p.ModifyCNO(c)
+}
+
+func (e *ncEVD) Free() error {
+	if e.gone() {
+		return nil
+	}
+	if err := e.p.Free(); err != nil && !ncInUse(err) {
+		return err
+	}
+	e.dead.Store(true)
+	return nil
+}
+
+// --- CNO ---
+
+type ncCNO struct {
+	ncBase
+	p api.CNO
+}
+
+func (c *ncCNO) HandleType() api.HandleType { return api.HandleCNO }
+
+func (c *ncCNO) Query() (api.CNOParam, error) {
+	if c.gone() {
+		return api.CNOParam{}, nil
+	}
+	prm, err := c.p.Query()
+	prm.IA = ncOut(c.ia, prm.IA)
+	return prm, err
+}
+
+func (c *ncCNO) ModifyAgent(agent api.WaitAgent) error {
+	if c.gone() {
+		return nil
+	}
+	return c.p.ModifyAgent(c.ia.agent(agent))
+}
+
+func (c *ncCNO) Wait(ctx context.Context) (api.EVD, error) {
+	if c.gone() {
+		return nil, nil
+	}
+	e, err := c.p.Wait(ctx)
+	return ncOut(c.ia, e), err
+}
+
+func (c *ncCNO) Triggered() (api.EVD, error) {
+	if c.gone() {
+		return nil, nil
+	}
+	e, err := c.p.Triggered()
+	return ncOut(c.ia, e), err
+}
+
+func (c *ncCNO) Free() error {
+	if c.gone() {
+		return nil
+	}
+	if err := c.p.Free(); err != nil && !ncInUse(err) {
+		return err
+	}
+	c.dead.Store(true)
+	return nil
+}
+
+// --- EP ---
+
+type ncEP struct {
+	ncBase
+	p            api.EP
+	providerMade bool // loopback made it for a PSPProvider request
+}
+
+func (p *ncEP) HandleType() api.HandleType { return api.HandleEP }
+
+func (p *ncEP) Query() (api.EPParam, error) {
+	if p.gone() {
+		return api.EPParam{}, nil
+	}
+	prm, err := p.p.Query()
+	ia := p.ia
+	prm.IA, prm.PZ, prm.SRQ = ncOut(ia, prm.IA), ncOut(ia, prm.PZ), ncOut(ia, prm.SRQ)
+	prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = ncOut(ia, prm.RecvEVD), ncOut(ia, prm.RequestEVD), ncOut(ia, prm.ConnectEVD)
+	return prm, err
+}
+
+func (p *ncEP) Modify(mask api.EPParamMask, prm *api.EPParam) error {
+	if p.gone() || prm == nil {
+		return nil
+	}
+	q := *prm
+	ok := true
+	if mask&api.EPFieldPZ != 0 {
+		var good bool
+		q.PZ, good = ncArg[api.PZ](p.ia, prm.PZ, true)
+		ok = ok && good
+	}
+	for _, f := range []struct {
+		bit api.EPParamMask
+		e   *api.EVD
+	}{{api.EPFieldRecvEVD, &q.RecvEVD}, {api.EPFieldRequestEVD, &q.RequestEVD}, {api.EPFieldConnectEVD, &q.ConnectEVD}} {
+		if mask&f.bit != 0 {
+			var good bool
+			*f.e, good = ncArg[api.EVD](p.ia, *f.e, false)
+			ok = ok && good
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return p.p.Modify(mask, &q)
+}
+
+func (p *ncEP) GetStatus() (api.EPState, bool, bool, error) {
+	if p.gone() {
+		return 0, false, false, nil
+	}
+	return p.p.GetStatus()
+}
+
+func (p *ncEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []byte, qos api.QOS, flags api.ConnectFlags) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.Connect(remote, q, timeout, pd, qos, flags)
+}
+
+func (p *ncEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS) error {
+	d, ok := ncArg[api.EP](p.ia, dup, true)
+	if p.gone() || !ok {
+		return nil
+	}
+	return p.p.DupConnect(d, timeout, pd, qos)
+}
+
+func (p *ncEP) Disconnect(flags api.CloseFlags) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.Disconnect(flags)
+}
+
+func (p *ncEP) Reset() error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.Reset()
+}
+
+func (p *ncEP) Free() error {
+	if p.gone() {
+		return nil
+	}
+	if err := p.p.Free(); err != nil {
+		return err
+	}
+	p.dead.Store(true)
+	return nil
+}
+
+func (p *ncEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.PostSend(iov, cookie, flags)
+}
+
+func (p *ncEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, inv bool, rmr api.RMRContext) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.PostSendWithInvalidate(iov, cookie, flags, inv, rmr)
+}
+
+func (p *ncEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.PostRecv(iov, cookie, flags)
+}
+
+func (p *ncEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.PostRDMAWrite(iov, cookie, remote, flags)
+}
+
+func (p *ncEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.PostRDMARead(iov, cookie, remote, flags)
+}
+
+func (p *ncEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.PostRDMAReadToRMR(local, cookie, remote, flags)
+}
+
+func (p *ncEP) RecvQuery() (int, int, error) {
+	if p.gone() {
+		return 0, 0, nil
+	}
+	return p.p.RecvQuery()
+}
+
+func (p *ncEP) SetWatermark(soft, hard int) error {
+	if p.gone() {
+		return nil
+	}
+	return p.p.SetWatermark(soft, hard)
+}
+
+// --- PSP, RSP, CR ---
+
+type ncPSP struct {
+	ncBase
+	p api.PSP
+}
+
+func (s *ncPSP) HandleType() api.HandleType { return api.HandlePSP }
+
+func (s *ncPSP) Query() (api.PSPParam, error) {
+	if s.gone() {
+		return api.PSPParam{}, nil
+	}
+	prm, err := s.p.Query()
+	prm.IA, prm.EVD = ncOut(s.ia, prm.IA), ncOut(s.ia, prm.EVD)
+	return prm, err
+}
+
+func (s *ncPSP) Free() error {
+	if s.gone() {
+		return nil
+	}
+	if err := s.p.Free(); err != nil {
+		return err
+	}
+	s.dead.Store(true)
+	return nil
+}
+
+type ncRSP struct {
+	ncBase
+	p api.RSP
+}
+
+func (r *ncRSP) HandleType() api.HandleType { return api.HandleRSP }
+
+func (r *ncRSP) Query() (api.RSPParam, error) {
+	if r.gone() {
+		return api.RSPParam{}, nil
+	}
+	prm, err := r.p.Query()
+	prm.IA, prm.EVD, prm.EP = ncOut(r.ia, prm.IA), ncOut(r.ia, prm.EVD), ncOut(r.ia, prm.EP)
+	return prm, err
+}
+
+func (r *ncRSP) Free() error {
+	if r.gone() {
+		return nil
+	}
+	if err := r.p.Free(); err != nil {
+		return err
+	}
+	r.dead.Store(true)
+	return nil
+}
+
+type ncCR struct {
+	ncBase
+	p api.CR
+}
+
+func (c *ncCR) HandleType() api.HandleType { return api.HandleCR }
+
+func (c *ncCR) Query() (api.CRParam, error) {
+	if c.gone() {
+		return api.CRParam{}, nil
+	}
+	prm, err := c.p.Query()
+	prm.LocalEP = ncOut(c.ia, prm.LocalEP)
+	return prm, err
+}
+
+func (c *ncCR) Accept(ep api.EP, pd []byte) error {
+	p, ok := ncArg[api.EP](c.ia, ep, false)
+	if c.gone() || !ok {
+		return nil
+	}
+	if err := c.p.Accept(p, pd); err != nil {
+		return err
+	}
+	c.dead.Store(true)
+	return nil
+}
+
+// finish marks the CR destroyed by a reject or handoff, and with it the
+// EP loopback made for the request, if any.
+func (c *ncCR) finish(local api.EP) {
+	c.dead.Store(true)
+	if e, ok := local.(*ncEP); ok && e.providerMade {
+		e.dead.Store(true)
+	}
+}
+
+func (c *ncCR) localEP() api.EP {
+	prm, err := c.Query()
+	if err != nil {
+		return nil
+	}
+	return prm.LocalEP
+}
+
+func (c *ncCR) Reject(pd []byte) error {
+	if c.gone() {
+		return nil
+	}
+	local := c.localEP()
+	if err := c.p.Reject(pd); err != nil {
+		return err
+	}
+	c.finish(local)
+	return nil
+}
+
+func (c *ncCR) Handoff(q api.ConnQual) error {
+	if c.gone() {
+		return nil
+	}
+	local := c.localEP()
+	if err := c.p.Handoff(q); err != nil {
+		return err
+	}
+	c.finish(local)
+	return nil
+}
+
+// --- LMR, RMR, SRQ ---
+
+type ncLMR struct {
+	ncBase
+	p api.LMR
+}
+
+func (l *ncLMR) HandleType() api.HandleType { return api.HandleLMR }
+
+func (l *ncLMR) Query() (api.LMRParam, error) {
+	if l.gone() {
+		return api.LMRParam{}, nil
+	}
+	prm, err := l.p.Query()
+	prm.IA, prm.PZ = ncOut(l.ia, prm.IA), ncOut(l.ia, prm.PZ)
+	return prm, err
+}
+
+func (l *ncLMR) Free() error {
+	if l.gone() {
+		return nil
+	}
+	if err := l.p.Free(); err != nil {
+		return err
+	}
+	l.dead.Store(true)
+	return nil
+}
+
+type ncRMR struct {
+	ncBase
+	p api.RMR
+}
+
+func (r *ncRMR) HandleType() api.HandleType { return api.HandleRMR }
+
+func (r *ncRMR) Query() (api.RMRParam, error) {
+	if r.gone() {
+		return api.RMRParam{}, nil
+	}
+	prm, err := r.p.Query()
+	prm.IA, prm.PZ = ncOut(r.ia, prm.IA), ncOut(r.ia, prm.PZ)
+	return prm, err
+}
+
+func (r *ncRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
+	l, lok := ncArg[api.LMR](r.ia, lmr, t.Length > 0)
+	p, pok := ncArg[api.EP](r.ia, ep, true)
+	if r.gone() || !lok || !pok {
+		return 0, nil
+	}
+	// A triplet that names another LMR than the handle is the guard's to
+	// refuse: this provider binds the LMR handed in.
+	if l != nil {
+		if lp, err := l.Query(); err == nil {
+			t.LMRContext = lp.LMRContext
+		}
+	}
+	return r.p.Bind(l, t, priv, va, p, cookie, flags)
+}
+
+func (r *ncRMR) Free() error {
+	if r.gone() {
+		return nil
+	}
+	if err := r.p.Free(); err != nil {
+		return err
+	}
+	r.dead.Store(true)
+	return nil
+}
+
+type ncSRQ struct {
+	ncBase
+	p api.SRQ
+}
+
+func (s *ncSRQ) HandleType() api.HandleType { return api.HandleSRQ }
+
+func (s *ncSRQ) Query() (api.SRQParam, error) {
+	if s.gone() {
+		return api.SRQParam{}, nil
+	}
+	prm, err := s.p.Query()
+	prm.IA, prm.PZ = ncOut(s.ia, prm.IA), ncOut(s.ia, prm.PZ)
+	return prm, err
+}
+
+func (s *ncSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
+	if s.gone() {
+		return nil
+	}
+	return s.p.PostRecv(iov, cookie)
+}
+
+func (s *ncSRQ) Resize(n int) error {
+	if s.gone() {
+		return nil
+	}
+	return s.p.Resize(n)
+}
+
+func (s *ncSRQ) SetLW(n int) error {
+	if s.gone() {
+		return nil
+	}
+	return s.p.SetLW(n)
+}
+
+func (s *ncSRQ) Free() error {
+	if s.gone() {
+		return nil
+	}
+	if err := s.p.Free(); err != nil && !ncInUse(err) {
+		return err
+	}
+	s.dead.Store(true)
+	return nil
+}
