@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"time"
@@ -429,6 +430,16 @@ func evdGroups() []group {
 				r := t.recvResult(other, "the remaining waiter")
 				t.noErr(r.err, "the remaining waiter")
 				t.expectSE(r.ev, e, "x", "the remaining waiter's event")
+			}},
+			{"DESCRIPTION", "a threshold above 1 on an EVD fed by an unsignalled or a solicited-wait receive stream is DAT_INVALID_STATE", func(t *checkT) {
+				for _, f := range []api.CompletionFlags{api.CompletionUnsignalled, api.CompletionSolicitedWait} {
+					n := t.node()
+					a := n.epAttr()
+					a.RecvCompletionFlags = f
+					n.newEP(a)
+					_, _, err := waitN(n.recv, 2, shortWait)
+					t.wantErr(err, api.ErrInvalidState, fmt.Sprintf("Wait(threshold 2) on the receive EVD of an EP with receive completion flags %#x", uint32(f)))
+				}
 			}},
 			{"DESCRIPTION", "a threshold above 1 on an EVD fed by an unsignalled completion stream is DAT_INVALID_STATE", func(t *checkT) {
 				n := t.node()

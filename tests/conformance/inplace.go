@@ -1,0 +1,123 @@
+package conformance
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/godat/godat/api"
+)
+
+// inPlaceRounds is how many transfers an in-place check makes: a provider
+// that makes a completion visible before its data is placed shows it in
+// some rounds only.
+const inPlaceRounds = 16
+
+// inPlaceSize is the size of those transfers, at most: large enough that
+// placing the data takes a while, so that a completion that becomes
+// visible before the data is placed is seen early.
+const inPlaceSize = 4 << 20
+
+// poller dequeues from an EVD, on a goroutine of its own, as fast as it
+// can from before a transfer is posted, and at the first event it gets
+// compares at once the destination of the transfer with what must be
+// there. A provider that places data synchronously (loopback) shows a
+// completion that races its data only to such a consumer.
+type poller struct {
+	t    *checkT
+	evd  api.EVD
+	what string
+	res  chan string // "" or what went wrong
+}
+
+// poll starts a poller on evd that, at its first event, expects the DTO
+// completion of cookie and then dst to equal want.
+func (t *checkT) poll(evd api.EVD, cookie api.Cookie, dst, want []byte, what string) *poller {
+	p := &poller{t: t, evd: evd, what: what, res: make(chan string, 1)}
+	started := make(chan struct{})
+	t.spawn(func() {
+		var ev api.Event
+		deadline := time.Now().Add(eventTimeout)
+		for first := true; ; first = false {
+			err := evd.Dequeue(&ev)
+			if first {
+				close(started)
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, api.ErrQueueEmpty) {
+				p.res <- fmt.Sprintf("EVD.Dequeue: %v", err)
+				return
+			}
+			if time.Now().After(deadline) {
+				p.res <- fmt.Sprintf("no completion within %v", eventTimeout)
+				return
+			}
+		}
+		// Compare before anything else: the point is what the consumer
+		// sees the moment the completion is visible.
+		diff := lastDiff(dst, want)
+		switch {
+		case ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != cookie || ev.DTO.Status != api.DTOSuccess:
+			p.res <- fmt.Sprintf("got %s, want the successful completion of cookie %d", describe(&ev), cookie)
+		case diff >= 0:
+			p.res <- fmt.Sprintf("the completion was visible before the data was in place (byte %d of %d differs)", diff, len(want))
+		default:
+			p.res <- ""
+		}
+	})
+	<-started
+	return p
+}
+
+// check waits for the poller's verdict.
+func (p *poller) check() {
+	p.t.T.Helper()
+	select {
+	case r := <-p.res:
+		if r != "" {
+			p.t.Fatalf("%s: %s", p.what, r)
+		}
+	case <-time.After(eventTimeout + shortWait):
+		p.t.Fatalf("%s: the polling consumer did not finish", p.what)
+	}
+}
+
+// inPlaceLen is the transfer size of the in-place checks on p: inPlaceSize,
+// or less where the EPs' message or RDMA limits are lower.
+func (t *checkT) inPlaceLen(p *pair, rdma bool) int {
+	t.T.Helper()
+	n := inPlaceSize
+	for _, ep := range []api.EP{p.cli.ep, p.srv.ep} {
+		a := t.queryEP(ep).Attr
+		lim := a.MaxMessageSize
+		if rdma {
+			lim = a.MaxRDMASize
+		}
+		if lim > 0 && int(lim) < n {
+			n = int(lim)
+		}
+	}
+	return n
+}
+
+// lastDiff returns the offset of a byte where dst differs from want, or
+// -1. It compares from the end: data is placed front to back, so the end
+// is what a completion that races its data finds missing, and a forward
+// comparison could trail the copy and find nothing.
+func lastDiff(dst, want []byte) int {
+	const chunk = 4096
+	for end := len(dst); end > 0; end -= chunk {
+		start := max(0, end-chunk)
+		if !bytes.Equal(dst[start:end], want[start:end]) {
+			for i := end - 1; ; i-- {
+				if dst[i] != want[i] {
+					return i
+				}
+			}
+		}
+	}
+	return -1
+}
