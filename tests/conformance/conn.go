@@ -687,6 +687,27 @@ func connGroups() []group {
 					x.finish(p)
 				}
 			}},
+			{"DESCRIPTION", "a send still waiting for the peer's receive at a graceful disconnect keeps the EP DISCONNECT_PENDING, which refuses new sends; it completes once the peer posts a receive, and then both sides are DISCONNECTED", func(t *checkT) {
+				p := t.pair()
+				sr := p.cli.region(64, api.MemPrivLocalRead)
+				want := sr.fill(0, 64, 0x3E)
+				p.cli.postSend(sr, 0, 64, 1) // no receive at the peer: it waits
+				t.noErr(p.cli.ep.Disconnect(api.CloseGraceful), "EP.Disconnect(graceful) with the send waiting")
+				t.wantState(p.cli.ep, api.EPDisconnectPending, "the EP whose send waits after a graceful disconnect")
+				t.wantErr(p.cli.ep.PostSend(sr.iov(0, 8), 2, api.CompletionDefault), api.ErrInvalidState, "PostSend in DISCONNECT_PENDING")
+				rr := p.srv.region(64, api.MemPrivLocalWrite|api.MemPrivLocalRead)
+				p.srv.postRecv(rr, 0, 64, 3)
+				ev := p.cli.expectReq(1, api.DTOSuccess, "the send that waited through the graceful disconnect")
+				if ev.DTO.Length != 64 {
+					t.Errorf("the send's completion says %d bytes, want 64", ev.DTO.Length)
+				}
+				p.srv.expectRecv(3, api.DTOSuccess, "its receive")
+				if !bytes.Equal(rr.b[:64], want) {
+					t.Fatalf("the peer received other bytes than sent")
+				}
+				p.cli.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED once the send completed")
+				p.srv.expectConnEnd("the peer's end of the connection", api.ConnectionDisconnectedEvent)
+			}},
 			{"DESCRIPTION", "on an EVD shared by all streams, the completions of in-progress DTOs precede DISCONNECTED", func(t *checkT) {
 				srv, cli := t.node(), t.node()
 				all := cli.evd(api.EVDDTO | api.EVDConnection | api.EVDRMRBind)

@@ -35,6 +35,12 @@ const (
 	// that it does not trigger the receive EVD's CNO is skipped; the one
 	// that a solicited message wakes a waiter still runs.
 	DeviationSolicitedNotify = "solicited-notify"
+	// DeviationBindPrivileges: the transport does not require an LMR's
+	// privileges to match those of the RMRs bound to it
+	// (dat_rmr_bind(3DAT) DESCRIPTION leaves that to the transport), so
+	// a bind granting remote write on an LMR without local write
+	// succeeds. The check then accepts a successful bind.
+	DeviationBindPrivileges = "rmr-bind-privileges"
 )
 
 // deviation returns the reason the provider of n gives for not meeting

@@ -516,6 +516,18 @@ func evdGroups() []group {
 					t.expectSE(t.dequeue(e, "EVD.Dequeue"), e, i, "an event queued before the refused Resize")
 				}
 			}},
+			{"DESCRIPTION", "resizing to one below the queued events is DAT_INVALID_STATE; to exactly their number keeps them all", func(t *checkT) {
+				e, _ := t.node().seEVD(8, nil)
+				for i := range 4 {
+					t.postSE(e, i)
+				}
+				t.wantErr(e.Resize(3), api.ErrInvalidState, "Resize(3) with 4 events queued")
+				t.noErr(e.Resize(4), "Resize(4) with 4 events queued")
+				for i := range 4 {
+					t.expectSE(t.dequeue(e, "EVD.Dequeue"), e, i, "an event queued before the Resize")
+				}
+				t.expectEmpty(e, "the EVD after its 4 events")
+			}},
 			{"DESCRIPTION", "growing keeps the queued events and Query reports at least the new length", func(t *checkT) {
 				n := t.node()
 				e, _ := n.seEVD(4, nil)

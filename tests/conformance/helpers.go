@@ -198,6 +198,22 @@ func (t *checkT) expectEmpty(evd api.EVD, what string) {
 	}
 }
 
+// quiet checks that evd gets no event for d: a negative check bounded by
+// d, which a slow provider could pass but a correct one cannot fail.
+func (t *checkT) quiet(evd api.EVD, d time.Duration, what string) {
+	t.T.Helper()
+	ctx, cancel := context.WithTimeout(t.ctx, d)
+	defer cancel()
+	var ev api.Event
+	_, err := evd.Wait(ctx, 1, &ev)
+	switch {
+	case err == nil:
+		t.Fatalf("%s: unexpected event %s", what, describe(&ev))
+	case !errors.Is(err, api.ErrTimeoutExpired):
+		t.Fatalf("%s: EVD.Wait: got %v, want DAT_TIMEOUT_EXPIRED (no event)", what, err)
+	}
+}
+
 // ---------------------------------------------------------------------
 // Nodes: an IA with a PZ and one EVD per stream.
 

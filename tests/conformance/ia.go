@@ -14,6 +14,15 @@ import (
 func (t *checkT) overflow(pollFirst bool) (*node, api.EVD, int) {
 	t.T.Helper()
 	srv, cli := t.node(), t.node()
+	small, q := t.smallEVD(srv)
+	t.burst(srv, cli, small, q, pollFirst)
+	return srv, small, q
+}
+
+// smallEVD creates the EVD of 2 events that the overflow checks overflow,
+// and returns it with its queue length.
+func (t *checkT) smallEVD(srv *node) (api.EVD, int) {
+	t.T.Helper()
 	small, err := srv.ia.CreateEVD(2, nil, api.EVDDTO)
 	t.noErr(err, "IA.CreateEVD(2)")
 	q := t.queryEVD(small).QLen
@@ -23,6 +32,13 @@ func (t *checkT) overflow(pollFirst bool) (*node, api.EVD, int) {
 	if m := srv.attr.MaxDTOPerEP; m > 0 && m < q+1 {
 		t.Skipf("MaxDTOPerEP %d is too small to overflow a queue of %d", m, q)
 	}
+	return small, q
+}
+
+// burst connects a new server EP whose receive EVD is small, of queue
+// length q, and sends q+1 messages to q+1 receives posted on it.
+func (t *checkT) burst(srv, cli *node, small api.EVD, q int, pollFirst bool) {
+	t.T.Helper()
 	sa, ca := srv.epAttr(), cli.epAttr()
 	sa.MaxRecvDTOs = max(sa.MaxRecvDTOs, q+1)
 	ca.MaxRequestDTOs = max(ca.MaxRequestDTOs, q+1)
@@ -47,7 +63,16 @@ func (t *checkT) overflow(pollFirst bool) (*node, api.EVD, int) {
 	for i := range q + 1 {
 		t.noErr(c.ep.PostSend(sr.iov(0, 8), api.Cookie(i), api.CompletionDefault), "EP.PostSend")
 	}
-	return srv, small, q
+}
+
+// expectOverflow waits for the async event that reports the overflow of
+// small.
+func (n *node) expectOverflow(small api.EVD, what string) {
+	n.t.T.Helper()
+	ev := n.t.wait(n.async, what)
+	if ev.Number != api.AsyncEVDOverflowEvent || ev.Async.Object != small {
+		n.t.Fatalf("%s: got %s, want %v naming the overflowing EVD", what, describe(&ev), api.AsyncEVDOverflowEvent)
+	}
 }
 
 func iaGroups() []group {
@@ -71,20 +96,30 @@ func iaGroups() []group {
 			}},
 			{"DESCRIPTION", "an overflowing EVD is reported on the async EVD (DAT_ASYNC_ERROR_EVD_OVERFLOW naming the EVD)", func(t *checkT) {
 				srv, small, _ := t.overflow(false)
-				ev := t.wait(srv.async, "the overflow event")
-				if ev.Number != api.AsyncEVDOverflowEvent || ev.Async.Object != small {
-					t.Fatalf("got %s, want %v naming the overflowing EVD", describe(&ev), api.AsyncEVDOverflowEvent)
-				}
+				srv.expectOverflow(small, "the overflow event")
 			}},
 			{"DESCRIPTION", "an EVD that overflows after its consumer stopped polling it is reported on the async EVD too", func(t *checkT) {
 				// A provider may leave completions with the device
 				// while a consumer polls; once the polling stops they
 				// must still reach the EVD, and its overflow be told.
 				srv, small, _ := t.overflow(true)
-				ev := t.wait(srv.async, "the overflow event")
-				if ev.Number != api.AsyncEVDOverflowEvent || ev.Async.Object != small {
-					t.Fatalf("got %s, want %v naming the overflowing EVD", describe(&ev), api.AsyncEVDOverflowEvent)
+				srv.expectOverflow(small, "the overflow event")
+			}},
+			{"DESCRIPTION", "an EVD that overflowed, was drained and overflows again is reported on the async EVD again", func(t *checkT) {
+				srv, cli := t.node(), t.node()
+				small, q := t.smallEVD(srv)
+				t.burst(srv, cli, small, q, false)
+				srv.expectOverflow(small, "the first overflow event")
+				for i := range q {
+					ev := t.wait(small, "a completion kept by the full EVD")
+					if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != api.Cookie(i) {
+						t.Fatalf("event %d of the full EVD is %s, want the receive with cookie %d", i, describe(&ev), i)
+					}
 				}
+				// Another connection, in case the first one ended with
+				// the overflow: the EVD is what overflows again.
+				t.burst(srv, cli, small, q, false)
+				srv.expectOverflow(small, "the overflow event of the second overflow")
 			}},
 			{"DESCRIPTION", "events queued before an overflow are kept, in order", func(t *checkT) {
 				_, small, q := t.overflow(false)

@@ -141,6 +141,18 @@ func memGroups() []group {
 				rt.Addr = r.addr(120) // 8 bytes inside, 8 bytes past the window
 				t.writeFault(p, r, rt)
 			}},
+			{"DESCRIPTION", "access reaching one byte past the window but inside the LMR fails (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
+				p := t.pair()
+				t.skipForDeviation(p.srv.node, DeviationRMRWindowBounds)
+				r := p.srv.region(256, remote)
+				_, rt := p.srv.bind(r, 64, 64, rmrRW)
+				src := p.cli.region(17, rw)
+				src.fill(0, 17, 0xE2)
+				rt.Addr, rt.Length = r.addr(112), 17 // the last 16 bytes of the window and one more
+				t.remoteFault(p, r, func(c api.Cookie) error {
+					return p.cli.ep.PostRDMAWrite(src.iov(0, 17), c, rt, api.CompletionDefault)
+				})
+			}},
 			{"RETURN VALUES", "a triplet outside the LMR is DAT_INVALID_PARAMETER", func(t *checkT) {
 				p := t.pair()
 				r := p.srv.region(64, remote)
@@ -148,6 +160,33 @@ func memGroups() []group {
 				t.noErr(err, "PZ.CreateRMR")
 				_, err = rmr.Bind(r.lmr, r.tr(len(r.b)-8, 16), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
 				t.wantErr(err, api.ErrInvalidParameter, "Bind over a triplet running past the LMR")
+				t.works(p.cli, p.srv, "after the refused bind")
+			}},
+			{"RETURN VALUES", "a triplet whose lmr_context names another LMR than the LMR handle is DAT_INVALID_PARAMETER", func(t *checkT) {
+				p := t.pair()
+				a, b := p.srv.region(64, remote), p.srv.region(64, remote)
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				tr := a.tr(0, 64) // a's memory, b's context
+				tr.LMRContext = b.p.LMRContext
+				_, err = rmr.Bind(a.lmr, tr, rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				t.wantErr(err, api.ErrInvalidParameter, "Bind of an LMR with a triplet naming another LMR")
+				t.works(p.cli, p.srv, "after the refused bind")
+			}},
+			{"PARAMETERS", "remote write on a window of an LMR without any write privilege is DAT_PRIVILEGES_VIOLATION", func(t *checkT) {
+				p := t.pair()
+				r := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivRemoteRead)
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), api.MemPrivRemoteWrite, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				if why, ok := p.srv.deviation(DeviationBindPrivileges); ok {
+					t.Logf("%s: the bind may succeed: the provider declares deviation %q: %s", t.ref, DeviationBindPrivileges, why)
+					if err == nil {
+						p.srv.expectBind(rmr, 1, api.DTOSuccess, "the bind completion")
+						return
+					}
+				}
+				t.wantErr(err, api.ErrPrivilegesViolation, "Bind granting remote write on an LMR with local and remote read only")
 				t.works(p.cli, p.srv, "after the refused bind")
 			}},
 			{"RETURN VALUES", "a bind on an UNCONNECTED EP is DAT_INVALID_STATE", func(t *checkT) {
@@ -202,6 +241,25 @@ func memGroups() []group {
 				if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
 					(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
 					t.Fatalf("an RMR of another PZ bound successfully (%s)", describe(&ev))
+				}
+			}},
+			{"RETURN VALUES", "an EP of another PZ than the RMR, whose LMR is in the RMR's PZ, does not bind", func(t *checkT) {
+				p := t.pair()
+				pz2, err := p.srv.ia.CreatePZ()
+				t.noErr(err, "IA.CreatePZ")
+				r, err := p.srv.tryRegion(pz2, 64, remote, api.VATypeVA)
+				t.noErr(err, "IA.CreateLMR in the second PZ")
+				rmr, err := pz2.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR in the second PZ")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x34, api.CompletionDefault)
+				if err != nil {
+					t.wantOneOf(err, "Bind on an EP of another PZ", api.ErrProtectionViolation, api.ErrInvalidParameter, api.ErrInvalidHandle)
+					return
+				}
+				ev := t.wait(p.srv.req, "the completion of the bind on an EP of another PZ")
+				if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
+					(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
+					t.Fatalf("an RMR bound on an EP of another PZ (%s)", describe(&ev))
 				}
 			}},
 			{"DESCRIPTION (DESIGN §4)", "an RMR context works on the connections its scope allows and on no other", func(t *checkT) {

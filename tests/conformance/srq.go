@@ -2,9 +2,14 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
+	"time"
 
 	"github.com/godat/godat/api"
 )
+
+// lwQuiet bounds the checks that a low-watermark event does not come.
+const lwQuiet = 100 * time.Millisecond
 
 // srq creates an SRQ in the node's PZ, skipping the check when the provider
 // has no SRQ support.
@@ -247,6 +252,34 @@ func srqGroups() []group {
 					t.Errorf("the receive wrote past the LMR (offset %d)", off)
 				}
 			}},
+			{"RETURN VALUES", "an SRQ takes MaxRecvDTOs receives; one more is DAT_INSUFFICIENT_RESOURCES", func(t *checkT) {
+				n := t.node()
+				s := n.srq(4, 1)
+				m := t.querySRQ(s).MaxRecvDTOs
+				if m < 1 || m > 4096 {
+					t.Skipf("the SRQ's MaxRecvDTOs is %d", m)
+				}
+				r := n.region(8*(m+1), rw)
+				for i := range m {
+					t.noErr(s.PostRecv(r.iov(8*i, 8), api.Cookie(i)), "SRQ.PostRecv")
+				}
+				t.wantErr(s.PostRecv(r.iov(8*m, 8), api.Cookie(m)), api.ErrInsufficientResources, fmt.Sprintf("SRQ.PostRecv with MaxRecvDTOs (%d) receives posted", m))
+			}},
+			{"RETURN VALUES", "more segments than the SRQ's MaxRecvIOV is DAT_INVALID_PARAMETER; exactly MaxRecvIOV works", func(t *checkT) {
+				n := t.node()
+				s := n.srq(4, 2)
+				k := t.querySRQ(s).MaxRecvIOV
+				if k < 1 || k > 64 {
+					t.Skipf("the SRQ's MaxRecvIOV is %d", k)
+				}
+				r := n.region(k+1, rw)
+				iov := make([]api.LMRTriplet, k+1)
+				for i := range iov {
+					iov[i] = r.tr(i, 1)
+				}
+				t.wantErr(s.PostRecv(iov, 1), api.ErrInvalidParameter, fmt.Sprintf("SRQ.PostRecv with MaxRecvIOV+1 (%d) segments", k+1))
+				t.noErr(s.PostRecv(iov[:k], 2), fmt.Sprintf("SRQ.PostRecv with MaxRecvIOV (%d) segments", k))
+			}},
 			{"DESCRIPTION", "receives posted to the SRQ before any EP uses it serve EPs connected later", func(t *checkT) {
 				srv, cli := t.node(), t.node()
 				s := srv.srq(4, 1)
@@ -411,6 +444,21 @@ func srqGroups() []group {
 				x.s[0].expectRecv(1001, api.DTOSuccess, "the second receive")
 				x.srv.expectAsync(x.srq, api.ReasonSRQLowWatermark, "the low-watermark event")
 			}},
+			{"DESCRIPTION", "the low-watermark event waits until fewer buffers than the watermark are available: not when SetLW finds exactly that many, nor when they fall to it (each checked for 100 ms)", func(t *checkT) {
+				x := t.srqSetup(1, 8)
+				for i := range 3 {
+					x.post(i)
+				}
+				t.noErr(x.srq.SetLW(3), "SRQ.SetLW(3) with 3 buffers")
+				t.quiet(x.srv.async, lwQuiet, "the async EVD after SetLW(3) with 3 buffers available")
+				t.noErr(x.srq.SetLW(2), "SRQ.SetLW(2) with 3 buffers")
+				x.send(0, pattern(8, 1), 1)
+				x.s[0].expectRecv(1000, api.DTOSuccess, "the first receive")
+				t.quiet(x.srv.async, lwQuiet, "the async EVD with 2 buffers left, low watermark 2")
+				x.send(0, pattern(8, 2), 2)
+				x.s[0].expectRecv(1001, api.DTOSuccess, "the second receive")
+				x.srv.expectAsync(x.srq, api.ReasonSRQLowWatermark, "the low-watermark event with 1 buffer left, low watermark 2")
+			}},
 			{"DESCRIPTION", "a low watermark above the current number of buffers fires during the call", func(t *checkT) {
 				n := t.node()
 				s := n.srq(8, 1)
@@ -450,6 +498,16 @@ func srqGroups() []group {
 				if m := t.querySRQ(s).MaxRecvDTOs; m != before {
 					t.Fatalf("MaxRecvDTOs changed from %d to %d by the refused Resize", before, m)
 				}
+			}},
+			{"DESCRIPTION", "resizing to one below the posted buffers is DAT_INVALID_STATE; to exactly their number succeeds", func(t *checkT) {
+				n := t.node()
+				s := n.srq(8, 1)
+				r := n.region(4*srqSlot, rw)
+				for i := range 4 {
+					t.noErr(s.PostRecv(r.iov(i*srqSlot, srqSlot), api.Cookie(i)), "SRQ.PostRecv")
+				}
+				t.wantErr(s.Resize(3), api.ErrInvalidState, "SRQ.Resize(3) with 4 buffers posted")
+				t.noErr(s.Resize(4), "SRQ.Resize(4) with 4 buffers posted")
 			}},
 			{"DESCRIPTION", "resizing below the low watermark is DAT_INVALID_STATE", func(t *checkT) {
 				n := t.node()
