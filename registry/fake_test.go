@@ -122,7 +122,12 @@ func (ia *fakeIA) CreateLMR(pz api.PZ, r api.Region, priv api.MemPriv, va api.VA
 }
 func (ia *fakeIA) CreateSRQ(pz api.PZ, a api.SRQAttr) (api.SRQ, error) {
 	defer ia.hit().done()
-	return &fakeSRQ{ia: ia, prm: api.SRQParam{IA: ia, PZ: pz, MaxRecvDTOs: a.MaxRecvDTOs, MaxRecvIOV: a.MaxRecvIOV}}, nil
+	// Like some devices, it rounds the IOV limit up to a power of two.
+	iov := 1
+	for iov < a.MaxRecvIOV {
+		iov *= 2
+	}
+	return &fakeSRQ{ia: ia, prm: api.SRQParam{IA: ia, PZ: pz, MaxRecvDTOs: a.MaxRecvDTOs, MaxRecvIOV: iov}}, nil
 }
 func (ia *fakeIA) SyncRDMARead([]api.LMRTriplet) error  { defer ia.hit().done(); return nil }
 func (ia *fakeIA) SyncRDMAWrite([]api.LMRTriplet) error { defer ia.hit().done(); return nil }

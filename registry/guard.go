@@ -979,7 +979,12 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 		return nil, err
 	}
 	g := &gSRQ{p: p, pz: gpz}
-	g.maxIOV.Store(int64(attr.MaxRecvIOV))
+	// The limit is the provider's, which may exceed the one asked for.
+	iov := attr.MaxRecvIOV
+	if prm, err := p.Query(); err == nil && prm.MaxRecvIOV > iov {
+		iov = prm.MaxRecvIOV
+	}
+	g.maxIOV.Store(int64(iov))
 	ia.register(p, g, api.HandleSRQ)
 	gpz.users.Add(1)
 	return g, nil

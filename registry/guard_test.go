@@ -439,6 +439,25 @@ func TestGuardMemoryArguments(t *testing.T) {
 	}
 }
 
+// TestGuardSRQIOVLimit: the guard holds SRQ receives to the IOV limit the
+// provider reports (dat_srq_query(3DAT)), which may exceed the one asked
+// for.
+func TestGuardSRQIOVLimit(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	srq, err := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 2, MaxRecvIOV: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := srq.Query()
+	if err != nil || p.MaxRecvIOV != 4 {
+		t.Fatalf("SRQ.Query = %+v, %v; want the fake's MaxRecvIOV 4", p, err)
+	}
+	if err := srq.PostRecv(make([]api.LMRTriplet, 4), 1); err != nil {
+		t.Fatalf("PostRecv with the reported MaxRecvIOV segments: %v", err)
+	}
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return srq.PostRecv(make([]api.LMRTriplet, 5), 2) })
+}
+
 func TestGuardTranslatesEvents(t *testing.T) {
 	e := newGuardEnv(t, "g")
 	if err := e.ep.PostSend(nil, 42, 0); err != nil {
