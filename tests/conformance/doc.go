@@ -61,8 +61,27 @@
 //
 // The suite contains no timed assertion: deadlines only stop a check from
 // hanging when an expected event never comes (a wait for an event gives up
-// after 10 seconds and fails the check, saying what it waited for). After the checks of each page, and at the end, it
+// after 10 seconds and fails the check, saying what it waited for). The
+// few checks that something does not happen (no CNO trigger, no
+// low-watermark event) look for a bounded time, 20 or 100 ms, and say so
+// in their names: a slow provider could pass them, a correct one cannot
+// fail them. Some checks poll an EVD from a goroutine of their own while
+// a transfer of a few megabytes runs, to see that its data is in place the
+// moment its completion is visible (DESIGN §4); they use a CPU each while
+// they run. After the checks of each page, and at the end, it
 // verifies with go.uber.org/goleak that no goroutine was left behind, so
 // the test that calls Run or RunWith must not itself leave goroutines
 // running, nor run in parallel with other tests.
+//
+// # The registry's guard
+//
+// Run opens IAs through the registry, whose guard checks handles (freed,
+// of another IA, missing), objects freed while in use, and much of the
+// argument checking the pages define, before a provider is called. A
+// provider therefore passes those checks of the suite whether or not it
+// makes them itself. The package's own test runs the suite over a
+// provider that leaves them to the guard (a wrapper of loopback that accepts
+// every call on or with a freed, foreign or missing handle, and frees
+// objects in use), so that the guard's checks are proven for the
+// providers that rely on them.
 package conformance
