@@ -262,6 +262,25 @@ func memGroups() []group {
 					t.Fatalf("an RMR bound on an EP of another PZ (%s)", describe(&ev))
 				}
 			}},
+			{"RETURN VALUES", "an LMR of another PZ than the RMR and the EP does not bind", func(t *checkT) {
+				p := t.pair()
+				pz2, err := p.srv.ia.CreatePZ()
+				t.noErr(err, "IA.CreatePZ")
+				r, err := p.srv.tryRegion(pz2, 64, remote, api.VATypeVA)
+				t.noErr(err, "IA.CreateLMR in a second PZ")
+				rmr, err := p.srv.pz.CreateRMR()
+				t.noErr(err, "PZ.CreateRMR")
+				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x35, api.CompletionDefault)
+				if err != nil {
+					t.wantOneOf(err, "Bind of an LMR of another PZ", api.ErrProtectionViolation, api.ErrInvalidParameter, api.ErrInvalidHandle)
+					return
+				}
+				ev := t.wait(p.srv.req, "the completion of the bind of an LMR of another PZ")
+				if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
+					(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
+					t.Fatalf("an LMR of another PZ bound (%s)", describe(&ev))
+				}
+			}},
 			{"DESCRIPTION (DESIGN §4)", "an RMR context works on the connections its scope allows and on no other", func(t *checkT) {
 				srv, cli := t.node(), t.node()
 				_, q := srv.listen(api.PSPConsumer)

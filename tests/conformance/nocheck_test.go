@@ -47,13 +47,13 @@ func init() { registry.Register("nocheck", ncProvider{}) }
 //     returns an object that is already dead);
 //   - freeing a PZ, EVD, CNO or SRQ that loopback refuses as still in
 //     use succeeds (loopback destroys the object with its IA);
-//   - a Wait threshold above the queue length waits for a full queue, and
-//     an RMR bind whose triplet names another LMR than the handle binds
-//     the handle's.
+//   - a Wait threshold above the queue length waits for a full queue; an
+//     RMR bind whose triplet names another LMR than the handle binds the
+//     handle's, and one across protection zones binds all the same.
 //
 // Loopback checks the other arguments the guard checks too (a queue
-// length, private data, attributes, the PZs of a bind), so those checks of
-// the guard are proven only for providers that make them as well.
+// length, private data, attributes), so those checks of the guard are
+// proven only for providers that make them as well.
 //
 // It translates the loopback objects in events and query results into its
 // own, as any provider hands out only its own objects.
@@ -907,7 +907,40 @@ func (r *ncRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAT
 			t.LMRContext = lp.LMRContext
 		}
 	}
-	return r.p.Bind(l, t, priv, va, p, cookie, flags)
+	ctx, err := r.p.Bind(l, t, priv, va, p, cookie, flags)
+	if errors.Is(err, api.ErrProtectionViolation) && l != nil {
+		// So are protection zones: this provider binds across them.
+		return ncBindAcross(r.ia, l, t, priv, va, p, cookie, flags)
+	}
+	return ctx, err
+}
+
+// ncBindAcross binds, for an RMR whose PZ, LMR's PZ and EP's PZ differ,
+// an RMR of the EP's PZ over a registration of the LMR's memory there:
+// what a provider that does not compare protection zones does.
+func ncBindAcross(ia *ncIA, l api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
+	prm, err := ep.Query()
+	if err != nil {
+		return 0, err
+	}
+	lp, err := l.Query()
+	if err != nil {
+		return 0, err
+	}
+	rmr, err := prm.PZ.CreateRMR()
+	if err != nil {
+		return 0, err
+	}
+	l2, err := ia.p.CreateLMR(prm.PZ, api.Region{Type: api.MemTypeLMR, LMR: l}, lp.Priv, lp.VAType)
+	if err != nil {
+		return 0, err
+	}
+	lp2, err := l2.Query()
+	if err != nil {
+		return 0, err
+	}
+	t.LMRContext = lp2.LMRContext
+	return rmr.Bind(l2, t, priv, va, ep, cookie, flags)
 }
 
 func (r *ncRMR) Free() error {
