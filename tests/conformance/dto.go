@@ -761,27 +761,9 @@ func dtoGroups() []group {
 				dst := p.srv.region(64, remote)
 				src := p.cli.region(64, rw)
 				src.fill(0, 64, 0x39)
-				snap := dst.snapshot()
-				err := p.cli.ep.PostRDMAWrite(src.iov(0, 17), 3, dst.rtr(8, 16), api.CompletionDefault)
-				switch {
-				case errors.Is(err, api.ErrLength):
-					// Refused at post time: nothing queued, the connection goes on.
-					t.works(p.cli, p.srv, "after the refused RDMA write")
-				case err != nil:
-					t.Fatalf("PostRDMAWrite of 17 bytes into a 16-byte segment: %v, want success or DAT_LENGTH_ERROR", err)
-				default:
-					ev := t.expectEvent(p.cli.req, api.DTOCompletionEvent, "the completion of the RDMA write longer than its segment")
-					if ev.DTO.Cookie != 3 || ev.DTO.Status == api.DTOSuccess {
-						t.Fatalf("got %s, want cookie 3 failing", describe(&ev))
-					}
-					p.cli.expectConnEnd("the requester's connection after the failed write", api.ConnectionBrokenEvent)
-				}
-				all := dst.mem.Bytes()
-				for i := range all {
-					if off := i - dst.page; (off < 8 || off >= 24) && all[i] != snap[i] {
-						t.Fatalf("the write changed offset %d, outside the 16-byte remote segment at 8", off)
-					}
-				}
+				t.lengthFault(p, dst, 8, 24, "an RDMA write of 17 bytes into a 16-byte remote segment at 8", func(c api.Cookie) error {
+					return p.cli.ep.PostRDMAWrite(src.iov(0, 17), c, dst.rtr(8, 16), api.CompletionDefault)
+				})
 			}},
 			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: a suppressed write the target refuses still completes: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
 				p := t.pair()
@@ -959,26 +941,9 @@ func dtoGroups() []group {
 				l := p.cli.region(128, remote)
 				_, lt := p.cli.bind(l, 16, 64, api.MemPrivRemoteRead|api.MemPrivRemoteWrite)
 				lt.Length = 47
-				snap := l.snapshot()
-				err := p.cli.ep.PostRDMAReadToRMR(lt, 3, src.rtr(0, 48), api.CompletionDefault)
-				switch {
-				case errors.Is(err, api.ErrLength):
-					t.works(p.cli, p.srv, "after the refused read")
-				case err != nil:
-					t.Fatalf("PostRDMAReadToRMR of 48 bytes into 47: %v, want success or DAT_LENGTH_ERROR", err)
-				default:
-					ev := t.expectEvent(p.cli.req, api.DTOCompletionEvent, "the completion of the read into a too-small window triplet")
-					if ev.DTO.Cookie != 3 || ev.DTO.Status == api.DTOSuccess {
-						t.Fatalf("got %s, want cookie 3 failing", describe(&ev))
-					}
-					p.cli.expectConnEnd("the connection after the failed read", api.ConnectionBrokenEvent)
-				}
-				all := l.mem.Bytes()
-				for i := range all {
-					if off := i - l.page; (off < 16 || off >= 16+47) && all[i] != snap[i] {
-						t.Fatalf("the read wrote at offset %d, outside the 47-byte local triplet at 16", off)
-					}
-				}
+				t.lengthFault(p, l, 16, 16+47, "an RDMA read of 48 bytes into a 47-byte local triplet at 16", func(c api.Cookie) error {
+					return p.cli.ep.PostRDMAReadToRMR(lt, c, src.rtr(0, 48), api.CompletionDefault)
+				})
 			}},
 		}},
 
@@ -1074,35 +1039,54 @@ func (t *checkT) expectRecvLengthError(p *pair, cookie api.Cookie, what string) 
 }
 
 // readTooShort posts an RDMA read of remote bytes into a local IOV of
-// iov < remote bytes: the post is refused with DAT_LENGTH_ERROR and the
-// connection goes on, or the read completes with DTO_ERR_LOCAL_LENGTH and
-// the connection breaks; either way no byte outside the IOV changes
-// (dat_ep_post_rdma_read(3DAT) RETURN VALUES).
+// iov < remote bytes (dat_ep_post_rdma_read(3DAT) RETURN VALUES): see
+// lengthFault; a read that is posted fails with DTO_ERR_LOCAL_LENGTH.
 func (t *checkT) readTooShort(iov, remote int) {
 	t.T.Helper()
 	p := t.pair()
 	src := p.srv.region(remote, api.MemPrivAll)
 	src.fill(0, remote, 0x65)
 	dst := p.cli.region(remote, rw)
-	snap := dst.snapshot()
-	err := p.cli.ep.PostRDMARead(dst.iov(0, iov), 3, src.rtr(0, remote), api.CompletionDefault)
+	what := fmt.Sprintf("an RDMA read of %d bytes into %d", remote, iov)
+	ev, posted := t.lengthFault(p, dst, 0, iov, what, func(c api.Cookie) error {
+		return p.cli.ep.PostRDMARead(dst.iov(0, iov), c, src.rtr(0, remote), api.CompletionDefault)
+	})
+	if posted && (ev.DTO.Status != api.DTOErrLocalLength || ev.DTO.Op != api.OpRDMARead) {
+		t.Errorf("%s completed as %s, want %v with status %v", what, describe(&ev), api.OpRDMARead, api.DTOErrLocalLength)
+	}
+}
+
+// lengthFault checks an RDMA operation whose local and remote lengths do
+// not match (the RETURN VALUES of dat_ep_post_rdma_write(3DAT) and
+// dat_ep_post_rdma_read(3DAT), DAT_LENGTH_ERROR): post is refused with
+// DAT_LENGTH_ERROR and the connection goes on, or the operation fails and
+// the connection breaks; either way no byte of watch outside [lo, hi)
+// changes. It returns the failed operation's completion, and whether the
+// operation was posted.
+func (t *checkT) lengthFault(p *pair, watch *region, lo, hi int, what string, post func(api.Cookie) error) (api.Event, bool) {
+	t.T.Helper()
+	const cookie = 3
+	var ev api.Event
+	snap := watch.snapshot()
+	err := post(cookie)
 	switch {
 	case errors.Is(err, api.ErrLength):
 		// Refused at post time: nothing queued, the connection goes on.
-		t.works(p.cli, p.srv, "after the refused RDMA read")
+		t.works(p.cli, p.srv, "after the refused "+what)
 	case err != nil:
-		t.Fatalf("PostRDMARead of %d bytes into %d: %v, want success or DAT_LENGTH_ERROR", remote, iov, err)
+		t.Fatalf("%s: %v, want success or DAT_LENGTH_ERROR", what, err)
 	default:
-		ev := p.cli.expectReq(3, api.DTOErrLocalLength, "the RDMA read into a too-small IOV")
-		if ev.DTO.Op != api.OpRDMARead {
-			t.Errorf("completion op %v, want %v", ev.DTO.Op, api.OpRDMARead)
+		ev = t.expectEvent(p.cli.req, api.DTOCompletionEvent, "the completion of "+what)
+		if ev.DTO.Cookie != cookie || ev.DTO.Status == api.DTOSuccess {
+			t.Fatalf("%s: got %s, want cookie %d failing", what, describe(&ev), cookie)
 		}
-		p.cli.expectConnEnd("the connection after a local length error", api.ConnectionBrokenEvent)
+		p.cli.expectConnEnd("the connection after the failure of "+what, api.ConnectionBrokenEvent)
 	}
-	all := dst.mem.Bytes()
+	all := watch.mem.Bytes()
 	for i := range all {
-		if off := i - dst.page; (off < 0 || off >= iov) && all[i] != snap[i] {
-			t.Fatalf("the read wrote at offset %d, outside the %d-byte local IOV", off, iov)
+		if off := i - watch.page; (off < lo || off >= hi) && all[i] != snap[i] {
+			t.Fatalf("%s changed offset %d, outside [%d, %d)", what, off, lo, hi)
 		}
 	}
+	return ev, err == nil
 }

@@ -39,6 +39,23 @@ func (t *checkT) writeFault(p *pair, target *region, rt api.RMRTriplet) {
 	})
 }
 
+// noCrossPZBind binds rmr over the whole of r on e's EP, where the three
+// are not all in one PZ (what says which differs): the bind is refused, or
+// its completion is not a success (dat_rmr_bind(3DAT) RETURN VALUES).
+func (t *checkT) noCrossPZBind(e *end, rmr api.RMR, r *region, what string) {
+	t.T.Helper()
+	_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, e.ep, 0x33, api.CompletionDefault)
+	if err != nil {
+		t.wantOneOf(err, "the bind of "+what, api.ErrProtectionViolation, api.ErrInvalidParameter, api.ErrInvalidHandle)
+		return
+	}
+	ev := t.wait(e.req, "the completion of the bind of "+what)
+	if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
+		(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
+		t.Fatalf("the bind of %s succeeded (%s)", what, describe(&ev))
+	}
+}
+
 func memGroups() []group {
 	return []group{
 		{page: "dat_rmr_bind", checks: []check{
@@ -232,16 +249,7 @@ func memGroups() []group {
 				t.noErr(err, "IA.CreatePZ")
 				rmr, err := pz2.CreateRMR()
 				t.noErr(err, "PZ.CreateRMR in a second PZ")
-				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x33, api.CompletionDefault)
-				if err != nil {
-					t.wantOneOf(err, "Bind of an RMR of another PZ", api.ErrProtectionViolation, api.ErrInvalidParameter, api.ErrInvalidHandle)
-					return
-				}
-				ev := t.wait(p.srv.req, "the completion of the cross-PZ bind")
-				if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
-					(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
-					t.Fatalf("an RMR of another PZ bound successfully (%s)", describe(&ev))
-				}
+				t.noCrossPZBind(p.srv, rmr, r, "an RMR of another PZ than the EP and LMR")
 			}},
 			{"RETURN VALUES", "an EP of another PZ than the RMR, whose LMR is in the RMR's PZ, does not bind", func(t *checkT) {
 				p := t.pair()
@@ -251,16 +259,7 @@ func memGroups() []group {
 				t.noErr(err, "IA.CreateLMR in the second PZ")
 				rmr, err := pz2.CreateRMR()
 				t.noErr(err, "PZ.CreateRMR in the second PZ")
-				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x34, api.CompletionDefault)
-				if err != nil {
-					t.wantOneOf(err, "Bind on an EP of another PZ", api.ErrProtectionViolation, api.ErrInvalidParameter, api.ErrInvalidHandle)
-					return
-				}
-				ev := t.wait(p.srv.req, "the completion of the bind on an EP of another PZ")
-				if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
-					(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
-					t.Fatalf("an RMR bound on an EP of another PZ (%s)", describe(&ev))
-				}
+				t.noCrossPZBind(p.srv, rmr, r, "an EP of another PZ than the RMR and LMR")
 			}},
 			{"RETURN VALUES", "an LMR of another PZ than the RMR and the EP does not bind", func(t *checkT) {
 				p := t.pair()
@@ -270,16 +269,7 @@ func memGroups() []group {
 				t.noErr(err, "IA.CreateLMR in a second PZ")
 				rmr, err := p.srv.pz.CreateRMR()
 				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x35, api.CompletionDefault)
-				if err != nil {
-					t.wantOneOf(err, "Bind of an LMR of another PZ", api.ErrProtectionViolation, api.ErrInvalidParameter, api.ErrInvalidHandle)
-					return
-				}
-				ev := t.wait(p.srv.req, "the completion of the bind of an LMR of another PZ")
-				if (ev.Number == api.RMRBindCompletionEvent && ev.RMRBind.Status == api.DTOSuccess) ||
-					(ev.Number == api.DTOCompletionEvent && ev.DTO.Status == api.DTOSuccess) {
-					t.Fatalf("an LMR of another PZ bound (%s)", describe(&ev))
-				}
+				t.noCrossPZBind(p.srv, rmr, r, "an LMR of another PZ than the RMR and EP")
 			}},
 			{"DESCRIPTION (DESIGN §4)", "an RMR context works on the connections its scope allows and on no other", func(t *checkT) {
 				srv, cli := t.node(), t.node()

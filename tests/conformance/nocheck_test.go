@@ -178,9 +178,19 @@ func ncEvent(ia *ncIA, ev *api.Event, e *ncEVD) {
 	ev.CR.RSP = ncOut(ia, ev.CR.RSP)
 }
 
-// ncInUse reports whether err refuses to free an object still in use,
-// a refusal the guard makes for PZs, EVDs, CNOs and SRQs.
-func ncInUse(err error) bool { return errors.Is(err, api.ErrInvalidState) }
+// free frees the object with f, unless it is dead already; with inUse,
+// a refusal to free it while in use (DAT_INVALID_STATE, the guard's to
+// make for PZs, EVDs, CNOs and SRQs) is a success all the same.
+func (b *ncBase) free(f func() error, inUse bool) error {
+	if b.gone() {
+		return nil
+	}
+	if err := f(); err != nil && (!inUse || !errors.Is(err, api.ErrInvalidState)) {
+		return err
+	}
+	b.dead.Store(true)
+	return nil
+}
 
 // --- IA ---
 
@@ -418,16 +428,7 @@ func (z *ncPZ) CreateRMR() (api.RMR, error) {
 	return ncMade(z.ia, &ncRMR{p: p}, p), nil
 }
 
-func (z *ncPZ) Free() error {
-	if z.gone() {
-		return nil
-	}
-	if err := z.p.Free(); err != nil && !ncInUse(err) {
-		return err
-	}
-	z.dead.Store(true)
-	return nil
-}
+func (z *ncPZ) Free() error { return z.free(func() error { return z.p.Free() }, true) }
 
 // --- EVD ---
 
@@ -510,16 +511,7 @@ func (e *ncEVD) ModifyCNO(cno api.CNO) error {
 	return e.p.ModifyCNO(c)
 }
 
-func (e *ncEVD) Free() error {
-	if e.gone() {
-		return nil
-	}
-	if err := e.p.Free(); err != nil && !ncInUse(err) {
-		return err
-	}
-	e.dead.Store(true)
-	return nil
-}
+func (e *ncEVD) Free() error { return e.free(func() error { return e.p.Free() }, true) }
 
 // --- CNO ---
 
@@ -562,16 +554,7 @@ func (c *ncCNO) Triggered() (api.EVD, error) {
 	return ncOut(c.ia, e), err
 }
 
-func (c *ncCNO) Free() error {
-	if c.gone() {
-		return nil
-	}
-	if err := c.p.Free(); err != nil && !ncInUse(err) {
-		return err
-	}
-	c.dead.Store(true)
-	return nil
-}
+func (c *ncCNO) Free() error { return c.free(func() error { return c.p.Free() }, true) }
 
 // --- EP ---
 
@@ -657,16 +640,7 @@ func (p *ncEP) Reset() error {
 	return p.p.Reset()
 }
 
-func (p *ncEP) Free() error {
-	if p.gone() {
-		return nil
-	}
-	if err := p.p.Free(); err != nil {
-		return err
-	}
-	p.dead.Store(true)
-	return nil
-}
+func (p *ncEP) Free() error { return p.free(func() error { return p.p.Free() }, false) }
 
 func (p *ncEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	if p.gone() {
@@ -742,16 +716,7 @@ func (s *ncPSP) Query() (api.PSPParam, error) {
 	return prm, err
 }
 
-func (s *ncPSP) Free() error {
-	if s.gone() {
-		return nil
-	}
-	if err := s.p.Free(); err != nil {
-		return err
-	}
-	s.dead.Store(true)
-	return nil
-}
+func (s *ncPSP) Free() error { return s.free(func() error { return s.p.Free() }, false) }
 
 type ncRSP struct {
 	ncBase
@@ -769,16 +734,7 @@ func (r *ncRSP) Query() (api.RSPParam, error) {
 	return prm, err
 }
 
-func (r *ncRSP) Free() error {
-	if r.gone() {
-		return nil
-	}
-	if err := r.p.Free(); err != nil {
-		return err
-	}
-	r.dead.Store(true)
-	return nil
-}
+func (r *ncRSP) Free() error { return r.free(func() error { return r.p.Free() }, false) }
 
 type ncCR struct {
 	ncBase
@@ -867,16 +823,7 @@ func (l *ncLMR) Query() (api.LMRParam, error) {
 	return prm, err
 }
 
-func (l *ncLMR) Free() error {
-	if l.gone() {
-		return nil
-	}
-	if err := l.p.Free(); err != nil {
-		return err
-	}
-	l.dead.Store(true)
-	return nil
-}
+func (l *ncLMR) Free() error { return l.free(func() error { return l.p.Free() }, false) }
 
 type ncRMR struct {
 	ncBase
@@ -943,16 +890,7 @@ func ncBindAcross(ia *ncIA, l api.LMR, t api.LMRTriplet, priv api.MemPriv, va ap
 	return rmr.Bind(l2, t, priv, va, ep, cookie, flags)
 }
 
-func (r *ncRMR) Free() error {
-	if r.gone() {
-		return nil
-	}
-	if err := r.p.Free(); err != nil {
-		return err
-	}
-	r.dead.Store(true)
-	return nil
-}
+func (r *ncRMR) Free() error { return r.free(func() error { return r.p.Free() }, false) }
 
 type ncSRQ struct {
 	ncBase
@@ -991,13 +929,4 @@ func (s *ncSRQ) SetLW(n int) error {
 	return s.p.SetLW(n)
 }
 
-func (s *ncSRQ) Free() error {
-	if s.gone() {
-		return nil
-	}
-	if err := s.p.Free(); err != nil && !ncInUse(err) {
-		return err
-	}
-	s.dead.Store(true)
-	return nil
-}
+func (s *ncSRQ) Free() error { return s.free(func() error { return s.p.Free() }, true) }
