@@ -1,0 +1,201 @@
+//go:build mutation
+
+// Command mutation measures what the conformance suite catches: it applies
+// one plausible bug at a time (a mutant, mutants.go) to providers/loopback,
+// providers/tcp or the registry's guard, runs the suite against it, and
+// reports which mutants the suite killed. The build tag keeps it out of
+// ordinary builds and tests; run it from the module root:
+//
+//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,guard]
+//
+// The source tree is never changed: each mutant is compiled through go
+// test's -overlay flag. A mutant whose edit no longer applies (its old
+// text is absent or not unique) is reported as such, and one that does not
+// compile is left out of the rate. -root lets the same set run against
+// another checkout, for instance an older suite.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// mutant is one bug: the text old in file is replaced by new.
+type mutant struct {
+	id, area, file, desc string
+	old, new             string
+}
+
+// tests are the packages and test names each area's mutants run against:
+// the conformance suite alone.
+var tests = map[string]struct{ run, pkgs []string }{
+	"loopback": {[]string{"TestConformance"}, []string{"./providers/loopback"}},
+	"internal": {[]string{"TestConformance"}, []string{"./providers/loopback"}},
+	"tcp":      {[]string{"TestConformance"}, []string{"./providers/tcp"}},
+	// The guard's checks are proven through loopback and through the
+	// suite's own provider that checks nothing (tests/conformance).
+	"guard": {[]string{"TestConformance", "TestConformanceNoCheck"}, []string{"./providers/loopback", "./tests/conformance"}},
+}
+
+type outcome struct {
+	ID, Area, Desc string
+	Result         string // killed, killed-by-wait, survived, no-compile, not-applicable
+	Failed         []string
+	Took           time.Duration
+}
+
+func main() {
+	root := flag.String("root", ".", "module root of the tree to mutate")
+	only := flag.String("only", "", "comma-separated mutant ids to run (default all)")
+	areas := flag.String("area", "", "comma-separated areas to run (default all)")
+	timeout := flag.Duration("timeout", 5*time.Minute, "go test -timeout for one mutant")
+	out := flag.String("json", "", "write the outcomes to this file as JSON")
+	flag.Parse()
+
+	abs, err := filepath.Abs(*root)
+	if err != nil {
+		fatal(err)
+	}
+	tmp, err := os.MkdirTemp("", "godat-mutation-")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	var res []outcome
+	for _, m := range mutants {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), m.id) {
+			continue
+		}
+		if *areas != "" && !slices.Contains(strings.Split(*areas, ","), m.area) {
+			continue
+		}
+		o := run(abs, tmp, m, *timeout)
+		res = append(res, o)
+		fmt.Printf("%-10s %-9s %-16s %6.1fs  %s\n", o.Result, o.Area, o.ID, o.Took.Seconds(), o.Desc)
+		for _, f := range o.Failed {
+			fmt.Printf("           %s\n", f)
+		}
+	}
+	summary(res)
+	if *out != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(*out, b, 0o644); err != nil {
+			fatal(err)
+		}
+	}
+}
+
+var failLine = regexp.MustCompile(`--- FAIL: (\S+)`)
+
+func run(root, tmp string, m mutant, timeout time.Duration) outcome {
+	o := outcome{ID: m.id, Area: m.area, Desc: m.desc}
+	path := filepath.Join(root, m.file)
+	src, err := os.ReadFile(path)
+	if err != nil || bytes.Count(src, []byte(m.old)) != 1 {
+		o.Result = "not-applicable"
+		return o
+	}
+	mut := filepath.Join(tmp, m.id+".go")
+	if err := os.WriteFile(mut, bytes.Replace(src, []byte(m.old), []byte(m.new), 1), 0o644); err != nil {
+		fatal(err)
+	}
+	ov := filepath.Join(tmp, m.id+".json")
+	b, _ := json.Marshal(map[string]any{"Replace": map[string]string{path: mut}})
+	if err := os.WriteFile(ov, b, 0o644); err != nil {
+		fatal(err)
+	}
+	t := tests[m.area]
+	args := []string{"test", "-overlay", ov, "-count=1", "-failfast", "-timeout", timeout.String(),
+		"-run", "^(" + strings.Join(t.run, "|") + ")$"}
+	args = append(args, t.pkgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	start := time.Now()
+	outb, err := cmd.CombinedOutput()
+	o.Took = time.Since(start)
+	switch {
+	case bytes.Contains(outb, []byte("[build failed]")) || bytes.Contains(outb, []byte("[setup failed]")):
+		o.Result = "no-compile"
+	case err == nil:
+		o.Result = "survived"
+	default:
+		o.Result = "killed"
+		if bytes.Contains(outb, []byte("no event within")) && !bytes.Contains(outb, []byte(", want ")) {
+			// Only through a wait for an event that never came.
+			o.Result = "killed-by-wait"
+		}
+		seen := map[string]bool{}
+		for _, l := range failLine.FindAllStringSubmatch(string(outb), -1) {
+			// Keep the innermost names: a check, not its page or the test.
+			if strings.Count(l[1], "/") >= 2 && !seen[l[1]] {
+				seen[l[1]] = true
+				o.Failed = append(o.Failed, l[1])
+			}
+		}
+		if len(o.Failed) == 0 {
+			lines := strings.Split(strings.TrimSpace(string(outb)), "\n")
+			o.Failed = lines[max(0, len(lines)-3):]
+		}
+		if len(o.Failed) > 3 {
+			o.Failed = append(o.Failed[:3], fmt.Sprintf("(and %d more)", len(o.Failed)-3))
+		}
+	}
+	return o
+}
+
+func summary(res []outcome) {
+	byArea := map[string][2]int{}
+	var survivors []outcome
+	for _, o := range res {
+		c := byArea[o.Area]
+		switch o.Result {
+		case "killed", "killed-by-wait":
+			c[0]++
+			c[1]++
+		case "survived":
+			c[1]++
+			survivors = append(survivors, o)
+		}
+		byArea[o.Area] = c
+	}
+	fmt.Println()
+	total := [2]int{}
+	for _, a := range []string{"loopback", "tcp", "guard", "internal"} {
+		c, ok := byArea[a]
+		if !ok {
+			continue
+		}
+		total[0] += c[0]
+		total[1] += c[1]
+		fmt.Printf("%-9s killed %d of %d (%s)\n", a, c[0], c[1], pct(c))
+	}
+	fmt.Printf("all       killed %d of %d (%s)\n", total[0], total[1], pct(total))
+	for _, o := range survivors {
+		fmt.Printf("survived: %s (%s): %s\n", o.ID, o.Area, o.Desc)
+	}
+}
+
+func pct(c [2]int) string {
+	if c[1] == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f %%", 100*float64(c[0])/float64(c[1]))
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "mutation:", err)
+	os.Exit(2)
+}

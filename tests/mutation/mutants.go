@@ -1,0 +1,247 @@
+//go:build mutation
+
+package main
+
+// The mutants: each a plausible bug, one edit. Bugs the guard would hide
+// from the consumer (a provider check the guard also makes) are left out:
+// through the registry they change nothing.
+
+const (
+	lbDTO = "providers/loopback/dto.go"
+	lbSRQ = "providers/loopback/srq.go"
+	lbEP  = "providers/loopback/ep.go"
+	lbMem = "providers/loopback/mem.go"
+	lbCM  = "providers/loopback/cm.go"
+	tcDTO = "providers/tcp/dto.go"
+	tcSRQ = "providers/tcp/srq.go"
+	tcCon = "providers/tcp/conn.go"
+	tcMem = "providers/tcp/mem.go"
+	gIA   = "registry/guard.go"
+	gEP   = "registry/guard_ep.go"
+	gObj  = "registry/guard_objects.go"
+)
+
+// dropLive removes the freed-handle check at the top of a guard method
+// whose hooks line names op and whose check returns ret.
+func dropLive(id, file, op, ret, desc string) mutant {
+	hook := "\t\tdefer h.done(" + op + ", &g.hdr, h.start(" + op + "), &err)\n\t}\n"
+	return mutant{id: id, area: "guard", file: file, desc: desc,
+		old: hook + "\tif err := g.live(); err != nil {\n\t\treturn " + ret + "\n\t}\n",
+		new: hook}
+}
+
+// dropFreed removes the freed check of a guard fast-path method.
+func dropFreed(id, file, op, ret, desc string) mutant {
+	hook := "\t\tdefer h.done(" + op + ", &g.hdr, h.start(" + op + "), &err)\n\t}\n"
+	return mutant{id: id, area: "guard", file: file, desc: desc,
+		old: hook + "\tif g.freed.Load() {\n\t\treturn " + ret + "\n\t}\n",
+		new: hook}
+}
+
+var mutants = []mutant{
+	// --- providers/loopback ---
+	{id: "lb-send-len", area: "loopback", file: lbDTO, desc: "a send's completion reports length 0",
+		old: "\t\tp.complete(w, api.DTOSuccess, n)\n\t\tif hard {",
+		new: "\t\tp.complete(w, api.DTOSuccess, 0)\n\t\tif hard {"},
+	{id: "lb-send-late", area: "loopback", file: lbDTO, desc: "a send's completions are posted before its bytes are copied",
+		old: "\t\tsgl.Copy(dst, src)\n\t\top, rctx := api.OpReceive, api.RMRContext(0)",
+		new: "\t\tdefer sgl.Copy(dst, src)\n\t\top, rctx := api.OpReceive, api.RMRContext(0)"},
+	{id: "lb-recv-room", area: "loopback", file: lbDTO, desc: "a message one byte longer than the receive is accepted",
+		old: "\tcase n > room:", new: "\tcase n > room+1:"},
+	{id: "lb-write-late", area: "loopback", file: lbDTO, desc: "an RDMA write completes before its bytes are copied",
+		old: "\t\tsgl.Gather(dst, src)\n\t\tp.complete(w, api.DTOSuccess, n)",
+		new: "\t\tp.complete(w, api.DTOSuccess, n)\n\t\tsgl.Gather(dst, src)"},
+	{id: "lb-read-late", area: "loopback", file: lbDTO, desc: "an RDMA read completes before its bytes are copied",
+		old: "\t\tsgl.Scatter(dst, src)\n\t\tp.complete(w, api.DTOSuccess, n)",
+		new: "\t\tp.complete(w, api.DTOSuccess, n)\n\t\tsgl.Scatter(dst, src)"},
+	{id: "lb-write-len", area: "loopback", file: lbDTO, desc: "an RDMA write's completion reports length 0",
+		old: "\t\tsgl.Gather(dst, src)\n\t\tp.complete(w, api.DTOSuccess, n)",
+		new: "\t\tsgl.Gather(dst, src)\n\t\tp.complete(w, api.DTOSuccess, 0)"},
+	{id: "lb-read-len", area: "loopback", file: lbDTO, desc: "an RDMA read's completion reports length 0",
+		old: "\t\tsgl.Scatter(dst, src)\n\t\tp.complete(w, api.DTOSuccess, n)",
+		new: "\t\tsgl.Scatter(dst, src)\n\t\tp.complete(w, api.DTOSuccess, 0)"},
+	{id: "lb-reqs-max", area: "loopback", file: lbDTO, desc: "one request more than MaxRequestDTOs may wait",
+		old: "\tif p.reqs.Len() >= p.attr.MaxRequestDTOs {", new: "\tif p.reqs.Len() > p.attr.MaxRequestDTOs {"},
+	{id: "lb-recvs-max", area: "loopback", file: lbDTO, desc: "one receive more than MaxRecvDTOs may be posted",
+		old: "p.recvs.Len() >= p.attr.MaxRecvDTOs:", new: "p.recvs.Len() > p.attr.MaxRecvDTOs:"},
+	{id: "lb-suppress-flush", area: "loopback", file: lbDTO, desc: "a suppressed request flushed by a disconnect does not complete",
+		old: "\t\tp.complete(w, api.DTOErrFlushed, 0)\n\t\tw.rmr, w.bind = nil, nil",
+		new: "\t\tif w.flags&api.CompletionSuppress == 0 {\n\t\t\tp.complete(w, api.DTOErrFlushed, 0)\n\t\t}\n\t\tw.rmr, w.bind = nil, nil"},
+	{id: "lb-suppress-disc", area: "loopback", file: lbDTO, desc: "a suppressed request posted on a DISCONNECTED EP does not complete",
+		old: "\tcase api.EPDisconnected:\n\t\tp.complete(w, api.DTOErrFlushed, 0)\n\t\treturn nil",
+		new: "\tcase api.EPDisconnected:\n\t\tif w.flags&api.CompletionSuppress == 0 {\n\t\t\tp.complete(w, api.DTOErrFlushed, 0)\n\t\t}\n\t\treturn nil"},
+	{id: "lb-suppress-fail", area: "loopback", file: lbDTO, desc: "a suppressed request that fails does not complete",
+		old: "\tp.complete(w, st, 0)\n\tp.breakConnection()",
+		new: "\tif w.flags&api.CompletionSuppress == 0 {\n\t\tp.complete(w, st, 0)\n\t}\n\tp.breakConnection()"},
+	{id: "lb-recv-notify", area: "loopback", file: lbDTO, desc: "an unsignalled receive notifies",
+		old: "\tp.recvEVD.post(&ev, notify)", new: "\tp.recvEVD.post(&ev, notify || rw.flags&api.CompletionUnsignalled != 0)"},
+	{id: "lb-recv-lenstatus", area: "loopback", file: lbDTO, desc: "a receive too small completes with a protection error",
+		old: "q.completeRecv(rw, api.DTOErrLocalLength, 0, api.OpReceive, 0, true)",
+		new: "q.completeRecv(rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)"},
+	{id: "lb-solicited", area: "loopback", file: lbDTO, desc: "every message is taken as solicited",
+		old: "w.flags&api.CompletionSolicitedWait != 0)", new: "true)"},
+	{id: "lb-srq-max", area: "loopback", file: lbSRQ, desc: "an SRQ takes one receive more than its size",
+		old: "\tif s.recvs.Len() >= s.max {", new: "\tif s.recvs.Len() > s.max {"},
+	{id: "lb-srq-lw", area: "loopback", file: lbSRQ, desc: "the SRQ low watermark fires at the watermark, not below",
+		old: "s.armed && s.recvs.Len() < s.lw", new: "s.armed && s.recvs.Len() <= s.lw"},
+	{id: "lb-srq-resize", area: "loopback", file: lbSRQ, desc: "an SRQ shrinks to one below the receives it holds",
+		old: "srqattr.CheckResize(n, s.recvs.Len(), s.lw)", new: "srqattr.CheckResize(n, s.recvs.Len()-1, s.lw)"},
+	{id: "lb-srq-take-lw", area: "loopback", file: lbSRQ, desc: "taking a receive never fires the low watermark",
+		old: "\ts.recvs.PopFront()\n\ts.checkLW()\n", new: "\ts.recvs.PopFront()\n"},
+	{id: "lb-graceful", area: "loopback", file: lbEP, desc: "a graceful disconnect flushes waiting sends",
+		old: "flags == api.CloseGraceful && p.reqs.Len() > 0", new: "false && flags == api.CloseGraceful"},
+	{id: "lb-recv-idle", area: "loopback", file: lbEP, desc: "recv_idle ignores one posted receive",
+		old: "p.recvs.Len() == 0, p.reqs.Len() == 0", new: "p.recvs.Len() <= 1, p.reqs.Len() == 0"},
+	{id: "lb-reject-pd", area: "loopback", file: lbCM, desc: "a rejection carries no private data",
+		old: "\t\ta.peerPD = bytes.Clone(privateData)\n\t\ta.toDisconnected(api.ConnectionPeerRejectedEvent, a.peerPD)",
+		new: "\t\ta.toDisconnected(api.ConnectionPeerRejectedEvent, nil)"},
+
+	{id: "lb-accept-pd", area: "loopback", file: lbCM, desc: "ESTABLISHED on the active side carries no private data",
+		old: "\ta.peerPD = bytes.Clone(privateData)\n\ta.remoteAddr", new: "\ta.peerPD = nil\n\ta.remoteAddr"},
+	{id: "lb-rnr-pump", area: "loopback", file: lbDTO, desc: "a receive does not start a single send waiting at the peer",
+		old: "\tif q := p.peer; q != nil && q.reqs.Len() > 0 {", new: "\tif q := p.peer; q != nil && q.reqs.Len() > 1 {"},
+	{id: "lb-inval-op", area: "loopback", file: lbDTO, desc: "a receive with invalidate reports a plain receive",
+		old: "\t\t\top, rctx = api.OpReceiveWithInvalidate, w.rctx", new: "\t\t\top, rctx = api.OpReceive, w.rctx"},
+
+	// --- providers/tcp ---
+	{id: "tcp-send-len", area: "tcp", file: tcDTO, desc: "a send's completion reports length 0",
+		old: "f.Seq, w.seq, w.n, w.sent = c.txSeq, c.txSeq, n, true", new: "f.Seq, w.seq, w.n, w.sent = c.txSeq, c.txSeq, n*uint64(w.kind), true"},
+	{id: "tcp-write-len", area: "tcp", file: tcDTO, desc: "an RDMA write's completion reports length 0",
+		old: "f.Seq, w.seq, w.n, w.sent = c.txSeq, c.txSeq, n, true", new: "f.Seq, w.seq, w.n, w.sent = c.txSeq, c.txSeq, n*uint64(1-w.kind), true"},
+	{id: "tcp-read-len", area: "tcp", file: tcDTO, desc: "an RDMA read's completion reports length 0",
+		old: "w.seq, w.n, w.sent = c.txSeq, n, true", new: "w.seq, w.n, w.sent = c.txSeq, 0, true"},
+	{id: "tcp-suppress-disc", area: "tcp", file: tcDTO, desc: "a suppressed request posted on a DISCONNECTED EP does not complete",
+		old: "\tcase api.EPDisconnected:\n\t\tp.complete(w, api.DTOErrFlushed)\n\t\treturn nil",
+		new: "\tcase api.EPDisconnected:\n\t\tif w.flags&api.CompletionSuppress == 0 {\n\t\t\tp.complete(w, api.DTOErrFlushed)\n\t\t}\n\t\treturn nil"},
+	{id: "tcp-recv-lenstatus", area: "tcp", file: tcCon, desc: "a receive too small completes with a protection error",
+		old: "\t\tbad = api.DTOErrLocalLength", new: "\t\tbad = api.DTOErrLocalProtection"},
+	{id: "tcp-reqs-max", area: "tcp", file: tcDTO, desc: "one request more than MaxRequestDTOs may be outstanding",
+		old: "\treturn p.reqs.Len() >= p.attr.MaxRequestDTOs", new: "\treturn p.reqs.Len() > p.attr.MaxRequestDTOs"},
+	{id: "tcp-recvs-max", area: "tcp", file: tcDTO, desc: "one receive more than MaxRecvDTOs may be posted",
+		old: "p.recvs.Len() >= p.attr.MaxRecvDTOs:", new: "p.recvs.Len() > p.attr.MaxRecvDTOs:"},
+	{id: "tcp-suppress-fail", area: "tcp", file: tcDTO, desc: "a suppressed request that fails or is flushed does not complete",
+		old: "w.flags, st, w.n); post {", new: "w.flags, st, w.n); post && w.flags&api.CompletionSuppress == 0 {"},
+	{id: "tcp-suppress-flush", area: "tcp", file: tcDTO, desc: "a suppressed request flushed by a disconnect does not complete",
+		old: "\t\tif w.kind == reqBind {\n\t\t\tw.dropBind(p.ia)\n\t\t}\n\t\tp.complete(w, st)",
+		new: "\t\tif w.kind == reqBind {\n\t\t\tw.dropBind(p.ia)\n\t\t}\n\t\tif w.flags&api.CompletionSuppress == 0 || st != api.DTOErrFlushed {\n\t\t\tp.complete(w, st)\n\t\t}"},
+	{id: "tcp-recv-notify", area: "tcp", file: tcDTO, desc: "an unsignalled receive notifies",
+		old: "\tp.recvEVD.post(&ev, notify)", new: "\tp.recvEVD.post(&ev, notify || rw.flags&api.CompletionUnsignalled != 0)"},
+	{id: "tcp-fence", area: "tcp", file: tcDTO, desc: "a barrier fence does not wait for reads in flight",
+		old: "w.flags&api.CompletionBarrierFence != 0 && c.inFlight > 0", new: "w.flags&api.CompletionBarrierFence != 0 && c.inFlight > 1"},
+	{id: "tcp-srq-max", area: "tcp", file: tcSRQ, desc: "an SRQ takes one receive more than its size",
+		old: "\tif s.recvs.Len() >= s.max {", new: "\tif s.recvs.Len() > s.max {"},
+	{id: "tcp-srq-lw", area: "tcp", file: tcSRQ, desc: "the SRQ low watermark fires at the watermark, not below",
+		old: "s.armed && s.recvs.Len() < s.lw", new: "s.armed && s.recvs.Len() <= s.lw"},
+	{id: "tcp-srq-resize", area: "tcp", file: tcSRQ, desc: "an SRQ shrinks to one below the receives it holds",
+		old: "srqattr.CheckResize(n, s.recvs.Len(), s.lw)", new: "srqattr.CheckResize(n, s.recvs.Len()-1, s.lw)"},
+	{id: "tcp-srq-take-lw", area: "tcp", file: tcSRQ, desc: "taking a receive never fires the low watermark",
+		old: "\ts.recvs.PopFront()\n\ts.checkLW()\n", new: "\ts.recvs.PopFront()\n"},
+	{id: "tcp-recv-room", area: "tcp", file: tcCon, desc: "a message one byte longer than the receive is accepted",
+		old: "\tcase uint64(f.Len) > room:", new: "\tcase uint64(f.Len) > room+1:"},
+	{id: "tcp-recv-len", area: "tcp", file: tcCon, desc: "a receive's completion reports the length less one",
+		old: "p.completeRecv(&c.cur, api.DTOSuccess, uint64(f.Len), op", new: "p.completeRecv(&c.cur, api.DTOSuccess, max(uint64(f.Len), 1)-1, op"},
+	{id: "tcp-write-ack-early", area: "tcp", file: tcCon, desc: "an RDMA write is acknowledged before its payload is placed",
+		old: "\tif f.Len == 0 {\n\t\treturn nil, true\n\t}\n\tc.rsegs = append(c.rsegs[:0], dst)",
+		new: "\tif f.Len == 0 {\n\t\treturn nil, true\n\t}\n\tc.placed = f.Seq\n\tc.cond.Signal()\n\tc.rsegs = append(c.rsegs[:0], dst)"},
+	{id: "tcp-send-ack-early", area: "tcp", file: tcCon, desc: "a send is acknowledged before its payload is placed",
+		old: "\tc.inRecv = true\n\treturn dst, true",
+		new: "\tc.inRecv = true\n\tc.placed = f.Seq\n\tc.cond.Signal()\n\treturn dst, true"},
+
+	{id: "tcp-inval-unbind", area: "tcp", file: tcCon, desc: "a receive with invalidate leaves the RMR bound",
+		old: "\t\t\tr.unbind()\n", new: "\t\t\t_ = r\n"},
+	{id: "tcp-nak-status", area: "tcp", file: tcCon, desc: "a refused request completes as flushed, not with the peer's status",
+		old: "w.failed, w.status = true, api.DTOStatus(f.Status)", new: "w.failed, w.status = true, api.DTOErrFlushed"},
+	{id: "tcp-graceful", area: "tcp", file: "providers/tcp/ep.go", desc: "a graceful disconnect does not wait for outstanding requests",
+		old: "\t\tif flags == api.CloseGraceful && p.reqs.Len() > 0 {", new: "\t\tif false && flags == api.CloseGraceful {"},
+
+	// --- registry/guard*.go ---
+	{id: "g-evd-enable", area: "guard", file: gObj, desc: "Enable on a freed EVD reaches the provider",
+		old: "return g.simple(g.p.Enable)", new: "return g.p.Enable()"},
+	{id: "g-evd-disable", area: "guard", file: gObj, desc: "Disable on a freed EVD reaches the provider",
+		old: "return g.simple(g.p.Disable)", new: "return g.p.Disable()"},
+	{id: "g-evd-unwait", area: "guard", file: gObj, desc: "SetUnwaitable on a freed EVD reaches the provider",
+		old: "return g.simple(g.p.SetUnwaitable)", new: "return g.p.SetUnwaitable()"},
+	{id: "g-evd-clrunwait", area: "guard", file: gObj, desc: "ClearUnwaitable on a freed EVD reaches the provider",
+		old: "return g.simple(g.p.ClearUnwaitable)", new: "return g.p.ClearUnwaitable()"},
+	dropLive("g-evd-resize", gObj, "opEVDResize", "err", "Resize on a freed EVD reaches the provider"),
+	dropLive("g-evd-modcno", gObj, "opEVDModifyCNO", "err", "ModifyCNO on a freed EVD reaches the provider"),
+	dropLive("g-ep-modify", gEP, "opEPModify", "err", "Modify on a freed EP reaches the provider"),
+	dropLive("g-ep-connect", gEP, "opEPConnect", "err", "Connect on a freed EP reaches the provider"),
+	dropLive("g-ep-disc", gEP, "opEPDisconnect", "err", "Disconnect on a freed EP reaches the provider"),
+	dropLive("g-ep-reset", gEP, "opEPReset", "err", "Reset on a freed EP reaches the provider"),
+	dropLive("g-ep-recvq", gEP, "opEPRecvQuery", "0, 0, err", "RecvQuery on a freed EP reaches the provider"),
+	dropLive("g-ep-wm", gEP, "opEPSetWatermark", "err", "SetWatermark on a freed EP reaches the provider"),
+	dropLive("g-ep-dup", gEP, "opEPDupConnect", "err", "DupConnect on a freed EP reaches the provider"),
+	dropFreed("g-ep-write", gEP, "opEPPostWrite", "errFreedEP", "PostRDMAWrite on a freed EP reaches the provider"),
+	dropFreed("g-ep-sendinv", gEP, "opEPPostSendInv", "errFreedEP", "PostSendWithInvalidate on a freed EP reaches the provider"),
+	dropFreed("g-ep-send", gEP, "opEPPostSend", "errFreedEP", "PostSend on a freed EP reaches the provider"),
+	dropLive("g-srq-resize", gObj, "opSRQResize", "err", "Resize on a freed SRQ reaches the provider"),
+	dropLive("g-srq-lw", gObj, "opSRQSetLW", "err", "SetLW on a freed SRQ reaches the provider"),
+	dropLive("g-cno-agent", gObj, "opCNOModifyAgent", "err", "ModifyAgent on a freed CNO reaches the provider"),
+	dropLive("g-cno-wait", gObj, "opCNOWait", "nil, err", "Wait on a freed CNO reaches the provider"),
+	dropLive("g-rmr-bind", gObj, "opRMRBind", "0, err", "Bind on a freed RMR reaches the provider"),
+	dropLive("g-pz-rmr", gObj, "opPZCreateRMR", "nil, err", "CreateRMR on a freed PZ reaches the provider"),
+	{id: "g-setctx", area: "guard", file: gIA, desc: "SetConsumerContext on a freed object succeeds",
+		old: "\tif h.freed.Load() {\n\t\treturn freedErr(h.typ)\n\t}\n\treturn h.cc.SetConsumerContext(v)",
+		new: "\treturn h.cc.SetConsumerContext(v)"},
+	{id: "g-own-freed", area: "guard", file: gIA, desc: "a freed handle passed as an argument is accepted",
+		old: "\tif hd.freed.Load() {\n\t\treturn zero, api.Errorf(api.InvalidHandle, sub, what+\" handle was freed\")\n\t}\n",
+		new: ""},
+	{id: "g-close-freed", area: "guard", file: gIA, desc: "an abrupt close leaves the IA's objects live in the guard",
+		old: "\t\tv.(guarded).header().freed.Store(true)\n", new: ""},
+	{id: "g-inuse", area: "guard", file: gIA, desc: "an object used by exactly one other may be freed",
+		old: "inUse != api.NoSubtype && h.users.Load() > 0", new: "inUse != api.NoSubtype && h.users.Load() > 1"},
+	{id: "g-write-len", area: "guard", file: gEP, desc: "an RDMA write one byte longer than its remote segment is posted",
+		old: "iovLen(iov) > uint64(remote.Length)", new: "iovLen(iov) > uint64(remote.Length)+1"},
+	{id: "g-read-len", area: "guard", file: gEP, desc: "an RDMA read into an IOV one byte shorter than the remote segment is posted",
+		old: "iovLen(iov) < uint64(remote.Length)", new: "iovLen(iov)+1 < uint64(remote.Length)"},
+	{id: "g-srq-iov", area: "guard", file: gObj, desc: "an SRQ receive may have one segment more than MaxRecvIOV",
+		old: "int64(len(iov)) > g.maxIOV.Load()", new: "int64(len(iov)) > g.maxIOV.Load()+1"},
+	{id: "g-bind-eppz", area: "guard", file: gObj, desc: "a bind on an EP of another PZ than the RMR is let through",
+		old: "\tif gep.pz != g.pz {", new: "\tif false && gep.pz != g.pz {"},
+	{id: "g-bind-lmrpz", area: "guard", file: gObj, desc: "a bind of an LMR of another PZ than the RMR is let through",
+		old: "\tif glmr != nil && glmr.pz != g.pz {", new: "\tif false && glmr != nil && glmr.pz != g.pz {"},
+	{id: "g-recv-unsig", area: "guard", file: gEP, desc: "an unsignalled receive is accepted on an EP not configured for it",
+		old: "\tif flags&api.CompletionUnsignalled != 0 && l.recvFlags&api.CompletionUnsignalled == 0 {\n\t\treturn errUnsignalledReq\n\t}\n\tif s := g.ia.serial",
+		new: "\tif s := g.ia.serial"},
+	{id: "g-wait-thresh", area: "guard", file: gObj, desc: "a Wait threshold of qlen+1 is accepted",
+		old: "threshold <= 0 || int64(threshold) > q", new: "threshold <= 0 || int64(threshold) > q+1"},
+	{id: "g-psp-free", area: "guard", file: gObj, desc: "a freed PSP keeps its EVD in use",
+		old: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n\t\tg.evd.users.Add(-1)\n\t}\n\treturn err\n}\n\n// gRSP",
+		new: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\treturn err\n}\n\n// gRSP"},
+	{id: "g-lmr-free", area: "guard", file: gObj, desc: "a freed LMR keeps its PZ in use",
+		old: "\terr = release(g, g.p, api.SubStateLMRInUse, g.p.Free)\n\tif err == nil {\n\t\tg.pz.users.Add(-1)\n",
+		new: "\terr = release(g, g.p, api.SubStateLMRInUse, g.p.Free)\n\tif err == nil {\n"},
+	{id: "g-rmr-free", area: "guard", file: gObj, desc: "a freed RMR keeps its PZ in use",
+		old: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n\t\tg.pz.users.Add(-1)\n",
+		new: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n"},
+	{id: "g-evd-free-cno", area: "guard", file: gObj, desc: "a freed EVD keeps its CNO in use",
+		old: "\t\tif c := g.cno.Swap(nil); c != nil {\n\t\t\tc.users.Add(-1)\n\t\t}\n",
+		new: "\t\tg.cno.Swap(nil)\n"},
+	{id: "g-modcno-old", area: "guard", file: gObj, desc: "the CNO an EVD no longer feeds stays in use",
+		old: "\tif old := g.cno.Swap(gc); old != nil {\n\t\told.users.Add(-1)\n\t}\n",
+		new: "\tg.cno.Swap(gc)\n"},
+	{id: "g-sol-thresh", area: "guard", file: gEP, desc: "a solicited-wait receive stream does not restrict the EVD's threshold",
+		old: "l.recvFlags&(api.CompletionUnsignalled|api.CompletionSolicitedWait) != 0", new: "l.recvFlags&api.CompletionUnsignalled != 0"},
+	{id: "g-readrmr-len", area: "guard", file: gEP, desc: "a read to an RMR window shorter than the remote segment is posted",
+		old: "\tif local.Length < remote.Length {", new: "\tif local.Length+1 < remote.Length {"},
+
+	{id: "g-bind-ctx", area: "guard", file: gObj, desc: "a bind triplet naming another LMR than the handle is let through",
+		old: "if glmr != nil && !unbind && t.LMRContext != glmr.ctx {", new: "if false && glmr != nil && !unbind && t.LMRContext != glmr.ctx {"},
+	{id: "g-own-foreign", area: "guard", file: gIA, desc: "a handle of another IA passed as an argument is accepted",
+		old: "\tif hd.ia != ia {\n\t\treturn zero, api.Errorf(api.InvalidHandle, sub, what+\" handle belongs to another IA\")\n\t}\n", new: ""},
+	{id: "g-evdfor", area: "guard", file: gIA, desc: "an EVD without the stream an EP or service point needs is accepted",
+		old: "\tif g.flags&need == 0 {", new: "\tif false && g.flags&need == 0 {"},
+
+	// --- internal packages shared by loopback and tcp ---
+	{id: "in-span", area: "internal", file: "internal/memreg/memreg.go", desc: "a remote range one byte past its window is accepted",
+		old: "n > uint64(len(mem))-off {", new: "n > uint64(len(mem))-off+1 {"},
+	{id: "in-overflow-again", area: "internal", file: "internal/eventq/queue.go", desc: "an overflow is reported only once per EVD",
+		old: "\tq.queued.Store(int32(q.n))\n\tq.overflowed = false\n", new: "\tq.queued.Store(int32(q.n))\n"},
+	{id: "in-suppress", area: "internal", file: "internal/completion/completion.go", desc: "a suppressed request never completes, failed or not",
+		old: "if st == api.DTOSuccess && flags&api.CompletionSuppress != 0 {", new: "if flags&api.CompletionSuppress != 0 {"},
+	{id: "in-bind-wpriv", area: "internal", file: "internal/memreg/objects.go", desc: "remote write binds on an LMR without local write",
+		old: "\tcase priv&api.MemPrivRemoteWrite != 0 && l.Region.Priv&api.MemPrivLocalWrite == 0:", new: "\tcase false:"},
+	{id: "in-evd-resize", area: "internal", file: "internal/eventq/queue.go", desc: "an EVD shrinks to one below the events it holds",
+		old: "\tcase qlen < q.n:", new: "\tcase qlen < q.n-1:"},
+}
