@@ -201,7 +201,7 @@ func dtoGroups() []group {
 				p := t.pair()
 				n := t.inPlaceLen(p, false)
 				sr, rr := p.cli.region(n, rw), p.srv.region(n, rw)
-				for round := range inPlaceRounds {
+				inPlaceDo(func(round int) {
 					want := sr.fill(0, n, byte(1+round*37))
 					clear(rr.b)
 					p.srv.postRecv(rr, 0, n, api.Cookie(round))
@@ -210,7 +210,7 @@ func dtoGroups() []group {
 					p.cli.postSend(sr, 0, n, api.Cookie(100+round))
 					rp.check()
 					sp.check()
-				}
+				})
 			}},
 			{"RETURN VALUES", "MaxRequestDTOs sends may wait for the peer's receives; one more is DAT_INSUFFICIENT_RESOURCES, and those posted complete once receives come", func(t *checkT) {
 				cli := t.node()
@@ -679,13 +679,13 @@ func dtoGroups() []group {
 				p := t.pair()
 				n := t.inPlaceLen(p, true)
 				src, dst := p.cli.region(n, rw), p.srv.region(n, remote)
-				for round := range inPlaceRounds {
+				inPlaceDo(func(round int) {
 					want := src.fill(0, n, byte(3+round*41))
 					clear(dst.b)
 					wp := t.poll(p.cli.req, api.Cookie(round), dst.b[:n], want, fmt.Sprintf("round %d, an RDMA write of %d bytes", round, n))
 					t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, n), api.Cookie(round), dst.rtr(0, n), api.CompletionDefault), "PostRDMAWrite")
 					wp.check()
-				}
+				})
 			}},
 			{"DESCRIPTION", "an RDMA write consumes no receive at the target", func(t *checkT) {
 				p := t.pair()
@@ -838,13 +838,13 @@ func dtoGroups() []group {
 				p := t.pair()
 				n := t.inPlaceLen(p, true)
 				src, dst := p.srv.region(n, remote), p.cli.region(n, rw)
-				for round := range inPlaceRounds {
+				inPlaceDo(func(round int) {
 					want := src.fill(0, n, byte(5+round*43))
 					clear(dst.b)
 					rp := t.poll(p.cli.req, api.Cookie(round), dst.b[:n], want, fmt.Sprintf("round %d, an RDMA read of %d bytes", round, n))
 					t.noErr(p.cli.ep.PostRDMARead(dst.iov(0, n), api.Cookie(round), src.rtr(0, n), api.CompletionDefault), "PostRDMARead")
 					rp.check()
-				}
+				})
 			}},
 			{"DESCRIPTION", "a multi-segment local IOV is filled in IOV order", func(t *checkT) {
 				p := t.pair()

@@ -9,10 +9,24 @@ import (
 	"github.com/godat/godat/api"
 )
 
-// inPlaceRounds is how many transfers an in-place check makes: a provider
-// that makes a completion visible before its data is placed shows it in
-// some rounds only.
-const inPlaceRounds = 16
+// An in-place check makes at least inPlaceRounds transfers, and goes on
+// for inPlaceFor (up to inPlaceMaxRounds): a provider that makes a
+// completion visible before its data is placed shows it only in a round
+// where the polling goroutine runs while the data is being placed, which
+// on a busy machine may take many rounds.
+const (
+	inPlaceRounds    = 16
+	inPlaceFor       = 200 * time.Millisecond
+	inPlaceMaxRounds = 1024
+)
+
+// inPlaceDo runs round for each transfer of an in-place check.
+func inPlaceDo(round func(int)) {
+	start := time.Now()
+	for k := 0; k < inPlaceMaxRounds && (k < inPlaceRounds || time.Since(start) < inPlaceFor); k++ {
+		round(k)
+	}
+}
 
 // inPlaceSize is the size of those transfers, at most: large enough that
 // placing the data takes a while, so that a completion that becomes
