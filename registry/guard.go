@@ -935,7 +935,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	}
 	g := &gLMR{p: p, pz: gpz, src: src}
 	if prm, err := p.Query(); err == nil {
-		g.ctx = prm.LMRContext
+		g.ctx, g.hasCtx = prm.LMRContext, true
 	}
 	ia.register(p, g, api.HandleLMR)
 	gpz.users.Add(1)

@@ -496,10 +496,11 @@ func (g *gCR) Handoff(q api.ConnQual) (err error) {
 // gLMR guards a local memory region.
 type gLMR struct {
 	hdr
-	p   api.LMR
-	pz  *gPZ
-	src *gLMR          // the LMR a MemTypeLMR registration shares memory with
-	ctx api.LMRContext // its LMR context, which the triplet of an RMR bind must name
+	p      api.LMR
+	pz     *gPZ
+	src    *gLMR          // the LMR a MemTypeLMR registration shares memory with
+	ctx    api.LMRContext // its LMR context, which the triplet of an RMR bind must name
+	hasCtx bool           // (the provider's Query reported ctx)
 }
 
 func (g *gLMR) Query() (_ api.LMRParam, err error) {
@@ -571,7 +572,7 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	if err := gep.checkRequest(flags, 0, bindFlags, 0); err != nil {
 		return 0, err
 	}
-	if glmr != nil && !unbind && t.LMRContext != glmr.ctx {
+	if glmr != nil && glmr.hasCtx && !unbind && t.LMRContext != glmr.ctx {
 		// A provider binds the window of one LMR: a triplet of another
 		// describes no window of the LMR handed in.
 		return 0, api.Errorf(api.InvalidParameter, api.SubArg2, "the triplet names another LMR than the LMR handle")

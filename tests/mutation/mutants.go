@@ -227,7 +227,7 @@ var mutants = []mutant{
 		old: "\tif local.Length < remote.Length {", new: "\tif local.Length+1 < remote.Length {"},
 
 	{id: "g-bind-ctx", area: "guard", file: gObj, desc: "a bind triplet naming another LMR than the handle is let through",
-		old: "if glmr != nil && !unbind && t.LMRContext != glmr.ctx {", new: "if false && glmr != nil && !unbind && t.LMRContext != glmr.ctx {"},
+		old: "if glmr != nil && glmr.hasCtx && !unbind && t.LMRContext != glmr.ctx {", new: "if false && glmr != nil && glmr.hasCtx && !unbind && t.LMRContext != glmr.ctx {"},
 	{id: "g-own-foreign", area: "guard", file: gIA, desc: "a handle of another IA passed as an argument is accepted",
 		old: "\tif hd.ia != ia {\n\t\treturn zero, api.Errorf(api.InvalidHandle, sub, what+\" handle belongs to another IA\")\n\t}\n", new: ""},
 	{id: "g-evdfor", area: "guard", file: gIA, desc: "an EVD without the stream an EP or service point needs is accepted",
