@@ -163,14 +163,17 @@ func (d *driver) armCB(uintptr) {
 // parkCB arms the sockets of d.arm on its first call (made after the
 // runtime reset the epoll instance's readiness, so that input already
 // there when they are armed wakes the wait at once instead of being
-// forgotten) and returns false: block. After a wake it collects the
+// forgotten) and returns false: block, unless a kick came since the
+// waiter set parked. That kick's notification may have reached the
+// runtime before the reset and be forgotten with it; and since the kick
+// cleared parked, no later kick would come. After a wake it collects the
 // notifications, which disarms the sockets that fired, and reports
 // whether there were any.
 func (d *driver) parkCB(ep uintptr) bool {
 	d.calls++
 	if d.calls == 1 {
 		d.armCB(ep)
-		return false
+		return !d.parked.Load()
 	}
 	for {
 		n, e := sock.EpollWaitNB(ep, d.evs[:])

@@ -247,3 +247,36 @@ func TestDrivenWaitDisarms(t *testing.T) {
 		t.Fatalf("%d sockets still registered after the wait", n)
 	}
 }
+
+// TestDriverKickBeforePark: a kick that comes after the waiter said it
+// would block (parked) and before it blocks is not lost. The runtime's
+// poller learns of the epoll instance's readiness before the block
+// resets it, as happens when a reader goroutine posts, or the wait's
+// deadline passes, while the waiter is on its way to blocking; the block
+// must end at once. (Lost, it took every later kick with it, since the
+// kick had cleared parked: a Wait hung past its deadline.)
+func TestDriverKickBeforePark(t *testing.T) {
+	d, err := newDriver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	d.parked.Store(true)
+	d.kick()
+	// Let the runtime's poller see the epoll instance readable, so that
+	// the block's reset of its readiness meets a notification already
+	// taken.
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- d.park() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("park: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		d.close() // ends the blocked park
+		<-done
+		t.Fatal("park blocked although a kick came after parked was set")
+	}
+}
