@@ -166,8 +166,9 @@ func lookup(h unsafe.Pointer, k api.HandleType) *obj {
 }
 
 func lookupAny(h unsafe.Pointer) *obj {
+	handles.once.Do(initHandles) // (an atomic load once done: orders the reads of base after its write)
 	off := uintptr(h) - handles.base
-	if handles.base == 0 || off >= maxSlots*slotSize || off%slotSize != 0 {
+	if off >= maxSlots*slotSize || off%slotSize != 0 {
 		return nil
 	}
 	i := uint32(off / slotSize)
