@@ -1,0 +1,507 @@
+package tcp
+
+import (
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/godat/godat/internal/sock"
+)
+
+// rxBufLen is the reader's read-ahead buffer: a frame header and a small
+// payload arrive with one read system call. Payload bytes beyond it are
+// read straight into their destination.
+const rxBufLen = 16 << 10
+
+// handBack ends quiet mode and gives the connection back to its reader
+// and writer goroutines: input is watched again, and the rest of a direct
+// write the pollers left is the writer's. ia.mu is not held.
+func (c *conn) handBack() {
+	c.polled.Store(false) // (else the reader would leave the stream to pollers again)
+	c.watchOn()
+	if !c.txPend.Load() && !c.reapLate.Load() {
+		return
+	}
+	c.ia.mu.Lock()
+	c.settleReap() // (the quiet check that would have is off)
+	if c.wrem || c.tx.Len() > 0 {
+		c.cond.Signal()
+	}
+	c.ia.mu.Unlock()
+}
+
+// readFull reads exactly len(b) bytes: what the read-ahead buffer holds,
+// then from the socket, straight into b for a large remainder, else
+// through the buffer (one read for this and the frames that follow).
+func (c *conn) readFull(b []byte) error {
+	n := copy(b, c.rb[c.rr:c.rw])
+	c.rr += n
+	b = b[n:]
+	if len(b) > 0 && c.isQuiet() {
+		c.handBack() // the reader is about to wait inside a frame
+	}
+	for len(b) > 0 {
+		if len(b) >= rxBufLen/2 {
+			k, err := c.nc.Read(b)
+			b = b[k:]
+			if err != nil && len(b) > 0 && !c.kicked(err) {
+				return err
+			}
+			continue
+		}
+		k, err := c.nc.Read(c.rb[:])
+		m := copy(b, c.rb[:k])
+		c.rr, c.rw = m, k
+		b = b[m:]
+		if err != nil && len(b) > 0 && !c.kicked(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// readInto reads n bytes into the segments, in order.
+func (c *conn) readInto(segs [][]byte, n uint64) error {
+	for _, s := range segs {
+		if n == 0 {
+			break
+		}
+		k := min(uint64(len(s)), n)
+		if err := c.readFull(s[:k]); err != nil {
+			return err
+		}
+		n -= k
+	}
+	if n != 0 {
+		return errBadFrame
+	}
+	return nil
+}
+
+// drain ends the reader: it reads and discards what the peer still sends
+// until the peer closes (or drainTimeout), waits for the writer, and
+// closes the socket.
+func (c *conn) drain() {
+	c.watchOn()
+	_ = c.nc.SetReadDeadline(time.Now().Add(drainTimeout))
+	c.ia.mu.Lock()
+	if c.hard {
+		_ = c.nc.SetReadDeadline(past)
+	}
+	c.ia.mu.Unlock()
+	for {
+		if _, err := c.nc.Read(c.scratch[:]); err != nil {
+			break
+		}
+	}
+	<-c.wdone
+	_ = c.nc.Close()
+}
+
+// kicked reports whether a read error is a poller's kick (see poll)
+// rather than the end of the connection, and if so clears it. Only the
+// holder of the receive token calls it.
+func (c *conn) kicked(err error) bool {
+	if !c.pollable || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	// (rxKick stays set: what a poller leaves to the reader is the end of
+	// the stream, and pollers keep off from then on.)
+	kick := c.rxKick.Load()
+	// A poller is at work if it polled since the last look, or is in
+	// the middle of a poll (it has the receive token: the reader has
+	// not) or of a write (a long one may span a look).
+	busy := c.polled.Swap(false) || c.rxTok.Load() != 0 || c.wbusy
+	c.settleReap()
+	if !kick && c.isQuiet() && busy {
+		// Pollers still drive the connection: look again later, and
+		// send an ACK they left waiting too long.
+		c.quietIn = min(2*c.quietIn, quietMax)
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.quietIn))
+		if at := c.ackAt.Load(); at != 0 && (at == ackOwed || time.Now().UnixNano()-at >= int64(credDelay)) && c.ackDue() {
+			c.flush(true)
+		}
+		return true
+	}
+	// Pollers stopped, a waiter already ended quiet mode, or a poller
+	// left the end of the stream to the reader: the reader watches the
+	// socket again, the writer finishes what they left unwritten, and
+	// they send what they left owed.
+	c.watchOn()
+	if c.wrem || c.tx.Len() > 0 {
+		c.cond.Signal()
+	}
+	if c.ackAt.Load() != 0 && c.ackDue() {
+		c.flush(true)
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	return true
+}
+
+// enterQuiet stops watching the socket for input: pollers drive the
+// connection, and the reader looks every quietCheck whether they still do.
+// Called by the reader, without the receive token.
+func (c *conn) enterQuiet() {
+	if changed, err := c.sk.Watch(false); err == nil && changed {
+		c.polled.Store(false)
+		if testHookQuiet != nil {
+			testHookQuiet(true)
+		}
+	}
+	c.ia.mu.Lock()
+	if !c.closing {
+		c.quietIn = quietCheck
+		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
+	}
+	c.ia.mu.Unlock()
+}
+
+// watchOn ends quiet mode: input is watched again (a waiter is woken at
+// once if input is already there). Any goroutine may call it.
+func (c *conn) watchOn() {
+	if !c.isQuiet() {
+		return
+	}
+	if changed, err := c.sk.Watch(true); err == nil && changed && testHookQuiet != nil {
+		testHookQuiet(false)
+	}
+}
+
+// isQuiet reports whether the connection is in quiet mode: its socket's
+// input is not watched (pollers, or a driven wait, drive it).
+func (c *conn) isQuiet() bool { return c.sk != nil && !c.sk.Watching() }
+
+// testHookQuiet, set by tests only, sees connections enter (true) and
+// leave (false) quiet mode.
+var testHookQuiet func(entered bool)
+
+// waitRx waits until there is something to read, and reads it into the
+// read-ahead buffer, or, with something buffered or a payload unfinished,
+// until the stream is the reader's again. The reader holds the receive
+// token on entry and on return; while it waits in the netpoller or in
+// quiet mode it does not, and a polling consumer may take the stream
+// meanwhile.
+func (c *conn) waitRx() error {
+	held := true
+	for {
+		c.waitErr, c.rxCalls, c.goQuiet = nil, 0, false
+		if held {
+			c.rxTok.Store(0)
+			held = false
+		}
+		err := c.rc.Read(c.rxFn)
+		if err != nil {
+			// The token is not held when the wait fails. A kick or a
+			// quiet check needs none (the reader waits again).
+			if c.kicked(err) {
+				continue
+			}
+			if !c.rxTok.CompareAndSwap(0, 1) {
+				c.rxMissed.Store(1)
+				for !c.rxTok.CompareAndSwap(0, 1) {
+					runtime.Gosched() // a poller is finishing
+				}
+			}
+			return err
+		}
+		if c.goQuiet {
+			// Pollers drive the stream (one has the token): stop
+			// watching it, and wait again without the token.
+			c.enterQuiet()
+			continue
+		}
+		held = true
+		if c.waitErr != nil {
+			return c.waitErr
+		}
+		if c.rr != c.rw || c.pl.active {
+			return nil
+		}
+	}
+}
+
+// waitFD is waitRx's callback: it takes the receive token and reads
+// without waiting; false (wait for the socket) if there is nothing to
+// read or a poller has the stream. Finding pollers at work (they polled
+// since the reader last looked, hold the token, or took what woke the
+// reader) it returns true without the token and sets goQuiet; in quiet
+// mode it leaves the stream alone (false), and the quiet check decides.
+func (c *conn) waitFD(fd uintptr) bool {
+	c.rxCalls++
+	if c.sk != nil && !c.rxKick.Load() {
+		if c.isQuiet() {
+			return false // pollers drive the stream: wait for the quiet check
+		}
+		if c.polled.Load() {
+			c.goQuiet = true // pollers are at work: leave the stream to them
+			return true
+		}
+	}
+	if !c.rxTok.CompareAndSwap(0, 1) {
+		// A poller has the stream. It looks at rxMissed after it lets
+		// go, so data that woke us is not left unread.
+		c.rxMissed.Store(1)
+		if !c.rxTok.CompareAndSwap(0, 1) {
+			if c.sk != nil && !c.isQuiet() {
+				c.goQuiet = true
+				return true
+			}
+			return false
+		}
+	}
+	if c.rr != c.rw || c.pl.active {
+		return true // a poller left part of a frame
+	}
+	k, e := sock.RecvNB(fd, c.rb[:])
+	switch {
+	case e == syscall.EAGAIN || e == syscall.EINTR:
+		c.rxTok.Store(0)
+		return false
+	case e != 0:
+		c.waitErr = e
+	case k == 0:
+		c.waitErr = io.EOF
+	default:
+		c.rr, c.rw = 0, k
+	}
+	return true
+}
+
+// pollDirFD is readNB's read on a net.TCPConn, into rxDst.
+func (c *conn) pollDirFD(fd uintptr) {
+	c.rxN, c.rxErr = 0, nil
+	if n, e := sock.RecvNB(fd, c.rxDst); e != 0 {
+		c.rxErr = e
+	} else {
+		c.rxN = n
+	}
+}
+
+// readNB is the polling paths' read into b, which never waits:
+// syscall.EAGAIN when the socket holds nothing. A sock.Conn is called
+// directly; a net.TCPConn through its RawConn.
+func (c *conn) readNB(b []byte) (int, error) {
+	if c.sk != nil {
+		return c.sk.ReadNB(b)
+	}
+	c.rxDst, c.rxN, c.rxErr = b, 0, nil
+	if err := c.rc.Control(c.pollDirFn); err != nil {
+		c.rxDst = nil
+		return 0, err
+	}
+	n, err := c.rxN, c.rxErr
+	c.rxDst, c.rxErr = nil, nil
+	return n, err
+}
+
+// readLoop is the connection's reader in the data transfer phase.
+func (c *conn) readLoop() {
+	defer c.drain()
+	for {
+		if c.pollable && (c.rr == c.rw && !c.pl.active || c.sk != nil && c.polled.Load()) {
+			// Nothing buffered, or pollers want the stream (they go
+			// on with what is buffered and with an unfinished
+			// payload): wait without the receive token, in the
+			// netpoller or in quiet mode while they drive it.
+			if err := c.waitRx(); err != nil {
+				c.readFailed(err)
+				return
+			}
+			continue
+		}
+		if c.pl.active {
+			// A poller left a payload unfinished.
+			if !c.step(false, true) {
+				return
+			}
+			continue
+		}
+		if err := c.readFull(c.rhdr[:]); err != nil {
+			c.readFailed(err)
+			return
+		}
+		if !c.step(false, false) {
+			return
+		}
+	}
+}
+
+// step processes the frame whose header is in rhdr: it decodes it, runs
+// its handler and sends what that queued; false ends the connection's
+// reading. The caller holds the receive token; polled says it is a
+// polling consumer.
+func (c *conn) step(polled, resume bool) bool {
+	var f frame
+	if !resume {
+		var err error
+		f, err = decodeFrame(c.rhdr[:], &c.lim)
+		if err != nil {
+			c.violation()
+			return false
+		}
+	}
+	mu := &c.ia.mu
+	mu.Lock()
+	c.deferWake++
+	var ok bool
+	if resume {
+		ok = c.continuePayload(polled)
+	} else {
+		ok = c.handle(&f, polled)
+	}
+	if c.rxWoke && !polled && ok && c.rr == c.rw && c.ackDue() && c.tx.Len() == 0 {
+		// A receive completed with a notification: its consumer
+		// may answer at once, and its frames would carry the ACK.
+		// Let it run first rather than write the ACK alone now.
+		mu.Unlock()
+		runtime.Gosched()
+		mu.Lock()
+	}
+	ack := c.rr == c.rw
+	if polled && c.rxWoke && ack && c.ackDue() && c.tx.Len() == 0 {
+		// The same: the polling consumer is about to see the
+		// receive and may answer; the ACK waits for its frames,
+		// for credDelay at most.
+		c.deferAck()
+		ack = false
+	}
+	c.rxWoke = false
+	c.deferWake--
+	if ok {
+		// Frames the handler queued go out now; an owed ACK too,
+		// unless more of the stream is already here (ACKs are
+		// cumulative: the next one covers both).
+		c.flush(ack)
+	} else {
+		c.cond.Broadcast()
+	}
+	mu.Unlock()
+	return ok
+}
+
+// poll lets a consumer polling an EVD drive the connection's receive side
+// (evd.Dequeue): if nobody else consumes the stream, it reads what the
+// socket holds without waiting and processes it (pollStream). The end of
+// the stream is left to the reader, kicked out of its netpoller wait for
+// it. false: the caller could not drive the connection (another goroutine
+// has the stream, or it is ending).
+func (c *conn) poll() bool {
+	if c.rxKick.Load() || c.rxClosed.Load() {
+		return false
+	}
+	// Marked even when the reader has the stream: it hands the stream
+	// over at its next frame boundary (readLoop).
+	c.markPolled()
+	c.settleOwed()
+	if !c.rxTok.CompareAndSwap(0, 1) {
+		return false
+	}
+	defer c.lateAck(false)
+	for {
+		if c.rxMissed.Load() != 0 {
+			c.rxMissed.Store(0) // (a store is a locked exchange: only when set)
+		}
+		more := c.pollStream()
+		if more {
+			// The stream ended or a read failed: the reader takes
+			// over and sees it for itself (it would not be woken
+			// otherwise).
+			c.rxKick.Store(true)
+			c.rxTok.Store(0)
+			_ = c.nc.SetReadDeadline(past)
+			return false
+		}
+		c.rxTok.Store(0)
+		if c.rxMissed.Load() == 0 || !c.rxTok.CompareAndSwap(0, 1) {
+			return true
+		}
+	}
+}
+
+// markPolled records that a poller is at work, for the reader's quiet
+// check.
+func (c *conn) markPolled() {
+	if !c.polled.Load() {
+		c.polled.Store(true)
+	}
+}
+
+// pollStream reads without waiting and processes what it can: whole
+// headers, and as much of a payload as is here (the rest is read by the
+// next holder of the token); it reports whether the reader must take
+// over. The caller holds the receive token.
+func (c *conn) pollStream() bool {
+	drained := false // the last read did not fill the buffer: the socket was empty
+	for {
+		if c.pl.active {
+			if !c.step(true, true) {
+				return false // the connection ends; its reader was kicked
+			}
+			if c.pl.active {
+				return false // the rest of the payload is not here yet
+			}
+		}
+		for c.rw-c.rr >= frameLen {
+			c.rr += copy(c.rhdr[:], c.rb[c.rr:c.rw])
+			if !c.step(true, false) {
+				return false
+			}
+			if c.pl.active {
+				return false
+			}
+		}
+		if c.rr == c.rw {
+			c.rr, c.rw = 0, 0
+		} else if c.rr > 0 {
+			c.rw = copy(c.rb[:], c.rb[c.rr:c.rw])
+			c.rr = 0
+		}
+		if drained {
+			// Another read now would most likely find nothing (a
+			// system call on the consumer's critical path for
+			// nothing); the next poll reads what comes.
+			return false
+		}
+		space := len(c.rb) - c.rw
+		k, e := c.readNB(c.rb[c.rw:])
+		switch {
+		case e == syscall.EAGAIN || e == syscall.EINTR:
+			// Part of a header may stay buffered: its rest wakes the
+			// reader, or the next poll reads it.
+			return false
+		case e != nil || k == 0:
+			return true // the reader sees the error or EOF for itself
+		}
+		c.rw += k
+		drained = k < space
+	}
+}
+
+// readFailed handles a read error: the peer is gone (BROKEN), unless the
+// connection is already closing.
+func (c *conn) readFailed(err error) {
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if !c.closing {
+		c.ep.lost(c)
+	}
+	_ = err
+}
+
+// violation handles a frame the protocol does not allow: the connection
+// breaks.
+func (c *conn) violation() {
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if !c.closing {
+		c.ep.lost(c)
+	}
+}
