@@ -1,0 +1,553 @@
+package tcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/connreq"
+)
+
+// listener is what PSPs and RSPs share: a TCP listener and its accept
+// goroutine.
+type listener struct {
+	ln      *net.TCPListener
+	qual    api.ConnQual
+	stopped bool
+	done    chan struct{} // closed by stop: ends the accept goroutine's pause
+}
+
+// stop closes the listener and ends its accept goroutine. ia.mu is held.
+func (l *listener) stop() {
+	if !l.stopped {
+		l.stopped = true
+		close(l.done)
+		_ = l.ln.Close()
+	}
+}
+
+// listen opens a TCP listener on port q of the IA's address. ia.mu is held.
+func (i *ia) listen(q api.ConnQual) (listener, error) {
+	if i.closed {
+		return listener{}, errIAClosed // (the guard refuses it first; this is for callers without the guard: no listener may outlive the IA)
+	}
+	if q > maxConnQual {
+		return listener{}, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("connection qualifier %d is not a TCP port", q))
+	}
+	// No keepalive of Go's on accepted sockets: the IA's options decide
+	// (applyToConn). Plain TCP only (Go would listen for Multipath TCP
+	// too), so that those options apply to every accepted socket.
+	lc := net.ListenConfig{KeepAlive: -1}
+	lc.SetMultipathTCP(false)
+	l, err := lc.Listen(context.Background(), "tcp", (&net.TCPAddr{IP: i.ip, Port: int(q)}).String())
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			if q == 0 {
+				// The kernel found no free port (CreatePSPAny,
+				// CreateRSP... with 0): none is available.
+				return listener{}, &api.Error{Type: api.ConnQualUnavailable, Msg: "no free TCP port on " + i.ip.String(), Cause: err}
+			}
+			return listener{}, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
+		}
+		return listener{}, &api.Error{Type: api.ConnQualUnavailable, Msg: fmt.Sprintf("listening on %d", q), Cause: err}
+	}
+	ln := l.(*net.TCPListener)
+	return listener{ln: ln, qual: api.ConnQual(ln.Addr().(*net.TCPAddr).Port), done: make(chan struct{})}, nil
+}
+
+// servicePoint is a PSP or RSP: it takes the requests its listener accepts.
+type servicePoint interface {
+	// arrive delivers a request; false means it cannot be taken (the
+	// service point stopped, or its EVD is full). ia.mu is held.
+	arrive(pr *pendingReq) bool
+	// port is the connection qualifier.
+	port() api.ConnQual
+}
+
+// acceptLoop is a service point's accept goroutine; it ends when the
+// listener is stopped (listener.stop). A failed accept is tried again
+// after a pause, as net/http's server does: its causes pass (no file
+// descriptor or buffer free; a network error of the connection being
+// accepted, which Linux reports from accept), and meanwhile requesters
+// queue up on the listener, which stays open, so a goroutine that gave up
+// would leave them unanswered for ever.
+func (i *ia) acceptLoop(l *listener, sp servicePoint) {
+	defer i.wg.Done()
+	ln, done := l.ln, l.done // (read-only once listening: no lock)
+	var pause time.Duration
+	for {
+		nc, err := ln.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if testHookAcceptErr != nil {
+				testHookAcceptErr(sp.port(), err)
+			}
+			pause = min(max(2*pause, acceptRetryMin), acceptRetryMax)
+			t := time.NewTimer(pause)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		pause = 0
+		if err := i.opts.applyToConn(nc); err != nil {
+			_ = nc.Close() // the requester sees the connection end
+			continue
+		}
+		i.mu.Lock()
+		if i.closed {
+			i.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		c := newConn(i)
+		c.nc = nc
+		c.goRun(func() { c.passive(sp) })
+		i.mu.Unlock()
+	}
+}
+
+// pendingReq is a connection request waiting for the consumer's decision.
+// Handoff moves it from one CR to another.
+type pendingReq struct {
+	c        *conn
+	cr       *cr
+	decided  chan struct{} // closed once decision is set
+	decision uint16        // hsAccept, hsReject or hsNonPeer
+	pd       []byte        // the private data of the answer
+}
+
+// decide records the answer to the request and wakes its goroutine.
+// ia.mu is held.
+func (pr *pendingReq) decide(d uint16, pd []byte) {
+	if pr.decision != 0 {
+		return
+	}
+	pr.decision, pr.pd = d, bytes.Clone(pd)
+	close(pr.decided)
+}
+
+// passive is the passive side's connection goroutine: it reads the HELLO,
+// delivers the request, waits for the consumer's answer, and after an
+// accept becomes the reader.
+func (c *conn) passive(sp servicePoint) {
+	nc := c.nc
+	_ = nc.SetDeadline(time.Now().Add(hsTimeout))
+	m, pd, err := c.readHS()
+	if errors.Is(err, errBadVersion) {
+		var b [hsLen]byte
+		encodeHS(b[:], &hsMsg{Version: wireVersion, Type: hsVersion})
+		_, _ = nc.Write(b[:])
+	}
+	if err != nil || m.Type != hsHello {
+		_ = nc.Close()
+		return
+	}
+	c.hs, c.pd = m, bytes.Clone(pd)
+	pr := &pendingReq{c: c, decided: make(chan struct{})}
+	c.pr = pr
+	mu := &c.ia.mu
+	mu.Lock()
+	if !sp.arrive(pr) {
+		pr.decide(hsNonPeer, nil)
+	}
+	mu.Unlock()
+	<-pr.decided
+	mu.Lock()
+	d, out := pr.decision, c.out
+	mu.Unlock()
+	b := c.hsbuf[:]
+	switch d {
+	case hsAccept:
+		out.PDLen = uint16(len(pr.pd))
+		encodeHS(b, &out)
+		copy(b[hsLen:], pr.pd)
+		_ = nc.SetDeadline(time.Now().Add(hsTimeout))
+		_, err = nc.Write(b[:hsLen+len(pr.pd)])
+		var r hsMsg
+		if err == nil {
+			r, _, err = c.readHS()
+		}
+		mu.Lock()
+		p := c.ep
+		if err != nil || r.Type != hsReady || c.aborted || p.c != c || p.state != api.EPCompletionPending {
+			if p.c == c && p.state == api.EPCompletionPending {
+				p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
+			}
+			mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		_ = nc.SetDeadline(time.Time{})
+		c.negotiate(&p.attr, &c.hs)
+		p.state = api.EPConnected
+		c.begin(p, nil)
+		mu.Unlock()
+		c.readLoop()
+		return
+	case hsReject:
+		encodeHS(b, &hsMsg{Version: wireVersion, Type: hsReject, PDLen: uint16(len(pr.pd))})
+		copy(b[hsLen:], pr.pd)
+		_ = nc.SetDeadline(time.Now().Add(finalTimeout))
+		_, _ = nc.Write(b[:hsLen+len(pr.pd)])
+	default:
+		encodeHS(b, &hsMsg{Version: wireVersion, Type: hsNonPeer})
+		_ = nc.SetDeadline(time.Now().Add(finalTimeout))
+		_, _ = nc.Write(b[:hsLen])
+	}
+	_ = nc.Close()
+}
+
+// psp is a Public Service Point (dat_psp_create(3DAT)).
+type psp struct {
+	api.ContextSlot
+	ia    *ia
+	l     listener
+	evd   *evd
+	flags api.PSPFlags
+}
+
+// CreatePSP listens on TCP port q of the IA's address, delivering requests
+// to evd (dat_psp_create(3DAT)): ErrConnQualInUse if the port is taken (by
+// anyone on the host), ErrInvalidParameter above 65535. The backlog is
+// the EVD's free space: a request that finds it full is refused
+// (NON_PEER_REJECTED). With PSPProvider each request comes with an EP the
+// provider created.
+func (i *ia) CreatePSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (api.PSP, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.createPSP(q, evdArg, flags)
+}
+
+// CreatePSPAny is CreatePSP on a free TCP port the kernel picks, which it
+// returns (dat_psp_create_any(3DAT)).
+func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	s, err := i.createPSP(0, evdArg, flags)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s, s.l.qual, nil
+}
+
+func (i *ia) createPSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
+	if flags != api.PSPConsumer && flags != api.PSPProvider {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
+	}
+	e := evdOf(evdArg)
+	if e == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	if len(i.psps) >= maxObjects {
+		return nil, tooMany("PSPs")
+	}
+	l, err := i.listen(q)
+	if err != nil {
+		return nil, err
+	}
+	s := &psp{ia: i, l: l, evd: e, flags: flags}
+	i.psps[s] = struct{}{}
+	i.wg.Add(1)
+	go i.acceptLoop(&s.l, s)
+	return s, nil
+}
+
+func (s *psp) port() api.ConnQual { return s.l.qual }
+
+func (s *psp) arrive(pr *pendingReq) bool {
+	if s.l.stopped {
+		return false
+	}
+	c := &cr{ia: s.ia, psp: s, qual: s.l.qual, pr: pr}
+	if s.flags == api.PSPProvider {
+		c.local = s.ia.newProviderEP(&pr.c.hs)
+	}
+	ev := api.Event{Number: api.ConnectionRequestEvent,
+		CR: api.CRArrivalData{PSP: s, LocalAddr: &net.IPAddr{IP: s.ia.ip}, ConnQual: s.l.qual, CR: c}}
+	if !s.evd.Q.TryPost(&ev, true) {
+		if c.local != nil {
+			c.local.destroy()
+		}
+		return false
+	}
+	pr.cr = c
+	s.ia.crs[c] = struct{}{}
+	return true
+}
+
+// stop closes the listener. ia.mu is held.
+func (s *psp) stop() { s.l.stop() }
+
+// HandleType reports HandlePSP (dat_get_handle_type(3DAT)).
+func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
+
+// Query returns the PSP's parameters (dat_psp_query(3DAT)).
+func (s *psp) Query() (api.PSPParam, error) {
+	return api.PSPParam{IA: s.ia, ConnQual: s.l.qual, EVD: s.evd, Flags: s.flags}, nil
+}
+
+// Free stops listening (dat_psp_free(3DAT)); later connects to its port
+// are refused (NON_PEER_REJECTED). Requests already delivered stay valid.
+func (s *psp) Free() error {
+	s.ia.mu.Lock()
+	defer s.ia.mu.Unlock()
+	s.stop()
+	delete(s.ia.psps, s)
+	return nil
+}
+
+// rsp is a Reserved Service Point (dat_rsp_create(3DAT)).
+type rsp struct {
+	api.ContextSlot
+	ia       *ia
+	l        listener
+	ep       *ep
+	evd      *evd
+	consumed bool
+}
+
+// CreateRSP listens on TCP port q for one request for ep, which moves from
+// UNCONNECTED to RESERVED (dat_rsp_create(3DAT)). When the request arrives
+// the EP moves to PASSIVE_CONNECTION_PENDING and the RSP stops listening.
+func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
+	p, _ := epArg.(*ep)
+	if p == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
+	}
+	e := evdOf(evdArg)
+	if e == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if p.state != api.EPUnconnected {
+		return nil, p.stateErr("CreateRSP")
+	}
+	if len(i.rsps) >= maxObjects {
+		return nil, tooMany("RSPs")
+	}
+	l, err := i.listen(q)
+	if err != nil {
+		return nil, err
+	}
+	r := &rsp{ia: i, l: l, ep: p, evd: e}
+	p.state = api.EPReserved
+	i.rsps[r] = struct{}{}
+	i.wg.Add(1)
+	go i.acceptLoop(&r.l, r)
+	return r, nil
+}
+
+func (r *rsp) port() api.ConnQual { return r.l.qual }
+
+func (r *rsp) arrive(pr *pendingReq) bool {
+	if r.l.stopped || r.consumed || r.ep.state != api.EPReserved {
+		return false
+	}
+	c := &cr{ia: r.ia, rsp: r, qual: r.l.qual, pr: pr, local: r.ep}
+	ev := api.Event{Number: api.ConnectionRequestEvent,
+		CR: api.CRArrivalData{RSP: r, LocalAddr: &net.IPAddr{IP: r.ia.ip}, ConnQual: r.l.qual, CR: c}}
+	if !r.evd.Q.TryPost(&ev, true) {
+		return false
+	}
+	r.stop()
+	r.consumed = true
+	r.ep.state = api.EPPassiveConnectionPending
+	pr.cr = c
+	r.ia.crs[c] = struct{}{}
+	return true
+}
+
+func (r *rsp) stop() { r.l.stop() }
+
+// HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
+func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
+
+// Query returns the RSP's parameters (dat_rsp_query(3DAT)).
+func (r *rsp) Query() (api.RSPParam, error) {
+	r.ia.mu.Lock()
+	defer r.ia.mu.Unlock()
+	prm := api.RSPParam{IA: r.ia, ConnQual: r.l.qual, EVD: r.evd}
+	if !r.ep.freed {
+		prm.EP = r.ep
+	}
+	return prm, nil
+}
+
+// Free destroys the RSP (dat_rsp_free(3DAT)). If no request has arrived
+// the EP returns from RESERVED to UNCONNECTED.
+func (r *rsp) Free() error {
+	r.ia.mu.Lock()
+	defer r.ia.mu.Unlock()
+	r.stop()
+	if !r.consumed && r.ep.state == api.EPReserved {
+		r.ep.state = api.EPUnconnected
+	}
+	delete(r.ia.rsps, r)
+	return nil
+}
+
+// cr is a pending Connection Request (dat_cr_query(3DAT)).
+type cr struct {
+	api.ContextSlot
+	ia    *ia
+	psp   *psp
+	rsp   *rsp
+	qual  api.ConnQual
+	pr    *pendingReq
+	local *ep
+	done  bool
+}
+
+// HandleType reports HandleCR (dat_get_handle_type(3DAT)).
+func (c *cr) HandleType() api.HandleType { return api.HandleCR }
+
+// Query returns the requester's IP address, port qualifier and private
+// data, and the EP reserved for the request (dat_cr_query(3DAT)).
+func (c *cr) Query() (api.CRParam, error) {
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return api.CRParam{}, errCRDone
+	}
+	prm := api.CRParam{RemoteAddr: c.remoteAddr(), RemotePortQual: api.ConnQual(c.pr.c.hs.PortQual), PrivateData: c.pr.c.pd}
+	if c.local != nil {
+		prm.LocalEP = c.local
+	}
+	return prm, nil
+}
+
+func (c *cr) remoteAddr() net.Addr {
+	if ta, ok := c.pr.c.nc.RemoteAddr().(*net.TCPAddr); ok {
+		return &net.IPAddr{IP: ta.IP, Zone: ta.Zone}
+	}
+	return c.pr.c.nc.RemoteAddr()
+}
+
+func (c *cr) finish() {
+	c.done = true
+	delete(c.ia.crs, c)
+}
+
+// releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
+// provider-created EP to the provider, which destroys it. ia.mu is held.
+func (c *cr) releaseLocal() {
+	p := c.local
+	c.local = nil
+	switch {
+	case p == nil || p.freed:
+	case p.providerOwned:
+		p.destroy()
+	case p.state == api.EPPassiveConnectionPending:
+		p.state = api.EPUnconnected
+	}
+}
+
+// Accept accepts the request on ep, or on the CR's own EP when ep is nil
+// (dat_cr_accept(3DAT)). The EP moves to COMPLETION_PENDING and the
+// ACCEPT, with privateData and the EP's attributes, is sent; when the
+// requester's READY arrives the EP is CONNECTED with ESTABLISHED. If the
+// requester has given up meanwhile, the EP gets ACCEPT_COMPLETION_ERROR
+// and moves to DISCONNECTED. On an error return nothing changes.
+func (c *cr) Accept(epArg api.EP, privateData []byte) error {
+	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg3); err != nil {
+		return err
+	}
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	p, _ := epArg.(*ep)
+	if p != nil && p.ia != c.ia {
+		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the EP belongs to another IA")
+	}
+	p, want, err := connreq.AcceptEP(c.local, p, c.rsp != nil)
+	if err != nil {
+		return err
+	}
+	if p.state != want {
+		return p.stateErr("accepting a connection request")
+	}
+	c.finish()
+	c.local = nil
+	k := c.pr.c
+	p.providerOwned = false
+	p.state = api.EPCompletionPending
+	p.localPort, p.remoteAddr, p.remotePort = c.qual, c.remoteAddr(), api.ConnQual(k.hs.PortQual)
+	k.ep = p
+	p.adopt(k)
+	k.out = helloFor(p, hsAccept, 0)
+	k.out.PortQual = uint64(c.qual)
+	c.pr.decide(hsAccept, privateData)
+	return nil
+}
+
+// Reject rejects the request (dat_cr_reject(3DAT)); the requester gets
+// PEER_REJECTED carrying privateData. An RSP's EP returns to UNCONNECTED;
+// a provider-created EP is destroyed.
+func (c *cr) Reject(privateData []byte) error {
+	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg2); err != nil {
+		return err
+	}
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	c.finish()
+	c.pr.decide(hsReject, privateData)
+	c.releaseLocal()
+	return nil
+}
+
+// Handoff passes the request to the service point of this IA listening on
+// q, where it arrives as a new CONNECTION_REQUEST with a new CR
+// (dat_cr_handoff(3DAT)); ErrInvalidParameter if none of this IA listens
+// there, ErrInsufficientResources (nothing changed) if its backlog is
+// full. This CR's local EP is released as by Reject.
+func (c *cr) Handoff(q api.ConnQual) error {
+	c.ia.mu.Lock()
+	defer c.ia.mu.Unlock()
+	if c.done {
+		return errCRDone
+	}
+	var sp servicePoint
+	for s := range c.ia.psps {
+		if s.l.qual == q && !s.l.stopped {
+			sp = s
+		}
+	}
+	for r := range c.ia.rsps {
+		if r.l.qual == q && !r.l.stopped {
+			sp = r
+		}
+	}
+	if sp == nil {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no service point of this IA listens on %d", q))
+	}
+	if !sp.arrive(c.pr) {
+		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the backlog of the target service point is full")
+	}
+	c.finish()
+	c.releaseLocal()
+	return nil
+}
+
+// abort refuses the request because its IA is closing: the requester gets
+// NON_PEER_REJECTED. ia.mu is held.
+func (c *cr) abort() {
+	c.done = true
+	c.pr.decide(hsNonPeer, nil)
+}

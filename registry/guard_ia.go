@@ -1,0 +1,608 @@
+package registry
+
+import (
+	"fmt"
+
+	"github.com/godat/godat/api"
+)
+
+// checkPrivateData enforces the provider's private data limit.
+func (ia *gIA) checkPrivateData(pd []byte, sub api.Subtype) error {
+	if len(pd) > ia.pattr.MaxPrivateDataSize {
+		return api.Errorf(api.InvalidParameter, sub,
+			fmt.Sprintf("private data of %d bytes exceeds the provider limit of %d", len(pd), ia.pattr.MaxPrivateDataSize))
+	}
+	return nil
+}
+
+// checkTimeout rejects negative timeouts other than TimeoutInfinite.
+func checkTimeout(t api.Timeout, sub api.Subtype) error {
+	if t < 0 && t != api.TimeoutInfinite {
+		return api.Errorf(api.InvalidParameter, sub, fmt.Sprintf("timeout %v is negative and not TimeoutInfinite", t))
+	}
+	return nil
+}
+
+// Query returns the provider's attributes with the adapter name set to the
+// IA name the consumer opened, as dat_ia_query(3DAT) defines it.
+func (ia *gIA) Query() (_ api.IAAttr, _ api.ProviderAttr, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIAQuery, &ia.hdr, h.start(opIAQuery), &err)
+	}
+	if err := ia.live(); err != nil {
+		return api.IAAttr{}, api.ProviderAttr{}, err
+	}
+	ia.enter()
+	attr, pattr, err := ia.p.Query()
+	ia.leave()
+	if err == nil {
+		attr.AdapterName = ia.entry.Name
+	}
+	return attr, pattr, err
+}
+
+func (ia *gIA) AsyncEVD() (_ api.EVD, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIAAsyncEVD, &ia.hdr, h.start(opIAAsyncEVD), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	return ia.async, nil
+}
+
+func (ia *gIA) Close(flags api.CloseFlags) (err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIAClose, &ia.hdr, h.start(opIAClose), &err)
+	}
+	if err := ia.live(); err != nil {
+		return err
+	}
+	if flags != api.CloseAbrupt && flags != api.CloseGraceful {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("close flags %#x are neither abrupt nor graceful", uint32(flags)))
+	}
+	// No create reaches the provider from here on, and those under way
+	// end first: a provider's Close cleans up what exists when it runs.
+	ia.life.Lock()
+	if ia.closing {
+		ia.life.Unlock()
+		return freedErr(api.HandleIA)
+	}
+	ia.closing = true
+	ia.life.Unlock()
+	ia.enter()
+	err = ia.p.Close(flags)
+	ia.leave()
+	if err != nil {
+		ia.life.Lock()
+		ia.closing = false // (a graceful Close refused: the IA lives on)
+		ia.life.Unlock()
+		return err
+	}
+	if !ia.freed.CompareAndSwap(false, true) {
+		return freedErr(api.HandleIA)
+	}
+	ia.objs.Range(func(k, v any) bool {
+		v.(guarded).header().freed.Store(true)
+		ia.objs.Delete(k)
+		return true
+	})
+	return nil
+}
+
+func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreatePZ, &ia.hdr, h.start(opIACreatePZ), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	ia.enter()
+	p, err := ia.p.CreatePZ()
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	g := &gPZ{p: p}
+	ia.register(p, g, api.HandlePZ)
+	return g, nil
+}
+
+func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateEVD, &ia.hdr, h.start(opIACreateEVD), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	if qlen <= 0 || (ia.attr.MaxEVDQLen > 0 && qlen > ia.attr.MaxEVDQLen) {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2,
+			fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, ia.attr.MaxEVDQLen))
+	}
+	const known = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
+	if flags == 0 || flags&^known != 0 {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
+	}
+	gc, err := own[*gCNO](ia, cno, true, api.SubHandleCNO, "CNO")
+	if err != nil {
+		return nil, err
+	}
+	var pc api.CNO
+	if gc != nil {
+		pc = gc.p
+	}
+	ia.enter()
+	p, err := ia.p.CreateEVD(qlen, pc, flags)
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	g := ia.adoptEVD(p)
+	g.cno.Store(gc)
+	if gc != nil {
+		gc.users.Add(1)
+	}
+	return g, nil
+}
+
+func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateCNO, &ia.hdr, h.start(opIACreateCNO), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	ia.enter()
+	p, err := ia.p.CreateCNO(ia.wrapAgent(agent))
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	g := &gCNO{p: p}
+	g.agent.Store(&agent)
+	ia.register(p, g, api.HandleCNO)
+	return g, nil
+}
+
+func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateCNOFD, &ia.hdr, h.start(opIACreateCNOFD), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, -1, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, -1, err
+	}
+	defer ia.endCreate()
+	ia.enter()
+	p, fd, err := ia.p.CreateCNOFD()
+	ia.leave()
+	if err != nil {
+		return nil, -1, err
+	}
+	g := &gCNO{p: p}
+	var none api.WaitAgent
+	g.agent.Store(&none)
+	ia.register(p, g, api.HandleCNO)
+	return g, fd, nil
+}
+
+// wrapAgent makes a provider-facing agent that hands the consumer's agent
+// the guard of the EVD that triggered.
+func (ia *gIA) wrapAgent(agent api.WaitAgent) api.WaitAgent {
+	if agent == nil {
+		return nil
+	}
+	return func(evd api.EVD) { agent(ia.asEVD(evd)) }
+}
+
+func (ia *gIA) CreateEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (_ api.EP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateEP, &ia.hdr, h.start(opIACreateEP), &err)
+	}
+	return ia.createEP(pz, recvEVD, requestEVD, connectEVD, nil, false, attr)
+}
+
+func (ia *gIA) CreateEPWithSRQ(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, attr *api.EPAttr) (_ api.EP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateEPSRQ, &ia.hdr, h.start(opIACreateEPSRQ), &err)
+	}
+	return ia.createEP(pz, recvEVD, requestEVD, connectEVD, srq, true, attr)
+}
+
+// evdFor checks an EVD argument and that it accepts the stream need.
+func (ia *gIA) evdFor(h api.EVD, need api.EVDFlags, sub api.Subtype, what string) (*gEVD, error) {
+	g, err := own[*gEVD](ia, h, true, sub, what)
+	if err != nil || g == nil {
+		return g, err
+	}
+	if g.flags&need == 0 {
+		return nil, api.Errorf(api.InvalidHandle, sub, fmt.Sprintf("%s was not created with the %s stream flag", what, streamName(need)))
+	}
+	return g, nil
+}
+
+func streamName(f api.EVDFlags) string {
+	switch f {
+	case api.EVDDTO:
+		return "DTO"
+	case api.EVDConnection:
+		return "connection"
+	case api.EVDCR:
+		return "connection-request"
+	}
+	return fmt.Sprintf("%#x", uint32(f))
+}
+
+func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
+	if err != nil {
+		return nil, err
+	}
+	grecv, err := ia.evdFor(recvEVD, api.EVDDTO, api.SubHandleEVDRecv, "receive EVD")
+	if err != nil {
+		return nil, err
+	}
+	greq, err := ia.evdFor(requestEVD, api.EVDDTO, api.SubHandleEVDRequest, "request EVD")
+	if err != nil {
+		return nil, err
+	}
+	gconn, err := ia.evdFor(connectEVD, api.EVDConnection, api.SubHandleEVDConn, "connect EVD")
+	if err != nil {
+		return nil, err
+	}
+	var gsrq *gSRQ
+	if withSRQ {
+		if gsrq, err = own[*gSRQ](ia, srq, false, api.SubHandleSRQ, "SRQ"); err != nil {
+			return nil, err
+		}
+		if attr == nil {
+			// dat_ep_create_with_srq(3DAT): the attributes are not optional.
+			return nil, api.Errorf(api.InvalidParameter, api.SubArg7, "an EP on an SRQ needs attributes")
+		}
+		if gsrq.pz != gpz && !ia.pattr.SRQEPPZDifferenceSupported {
+			return nil, api.Errorf(api.InvalidParameter, api.SubArg6, "the SRQ is in another protection zone and the provider does not support that")
+		}
+	}
+	if attr != nil {
+		if err := ia.checkEPAttr(attr); err != nil {
+			return nil, err
+		}
+	}
+	ia.enter()
+	var p api.EP
+	if withSRQ {
+		p, err = ia.p.CreateEPWithSRQ(gpz.p, evdP(grecv), evdP(greq), evdP(gconn), gsrq.p, attr)
+	} else {
+		p, err = ia.p.CreateEP(gpz.p, evdP(grecv), evdP(greq), evdP(gconn), attr)
+	}
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	g := &gEP{p: p, pz: gpz, recv: grecv, req: greq, conn: gconn, srq: gsrq}
+	prm, err := p.Query()
+	if err != nil {
+		p.Free()
+		return nil, err
+	}
+	g.setLimits(prm.Attr)
+	ia.register(p, g, api.HandleEP)
+	g.use(1)
+	return g, nil
+}
+
+// checkEPAttr checks EP attributes against the IA's limits
+// (dat_ep_create(3DAT), dat_ep_modify(3DAT)).
+func (ia *gIA) checkEPAttr(a *api.EPAttr) error {
+	bad := func(field string, v, max int) error {
+		return api.Errorf(api.InvalidParameter, api.SubArg6, fmt.Sprintf("EP attribute %s = %d outside 0..%d", field, v, max))
+	}
+	lim := func(field string, v, max int) error {
+		if v < 0 || (max > 0 && v > max) {
+			return bad(field, v, max)
+		}
+		return nil
+	}
+	if a.ServiceType != api.ServiceRC {
+		return api.Errorf(api.InvalidParameter, api.SubArg6, "EP service type must be reliable connection")
+	}
+	for _, c := range []struct {
+		f      string
+		v, max int
+	}{
+		{"MaxRecvDTOs", a.MaxRecvDTOs, ia.attr.MaxDTOPerEP},
+		{"MaxRequestDTOs", a.MaxRequestDTOs, ia.attr.MaxDTOPerEP},
+		{"MaxRecvIOV", a.MaxRecvIOV, ia.attr.MaxIOVSegmentsPerDTO},
+		{"MaxRequestIOV", a.MaxRequestIOV, ia.attr.MaxIOVSegmentsPerDTO},
+		{"MaxRDMAReadIn", a.MaxRDMAReadIn, ia.attr.MaxRDMAReadPerEPIn},
+		{"MaxRDMAReadOut", a.MaxRDMAReadOut, ia.attr.MaxRDMAReadPerEPOut},
+		{"MaxRDMAReadIOV", a.MaxRDMAReadIOV, ia.attr.MaxIOVSegmentsPerRDMARead},
+		{"MaxRDMAWriteIOV", a.MaxRDMAWriteIOV, ia.attr.MaxIOVSegmentsPerRDMAWrite},
+	} {
+		if err := lim(c.f, c.v, c.max); err != nil {
+			return err
+		}
+	}
+	if ia.attr.MaxMessageSize > 0 && a.MaxMessageSize > ia.attr.MaxMessageSize {
+		return api.Errorf(api.InvalidParameter, api.SubArg6, fmt.Sprintf("EP MaxMessageSize %d exceeds the IA limit %d", a.MaxMessageSize, ia.attr.MaxMessageSize))
+	}
+	if ia.attr.MaxRDMASize > 0 && a.MaxRDMASize > ia.attr.MaxRDMASize {
+		return api.Errorf(api.InvalidParameter, api.SubArg6, fmt.Sprintf("EP MaxRDMASize %d exceeds the IA limit %d", a.MaxRDMASize, ia.attr.MaxRDMASize))
+	}
+	const known = api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled | api.CompletionBarrierFence | api.CompletionEVDThreshold
+	if a.RecvCompletionFlags&^known != 0 || a.RequestCompletionFlags&^known != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg6, "EP completion flags name unknown bits")
+	}
+	if a.RecvCompletionFlags&api.CompletionEVDThreshold != 0 && a.RecvCompletionFlags&api.CompletionUnsignalled != 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg6, "receive completion flags may not combine EVD threshold with unsignalled")
+	}
+	return nil
+}
+
+func evdP(g *gEVD) api.EVD {
+	if g == nil {
+		return nil
+	}
+	return g.p
+}
+
+func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api.PSP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreatePSP, &ia.hdr, h.start(opIACreatePSP), &err)
+	}
+	g, err := ia.pspArgs(evd, flags)
+	if err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	ia.enter()
+	p, err := ia.p.CreatePSP(q, g.p, flags)
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	return ia.newPSP(p, g, flags), nil
+}
+
+func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (_ api.PSP, _ api.ConnQual, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreatePSPAny, &ia.hdr, h.start(opIACreatePSPAny), &err)
+	}
+	g, err := ia.pspArgs(evd, flags)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, 0, err
+	}
+	defer ia.endCreate()
+	ia.enter()
+	p, q, err := ia.p.CreatePSPAny(g.p, flags)
+	ia.leave()
+	if err != nil {
+		return nil, 0, err
+	}
+	return ia.newPSP(p, g, flags), q, nil
+}
+
+func (ia *gIA) pspArgs(evd api.EVD, flags api.PSPFlags) (*gEVD, error) {
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	g, err := ia.evdFor(evd, api.EVDCR, api.SubHandleEVDCR, "connection-request EVD")
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	switch flags {
+	case api.PSPConsumer:
+	case api.PSPProvider:
+		if ia.pattr.EPCreator == api.PSPCreatesEPNever {
+			return nil, api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider never creates EPs for PSPs")
+		}
+	default:
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
+	}
+	return g, nil
+}
+
+func (ia *gIA) newPSP(p api.PSP, evd *gEVD, flags api.PSPFlags) *gPSP {
+	g := &gPSP{p: p, evd: evd, flags: flags}
+	ia.register(p, g, api.HandlePSP)
+	evd.users.Add(1)
+	return g
+}
+
+func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateRSP, &ia.hdr, h.start(opIACreateRSP), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	gep, err := own[*gEP](ia, ep, false, api.SubHandleEP, "EP")
+	if err != nil {
+		return nil, err
+	}
+	gevd, err := ia.evdFor(evd, api.EVDCR, api.SubHandleEVDCR, "connection-request EVD")
+	if err != nil {
+		return nil, err
+	}
+	if gevd == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	ia.enter()
+	p, err := ia.p.CreateRSP(q, gep.p, gevd.p)
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	g := &gRSP{p: p, evd: gevd}
+	ia.register(p, g, api.HandleRSP)
+	gevd.users.Add(1)
+	return g, nil
+}
+
+func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (_ api.LMR, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateLMR, &ia.hdr, h.start(opIACreateLMR), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
+	if err != nil {
+		return nil, err
+	}
+	preg := region
+	var src *gLMR
+	switch region.Type {
+	case api.MemTypeVirtual, api.MemTypeSharedVirtual:
+		if len(region.Bytes) == 0 {
+			return nil, api.Errorf(api.InvalidParameter, api.SubArg3, "the region to register is empty")
+		}
+		if region.Type == api.MemTypeSharedVirtual {
+			if _, _, ok := api.MemoryOf(region.Bytes); !ok {
+				return nil, api.Errorf(api.InvalidParameter, api.SubArg3, "shared virtual memory must come from api.AllocMemory")
+			}
+		}
+	case api.MemTypeLMR:
+		if src, err = own[*gLMR](ia, region.LMR, false, api.SubHandleLMR, "region LMR"); err != nil {
+			return nil, err
+		}
+		preg.LMR = src.p
+	default:
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("memory type %#x is unknown", uint32(region.Type)))
+	}
+	if priv&^api.MemPrivAll != 0 {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg6, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
+	}
+	switch va {
+	case api.VATypeVA:
+	case api.VATypeZB:
+		if !ia.attr.ZBSupported {
+			return nil, api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider does not support zero-based LMRs")
+		}
+	default:
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, fmt.Sprintf("VA type %d is unknown", va))
+	}
+	ia.enter()
+	p, err := ia.p.CreateLMR(gpz.p, preg, priv, va)
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	g := &gLMR{p: p, pz: gpz, src: src}
+	if prm, err := p.Query(); err == nil {
+		g.ctx, g.hasCtx = prm.LMRContext, true
+	}
+	ia.register(p, g, api.HandleLMR)
+	gpz.users.Add(1)
+	if src != nil {
+		src.users.Add(1)
+	}
+	return g, nil
+}
+
+func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIACreateSRQ, &ia.hdr, h.start(opIACreateSRQ), &err)
+	}
+	if err := ia.live(); err != nil {
+		return nil, err
+	}
+	if err := ia.beginCreate(); err != nil {
+		return nil, err
+	}
+	defer ia.endCreate()
+	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
+	if err != nil {
+		return nil, err
+	}
+	if !ia.pattr.SRQSupported {
+		return nil, api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider does not support shared receive queues")
+	}
+	if attr.MaxRecvDTOs <= 0 || (ia.attr.MaxRecvPerSRQ > 0 && attr.MaxRecvDTOs > ia.attr.MaxRecvPerSRQ) {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ MaxRecvDTOs %d outside 1..%d", attr.MaxRecvDTOs, ia.attr.MaxRecvPerSRQ))
+	}
+	if attr.MaxRecvIOV <= 0 || (ia.attr.MaxIOVSegmentsPerDTO > 0 && attr.MaxRecvIOV > ia.attr.MaxIOVSegmentsPerDTO) {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ MaxRecvIOV %d outside 1..%d", attr.MaxRecvIOV, ia.attr.MaxIOVSegmentsPerDTO))
+	}
+	if attr.LowWatermark < 0 || attr.LowWatermark > attr.MaxRecvDTOs {
+		return nil, api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("SRQ low watermark %d outside 0..%d", attr.LowWatermark, attr.MaxRecvDTOs))
+	}
+	ia.enter()
+	p, err := ia.p.CreateSRQ(gpz.p, attr)
+	ia.leave()
+	if err != nil {
+		return nil, err
+	}
+	g := &gSRQ{p: p, pz: gpz}
+	// The limit is the provider's, which may exceed the one asked for.
+	iov := attr.MaxRecvIOV
+	if prm, err := p.Query(); err == nil && prm.MaxRecvIOV > iov {
+		iov = prm.MaxRecvIOV
+	}
+	g.maxIOV.Store(int64(iov))
+	ia.register(p, g, api.HandleSRQ)
+	gpz.users.Add(1)
+	return g, nil
+}
+
+func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) (err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIASyncRead, &ia.hdr, h.start(opIASyncRead), &err)
+	}
+	if err := ia.live(); err != nil {
+		return err
+	}
+	ia.enter()
+	defer ia.leave()
+	return ia.p.SyncRDMARead(segs)
+}
+
+func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) (err error) {
+	if h := ia.hooks; h != nil {
+		defer h.done(opIASyncWrite, &ia.hdr, h.start(opIASyncWrite), &err)
+	}
+	if err := ia.live(); err != nil {
+		return err
+	}
+	ia.enter()
+	defer ia.leave()
+	return ia.p.SyncRDMAWrite(segs)
+}
