@@ -17,6 +17,9 @@ func readable(t *testing.T, fd int) bool {
 	t.Helper()
 	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	n, err := unix.Poll(p, 0)
+	for err == unix.EINTR { // (the runtime's preemption signal interrupts it)
+		n, err = unix.Poll(p, 0)
+	}
 	if err != nil {
 		t.Fatalf("poll: %v", err)
 	}
