@@ -77,7 +77,8 @@ func ParseAddr(s string) (Addr, error) {
 	return Addr{Name: s[:i], Instance: n}, nil
 }
 
-// addrOf converts a remote address argument to a loopback address.
+// addrOf converts a remote address argument to a loopback address: an
+// Addr, or any address whose network is "loopback".
 func addrOf(a net.Addr) (Addr, error) {
 	switch v := a.(type) {
 	case Addr:
@@ -88,6 +89,12 @@ func addrOf(a net.Addr) (Addr, error) {
 		}
 	case nil:
 	default:
+		// Any net.Addr of the loopback network in Addr.String's form:
+		// what a program rebuilds from a printed address, or what comes
+		// through a plugin host.
+		if a.Network() == "loopback" {
+			return ParseAddr(a.String())
+		}
 		return Addr{}, api.Errorf(api.InvalidAddress, api.SubAddressUnsupported,
 			fmt.Sprintf("%s address %q is not a loopback address", a.Network(), a.String()))
 	}

@@ -1,0 +1,122 @@
+package datnet_test
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/datnet"
+	"github.com/godat/godat/registry"
+
+	_ "github.com/godat/godat/providers/loopback"
+	_ "github.com/godat/godat/providers/tcp"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testConfig has one IA of each in-process provider the tests run on.
+const testConfig = `
+[[ia]]
+name        = "lo"
+provider    = "loopback"
+api_version = "u2.0"
+threadsafe  = true
+
+[[ia]]
+name        = "tcp"
+provider    = "tcp"
+api_version = "u2.0"
+threadsafe  = true
+ia_params   = "127.0.0.1"
+`
+
+// opener opens an IA for one side of a test connection.
+type opener func(ctx context.Context) (api.IA, error)
+
+func inProcess(t testing.TB, name string) opener {
+	t.Helper()
+	cfg, err := registry.ParseConfig("datnet-test.conf", []byte(testConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := registry.New(cfg)
+	return func(ctx context.Context) (api.IA, error) { return r.Open(ctx, name) }
+}
+
+// pipe is a connected pair over two IAs, with what closes it all.
+type pipe struct {
+	c1, c2 net.Conn
+	l      net.Listener
+	ias    []api.IA
+}
+
+func (p *pipe) stop() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, c := range []net.Conn{p.c1, p.c2} {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if p.l != nil {
+		keep(p.l.Close())
+	}
+	for _, ia := range p.ias {
+		keep(ia.Close(api.CloseGraceful))
+	}
+	return first
+}
+
+// newPipe connects a client IA to a listener on a server IA, both opened
+// by open, with options o on both sides.
+func newPipe(t testing.TB, open opener, o datnet.Options) (*pipe, error) {
+	ctx := context.Background()
+	p := &pipe{}
+	srv, err := open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.ias = append(p.ias, srv)
+	cli, err := open(ctx)
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	p.ias = append(p.ias, cli)
+	lc := datnet.ListenConfig{Options: o}
+	p.l, err = lc.Listen(srv, ":0")
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := p.l.Accept()
+		ch <- result{c, err}
+	}()
+	d := datnet.Dialer{Options: o}
+	p.c1, err = d.Dial(ctx, cli, p.l.Addr().String())
+	r := <-ch
+	p.c2 = r.c
+	if err == nil {
+		err = r.err
+	}
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
