@@ -229,7 +229,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			return n, c.opErr("write", errPipe)
 		case c.peerGone:
 			err := c.err
-			if errors.Is(err, errReset) {
+			if err == nil || errors.Is(err, errReset) {
 				err = errPipe
 			}
 			c.mu.Unlock()

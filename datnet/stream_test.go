@@ -1,0 +1,300 @@
+package datnet_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/datnet"
+)
+
+var providers = []string{"lo", "tcp"}
+
+func eachProvider(t *testing.T, f func(t *testing.T, open opener)) {
+	for _, name := range providers {
+		t.Run(name, func(t *testing.T) { f(t, inProcess(t, name)) })
+	}
+}
+
+func mustPipe(t *testing.T, open opener, o datnet.Options) *pipe {
+	t.Helper()
+	p, err := newPipe(t, open, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return p
+}
+
+// A half-close: the peer reads every byte, then io.EOF, and can still
+// answer on the other direction.
+func TestCloseWriteHalfClose(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		p := mustPipe(t, open, datnet.Options{Buffers: 4, BufferSize: 64})
+		msg := bytes.Repeat([]byte("0123456789"), 100) // more than the buffers hold
+		wrote := make(chan error, 1)
+		go func() {
+			if _, err := p.c1.Write(msg); err != nil {
+				wrote <- err
+				return
+			}
+			if err := p.c1.(*datnet.Conn).CloseWrite(); err != nil {
+				wrote <- err
+				return
+			}
+			if _, err := p.c1.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+				wrote <- fmt.Errorf("Write after CloseWrite: %v, want EPIPE", err)
+				return
+			}
+			wrote <- nil
+		}()
+		got, err := io.ReadAll(p.c2)
+		if werr := <-wrote; werr != nil {
+			t.Fatal(werr)
+		}
+		if err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("ReadAll: %d bytes, %v; want %d bytes", len(got), err, len(msg))
+		}
+		if _, err := p.c2.Write([]byte("answer")); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.c2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(p.c1)
+		if err != nil || string(got) != "answer" {
+			t.Fatalf("answer: %q, %v", got, err)
+		}
+	})
+}
+
+// A reader that does not read stops the writer (no overrun, nothing
+// lost): the write deadline ends a Write that has posted what the
+// receiver's buffers hold, and every byte posted arrives.
+func TestFlowControlBlocksWriter(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		const size = 64
+		p := mustPipe(t, open, datnet.Options{Buffers: 4, BufferSize: size})
+		big := bytes.Repeat([]byte{7}, 100*size)
+		p.c1.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+		n, err := p.c1.Write(big)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Write to a reader that does not read: n=%d, %v; want a deadline error", n, err)
+		}
+		if n == 0 || n >= len(big) {
+			t.Fatalf("posted %d of %d bytes before the deadline", n, len(big))
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("%v is not a net.Error with Timeout", err)
+		}
+		// What was posted is all there, and nothing more.
+		p.c1.(*datnet.Conn).CloseWrite()
+		got, err := io.ReadAll(p.c2)
+		if err != nil || len(got) != n {
+			t.Fatalf("read %d bytes, %v; want the %d posted", len(got), err, n)
+		}
+	})
+}
+
+// Closing with bytes unread resets the connection: the peer's Read
+// fails with ECONNRESET rather than reporting a clean end.
+func TestCloseWithUnreadDataResets(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		p := mustPipe(t, open, datnet.Options{})
+		if _, err := p.c1.Write([]byte("unread")); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until c2 holds the bytes, without reading them.
+		if _, err := p.c2.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1)
+		if _, err := io.ReadFull(p.c1, buf); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // c1's message lands in c2's queue
+		if err := p.c2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p.c1.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := p.c1.Read(buf)
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("Read after the peer closed with unread data: %v, want ECONNRESET", err)
+		}
+		if _, err := p.c1.Write([]byte("more")); !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("Write after a reset: %v, want EPIPE", err)
+		}
+	})
+}
+
+// Close unblocks Accept; Accept and Close after it report net.ErrClosed.
+func TestListenerClose(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		ia, err := open(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ia.Close(api.CloseGraceful)
+		l, err := datnet.Listen(ia, ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.Accept()
+			done <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+		if err := l.Close(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("second Close: %v, want net.ErrClosed", err)
+		}
+	})
+}
+
+// Dialing where nobody listens fails, and leaves nothing behind (the IA
+// closes gracefully: no object of the attempt survives).
+func TestDialRefused(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		ia, err := open(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := datnet.Listen(ia, ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if c, err := datnet.Dial(ctx, ia, addr); err == nil {
+			c.Close()
+			t.Fatal("Dial to a closed listener succeeded")
+		}
+		if err := ia.Close(api.CloseGraceful); err != nil {
+			t.Fatalf("the failed Dial left objects: %v", err)
+		}
+	})
+}
+
+// A connection request that is not a datnet stream is rejected, and
+// Accept goes on to the next.
+func TestAcceptRejectsStrangers(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		srv, err := open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close(api.CloseGraceful)
+		cli, err := open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close(api.CloseAbrupt)
+		l, err := datnet.Listen(srv, ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, _ := l.Accept()
+			accepted <- c
+		}()
+
+		// A plain DAT connect with private data that is not a hello.
+		pz, _ := cli.CreatePZ()
+		evd, _ := cli.CreateEVD(8, nil, api.EVDConnection|api.EVDDTO)
+		ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		la := l.Addr().(*datnet.Addr)
+		if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, []byte("GET / HTTP/1.0"), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		var ev api.Event
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := evd.Wait(wctx, 1, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Number != api.ConnectionPeerRejectedEvent {
+			t.Fatalf("a stranger's connect got %v, want PEER_REJECTED", ev.Number)
+		}
+		ep.Free()
+		evd.Free()
+		pz.Free()
+
+		// A real stream is accepted afterwards.
+		c, err := datnet.Dial(wctx, cli, l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := <-accepted
+		if s == nil {
+			t.Fatal("Accept failed after rejecting a stranger")
+		}
+		c.Close()
+		s.Close()
+	})
+}
+
+func TestAddrs(t *testing.T) {
+	p := mustPipe(t, inProcess(t, "tcp"), datnet.Options{})
+	for _, a := range []net.Addr{p.c1.LocalAddr(), p.c1.RemoteAddr(), p.c2.LocalAddr(), p.c2.RemoteAddr(), p.l.Addr()} {
+		if a.Network() != "dat" {
+			t.Errorf("%v: network %q", a, a.Network())
+		}
+		host, _, err := net.SplitHostPort(a.String())
+		if err != nil || host != "127.0.0.1" {
+			t.Errorf("address %q does not print as 127.0.0.1:port", a)
+		}
+	}
+	if p.c1.RemoteAddr().String() != p.l.Addr().String() {
+		t.Errorf("client's remote %v is not the listener's %v", p.c1.RemoteAddr(), p.l.Addr())
+	}
+}
+
+func TestBadOptionsAndAddresses(t *testing.T) {
+	ia, err := inProcess(t, "lo")(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ia.Close(api.CloseGraceful)
+	ctx := context.Background()
+	for _, o := range []datnet.Options{{Buffers: 3}, {Buffers: 1 << 20}, {BufferSize: 8}, {Linger: -1}} {
+		if _, err := (&datnet.Dialer{Options: o}).Dial(ctx, ia, ":1"); err == nil {
+			t.Errorf("Dial with %+v succeeded", o)
+		}
+		if _, err := (&datnet.ListenConfig{Options: o}).Listen(ia, ":0"); err == nil {
+			t.Errorf("Listen with %+v succeeded", o)
+		}
+	}
+	for _, a := range []string{"nocolon", "lo#1:port", "other#9:1"} {
+		if l, err := datnet.Listen(ia, a); err == nil {
+			l.Close()
+			t.Errorf("Listen(%q) succeeded", a)
+		}
+	}
+}
