@@ -34,9 +34,9 @@ func (p benchParams) mode() string {
 // runtime monitor wakes every 20 µs for about a millisecond and then
 // backs off over some 20 ms to one wake in 10 ms. Each wake takes the
 // CPU from the spinning benchmark loop for a moment, and under emulation
-// (the rxe VM) for tens of microseconds. Measured there, a warm-up of a
-// tenth (200 of 2000 round trips) left a cluster of such stalls in the
-// timed part (docs/benchmarks.md, "verbs: where the mean went").
+// (the rxe VM) for tens of microseconds, and there a warm-up of a tenth
+// (200 of 2000 round trips) leaves a cluster of such stalls in the timed
+// part.
 func warmup(iters int) int { return min(max(iters/2, 10), 1000) }
 
 // benchRow is one row of the benchmark table and of its JSON output.

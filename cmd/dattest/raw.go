@@ -55,9 +55,9 @@ var rawMagic = [4]byte{'G', 'D', 'T', 'R'}
 // godat side's registered memory does (AllocMemory's pages are real pages
 // of a memfd). A Go buffer never written may still be backed by the
 // kernel's shared zero page, which stays in cache however large the
-// buffer: a 1 MiB copy from such a buffer ran at 73 GB/s against 40 GB/s
-// from one that holds data (this machine, 2026-11-23), so a baseline
-// sending from it would do less work than godat.
+// buffer, so a copy from it is much faster than from memory that holds
+// data (docs/benchmarks.md) and a baseline sending from it would do less
+// work than godat.
 func rawBuf(size int) []byte {
 	b := make([]byte, size)
 	fillPattern(b, uint64(size))

@@ -10,20 +10,17 @@ import (
 // The system calls on non-blocking descriptors that godat's polling and
 // waiting paths make. They are raw: a call that cannot block need not tell
 // the scheduler, which costs time and, when the runtime's monitor thread
-// sleeps, wakes it (a futex round trip per message, measured). They
-// return the errno, 0 for success.
+// sleeps, wakes it (a futex round trip per message). They return the
+// errno, 0 for success.
 //
 // The socket calls here are recvfrom(2), sendto(2) and sendmsg(2) rather
-// than read(2), write(2) and writev(2): the socket calls go
-// straight to the socket layer, where the file calls first pass through
-// the file layer (descriptor position, permission hooks, an iterator
-// over the buffers). On an empty loopback TCP socket a read took 339 ns
-// and a recvfrom 286 ns (this 2-vCPU VM, 2026-11-23), a difference a
-// consumer spinning on an empty socket pays on every turn. The tcp
-// provider's 64 B poll ping-pong between two processes went from 4.47-4.57
-// to 4.33-4.47 µs one way with the switch (interleaved runs). ReadNB
-// and WriteNB stay plain read and write for the raw-TCP baselines, which
-// mirror the peers' rawtcp tool.
+// than read(2), write(2) and writev(2): the socket calls go straight to
+// the socket layer, where the file calls first pass through the file
+// layer (descriptor position, permission hooks, an iterator over the
+// buffers), a cost a consumer spinning on an empty socket pays on every
+// turn (docs/benchmarks.md has the numbers). ReadNB and WriteNB stay plain
+// read and write for the raw-TCP baselines, which mirror the peers'
+// rawtcp tool.
 
 // ReadNB reads into b from non-blocking descriptor fd with read(2).
 func ReadNB(fd uintptr, b []byte) (int, syscall.Errno) {
@@ -192,35 +189,23 @@ func sendtoNB(fd uintptr, p *byte, n int) (uintptr, syscall.Errno) {
 
 // leadLen is how many bytes WritevNB sends in the call that carries the
 // short slices ahead of a big one: they and the big slice's first bytes.
-// Streaming 1 MiB RDMA writes (tcp provider, dattest -bench bw -size 1M,
-// pinned, this 2-vCPU VM, 2026-11-24), with the frame header held back
-// by MSG_MORE and the whole payload in the next call, as before: 8.3-9.7
-// GB/s polling and 7.0-8.2 waiting; with the header and the payload's
-// first bytes in one call and the rest in the next: 10.2-10.4 polling
-// and 8.4-9.0 waiting for a 64 KiB lead (leads of 1, 4 and 8 KiB did
-// about as well polling), raw TCP at 10.2-11.2 polling in the same runs.
-// The header never leaves alone (which would wake a waiting receiver
-// once more per frame, see bigSeg), and a polling receiver's stream
-// improves for a reason not pinned down.
+// The header then never leaves alone (which would wake a waiting receiver
+// once more per frame, see bigSeg), and a polling receiver's stream is
+// faster than with the header held back by MSG_MORE until the payload
+// follows, for a reason not pinned down; 64 KiB was the steadiest lead
+// across streams and reads (docs/benchmarks.md).
 const leadLen = 64 << 10
 
 // bigSeg is the length from which WritevNB writes a slice by a system
 // call of its own rather than in one sendmsg with the slices before it
-// (but for its first bytes: leadLen).
-// Streaming 1 MiB RDMA writes between two processes on loopback (tcp
-// provider, dattest -bench bw -size 1M, pinned, this 2-vCPU VM,
-// 2026-11-23): with each frame header in the writev of its payload,
-// 6.8-7.4 GB/s polling and 5.5-5.9 waiting; with the header sent first
-// (MSG_MORE) and the payload written by itself, 8.6-9.3 and 7.1-7.7. The
-// sender's CPU is the limit: the kernel's send path costs markedly more
-// per byte when a large payload follows other data in the same call (the
-// profile shows it in the copy from user memory), for a reason not
-// pinned down. Without MSG_MORE the header leaves as a packet of its own
-// and wakes a waiting receiver once more per frame: waiting fell to
-// 4.7-5.1 GB/s. With bigSeg at 64 KiB (and one big slice per call),
-// 64 KiB frames streamed at 3.6 against 6.9 GB/s polling: the extra
-// system call costs more than it saves on a frame that short, so frames
-// below 512 KiB keep sharing a call.
+// (but for its first bytes: leadLen). A stream's sender is limited by its
+// own CPU, and the kernel's send path costs markedly more per byte when a
+// large payload follows other data in the same call (in the copy from
+// user memory, for a reason not pinned down). What goes ahead of the big
+// slice never leaves alone: a frame header sent as a packet of its own
+// wakes a waiting receiver once more per frame. For a shorter payload the
+// extra system call costs more than it saves, so frames below 512 KiB
+// keep sharing a call (docs/benchmarks.md).
 const bigSeg = 512 << 10
 
 // Advance drops the first n bytes of bufs and returns what is left; the

@@ -220,13 +220,11 @@ const quickAckBytes = 256 << 10
 // messages ("pingpong" mode) and delays its TCP acknowledgements, to let
 // them ride on its answers. The ACK frames a stream's receiver writes
 // make it look so, and the delayed acknowledgements then hold back the
-// peer's sending: on loopback a raw TCP stream of 1 MiB messages went
-// from 10.5 to 7.8-8.3 GB/s once its receiver wrote 48 bytes back per
-// message, and back to 9.3-9.7 GB/s with TCP_QUICKACK set after each of
-// them (2026-11-23). The option leaves that mode until the socket
-// next answers soon after receiving, so it is set again after a batch
-// whenever quickAckBytes more have come in: one system call per 256 KiB
-// received at most, and almost never on an exchange of small messages.
+// peer's sending (docs/benchmarks.md). The option leaves that mode until
+// the socket next answers soon after receiving, so it is set again after
+// a batch whenever quickAckBytes more have come in: one system call per
+// 256 KiB received at most, and almost never on an exchange of small
+// messages.
 func (c *conn) quickAck() {
 	if c.rc != nil {
 		_ = c.rc.Control(c.qaFn)
@@ -277,8 +275,7 @@ const wstageLen = 8 << 10
 // inlineMax is the largest payload of a SEND or RDMA WRITE that a batch
 // copies next to its header rather than writing it from the DTO's memory.
 // For so little data the copy costs less than the extra segment of a
-// vectored write: a plain-socket 64 B round trip took 0.3 µs less of CPU
-// with header and payload in one buffer than in two. The copy is made
+// vectored write. The copy is made
 // while the DTO is outstanding, when the consumer may not change that
 // memory. Read responses are never copied: their memory is the
 // consumer's to write while a peer reads it, which the kernel's gather
@@ -539,11 +536,10 @@ func (c *conn) writevFD(fd uintptr) {
 
 // maxWriteNB bounds one non-blocking write. On loopback the kernel takes
 // as much as the peer reads meanwhile, so an unbounded writev of a
-// stream of large DTOs ran for milliseconds, with the poller away from
-// its completions and many megabytes queued in the socket; streaming
-// 1 MiB RDMA writes between two polling processes went from 4.4-5.1 to
-// 6.1-6.4 GB/s with this bound (2 MiB; 1 MiB did as well, 256 KiB and
-// 4 MiB worse).
+// stream of large DTOs runs for milliseconds, with the poller away from
+// its completions and many megabytes queued in the socket. 2 MiB keeps a
+// polling stream fastest (1 MiB does as well, 256 KiB and 4 MiB worse;
+// docs/benchmarks.md).
 const maxWriteNB = 2 << 20
 
 // writeVec writes wvec with one vectored write.

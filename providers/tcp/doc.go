@@ -273,9 +273,9 @@
 //     frame, or at its next poll or wait on an EVD the connection feeds,
 //     or at the reader's quiet check, whichever comes first. In a
 //     ping-pong the answer then leaves before the send completions of
-//     the message it answers are made (about 55 ns of the consumer's
-//     critical path on this machine), and no completion is lost or
-//     reordered: every path that counts outstanding requests or flushes
+//     the message it answers are made, which takes them off the
+//     consumer's critical path, and no completion is lost or reordered:
+//     every path that counts outstanding requests or flushes
 //     them (GetStatus, a full request queue, Disconnect, a broken
 //     connection) completes the finished ones first, as successes. Only
 //     when the ACK lets no queued request start (one that needs the
@@ -306,7 +306,7 @@
 // sockets, epoll calls with a zero timeout) are raw: they skip the
 // scheduler's system-call bookkeeping, which costs time and, when the
 // runtime's monitor thread sleeps, wakes it (a futex round trip per
-// message, measured).
+// message).
 //
 // # Broken peers
 //

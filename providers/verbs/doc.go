@@ -105,11 +105,9 @@
 // ibv_rc_pingpong and perftest post small messages the same way. On an
 // adapter it spares a DMA read of the payload before the packet leaves;
 // on soft-RoCE, where the post's system call copies the bytes either
-// way, it measured no difference (64 B RDMA-write ping-pong, 12.24 µs one
-// way without and 12.21 µs with, medians of 8 interleaved pairs in one
-// boot of the rxe VM; docs/benchmarks.md). The segments are checked
-// against the IA's LMRs first all the same (above), so a request the
-// device would have refused for its lkey is refused as before; what
+// way, it makes no difference (docs/benchmarks.md). The segments are
+// checked against the IA's LMRs first all the same (above), so a request
+// the device would have refused for its lkey is refused inline too; what
 // changes is only when the bytes are read, and DAT already forbids
 // touching them until the request completes.
 //
@@ -206,15 +204,13 @@
 // that lasts longer than a tick of the runtime's monitor thread (20 µs
 // and up) may have its P handed to another thread, and the caller then
 // waits for a P on its way back. On soft-RoCE each post is a system call
-// that carries the whole exchange, about 20 µs under emulation, so nearly
-// every post paid that handoff, and a few paid milliseconds: with one P
-// per process the 64 B RDMA-write ping-pong took medians of 23–32 µs one
-// way through cgo and 13–14 µs through the direct calls, against
-// `ib_write_lat`'s 9.5–10 µs in the same VM (docs/benchmarks.md). On an
-// RDMA NIC the same calls are stores to
-// the device's doorbell and reads of its completion ring in user space,
-// where cgo's own cost (tens of nanoseconds) is what the direct call
-// saves.
+// that carries the whole exchange, long enough under emulation that
+// through cgo nearly every post pays that handoff and a few pay
+// milliseconds, which took the 64 B RDMA-write ping-pong to about twice
+// the direct calls' time (docs/benchmarks.md). On an RDMA NIC the same
+// calls are stores to the device's doorbell and reads of its completion
+// ring in user space, where cgo's own cost (tens of nanoseconds) is what
+// the direct call saves.
 //
 // A direct call keeps its P for as long as the C function runs, so it is
 // made only for functions that return promptly and never call back into
