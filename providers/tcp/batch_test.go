@@ -177,7 +177,7 @@ func TestDisconnectSendsOwedAck(t *testing.T) {
 				c.respQueued++
 			}
 			c.enqueue(&frame{Type: frSend, Seq: 9, Len: 8}, [][]byte{make([]byte, 8)})
-			c.closing, c.drop, c.disc = true, true, true // (as shutdown for Disconnect)
+			c.closing, c.discardQueued, c.sendDisconnect = true, true, true // (as shutdown for Disconnect)
 			c.up = true
 			done := make(chan struct{})
 			go func() {

@@ -47,7 +47,7 @@ func benchPair(b testing.TB) (cli, srv *client) {
 	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
 		b.Fatal(err)
 	}
-	for _, e := range []api.EVD{cli.conn, srv.conn} {
+	for _, e := range []api.EVD{cli.connEVD, srv.connEVD} {
 		if _, err := e.Wait(ctx, 1, &ev); err != nil || ev.Number != api.ConnectionEstablishedEvent {
 			b.Fatal(err, ev.Number)
 		}

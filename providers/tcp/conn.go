@@ -35,17 +35,17 @@ type conn struct {
 	pd  []byte      // the peer's private data (handshake)
 	out hsMsg       // passive side: the ACCEPT to send, set by CR.Accept
 
-	cancel  func() // active side: aborts the dial
-	aborted bool   // the attempt was abandoned locally
-	up      bool   // the data transfer phase has begun
-	closing bool   // no more frames are processed; the writer is finishing
-	drop    bool   // the closing writer discards queued frames
-	disc    bool   // the closing writer sends DISCONNECT
-	hard    bool   // the closing writer closes the socket instead of half-closing it
-	wexited bool
-	live    int // goroutines running
-	wdone   chan struct{}
-	cond    *sync.Cond // wakes the writer
+	cancel         func() // active side: aborts the dial
+	aborted        bool   // the attempt was abandoned locally
+	up             bool   // the data transfer phase has begun
+	closing        bool   // no more frames are processed; the writer is finishing
+	discardQueued  bool   // the closing writer discards queued frames
+	sendDisconnect bool   // the closing writer sends DISCONNECT
+	fullClose      bool   // the closing writer closes the socket instead of half-closing it
+	wexited        bool
+	live           int // goroutines running
+	wdone          chan struct{}
+	cond           *sync.Cond // wakes the writer
 
 	// Negotiated limits.
 	lim       limits // what this side accepts
@@ -64,37 +64,37 @@ type conn struct {
 	// send side and the scratch below until it clears wbusy: the writer
 	// goroutine, or a goroutine that posts, or the reader (direct writes,
 	// see flush).
-	rc        syscall.RawConn // nil: no direct writes
-	wbusy     bool            // a goroutine is writing
-	wrem      bool            // wvec holds the unwritten rest of a direct write
-	txPend    atomic.Bool     // wrem, for pollers to see without the lock
-	deferWake int             // goroutines that flush before they release ia.mu
-	wstage    [wstageLen]byte // one batch's headers and small payloads, packed (stage)
-	wpos      int             // wstage[:wpos] is in use
-	wrun      int             // index in wvec of the slice of wstage that ends at wpos; -1: none
-	wvec      [][]byte
-	wvec0     [][]byte // wvec's full backing array
-	wbufs     net.Buffers
-	wiov      []syscall.Iovec
-	wrFn      func(uintptr) // writeNB's callback (made once: no allocation)
-	wrN       int
-	wrErr     syscall.Errno
-	credTimer *time.Timer // sends a credit update or ACK that nothing carried
-	credArmed bool
-	rxWoke    bool          // the reader completed a receive with a notification
-	rxBulk    uint64        // payload bytes received since the last quick ACK (quickAck)
-	qaFn      func(uintptr) // quickAck's callback (made once: no allocation)
+	rc            syscall.RawConn // nil: no direct writes
+	wbusy         bool            // a goroutine is writing
+	directRest    bool            // wvec holds the unwritten rest of a direct write
+	txPend        atomic.Bool     // directRest, for pollers to see without the lock
+	deferWake     int             // goroutines that flush before they release ia.mu
+	wstage        [wstageLen]byte // one batch's headers and small payloads, packed (stage)
+	wpos          int             // wstage[:wpos] is in use
+	stageSliceIdx int             // index in wvec of the slice of wstage that ends at wpos; -1: none
+	wvec          [][]byte
+	wvec0         [][]byte // wvec's full backing array
+	wbufs         net.Buffers
+	wiov          []syscall.Iovec
+	wrFn          func(uintptr) // writeNB's callback (made once: no allocation)
+	wrN           int
+	wrErr         syscall.Errno
+	credTimer     *time.Timer // sends a credit update or ACK that nothing carried
+	credArmed     bool
+	rxWoke        bool          // the reader completed a receive with a notification
+	rxBulk        uint64        // payload bytes received since the last quick ACK (quickAck)
+	qaFn          func(uintptr) // quickAck's callback (made once: no allocation)
 
 	// The last frames, the ACK owed and DISCONNECT (lastFrames).
 	wlast [2 * frameLen]byte
 
 	// Reader scratch: only the reader goroutine uses these.
-	rhdr    [frameLen]byte
-	rsegs   [][]byte
-	scratch [512]byte
-	hsbuf   [hsLen + maxPrivateData]byte
-	rb      [rxBufLen]byte // read-ahead: rb[rr:rw] is read and not yet consumed
-	rr, rw  int
+	rhdr           [frameLen]byte
+	rsegs          [][]byte
+	scratch        [512]byte
+	hsbuf          [hsLen + maxPrivateData]byte
+	rb             [rxBufLen]byte // read-ahead: rb[rbStart:rbEnd] is read and not yet consumed
+	rbStart, rbEnd int
 
 	// The receive side's ownership (see "Polling" in the package
 	// documentation). rxTok is 1 while a goroutine consumes the stream:
@@ -106,7 +106,7 @@ type conn struct {
 	rxN       int
 	rxErr     error
 	rxDst     []byte
-	pl        payload
+	rxPayload payload
 	rxTok     atomic.Int32
 	rxMissed  atomic.Int32 // the reader found data while a poller held the token
 	rxKick    atomic.Bool  // a poller left the end of the stream to the reader: pollers keep off
@@ -262,17 +262,18 @@ func (c *conn) wake() {
 	}
 }
 
-// shutdown ends the data transfer phase. drop discards queued frames, disc
-// sends DISCONNECT after them, hard closes the socket once they are
-// written, kick interrupts the reader (when another goroutine than the
-// reader ends the connection). ia.mu is held.
-func (c *conn) shutdown(drop, disc, hard, kick bool) {
+// shutdown ends the data transfer phase. discardQueued discards queued
+// frames, sendDisconnect sends DISCONNECT after them, fullClose closes the
+// socket once they are written (rather than half-closing it), kick
+// interrupts the reader (when another goroutine than the reader ends the
+// connection). ia.mu is held.
+func (c *conn) shutdown(discardQueued, sendDisconnect, fullClose, kick bool) {
 	if !c.up {
 		c.abort()
 		return
 	}
 	if !c.closing {
-		c.closing, c.drop, c.disc = true, drop, disc
+		c.closing, c.discardQueued, c.sendDisconnect = true, discardQueued, sendDisconnect
 		_ = c.nc.SetWriteDeadline(time.Now().Add(drainTimeout))
 		if c.credTimer != nil {
 			c.credTimer.Stop()
@@ -284,14 +285,14 @@ func (c *conn) shutdown(drop, disc, hard, kick bool) {
 			c.ep.reqEVD.dropFeed(c)
 		}
 	}
-	if hard && !c.hard {
-		c.hard = true
+	if fullClose && !c.fullClose {
+		c.fullClose = true
 		_ = c.nc.SetWriteDeadline(time.Now().Add(finalTimeout))
 		if c.wexited {
 			_ = c.nc.Close()
 		}
 	}
-	if kick || hard {
+	if kick || fullClose {
 		_ = c.nc.SetReadDeadline(past)
 	}
 	c.cond.Broadcast()

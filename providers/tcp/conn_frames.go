@@ -27,7 +27,7 @@ func (c *conn) handle(f *frame, polled bool) bool {
 			return false
 		}
 		c.rxBulk += uint64(f.Len)
-		c.pl = payload{active: true, f: *f, all: dst, dst: dst, left: uint64(f.Len)}
+		c.rxPayload = payload{active: true, f: *f, all: dst, dst: dst, left: uint64(f.Len)}
 		return c.continuePayload(polled)
 	case frReadReq:
 		return c.onReadReq(f)
@@ -65,7 +65,7 @@ func (c *conn) continuePayload(polled bool) bool {
 	mu := &c.ia.mu
 	var err error
 	switch {
-	case c.pl.left <= uint64(c.rw-c.rr):
+	case c.rxPayload.left <= uint64(c.rbEnd-c.rbStart):
 		_, err = c.fillNB() // all buffered: no system call
 	case polled:
 		var done bool
@@ -77,12 +77,12 @@ func (c *conn) continuePayload(polled bool) bool {
 		}
 	default:
 		mu.Unlock()
-		err = c.readInto(c.pl.dst, c.pl.left)
+		err = c.readInto(c.rxPayload.dst, c.rxPayload.left)
 		mu.Lock()
 	}
-	f := c.pl.f
-	sgl.Drop(c.pl.all)
-	c.pl = payload{}
+	f := c.rxPayload.f
+	sgl.Drop(c.rxPayload.all)
+	c.rxPayload = payload{}
 	switch f.Type {
 	case frWrite:
 		return c.endWrite(&f, err)
@@ -95,20 +95,20 @@ func (c *conn) continuePayload(polled bool) bool {
 // fillNB reads what it can of the current payload without waiting:
 // buffered bytes, then straight from the socket into the destination.
 func (c *conn) fillNB() (done bool, err error) {
-	for c.pl.left > 0 {
-		if len(c.pl.dst) == 0 {
+	for c.rxPayload.left > 0 {
+		if len(c.rxPayload.dst) == 0 {
 			return false, errBadFrame
 		}
-		s := c.pl.dst[0]
+		s := c.rxPayload.dst[0]
 		if len(s) == 0 {
-			c.pl.dst = c.pl.dst[1:]
+			c.rxPayload.dst = c.rxPayload.dst[1:]
 			continue
 		}
-		s = s[:min(uint64(len(s)), c.pl.left)]
+		s = s[:min(uint64(len(s)), c.rxPayload.left)]
 		var m int
-		if c.rr < c.rw {
-			m = copy(s, c.rb[c.rr:c.rw])
-			c.rr += m
+		if c.rbStart < c.rbEnd {
+			m = copy(s, c.rb[c.rbStart:c.rbEnd])
+			c.rbStart += m
 		} else {
 			k, e := c.readNB(s)
 			switch {
@@ -121,8 +121,8 @@ func (c *conn) fillNB() (done bool, err error) {
 			}
 			m = k
 		}
-		c.pl.left -= uint64(m)
-		c.pl.dst[0] = c.pl.dst[0][m:]
+		c.rxPayload.left -= uint64(m)
+		c.rxPayload.dst[0] = c.rxPayload.dst[0][m:]
 	}
 	return true, nil
 }

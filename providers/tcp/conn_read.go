@@ -27,7 +27,7 @@ func (c *conn) handBack() {
 	}
 	c.ia.mu.Lock()
 	c.settleReap() // (the quiet check that would have is off)
-	if c.wrem || c.tx.Len() > 0 {
+	if c.directRest || c.tx.Len() > 0 {
 		c.cond.Signal()
 	}
 	c.ia.mu.Unlock()
@@ -37,8 +37,8 @@ func (c *conn) handBack() {
 // then from the socket, straight into b for a large remainder, else
 // through the buffer (one read for this and the frames that follow).
 func (c *conn) readFull(b []byte) error {
-	n := copy(b, c.rb[c.rr:c.rw])
-	c.rr += n
+	n := copy(b, c.rb[c.rbStart:c.rbEnd])
+	c.rbStart += n
 	b = b[n:]
 	if len(b) > 0 && c.isQuiet() {
 		c.handBack() // the reader is about to wait inside a frame
@@ -54,7 +54,7 @@ func (c *conn) readFull(b []byte) error {
 		}
 		k, err := c.nc.Read(c.rb[:])
 		m := copy(b, c.rb[:k])
-		c.rr, c.rw = m, k
+		c.rbStart, c.rbEnd = m, k
 		b = b[m:]
 		if err != nil && len(b) > 0 && !c.kicked(err) {
 			return err
@@ -88,7 +88,7 @@ func (c *conn) drain() {
 	c.watchOn()
 	_ = c.nc.SetReadDeadline(time.Now().Add(drainTimeout))
 	c.ia.mu.Lock()
-	if c.hard {
+	if c.fullClose {
 		_ = c.nc.SetReadDeadline(past)
 	}
 	c.ia.mu.Unlock()
@@ -136,7 +136,7 @@ func (c *conn) kicked(err error) bool {
 	// socket again, the writer finishes what they left unwritten, and
 	// they send what they left owed.
 	c.watchOn()
-	if c.wrem || c.tx.Len() > 0 {
+	if c.directRest || c.tx.Len() > 0 {
 		c.cond.Signal()
 	}
 	if c.ackAt.Load() != 0 && c.ackDue() {
@@ -222,7 +222,7 @@ func (c *conn) waitRx() error {
 		if c.waitErr != nil {
 			return c.waitErr
 		}
-		if c.rr != c.rw || c.pl.active {
+		if c.rbStart != c.rbEnd || c.rxPayload.active {
 			return nil
 		}
 	}
@@ -257,7 +257,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 			return false
 		}
 	}
-	if c.rr != c.rw || c.pl.active {
+	if c.rbStart != c.rbEnd || c.rxPayload.active {
 		return true // a poller left part of a frame
 	}
 	k, e := sock.RecvNB(fd, c.rb[:])
@@ -270,7 +270,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 	case k == 0:
 		c.waitErr = io.EOF
 	default:
-		c.rr, c.rw = 0, k
+		c.rbStart, c.rbEnd = 0, k
 	}
 	return true
 }
@@ -306,7 +306,7 @@ func (c *conn) readNB(b []byte) (int, error) {
 func (c *conn) readLoop() {
 	defer c.drain()
 	for {
-		if c.pollable && (c.rr == c.rw && !c.pl.active || c.sk != nil && c.polled.Load()) {
+		if c.pollable && (c.rbStart == c.rbEnd && !c.rxPayload.active || c.sk != nil && c.polled.Load()) {
 			// Nothing buffered, or pollers want the stream (they go
 			// on with what is buffered and with an unfinished
 			// payload): wait without the receive token, in the
@@ -317,7 +317,7 @@ func (c *conn) readLoop() {
 			}
 			continue
 		}
-		if c.pl.active {
+		if c.rxPayload.active {
 			// A poller left a payload unfinished.
 			if !c.step(false, true) {
 				return
@@ -357,7 +357,7 @@ func (c *conn) step(polled, resume bool) bool {
 	} else {
 		ok = c.handle(&f, polled)
 	}
-	if c.rxWoke && !polled && ok && c.rr == c.rw && c.ackDue() && c.tx.Len() == 0 {
+	if c.rxWoke && !polled && ok && c.rbStart == c.rbEnd && c.ackDue() && c.tx.Len() == 0 {
 		// A receive completed with a notification: its consumer
 		// may answer at once, and its frames would carry the ACK.
 		// Let it run first rather than write the ACK alone now.
@@ -365,7 +365,7 @@ func (c *conn) step(polled, resume bool) bool {
 		runtime.Gosched()
 		mu.Lock()
 	}
-	ack := c.rr == c.rw
+	ack := c.rbStart == c.rbEnd
 	if polled && c.rxWoke && ack && c.ackDue() && c.tx.Len() == 0 {
 		// The same: the polling consumer is about to see the
 		// receive and may answer; the ACK waits for its frames,
@@ -441,28 +441,28 @@ func (c *conn) markPolled() {
 func (c *conn) pollStream() bool {
 	drained := false // the last read did not fill the buffer: the socket was empty
 	for {
-		if c.pl.active {
+		if c.rxPayload.active {
 			if !c.step(true, true) {
 				return false // the connection ends; its reader was kicked
 			}
-			if c.pl.active {
+			if c.rxPayload.active {
 				return false // the rest of the payload is not here yet
 			}
 		}
-		for c.rw-c.rr >= frameLen {
-			c.rr += copy(c.rhdr[:], c.rb[c.rr:c.rw])
+		for c.rbEnd-c.rbStart >= frameLen {
+			c.rbStart += copy(c.rhdr[:], c.rb[c.rbStart:c.rbEnd])
 			if !c.step(true, false) {
 				return false
 			}
-			if c.pl.active {
+			if c.rxPayload.active {
 				return false
 			}
 		}
-		if c.rr == c.rw {
-			c.rr, c.rw = 0, 0
-		} else if c.rr > 0 {
-			c.rw = copy(c.rb[:], c.rb[c.rr:c.rw])
-			c.rr = 0
+		if c.rbStart == c.rbEnd {
+			c.rbStart, c.rbEnd = 0, 0
+		} else if c.rbStart > 0 {
+			c.rbEnd = copy(c.rb[:], c.rb[c.rbStart:c.rbEnd])
+			c.rbStart = 0
 		}
 		if drained {
 			// Another read now would most likely find nothing (a
@@ -470,8 +470,8 @@ func (c *conn) pollStream() bool {
 			// nothing); the next poll reads what comes.
 			return false
 		}
-		space := len(c.rb) - c.rw
-		k, e := c.readNB(c.rb[c.rw:])
+		space := len(c.rb) - c.rbEnd
+		k, e := c.readNB(c.rb[c.rbEnd:])
 		switch {
 		case e == syscall.EAGAIN || e == syscall.EINTR:
 			// Part of a header may stay buffered: its rest wakes the
@@ -480,7 +480,7 @@ func (c *conn) pollStream() bool {
 		case e != nil || k == 0:
 			return true // the reader sees the error or EOF for itself
 		}
-		c.rw += k
+		c.rbEnd += k
 		drained = k < space
 	}
 }

@@ -46,16 +46,16 @@ func (c *conn) writeLoop() {
 	mu := &c.ia.mu
 	mu.Lock()
 	for {
-		for c.wbusy || (!c.wrem && c.tx.Len() == 0 && !c.ackDue() && !c.closing) ||
-			(c.wrem && c.isQuiet() && !c.closing) {
+		for c.wbusy || (!c.directRest && c.tx.Len() == 0 && !c.ackDue() && !c.closing) ||
+			(c.directRest && c.isQuiet() && !c.closing) {
 			// (The rest of a direct write on a quiet connection is
 			// its pollers' to finish: pollTx.)
 			c.cond.Wait()
 		}
-		if c.wrem {
+		if c.directRest {
 			// The rest of a direct write: always finished, even when
 			// closing, so that the stream stays whole.
-			c.wrem, c.wbusy = false, true
+			c.directRest, c.wbusy = false, true
 			c.txPend.Store(false)
 			mu.Unlock()
 			err := c.writeVec()
@@ -66,7 +66,7 @@ func (c *conn) writeLoop() {
 			}
 			continue
 		}
-		if c.closing && c.drop {
+		if c.closing && c.discardQueued {
 			for c.tx.Len() > 0 {
 				t := c.tx.Front()
 				if t.readResp && c.respCut == 0 {
@@ -77,10 +77,10 @@ func (c *conn) writeLoop() {
 			}
 		}
 		if c.closing && c.tx.Len() == 0 {
-			disc, hard := c.disc, c.hard
-			c.disc = false
+			sendDisconnect, fullClose := c.sendDisconnect, c.fullClose
+			c.sendDisconnect = false
 			n := 0
-			if disc {
+			if sendDisconnect {
 				n = c.lastFrames()
 			}
 			mu.Unlock()
@@ -88,10 +88,10 @@ func (c *conn) writeLoop() {
 				_, _ = c.nc.Write(c.wlast[:n])
 			}
 			mu.Lock()
-			hard = hard || c.hard
+			fullClose = fullClose || c.fullClose
 			c.wexited = true
 			mu.Unlock()
-			if hard {
+			if fullClose {
 				_ = c.nc.Close()
 			} else if hc, ok := c.nc.(interface{ CloseWrite() error }); ok {
 				_ = hc.CloseWrite()
@@ -149,7 +149,7 @@ func (c *conn) lastFrames() int {
 // (quickAck). ia.mu is held and the caller set wbusy.
 func (c *conn) batch() (quick bool) {
 	c.wvec = c.wvec0[:0]
-	c.wpos, c.wrun = 0, -1
+	c.wpos, c.stageSliceIdx = 0, -1
 	ack := c.ackDue() && !c.closing
 	// Where the ACK goes: with no READ_RESP queued, as early as it can,
 	// so that the peer learns of its completions and credits before the
@@ -190,7 +190,7 @@ func (c *conn) batch() (quick bool) {
 				c.stage(s)
 			case len(s) > 0:
 				c.wvec = append(c.wvec, s)
-				c.wrun = -1
+				c.stageSliceIdx = -1
 			}
 		}
 		nsegs += 1 + len(t.segs)
@@ -249,11 +249,11 @@ var testHookQuickAck func(error)
 func (c *conn) stage(b []byte) {
 	p := c.wpos
 	c.wpos += copy(c.wstage[p:], b)
-	if k := len(c.wvec) - 1; k >= 0 && k == c.wrun {
+	if k := len(c.wvec) - 1; k >= 0 && k == c.stageSliceIdx {
 		c.wvec[k] = c.wvec[k][:len(c.wvec[k])+len(b)]
 	} else if len(b) > 0 {
 		c.wvec = append(c.wvec, c.wstage[p:c.wpos])
-		c.wrun = len(c.wvec) - 1
+		c.stageSliceIdx = len(c.wvec) - 1
 	}
 }
 
@@ -406,7 +406,7 @@ func (c *conn) flush(ack bool) {
 		if !work {
 			return
 		}
-		if c.wbusy || c.wrem {
+		if c.wbusy || c.directRest {
 			return // the writer in progress (or due) looks at the queue again
 		}
 		if c.rc == nil || !c.up || c.closing {
@@ -443,34 +443,34 @@ func (c *conn) pollTx() bool {
 	mu.Lock()
 	defer mu.Unlock()
 	if c.wbusy || !c.up || c.closing {
-		return c.wrem
+		return c.directRest
 	}
 	if !c.isQuiet() {
 		// The writer goroutine's again (it clears txPend when it
 		// takes a rest; queued frames alone are simply its).
-		if !c.wrem {
+		if !c.directRest {
 			c.txPend.Store(false)
 		}
 		c.cond.Signal()
-		return c.wrem
+		return c.directRest
 	}
-	if c.wrem {
-		c.wrem, c.wbusy = false, true
+	if c.directRest {
+		c.directRest, c.wbusy = false, true
 		if !c.writeHeld(false) {
-			return c.wrem
+			return c.directRest
 		}
 	}
 	c.txPend.Store(false)
 	c.flush(true) // what is queued (behind the rest)
-	return c.wrem
+	return c.directRest
 }
 
 // writeHeld writes wvec without waiting, for a caller that set wbusy and
 // holds ia.mu (released while it writes). What the socket does not take
-// is left in wrem, for the writer goroutine or, on a quiet connection,
-// for the pollers (pollTx), which spin anyway and so need no wake-up; an
-// error breaks the connection. quick asks for a quick ACK after the
-// write (batch says when). true: everything was written.
+// is left in wvec (directRest), for the writer goroutine or, on a quiet
+// connection, for the pollers (pollTx), which spin anyway and so need no
+// wake-up; an error breaks the connection. quick asks for a quick ACK
+// after the write (batch says when). true: everything was written.
 func (c *conn) writeHeld(quick bool) bool {
 	mu := &c.ia.mu
 	mu.Unlock()
@@ -490,7 +490,7 @@ func (c *conn) writeHeld(quick bool) bool {
 		c.cond.Broadcast()
 		return false
 	case !done:
-		c.wrem = true
+		c.directRest = true
 		c.txPend.Store(true)
 		if !c.isQuiet() {
 			c.cond.Signal()

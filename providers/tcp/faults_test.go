@@ -60,12 +60,12 @@ func newEndpoint(t testing.TB, ia api.IA, qlen, size int) *client {
 	if c.pz, err = ia.CreatePZ(); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []*api.EVD{&c.recv, &c.req, &c.conn} {
+	for _, e := range []*api.EVD{&c.recv, &c.req, &c.connEVD} {
 		if *e, err = ia.CreateEVD(qlen, nil, api.EVDDTO|api.EVDConnection|api.EVDRMRBind); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if c.ep, err = ia.CreateEP(c.pz, c.recv, c.req, c.conn, nil); err != nil {
+	if c.ep, err = ia.CreateEP(c.pz, c.recv, c.req, c.connEVD, nil); err != nil {
 		t.Fatal(err)
 	}
 	l, err := ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: c.buf}, api.MemPrivLocalRead|api.MemPrivLocalWrite, api.VATypeVA)
@@ -178,7 +178,7 @@ func helperSession(t *testing.T) (*helperProc, *client, api.RMRTriplet) {
 		t.Fatal(err)
 	}
 	c.connect(h.port, "fault")
-	if ev := c.expect(c.conn, api.ConnectionEstablishedEvent, "ESTABLISHED"); string(ev.Conn.PrivateData) != "welcome fault" {
+	if ev := c.expect(c.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED"); string(ev.Conn.PrivateData) != "welcome fault" {
 		t.Fatalf("accept private data %q", ev.Conn.PrivateData)
 	}
 	c.dto(c.recv, 1, api.DTOSuccess, "the window message")
@@ -267,7 +267,7 @@ func TestFaultPeerKilled(t *testing.T) {
 		if err := h.proc.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		c.expect(c.conn, api.ConnectionBrokenEvent, "BROKEN when the stopped peer is killed")
+		c.expect(c.connEVD, api.ConnectionBrokenEvent, "BROKEN when the stopped peer is killed")
 		if n := checkCompletions(t, waitEvents(t, c.req, len(reqs), "request completions"), reqs, "requests"); n != 0 {
 			t.Fatalf("%d requests completed successfully although the peer was stopped before they were posted", n)
 		}
@@ -275,7 +275,7 @@ func TestFaultPeerKilled(t *testing.T) {
 			t.Fatalf("%d receives completed successfully", n)
 		}
 		expectState(t, c.ep, api.EPDisconnected, "after BROKEN")
-		for _, e := range []api.EVD{c.conn, c.req, c.recv} {
+		for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
 			expectQuiet(t, e, "after the flush")
 		}
 	})
@@ -300,7 +300,7 @@ func TestFaultPeerKilled(t *testing.T) {
 		if err := h.proc.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		c.expect(c.conn, api.ConnectionBrokenEvent, "BROKEN when the peer is killed mid-stream")
+		c.expect(c.connEVD, api.ConnectionBrokenEvent, "BROKEN when the peer is killed mid-stream")
 		evs := append([]api.Event{first}, waitEvents(t, c.req, len(reqs)-1, "request completions")...)
 		n := checkCompletions(t, evs, reqs, "RDMA writes")
 		t.Logf("%d of %d RDMA writes completed before the kill, %d were flushed", n, len(reqs), len(reqs)-n)
@@ -308,7 +308,7 @@ func TestFaultPeerKilled(t *testing.T) {
 			t.Fatalf("%d receives completed successfully", n)
 		}
 		expectState(t, c.ep, api.EPDisconnected, "after BROKEN")
-		for _, e := range []api.EVD{c.conn, c.req, c.recv} {
+		for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
 			expectQuiet(t, e, "after the flush")
 		}
 	})
@@ -389,7 +389,7 @@ func resetConn(t *testing.T, nc net.Conn) {
 // connection: BROKEN, every outstanding DTO FLUSHED in post order.
 func expectResetOutcome(t *testing.T, c *client, reqs, recvs []api.Cookie) {
 	t.Helper()
-	c.expect(c.conn, api.ConnectionBrokenEvent, "BROKEN after the reset")
+	c.expect(c.connEVD, api.ConnectionBrokenEvent, "BROKEN after the reset")
 	if n := checkCompletions(t, waitEvents(t, c.req, len(reqs), "request completions"), reqs, "requests"); n != 0 {
 		t.Fatalf("%d requests completed successfully; the peer acknowledged none", n)
 	}
@@ -397,7 +397,7 @@ func expectResetOutcome(t *testing.T, c *client, reqs, recvs []api.Cookie) {
 		t.Fatalf("%d receives completed successfully; the peer sent nothing", n)
 	}
 	expectState(t, c.ep, api.EPDisconnected, "after BROKEN")
-	for _, e := range []api.EVD{c.conn, c.req, c.recv} {
+	for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
 		expectQuiet(t, e, "after the flush")
 	}
 }
@@ -445,7 +445,7 @@ func TestFaultConnectionReset(t *testing.T) {
 		t.Cleanup(func() { once.Do(func() { close(release) }) }) // before rawListener's cleanup
 		c := newClient(t, openIA(t))
 		c.connect(q, "reset me")
-		c.expect(c.conn, api.ConnectionEstablishedEvent, "ESTABLISHED with the raw listener")
+		c.expect(c.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED with the raw listener")
 		var nc net.Conn
 		select {
 		case nc = <-conns:
@@ -479,9 +479,9 @@ func TestFaultNobodyListens(t *testing.T) {
 	}
 	c := newClient(t, openIA(t))
 	c.connect(q, "anyone?")
-	c.expect(c.conn, api.ConnectionNonPeerRejectedEvent, "connecting to the port of a freed PSP")
+	c.expect(c.connEVD, api.ConnectionNonPeerRejectedEvent, "connecting to the port of a freed PSP")
 	expectState(t, c.ep, api.EPDisconnected, "after NON_PEER_REJECTED")
-	expectQuiet(t, c.conn, "after NON_PEER_REJECTED")
+	expectQuiet(t, c.connEVD, "after NON_PEER_REJECTED")
 
 	if err := c.ep.Reset(); err != nil {
 		t.Fatal(err)
@@ -492,8 +492,8 @@ func TestFaultNobodyListens(t *testing.T) {
 	if err := ev.CR.CR.Accept(s.ep, nil); err != nil {
 		t.Fatal(err)
 	}
-	c.expect(c.conn, api.ConnectionEstablishedEvent, "ESTABLISHED after Reset")
-	s.expect(s.conn, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
+	c.expect(c.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED after Reset")
+	s.expect(s.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
 }
 
 // TestFaultAcceptTimeout: the passive side does not accept in time. The
@@ -526,9 +526,9 @@ func TestFaultAcceptTimeout(t *testing.T) {
 				if err := c.ep.Disconnect(api.CloseAbrupt); err != nil {
 					t.Fatal(err)
 				}
-				c.expect(c.conn, api.ConnectionDisconnectedEvent, "DISCONNECTED after giving up")
+				c.expect(c.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED after giving up")
 			} else {
-				c.expect(c.conn, api.ConnectionTimedOutEvent, "TIMED_OUT while the request waits")
+				c.expect(c.connEVD, api.ConnectionTimedOutEvent, "TIMED_OUT while the request waits")
 				if d := time.Since(start); d < tc.timeout {
 					t.Fatalf("TIMED_OUT after %v, before the %v timeout", d, tc.timeout)
 				}
@@ -538,10 +538,10 @@ func TestFaultAcceptTimeout(t *testing.T) {
 			if err := ev.CR.CR.Accept(s.ep, []byte("too late")); err != nil {
 				t.Fatalf("Accept of the abandoned request: %v", err)
 			}
-			s.expect(s.conn, api.ConnectionAcceptCompletionErrorEvent, "accepting the abandoned request")
+			s.expect(s.connEVD, api.ConnectionAcceptCompletionErrorEvent, "accepting the abandoned request")
 			s.dto(s.recv, 5, api.DTOErrFlushed, "the receive of the EP whose accept failed")
 			expectState(t, s.ep, api.EPDisconnected, "the accepting EP")
-			expectQuiet(t, c.conn, "the requester after giving up")
+			expectQuiet(t, c.connEVD, "the requester after giving up")
 			goodPair(t, s) // the PSP keeps serving
 		})
 	}
@@ -558,8 +558,8 @@ func connectedPair(t *testing.T, qlen, size int) (cli, srv *client) {
 	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
 		t.Fatal(err)
 	}
-	cli.expect(cli.conn, api.ConnectionEstablishedEvent, "ESTABLISHED (active)")
-	srv.expect(srv.conn, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
+	cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (active)")
+	srv.expect(srv.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
 	return cli, srv
 }
 
@@ -625,11 +625,11 @@ func TestFaultDisconnectDuringReads(t *testing.T) {
 				}
 			}
 			t.Logf("%d of %d reads succeeded, %d were flushed", n, nreads, nreads-n)
-			cli.expect(cli.conn, api.ConnectionDisconnectedEvent, "DISCONNECTED (requester)")
-			srv.expect(srv.conn, api.ConnectionDisconnectedEvent, "DISCONNECTED (responder)")
+			cli.expect(cli.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED (requester)")
+			srv.expect(srv.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED (responder)")
 			for _, c := range []*client{cli, srv} {
 				expectState(t, c.ep, api.EPDisconnected, "after DISCONNECTED")
-				for _, e := range []api.EVD{c.conn, c.req, c.recv} {
+				for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
 					expectQuiet(t, e, "after DISCONNECTED")
 				}
 			}

@@ -102,10 +102,10 @@ func helperMain() int {
 
 // helperConn is one accepted connection of the helper.
 type helperConn struct {
-	ep              api.EP
-	recv, req, conn api.EVD
-	win, buf        []byte
-	winLMR, bufLMR  api.LMRParam
+	ep                 api.EP
+	recv, req, connEVD api.EVD
+	win, buf           []byte
+	winLMR, bufLMR     api.LMRParam
 }
 
 func newHelperConn(ia api.IA) (*helperConn, error) {
@@ -114,12 +114,12 @@ func newHelperConn(ia api.IA) (*helperConn, error) {
 		return nil, err
 	}
 	s := &helperConn{win: make([]byte, helperWindow), buf: make([]byte, 2*helperWindow)}
-	for _, e := range []*api.EVD{&s.recv, &s.req, &s.conn} {
+	for _, e := range []*api.EVD{&s.recv, &s.req, &s.connEVD} {
 		if *e, err = ia.CreateEVD(64, nil, api.EVDDTO|api.EVDConnection|api.EVDRMRBind); err != nil {
 			return nil, err
 		}
 	}
-	if s.ep, err = ia.CreateEP(pz, s.recv, s.req, s.conn, nil); err != nil {
+	if s.ep, err = ia.CreateEP(pz, s.recv, s.req, s.connEVD, nil); err != nil {
 		return nil, err
 	}
 	for _, r := range []struct {
@@ -157,7 +157,7 @@ func (s *helperConn) serve(quit <-chan struct{}) {
 			}
 		}
 	}
-	if ev, ok := wait(s.conn); !ok || ev.Number != api.ConnectionEstablishedEvent {
+	if ev, ok := wait(s.connEVD); !ok || ev.Number != api.ConnectionEstablishedEvent {
 		return
 	}
 	half := uint32(helperWindow)

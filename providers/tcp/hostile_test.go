@@ -78,7 +78,7 @@ func rawConnect(t *testing.T, s *server) net.Conn {
 	if _, err := nc.Write(b[:]); err != nil {
 		t.Fatal(err)
 	}
-	s.expect(s.conn, api.ConnectionEstablishedEvent, "ESTABLISHED with the raw peer")
+	s.expect(s.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED with the raw peer")
 	return nc
 }
 
@@ -106,8 +106,8 @@ func goodPair(t *testing.T, s *server) {
 	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
 		t.Fatal(err)
 	}
-	cli.expect(cli.conn, api.ConnectionEstablishedEvent, "ESTABLISHED (good)")
-	srv.expect(srv.conn, api.ConnectionEstablishedEvent, "ESTABLISHED (good, passive)")
+	cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (good)")
+	srv.expect(srv.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (good, passive)")
 	copy(cli.buf, "fine")
 	if err := cli.ep.PostSend([]api.LMRTriplet{cli.lmr.Triplet(0, 4)}, 2, api.CompletionDefault); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestHostileFrames(t *testing.T) {
 				t.Fatal(err)
 			}
 			nc.(*net.TCPConn).CloseWrite()
-			s.expect(s.conn, api.ConnectionBrokenEvent, "BROKEN after "+tc.name)
+			s.expect(s.connEVD, api.ConnectionBrokenEvent, "BROKEN after "+tc.name)
 			runtime.ReadMemStats(&ms)
 			if d := ms.TotalAlloc - before; d > 16<<20 {
 				t.Errorf("%d bytes allocated while handling the frame", d)
@@ -216,7 +216,7 @@ func TestHostileDuplicateAck(t *testing.T) {
 	if _, err := nc.Write(frameBytes(frame{Type: frAck, Flags: frFlagAck, Ack: 0, Credits: 1})); err != nil {
 		t.Fatal(err)
 	}
-	s.expect(s.conn, api.ConnectionBrokenEvent, "BROKEN after an ACK going backwards")
+	s.expect(s.connEVD, api.ConnectionBrokenEvent, "BROKEN after an ACK going backwards")
 }
 
 func TestHostileSilentPeerDisconnect(t *testing.T) {
@@ -231,7 +231,7 @@ func TestHostileSilentPeerDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.dto(s.recv, 9, api.DTOErrFlushed, "the flushed receive")
-	s.expect(s.conn, api.ConnectionDisconnectedEvent, "DISCONNECTED")
+	s.expect(s.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED")
 	if err := s.ep.Free(); err != nil { // must not hang on the silent peer
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestHostileListener(t *testing.T) {
 			if err := c.ep.Connect(a.Address, q, tc.timeout, []byte("x"), api.QOSBestEffort, api.ConnectDefault); err != nil {
 				t.Fatal(err)
 			}
-			c.expect(c.conn, tc.want, tc.name)
+			c.expect(c.connEVD, tc.want, tc.name)
 		})
 	}
 }
@@ -371,7 +371,7 @@ func TestConnectUnreachable(t *testing.T) {
 	if err := c.ep.Connect(&net.IPAddr{IP: net.IPv6loopback}, 1, 20*time.Second, nil, api.QOSBestEffort, api.ConnectDefault); err != nil {
 		t.Fatal(err)
 	}
-	c.expect(c.conn, api.ConnectionUnreachableEvent, "connecting from 127.0.0.1 to ::1")
+	c.expect(c.connEVD, api.ConnectionUnreachableEvent, "connecting from 127.0.0.1 to ::1")
 }
 
 func TestIPv6(t *testing.T) {
@@ -398,7 +398,7 @@ func TestIPv6(t *testing.T) {
 	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
 		t.Fatal(err)
 	}
-	cli.expect(cli.conn, api.ConnectionEstablishedEvent, "ESTABLISHED over IPv6")
+	cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED over IPv6")
 }
 
 // CheckParams refuses, by their form alone, the ia_params and

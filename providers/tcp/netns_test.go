@@ -195,7 +195,7 @@ func TestHelperNetnsConnect(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ev := e.next(e.conn, name)
+		ev := e.next(e.connEVD, name)
 		elapsed := time.Since(start)
 		st, _, _, err := e.ep.GetStatus()
 		if err != nil {
@@ -375,7 +375,7 @@ func TestHelperNetnsClient(t *testing.T) {
 	if err := c.ep.Connect(&net.IPAddr{IP: server}, api.ConnQual(port), hangDeadline, []byte("across"), api.QOSBestEffort, api.ConnectDefault); err != nil {
 		t.Fatal(err)
 	}
-	ev := c.expect(c.conn, api.ConnectionEstablishedEvent, "ESTABLISHED across namespaces")
+	ev := c.expect(c.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED across namespaces")
 	if string(ev.Conn.PrivateData) != "welcome across" {
 		t.Fatalf("accept private data %q, want %q", ev.Conn.PrivateData, "welcome across")
 	}
@@ -433,14 +433,14 @@ func TestHelperNetnsClient(t *testing.T) {
 	if err := n.ep.Connect(&net.IPAddr{IP: server}, 1, hangDeadline, nil, api.QOSBestEffort, api.ConnectDefault); err != nil {
 		t.Fatal(err)
 	}
-	n.expect(n.conn, api.ConnectionNonPeerRejectedEvent, "a closed port of the other host")
+	n.expect(n.connEVD, api.ConnectionNonPeerRejectedEvent, "a closed port of the other host")
 	expectState(t, n.ep, api.EPDisconnected, "after NON_PEER_REJECTED")
 
 	// A graceful disconnect: DISCONNECTED.
 	if err := c.ep.Disconnect(api.CloseGraceful); err != nil {
 		t.Fatal(err)
 	}
-	c.expect(c.conn, api.ConnectionDisconnectedEvent, "DISCONNECTED")
+	c.expect(c.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED")
 	if err := c.ep.Free(); err != nil {
 		t.Fatal(err)
 	}

@@ -257,8 +257,8 @@ func TestOptionsSocket(t *testing.T) {
 			if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
 				t.Fatal(err)
 			}
-			cli.expect(cli.conn, api.ConnectionEstablishedEvent, "ESTABLISHED (active)")
-			srv.expect(srv.conn, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
+			cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (active)")
+			srv.expect(srv.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
 
 			dialled, accepted := connSockets(t, q)
 			if len(dialled) == 0 || len(accepted) == 0 {
@@ -279,7 +279,7 @@ func TestOptionsSocket(t *testing.T) {
 			if err := cli.ep.Disconnect(api.CloseAbrupt); err != nil {
 				t.Fatal(err)
 			}
-			srv.expect(srv.conn, api.ConnectionDisconnectedEvent, "DISCONNECTED (passive)")
+			srv.expect(srv.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED (passive)")
 		})
 	}
 }
@@ -347,7 +347,7 @@ func TestHelperNetnsSilent(t *testing.T) {
 		if err := c.ep.Connect(&net.IPAddr{IP: server}, api.ConnQual(port), hangDeadline, []byte(name), api.QOSBestEffort, api.ConnectDefault); err != nil {
 			t.Fatal(err)
 		}
-		c.expect(c.conn, api.ConnectionEstablishedEvent, name+": ESTABLISHED")
+		c.expect(c.connEVD, api.ConnectionEstablishedEvent, name+": ESTABLISHED")
 		c.dto(c.recv, 1, api.DTOSuccess, name+": the window message")
 		return c, helperWin(c.buf)
 	}
@@ -392,10 +392,10 @@ func TestHelperNetnsSilent(t *testing.T) {
 	}
 
 	// c.next bounds each wait at 20 s.
-	idle.expect(idle.conn, api.ConnectionBrokenEvent, "the idle connection to the silent peer")
+	idle.expect(idle.connEVD, api.ConnectionBrokenEvent, "the idle connection to the silent peer")
 	fmt.Printf("GODAT-SILENT idle connection broken after %v\n", time.Since(start).Round(time.Millisecond))
 	expectState(t, idle.ep, api.EPDisconnected, "the idle EP after BROKEN")
-	busy.expect(busy.conn, api.ConnectionBrokenEvent, "the busy connection to the silent peer")
+	busy.expect(busy.connEVD, api.ConnectionBrokenEvent, "the busy connection to the silent peer")
 	fmt.Printf("GODAT-SILENT busy connection broken after %v\n", time.Since(start).Round(time.Millisecond))
 	expectState(t, busy.ep, api.EPDisconnected, "the busy EP after BROKEN")
 	busy.dto(busy.req, 10, api.DTOErrFlushed, "the RDMA write to the silent peer")
@@ -404,7 +404,7 @@ func TestHelperNetnsSilent(t *testing.T) {
 	expectQuiet(t, busy.req, "the busy EP's request EVD after the flush")
 	// The handshake fails as when its socket fails: TIMED_OUT for the
 	// kernel's ETIMEDOUT, NON_PEER_REJECTED for another error.
-	ev := held.next(held.conn, "the held request to the silent peer")
+	ev := held.next(held.connEVD, "the held request to the silent peer")
 	if ev.Number != api.ConnectionTimedOutEvent && ev.Number != api.ConnectionNonPeerRejectedEvent {
 		t.Fatalf("the held request to the silent peer: %v, want TIMED_OUT or NON_PEER_REJECTED", ev.Number)
 	}

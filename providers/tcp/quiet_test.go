@@ -414,7 +414,7 @@ func TestLateCompletions(t *testing.T) {
 	if err := r.sc.Load().nc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.cli.conn.Wait(ctx, 1, &r.ev); err != nil || r.ev.Number != api.ConnectionBrokenEvent {
+	if _, err := r.cli.connEVD.Wait(ctx, 1, &r.ev); err != nil || r.ev.Number != api.ConnectionBrokenEvent {
 		t.Fatalf("the client saw %v, %v; want BROKEN", r.ev.Number, err)
 	}
 	nextEvent(t, r.cli.req, true, &r.ev)

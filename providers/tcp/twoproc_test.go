@@ -57,13 +57,13 @@ func startHelperProc(t *testing.T) *helperProc {
 
 // client is one client EP with its own EVDs and buffers.
 type client struct {
-	t               testing.TB
-	ia              api.IA
-	pz              api.PZ
-	ep              api.EP
-	recv, req, conn api.EVD
-	buf             []byte
-	lmr             api.LMRParam
+	t                  testing.TB
+	ia                 api.IA
+	pz                 api.PZ
+	ep                 api.EP
+	recv, req, connEVD api.EVD
+	buf                []byte
+	lmr                api.LMRParam
 }
 
 func newClient(t testing.TB, ia api.IA) *client {
@@ -73,12 +73,12 @@ func newClient(t testing.TB, ia api.IA) *client {
 	if c.pz, err = ia.CreatePZ(); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []*api.EVD{&c.recv, &c.req, &c.conn} {
+	for _, e := range []*api.EVD{&c.recv, &c.req, &c.connEVD} {
 		if *e, err = ia.CreateEVD(64, nil, api.EVDDTO|api.EVDConnection|api.EVDRMRBind); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if c.ep, err = ia.CreateEP(c.pz, c.recv, c.req, c.conn, nil); err != nil {
+	if c.ep, err = ia.CreateEP(c.pz, c.recv, c.req, c.connEVD, nil); err != nil {
 		t.Fatal(err)
 	}
 	l, err := ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: c.buf}, api.MemPrivLocalRead|api.MemPrivLocalWrite, api.VATypeVA)
@@ -151,7 +151,7 @@ func TestTwoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.connect(h.port, "hi")
-	ev := c.expect(c.conn, api.ConnectionEstablishedEvent, "ESTABLISHED")
+	ev := c.expect(c.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED")
 	if string(ev.Conn.PrivateData) != "welcome hi" {
 		t.Fatalf("accept private data %q", ev.Conn.PrivateData)
 	}
@@ -201,12 +201,12 @@ func TestTwoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.dto(c.req, 13, api.DTOErrRemoteAccess, "the refused RDMA write")
-	c.expect(c.conn, api.ConnectionBrokenEvent, "BROKEN after the remote access error")
+	c.expect(c.connEVD, api.ConnectionBrokenEvent, "BROKEN after the remote access error")
 
 	// Reject with private data.
 	r := newClient(t, ia)
 	r.connect(h.port, "reject")
-	ev = r.expect(r.conn, api.ConnectionPeerRejectedEvent, "PEER_REJECTED")
+	ev = r.expect(r.connEVD, api.ConnectionPeerRejectedEvent, "PEER_REJECTED")
 	if string(ev.Conn.PrivateData) != "no thanks" {
 		t.Fatalf("reject private data %q", ev.Conn.PrivateData)
 	}
@@ -220,12 +220,12 @@ func TestTwoProcess(t *testing.T) {
 	ln.Close()
 	n := newClient(t, ia)
 	n.connect(free, "")
-	n.expect(n.conn, api.ConnectionNonPeerRejectedEvent, "connecting to a port nobody listens on")
+	n.expect(n.connEVD, api.ConnectionNonPeerRejectedEvent, "connecting to a port nobody listens on")
 
 	// The peer process dies: BROKEN, and the posted receive is flushed.
 	k := newClient(t, ia)
 	k.connect(h.port, "k")
-	k.expect(k.conn, api.ConnectionEstablishedEvent, "ESTABLISHED before the kill")
+	k.expect(k.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED before the kill")
 	if err := k.ep.PostRecv([]api.LMRTriplet{k.lmr.Triplet(0, 64)}, 7, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +236,6 @@ func TestTwoProcess(t *testing.T) {
 	if err := h.proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	k.expect(k.conn, api.ConnectionBrokenEvent, "BROKEN when the peer process is killed")
+	k.expect(k.connEVD, api.ConnectionBrokenEvent, "BROKEN when the peer process is killed")
 	k.dto(k.recv, 8, api.DTOErrFlushed, "the receive posted before the kill")
 }
