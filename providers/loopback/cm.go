@@ -13,7 +13,7 @@ import (
 // Connection management: service points, connection requests, and the
 // active side of the EP state machine.
 
-// servicePoint is a PSP or an RSP listed in fab.quals.
+// servicePoint is a PSP or an RSP listed in fabric.quals.
 type servicePoint interface {
 	owner() *ia
 	// arrive delivers a new connection request; false means the service
@@ -42,8 +42,8 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if err := connreq.CheckConnectFlags(flags, "loopback"); err != nil {
 		return err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
@@ -61,8 +61,8 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
 		return err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
@@ -86,16 +86,16 @@ func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
 }
 
 // startConnect moves p to ACTIVE_CONNECTION_PENDING and delivers the
-// request; failures are reported as events. fab.mu is held.
+// request; failures are reported as events. fabric.mu is held.
 func (p *ep) startConnect(addr Addr, q api.ConnQual, timeout api.Timeout, pd []byte) {
-	fab.nextPort++
+	fabric.nextPort++
 	p.state = api.EPActiveConnectionPending
-	p.localPort, p.remoteAddr, p.remotePort, p.peerPD = fab.nextPort, addr, q, nil
-	if t := fab.ias[addr]; t == nil {
+	p.localPort, p.remoteAddr, p.remotePort, p.peerPD = fabric.nextPort, addr, q, nil
+	if t := fabric.ias[addr]; t == nil {
 		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
 		return
 	}
-	sp := fab.quals[q]
+	sp := fabric.quals[q]
 	c := &cr{active: p, pd: bytes.Clone(pd), remoteAddr: p.ia.addr, remotePort: p.localPort}
 	if sp == nil || !sp.arrive(c) {
 		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
@@ -107,14 +107,14 @@ func (p *ep) startConnect(addr Addr, q api.ConnQual, timeout api.Timeout, pd []b
 	}
 }
 
-// armTimer starts the connection timeout. fab.mu is held.
+// armTimer starts the connection timeout. fabric.mu is held.
 func (p *ep) armTimer(d time.Duration) {
 	p.twg.Add(1)
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
 		defer p.twg.Done()
-		fab.mu.Lock()
-		defer fab.mu.Unlock()
+		fabric.mu.Lock()
+		defer fabric.mu.Unlock()
 		if p.timer != t {
 			return // stopped, or a later attempt's timer
 		}
@@ -127,7 +127,7 @@ func (p *ep) armTimer(d time.Duration) {
 	p.timer = t
 }
 
-// stopTimer cancels the connection timeout. fab.mu is held.
+// stopTimer cancels the connection timeout. fabric.mu is held.
 func (p *ep) stopTimer() {
 	if p.timer == nil {
 		return
@@ -139,7 +139,7 @@ func (p *ep) stopTimer() {
 }
 
 // abandonRequest detaches p from its pending request: the passive side can
-// still accept it, and then gets ACCEPT_COMPLETION_ERROR. fab.mu is held.
+// still accept it, and then gets ACCEPT_COMPLETION_ERROR. fabric.mu is held.
 func (p *ep) abandonRequest() {
 	if p.cr != nil {
 		p.cr.active = nil
@@ -167,13 +167,13 @@ var errPSPFreed = api.Errorf(api.InvalidHandle, api.SubHandlePSP, "PSP was freed
 // NON_PEER_REJECTED. With PSPProvider, each request comes with an EP the
 // provider created (see CRParam.LocalEP).
 func (i *ia) CreatePSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (api.PSP, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	s, err := i.newPSP(evdArg, flags)
 	if err != nil {
 		return nil, err
 	}
-	if fab.quals[q] != nil {
+	if fabric.quals[q] != nil {
 		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
 	}
 	s.list(q)
@@ -183,8 +183,8 @@ func (i *ia) CreatePSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (api.
 // CreatePSPAny is CreatePSP on a free connection qualifier of the
 // provider's choice, which it returns (dat_psp_create_any(3DAT)).
 func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	s, err := i.newPSP(evdArg, flags)
 	if err != nil {
 		return nil, 0, err
@@ -197,7 +197,7 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 	return s, q, nil
 }
 
-// newPSP checks the arguments of a PSP. fab.mu is held.
+// newPSP checks the arguments of a PSP. fabric.mu is held.
 func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
 	if i.closed {
 		return nil, errIAClosed
@@ -220,14 +220,14 @@ func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
 
 func (s *psp) list(q api.ConnQual) {
 	s.qual = q
-	fab.quals[q] = s
+	fabric.quals[q] = s
 	s.evd.use(1)
 	s.ia.psps[s] = struct{}{}
 }
 
 func (s *psp) unlist() {
-	if fab.quals[s.qual] == servicePoint(s) {
-		delete(fab.quals, s.qual)
+	if fabric.quals[s.qual] == servicePoint(s) {
+		delete(fabric.quals, s.qual)
 	}
 }
 
@@ -256,8 +256,8 @@ func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
 
 // Query returns the PSP's parameters (dat_psp_query(3DAT)).
 func (s *psp) Query() (api.PSPParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if s.freed {
 		return api.PSPParam{}, errPSPFreed
 	}
@@ -268,8 +268,8 @@ func (s *psp) Query() (api.PSPParam, error) {
 // qualifier get NON_PEER_REJECTED. Requests already delivered are not
 // affected.
 func (s *psp) Free() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if s.freed {
 		return errPSPFreed
 	}
@@ -299,8 +299,8 @@ var errRSPFreed = api.Errorf(api.InvalidHandle, api.SubHandleRSP, "RSP was freed
 // arrives the EP moves to PASSIVE_CONNECTION_PENDING and the RSP stops
 // listening.
 func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
@@ -321,14 +321,14 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	if p.state != api.EPUnconnected {
 		return nil, p.stateErr("CreateRSP")
 	}
-	if fab.quals[q] != nil {
+	if fabric.quals[q] != nil {
 		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
 	}
 	if len(i.rsps) >= maxObjects {
 		return nil, tooMany("RSPs")
 	}
 	r := &rsp{ia: i, qual: q, ep: p, evd: e}
-	fab.quals[q] = r
+	fabric.quals[q] = r
 	p.state = api.EPReserved
 	e.use(1)
 	i.rsps[r] = struct{}{}
@@ -352,8 +352,8 @@ func (r *rsp) arrive(c *cr) bool {
 }
 
 func (r *rsp) unlist() {
-	if fab.quals[r.qual] == servicePoint(r) {
-		delete(fab.quals, r.qual)
+	if fabric.quals[r.qual] == servicePoint(r) {
+		delete(fabric.quals, r.qual)
 	}
 }
 
@@ -362,8 +362,8 @@ func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
 
 // Query returns the RSP's parameters (dat_rsp_query(3DAT)).
 func (r *rsp) Query() (api.RSPParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if r.freed {
 		return api.RSPParam{}, errRSPFreed
 	}
@@ -378,8 +378,8 @@ func (r *rsp) Query() (api.RSPParam, error) {
 // the EP returns from RESERVED to UNCONNECTED; otherwise the request and
 // its EP are not affected.
 func (r *rsp) Free() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if r.freed {
 		return errRSPFreed
 	}
@@ -416,8 +416,8 @@ func (c *cr) HandleType() api.HandleType { return api.HandleCR }
 // Query returns the requester's address, port qualifier and private data,
 // and the EP reserved for the request (dat_cr_query(3DAT)).
 func (c *cr) Query() (api.CRParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if c.done {
 		return api.CRParam{}, errCRDone
 	}
@@ -434,7 +434,7 @@ func (c *cr) pending() bool {
 	return a != nil && a.cr == c && a.state == api.EPActiveConnectionPending
 }
 
-// finish destroys the CR. fab.mu is held.
+// finish destroys the CR. fabric.mu is held.
 func (c *cr) finish() {
 	c.done = true
 	delete(c.ia.crs, c)
@@ -442,7 +442,7 @@ func (c *cr) finish() {
 
 // releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
 // provider-created EP back to the provider, which destroys it
-// (dat_cr_reject(3DAT)). fab.mu is held.
+// (dat_cr_reject(3DAT)). fabric.mu is held.
 func (c *cr) releaseLocal() {
 	p := c.local
 	c.local = nil
@@ -466,8 +466,8 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg3); err != nil {
 		return err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if c.done {
 		return errCRDone
 	}
@@ -516,8 +516,8 @@ func (c *cr) Reject(privateData []byte) error {
 	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg2); err != nil {
 		return err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if c.done {
 		return errCRDone
 	}
@@ -539,12 +539,12 @@ func (c *cr) Reject(privateData []byte) error {
 // full, Handoff fails with ErrInsufficientResources and nothing changes.
 // A request whose requester has already given up is simply destroyed.
 func (c *cr) Handoff(q api.ConnQual) error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if c.done {
 		return errCRDone
 	}
-	sp := fab.quals[q]
+	sp := fabric.quals[q]
 	if sp == nil || sp.owner() != c.ia {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no service point of this IA listens on %d", q))
 	}
@@ -564,7 +564,7 @@ func (c *cr) Handoff(q api.ConnQual) error {
 }
 
 // abort ends a pending request because its IA is closing: the requester
-// gets NON_PEER_REJECTED. fab.mu is held.
+// gets NON_PEER_REJECTED. fabric.mu is held.
 func (c *cr) abort() {
 	if c.pending() {
 		a := c.active

@@ -14,12 +14,12 @@ import (
 func TestConnectAcceptCarriesPrivateDataAndAddresses(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	ea, eb := a.ep(nil), b.ep(nil)
-	psp, err := b.ia.CreatePSP(4242, b.conn, api.PSPConsumer)
+	psp, err := b.ia.CreatePSP(4242, b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSP")
 	must(t, ea.Connect(b.addr, 4242, api.TimeoutInfinite, []byte("hello"), api.QOSBestEffort, 0), "Connect")
 	wantState(t, ea, api.EPActiveConnectionPending)
 
-	ev := b.expect(b.conn, api.ConnectionRequestEvent)
+	ev := b.expect(b.connEVD, api.ConnectionRequestEvent)
 	if ev.CR.ConnQual != 4242 || ev.CR.PSP == nil || ev.CR.RSP != nil || ev.CR.LocalAddr != b.addr {
 		t.Fatalf("CR arrival %+v", ev.CR)
 	}
@@ -32,11 +32,11 @@ func TestConnectAcceptCarriesPrivateDataAndAddresses(t *testing.T) {
 	if _, err := ev.CR.CR.Query(); !errors.Is(err, api.ErrInvalidHandle) {
 		t.Fatalf("CR.Query after Accept: %v", err)
 	}
-	eve := b.expect(b.conn, api.ConnectionEstablishedEvent)
+	eve := b.expect(b.connEVD, api.ConnectionEstablishedEvent)
 	if eve.Conn.EP != eb || len(eve.Conn.PrivateData) != 0 {
 		t.Fatalf("passive ESTABLISHED %+v", eve.Conn)
 	}
-	eva := a.expect(a.conn, api.ConnectionEstablishedEvent)
+	eva := a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 	if eva.Conn.EP != ea || string(eva.Conn.PrivateData) != "welcome" {
 		t.Fatalf("active ESTABLISHED %+v", eva.Conn)
 	}
@@ -75,12 +75,12 @@ func TestSameIAAndSameNameIAsConnect(t *testing.T) {
 
 func TestConnQualsAreProcessWide(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	psp, q, err := a.ia.CreatePSPAny(a.conn, api.PSPConsumer)
+	psp, q, err := a.ia.CreatePSPAny(a.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
-	if _, err := b.ia.CreatePSP(q, b.conn, api.PSPConsumer); !errors.Is(err, api.ErrConnQualInUse) {
+	if _, err := b.ia.CreatePSP(q, b.connEVD, api.PSPConsumer); !errors.Is(err, api.ErrConnQualInUse) {
 		t.Fatalf("CreatePSP on a qualifier another IA listens on: %v", err)
 	}
-	_, q2, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q2, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	if q2 == q {
 		t.Fatal("CreatePSPAny returned a qualifier in use")
@@ -88,9 +88,9 @@ func TestConnQualsAreProcessWide(t *testing.T) {
 	// Any open IA's address reaches the listener, as ports on one host.
 	ep := b.ep(nil)
 	must(t, ep.Connect(b.addr, q, api.TimeoutInfinite, nil, 0, 0), "Connect")
-	ev := a.expect(a.conn, api.ConnectionRequestEvent)
+	ev := a.expect(a.connEVD, api.ConnectionRequestEvent)
 	must(t, ev.CR.CR.Reject([]byte("no")), "Reject")
-	r := b.expect(b.conn, api.ConnectionPeerRejectedEvent)
+	r := b.expect(b.connEVD, api.ConnectionPeerRejectedEvent)
 	if string(r.Conn.PrivateData) != "no" {
 		t.Fatalf("reject private data %q", r.Conn.PrivateData)
 	}
@@ -121,7 +121,7 @@ func TestConnectFailures(t *testing.T) {
 			must(t, ep.PostRecv(r.iov(0, 64), 7, 0), "PostRecv")
 			must(t, ep.Connect(tc.addr, tc.q, api.TimeoutInfinite, nil, 0, 0), "Connect")
 			a.expectDTO(a.recv, 7, api.DTOErrFlushed)
-			a.expect(a.conn, tc.want)
+			a.expect(a.connEVD, tc.want)
 			wantState(t, ep, api.EPDisconnected)
 			must(t, ep.Reset(), "Reset")
 			wantState(t, ep, api.EPUnconnected)
@@ -143,17 +143,17 @@ func TestConnectFailures(t *testing.T) {
 func TestTimeoutThenAcceptCompletionError(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	ea, eb := a.ep(nil), b.ep(nil)
-	_, q, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	must(t, ea.Connect(b.addr, q, 20*time.Millisecond, nil, 0, 0), "Connect")
-	cr := b.expect(b.conn, api.ConnectionRequestEvent).CR.CR
-	a.expect(a.conn, api.ConnectionTimedOutEvent)
+	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
+	a.expect(a.connEVD, api.ConnectionTimedOutEvent)
 	wantState(t, ea, api.EPDisconnected)
 	r := b.region(64, api.MemPrivAll)
 	must(t, eb.PostRecv(r.iov(0, 64), 3, 0), "PostRecv")
 	must(t, cr.Accept(eb, nil), "Accept after the requester timed out")
 	b.expectDTO(b.recv, 3, api.DTOErrFlushed)
-	b.expect(b.conn, api.ConnectionAcceptCompletionErrorEvent)
+	b.expect(b.connEVD, api.ConnectionAcceptCompletionErrorEvent)
 	wantState(t, eb, api.EPDisconnected)
 }
 
@@ -161,10 +161,10 @@ func TestTimerStoppedByAcceptAndByFree(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	connect(t, a, b, nil) // infinite timeout path
 	ea := a.ep(nil)
-	_, q, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	must(t, ea.Connect(b.addr, q, time.Hour, nil, 0, 0), "Connect")
-	b.expect(b.conn, api.ConnectionRequestEvent)
+	b.expect(b.connEVD, api.ConnectionRequestEvent)
 	must(t, ea.Free(), "Free during ACTIVE_CONNECTION_PENDING")
 	// goleak in TestMain verifies the timer goroutine is gone.
 }
@@ -172,18 +172,18 @@ func TestTimerStoppedByAcceptAndByFree(t *testing.T) {
 func TestRSPLifecycle(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	eb := b.ep(nil)
-	rsp, err := b.ia.CreateRSP(777, eb, b.conn)
+	rsp, err := b.ia.CreateRSP(777, eb, b.connEVD)
 	must(t, err, "CreateRSP")
 	wantState(t, eb, api.EPReserved)
 	wantErr(t, eb.Free(), api.InvalidState, api.SubStateEPReserved, "Free of a RESERVED EP")
 	wantErr(t, eb.Connect(a.addr, 1, -1, nil, 0, 0), api.InvalidState, api.SubStateEPReserved, "Connect of a RESERVED EP")
-	if _, err := b.ia.CreateRSP(777, b.ep(nil), b.conn); !errors.Is(err, api.ErrConnQualInUse) {
+	if _, err := b.ia.CreateRSP(777, b.ep(nil), b.connEVD); !errors.Is(err, api.ErrConnQualInUse) {
 		t.Fatalf("second RSP on the qualifier: %v", err)
 	}
 
 	ea := a.ep(nil)
 	must(t, ea.Connect(b.addr, 777, -1, []byte("x"), 0, 0), "Connect")
-	ev := b.expect(b.conn, api.ConnectionRequestEvent)
+	ev := b.expect(b.connEVD, api.ConnectionRequestEvent)
 	if ev.CR.RSP == nil || ev.CR.PSP != nil {
 		t.Fatalf("arrival %+v", ev.CR)
 	}
@@ -197,45 +197,45 @@ func TestRSPLifecycle(t *testing.T) {
 	// The RSP is consumed: a second requester is refused.
 	ec := a.ep(nil)
 	must(t, ec.Connect(b.addr, 777, -1, nil, 0, 0), "Connect")
-	a.expect(a.conn, api.ConnectionNonPeerRejectedEvent)
+	a.expect(a.connEVD, api.ConnectionNonPeerRejectedEvent)
 
 	if err := ev.CR.CR.Accept(b.ep(nil), nil); !errors.Is(err, api.ErrInvalidParameter) {
 		t.Fatalf("Accept with another EP than the reserved one: %v", err)
 	}
 	must(t, ev.CR.CR.Reject(nil), "Reject")
-	a.expect(a.conn, api.ConnectionPeerRejectedEvent)
+	a.expect(a.connEVD, api.ConnectionPeerRejectedEvent)
 	wantState(t, eb, api.EPUnconnected)
 	must(t, rsp.Free(), "RSP.Free")
 	must(t, eb.Free(), "Free")
 
 	// RSP.Free before any request returns the EP to UNCONNECTED.
 	ed := b.ep(nil)
-	rsp2, err := b.ia.CreateRSP(778, ed, b.conn)
+	rsp2, err := b.ia.CreateRSP(778, ed, b.connEVD)
 	must(t, err, "CreateRSP")
 	must(t, rsp2.Free(), "RSP.Free")
 	wantState(t, ed, api.EPUnconnected)
 
 	// Accept(nil) connects the reserved EP.
 	ee := b.ep(nil)
-	_, err = b.ia.CreateRSP(779, ee, b.conn)
+	_, err = b.ia.CreateRSP(779, ee, b.connEVD)
 	must(t, err, "CreateRSP")
 	ef := a.ep(nil)
 	must(t, ef.Connect(b.addr, 779, -1, nil, 0, 0), "Connect")
-	must(t, b.expect(b.conn, api.ConnectionRequestEvent).CR.CR.Accept(nil, nil), "Accept(nil)")
-	b.expect(b.conn, api.ConnectionEstablishedEvent)
-	a.expect(a.conn, api.ConnectionEstablishedEvent)
+	must(t, b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR.Accept(nil, nil), "Accept(nil)")
+	b.expect(b.connEVD, api.ConnectionEstablishedEvent)
+	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 	wantState(t, ee, api.EPConnected)
 }
 
 func TestPSPProviderEP(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q, err := b.ia.CreatePSPAny(b.conn, api.PSPProvider)
+	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPProvider)
 	must(t, err, "CreatePSPAny")
 
 	// Rejected: the provider takes its EP back.
 	ea := a.ep(nil)
 	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	cr := b.expect(b.conn, api.ConnectionRequestEvent).CR.CR
+	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
 	prm, err := cr.Query()
 	must(t, err, "CR.Query")
 	pep := prm.LocalEP
@@ -245,7 +245,7 @@ func TestPSPProviderEP(t *testing.T) {
 	wantState(t, pep, api.EPTentativeConnectionPending)
 	wantErr(t, pep.Free(), api.InvalidState, api.SubStateEPTentConnPending, "Free of a TENTATIVE EP")
 	must(t, cr.Reject(nil), "Reject")
-	a.expect(a.conn, api.ConnectionPeerRejectedEvent)
+	a.expect(a.connEVD, api.ConnectionPeerRejectedEvent)
 	if _, err := pep.Query(); !errors.Is(err, api.ErrInvalidHandle) {
 		t.Fatalf("provider EP after Reject: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestPSPProviderEP(t *testing.T) {
 	// Accepted after Modify: it carries data.
 	must(t, ea.Reset(), "Reset")
 	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	cr = b.expect(b.conn, api.ConnectionRequestEvent).CR.CR
+	cr = b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
 	prm, err = cr.Query()
 	must(t, err, "CR.Query")
 	pep = prm.LocalEP
@@ -263,12 +263,12 @@ func TestPSPProviderEP(t *testing.T) {
 		t.Fatalf("provider EP has %+v", ep0)
 	}
 	must(t, pep.Modify(api.EPFieldPZ|api.EPFieldRecvEVD|api.EPFieldRequestEVD|api.EPFieldConnectEVD,
-		&api.EPParam{PZ: b.pz, RecvEVD: b.recv, RequestEVD: b.req, ConnectEVD: b.conn}), "Modify")
+		&api.EPParam{PZ: b.pz, RecvEVD: b.recv, RequestEVD: b.req, ConnectEVD: b.connEVD}), "Modify")
 	r := b.region(16, api.MemPrivAll)
 	must(t, pep.PostRecv(r.iov(0, 16), 1, 0), "PostRecv")
 	must(t, cr.Accept(nil, nil), "Accept(nil)")
-	b.expect(b.conn, api.ConnectionEstablishedEvent)
-	a.expect(a.conn, api.ConnectionEstablishedEvent)
+	b.expect(b.connEVD, api.ConnectionEstablishedEvent)
+	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 	s := a.region(16, api.MemPrivAll)
 	copy(s.b, "provider ep data")
 	must(t, ea.PostSend(s.iov(0, 16), 2, 0), "PostSend")
@@ -282,31 +282,31 @@ func TestPSPProviderEP(t *testing.T) {
 
 func TestHandoff(t *testing.T) {
 	a, b, c := newNode(t), newNode(t), newNode(t)
-	_, q1, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q1, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
-	_, qc, err := c.ia.CreatePSPAny(c.conn, api.PSPConsumer)
+	_, qc, err := c.ia.CreatePSPAny(c.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 
 	ea := a.ep(nil)
 	must(t, ea.Connect(b.addr, q1, -1, []byte("pd"), 0, 0), "Connect")
-	cr := b.expect(b.conn, api.ConnectionRequestEvent).CR.CR
+	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
 	wantErr(t, cr.Handoff(qc), api.InvalidParameter, api.SubArg2, "Handoff to another IA's qualifier")
 	wantErr(t, cr.Handoff(0xBAD), api.InvalidParameter, api.SubArg2, "Handoff to nobody")
 	wantState(t, ea, api.EPActiveConnectionPending)
 	must(t, cr.Reject(nil), "Reject after failed handoffs")
-	a.expect(a.conn, api.ConnectionPeerRejectedEvent)
+	a.expect(a.connEVD, api.ConnectionPeerRejectedEvent)
 }
 
 func TestHandoffDelivers(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q1, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q1, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	conn2 := b.evd(1, api.EVDCR|api.EVDConnection|api.EVDSoftware)
 	_, q2, err := b.ia.CreatePSPAny(conn2, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	ea := a.ep(nil)
 	must(t, ea.Connect(b.addr, q1, -1, []byte("pd"), 0, 0), "Connect")
-	cr := b.expect(b.conn, api.ConnectionRequestEvent).CR.CR
+	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
 
 	must(t, conn2.PostSE(&api.Event{Number: api.SoftwareEvent}), "PostSE")
 	wantErr(t, cr.Handoff(q2), api.InsufficientResources, api.NoSubtype, "Handoff to a full backlog")
@@ -327,7 +327,7 @@ func TestHandoffDelivers(t *testing.T) {
 	}
 	eb := b.ep(nil)
 	must(t, ev.CR.CR.Accept(eb, nil), "Accept")
-	a.expect(a.conn, api.ConnectionEstablishedEvent)
+	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 	wantState(t, eb, api.EPConnected)
 }
 
@@ -339,7 +339,7 @@ func TestBacklogIsTheEVDRoom(t *testing.T) {
 	e1, e2 := a.ep(nil), a.ep(nil)
 	must(t, e1.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
 	must(t, e2.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	ev := a.expect(a.conn, api.ConnectionNonPeerRejectedEvent)
+	ev := a.expect(a.connEVD, api.ConnectionNonPeerRejectedEvent)
 	if ev.Conn.EP != e2 {
 		t.Fatal("the wrong EP was refused")
 	}
@@ -351,21 +351,21 @@ func TestDisconnectGracefulAndAbrupt(t *testing.T) {
 	p := newPair(t)
 	wantErr(t, p.ea.Reset(), api.InvalidState, api.SubStateEPConnected, "Reset while CONNECTED")
 	must(t, p.ea.Disconnect(api.CloseGraceful), "Disconnect")
-	p.a.expect(p.a.conn, api.ConnectionDisconnectedEvent)
-	p.b.expect(p.b.conn, api.ConnectionDisconnectedEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionDisconnectedEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionDisconnectedEvent)
 	wantState(t, p.ea, api.EPDisconnected)
 	wantState(t, p.eb, api.EPDisconnected)
 	must(t, p.ea.Disconnect(api.CloseAbrupt), "Disconnect of a DISCONNECTED EP")
-	p.a.none(p.a.conn, "no event for a no-op disconnect")
+	p.a.none(p.a.connEVD, "no event for a no-op disconnect")
 
 	// Abrupt from the other side; then Free of a connected EP.
 	q := connect(t, p.a, p.b, nil)
 	must(t, q.eb.Disconnect(api.CloseAbrupt), "Disconnect")
-	p.b.expect(p.b.conn, api.ConnectionDisconnectedEvent)
-	p.a.expect(p.a.conn, api.ConnectionDisconnectedEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionDisconnectedEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionDisconnectedEvent)
 	r := connect(t, p.a, p.b, nil)
 	must(t, r.ea.Free(), "Free of a connected EP")
-	p.b.expect(p.b.conn, api.ConnectionDisconnectedEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionDisconnectedEvent)
 	wantState(t, r.eb, api.EPDisconnected)
 
 	e := p.a.ep(nil)
@@ -374,16 +374,16 @@ func TestDisconnectGracefulAndAbrupt(t *testing.T) {
 
 func TestDisconnectDuringActivePending(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	ea := a.ep(nil)
 	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	cr := b.expect(b.conn, api.ConnectionRequestEvent).CR.CR
+	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
 	must(t, ea.Disconnect(api.CloseAbrupt), "Disconnect")
-	a.expect(a.conn, api.ConnectionDisconnectedEvent)
+	a.expect(a.connEVD, api.ConnectionDisconnectedEvent)
 	wantState(t, ea, api.EPDisconnected)
 	must(t, cr.Reject(nil), "Reject of an abandoned request")
-	a.none(a.conn, "rejecting an abandoned request")
+	a.none(a.connEVD, "rejecting an abandoned request")
 }
 
 func TestDupConnect(t *testing.T) {
@@ -392,12 +392,12 @@ func TestDupConnect(t *testing.T) {
 	// connect() freed its PSP; listen again on the qualifier the pair used.
 	prm, err := p.ea.Query()
 	must(t, err, "Query")
-	_, err = b.ia.CreatePSP(prm.RemotePortQual, b.conn, api.PSPConsumer)
+	_, err = b.ia.CreatePSP(prm.RemotePortQual, b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSP")
 	e := a.ep(nil)
 	wantErr(t, e.DupConnect(a.ep(nil), -1, nil, 0), api.InvalidState, api.SubStateEPUnconnected, "DupConnect of an unconnected dup")
 	must(t, e.DupConnect(p.ea, -1, []byte("dup"), 0), "DupConnect")
-	ev := b.expect(b.conn, api.ConnectionRequestEvent)
+	ev := b.expect(b.connEVD, api.ConnectionRequestEvent)
 	crp, err := ev.CR.CR.Query()
 	must(t, err, "CR.Query")
 	if string(crp.PrivateData) != "dup" {
@@ -436,7 +436,7 @@ func TestIllegalCallsChangeNothing(t *testing.T) {
 	wantState(t, p.ea, api.EPDisconnectPending)
 	must(t, p.ea.Disconnect(api.CloseAbrupt), "abrupt Disconnect from DISCONNECT_PENDING")
 	p.a.expectDTO(p.a.req, 5, api.DTOErrFlushed)
-	p.a.expect(p.a.conn, api.ConnectionDisconnectedEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionDisconnectedEvent)
 }
 
 func TestIACloseGracefulAndAbrupt(t *testing.T) {
@@ -453,18 +453,18 @@ func TestIACloseGracefulAndAbrupt(t *testing.T) {
 	}()
 	time.Sleep(10 * time.Millisecond)
 	// A pending request to the closing IA is rejected.
-	_, q, err := a.ia.CreatePSPAny(a.conn, api.PSPConsumer)
+	_, q, err := a.ia.CreatePSPAny(a.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	eb := b.ep(nil)
 	must(t, eb.Connect(a.addr, q, time.Hour, nil, 0, 0), "Connect")
-	a.expect(a.conn, api.ConnectionRequestEvent)
+	a.expect(a.connEVD, api.ConnectionRequestEvent)
 
 	must(t, a.ia.Close(api.CloseAbrupt), "abrupt Close")
 	if err := <-errc; !errors.Is(err, api.ErrAbort) && !errors.Is(err, api.ErrInvalidHandle) {
 		t.Fatalf("waiter after Close: %v", err)
 	}
-	b.expect(b.conn, api.ConnectionNonPeerRejectedEvent) // the pending request
-	b.expect(b.conn, api.ConnectionDisconnectedEvent)    // the connection
+	b.expect(b.connEVD, api.ConnectionNonPeerRejectedEvent) // the pending request
+	b.expect(b.connEVD, api.ConnectionDisconnectedEvent)    // the connection
 	wantState(t, p.eb, api.EPDisconnected)
 	wantState(t, eb, api.EPDisconnected)
 	if err := a.ia.Close(api.CloseAbrupt); !errors.Is(err, api.ErrInvalidHandle) {
@@ -473,7 +473,7 @@ func TestIACloseGracefulAndAbrupt(t *testing.T) {
 	// The closed IA's address is unreachable now.
 	e := b.ep(nil)
 	must(t, e.Connect(a.addr, q, -1, nil, 0, 0), "Connect")
-	b.expect(b.conn, api.ConnectionUnreachableEvent)
+	b.expect(b.connEVD, api.ConnectionUnreachableEvent)
 
 	// An IA with only its async EVD closes gracefully.
 	c := newNode(t)

@@ -266,7 +266,7 @@ func TestReadToRMRFailures(t *testing.T) {
 	}
 	must(t, p.ea.PostRDMAReadToRMR(noWrite.rtr(0, 32), 2, src.rtr(0, 32), 0), "PostRDMAReadToRMR")
 	p.a.expectDTO(p.a.req, 2, api.DTOErrLocalProtection)
-	p.a.expect(p.a.conn, api.ConnectionBrokenEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
 	if !zero(noWrite.b) {
 		t.Fatal("a refused sink was written")
 	}

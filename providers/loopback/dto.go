@@ -9,7 +9,7 @@ import (
 )
 
 // Data transfer operations. A request is executed when it is posted,
-// under fab.mu: the bytes are copied and the completions posted before the
+// under fabric.mu: the bytes are copied and the completions posted before the
 // post returns. The only exception is a send that finds no receive at the
 // peer (see the package documentation on RNR): it waits at the head of the
 // EP's request queue, and the requests posted after it wait behind it, until
@@ -94,8 +94,8 @@ func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote a
 
 // post runs the state rules of a request post and executes or queues it.
 func (p *ep) post(w *reqWR) error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
@@ -132,7 +132,7 @@ func (p *ep) enqueue(w *reqWR) error {
 
 // pump executes queued requests until one blocks again, after the peer
 // posted a receive; it completes a graceful disconnect waiting for them.
-// fab.mu is held.
+// fabric.mu is held.
 func (p *ep) pump() {
 	for p.reqs.Len() > 0 && (p.state == api.EPConnected || p.state == api.EPDisconnectPending) {
 		if !p.exec(p.reqs.Front(), true) {
@@ -147,7 +147,7 @@ func (p *ep) pump() {
 // exec executes w and reports whether it is done; false means it is a send
 // with no receive at the peer and nothing happened. When queued is set, w
 // is the front of the request queue and is removed from it once it runs.
-// fab.mu is held; p is CONNECTED or DISCONNECT_PENDING.
+// fabric.mu is held; p is CONNECTED or DISCONNECT_PENDING.
 func (p *ep) exec(w *reqWR, queued bool) bool {
 	if w.kind == reqSend {
 		if !p.execSend(w, queued) {
@@ -173,7 +173,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 }
 
 func (p *ep) execSend(w *reqWR, queued bool) bool {
-	src, n, ok := p.ia.gather(fab.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
+	src, n, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
 	defer clear(src) // the scratch list must not keep consumer memory alive
 	st := api.DTOSuccess
 	switch {
@@ -194,7 +194,7 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 		return true
 	}
 	rw := q.takeRecv()
-	dst, room, ok := q.ia.gather(fab.segB[:0], rw.iov, q.recvPZ(), api.MemPrivLocalWrite)
+	dst, room, ok := q.ia.gather(fabric.segB[:0], rw.iov, q.recvPZ(), api.MemPrivLocalWrite)
 	defer clear(dst)
 	switch {
 	case !ok:
@@ -227,7 +227,7 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 }
 
 func (p *ep) execWrite(w *reqWR) {
-	src, n, ok := p.ia.gather(fab.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
+	src, n, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
 	defer clear(src)
 	switch {
 	case !ok:
@@ -246,7 +246,7 @@ func (p *ep) execWrite(w *reqWR) {
 }
 
 func (p *ep) execRead(w *reqWR) {
-	dst, _, ok := p.ia.gather(fab.segA[:0], w.iov, p.pz, api.MemPrivLocalWrite)
+	dst, _, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, api.MemPrivLocalWrite)
 	defer clear(dst)
 	n := uint64(w.remote.Length)
 	switch {
@@ -295,7 +295,7 @@ func (p *ep) fail(w *reqWR, st api.DTOStatus) {
 
 // complete posts the completion of request w to the request EVD: no event
 // for a success with CompletionSuppress, no notification for a success
-// with CompletionUnsignalled. fab.mu is held.
+// with CompletionUnsignalled. fabric.mu is held.
 func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 	var ev api.Event
 	if post, notify := completion.Request(&ev, p, w.rmr, w.kind, w.cookie, w.flags, st, n); post {
@@ -310,8 +310,8 @@ func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 // than MaxRecvDTOs outstanding receives is ErrInsufficientResources. The
 // triplets are checked when a message arrives.
 func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	switch {
 	case p.freed:
 		return errEPFreed
@@ -367,7 +367,7 @@ func (p *ep) recvPZ() *pz {
 // completeRecv posts the completion of a receive to the receive EVD. A
 // successful receive notifies unless it was posted unsignalled, or the EP
 // is configured for solicited wait and the matching send was not
-// solicited. fab.mu is held.
+// solicited. fabric.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
 	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.attr.RecvCompletionFlags, st, n, op, rctx, solicited)
@@ -375,7 +375,7 @@ func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, 
 }
 
 // flush completes every outstanding request, then every posted receive,
-// with DTOErrFlushed, in post order. fab.mu is held.
+// with DTOErrFlushed, in post order. fabric.mu is held.
 func (p *ep) flush() {
 	for p.reqs.Len() > 0 {
 		w := p.reqs.Front()

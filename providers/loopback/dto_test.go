@@ -144,8 +144,8 @@ func TestReadToRMRAndSendWithInvalidate(t *testing.T) {
 	// The context is dead now: a write through it breaks the connection.
 	must(t, p.ea.PostRDMAWrite(sb.iov(0, 8), 8, api.RMRTriplet{Addr: api.AddrOf(win.b), Length: 8, RMRContext: ctx}, 0), "PostRDMAWrite")
 	p.a.expectDTO(p.a.req, 8, api.DTOErrRemoteAccess)
-	p.a.expect(p.a.conn, api.ConnectionBrokenEvent)
-	p.b.expect(p.b.conn, api.ConnectionBrokenEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
 }
 
 func TestSendWithInvalidateOfLMRContextFails(t *testing.T) {
@@ -161,8 +161,8 @@ func TestSendWithInvalidateOfLMRContextFails(t *testing.T) {
 	if !zero(rb.b) {
 		t.Fatal("the message was placed although the invalidate failed")
 	}
-	p.a.expect(p.a.conn, api.ConnectionBrokenEvent)
-	p.b.expect(p.b.conn, api.ConnectionBrokenEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
 }
 
 // TestRNRSendWaitsForReceive checks the receiver-not-ready choice: a send
@@ -214,7 +214,7 @@ func TestRNRQueueLimitAndFlush(t *testing.T) {
 	must(t, p.eb.Disconnect(api.CloseAbrupt), "peer Disconnect")
 	a.expectDTO(a.req, 1, api.DTOErrFlushed)
 	a.expectDTO(a.req, 2, api.DTOErrFlushed)
-	a.expect(a.conn, api.ConnectionDisconnectedEvent)
+	a.expect(a.connEVD, api.ConnectionDisconnectedEvent)
 }
 
 func TestGracefulDisconnectWaitsForQueuedSends(t *testing.T) {
@@ -223,13 +223,13 @@ func TestGracefulDisconnectWaitsForQueuedSends(t *testing.T) {
 	must(t, p.ea.PostSend(s.iov(0, 8), 1, 0), "PostSend")
 	must(t, p.ea.Disconnect(api.CloseGraceful), "Disconnect")
 	wantState(t, p.ea, api.EPDisconnectPending)
-	p.a.none(p.a.conn, "no DISCONNECTED while a send waits")
+	p.a.none(p.a.connEVD, "no DISCONNECTED while a send waits")
 	r := p.b.region(8, api.MemPrivAll)
 	must(t, p.eb.PostRecv(r.iov(0, 8), 2, 0), "PostRecv")
 	p.a.expectDTO(p.a.req, 1, api.DTOSuccess)
-	p.a.expect(p.a.conn, api.ConnectionDisconnectedEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionDisconnectedEvent)
 	p.b.expectDTO(p.b.recv, 2, api.DTOSuccess)
-	p.b.expect(p.b.conn, api.ConnectionDisconnectedEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionDisconnectedEvent)
 }
 
 func TestReceiveTooSmallBreaks(t *testing.T) {
@@ -244,9 +244,9 @@ func TestReceiveTooSmallBreaks(t *testing.T) {
 	p.a.expectDTO(p.a.req, 3, api.DTOErrRemoteResponder)
 	p.b.expectDTO(p.b.recv, 1, api.DTOErrLocalLength)
 	p.b.expectDTO(p.b.recv, 2, api.DTOErrFlushed)
-	p.a.expect(p.a.conn, api.ConnectionBrokenEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
 	p.a.expectDTO(p.a.req, 4, api.DTOErrFlushed)
-	p.b.expect(p.b.conn, api.ConnectionBrokenEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
 	if !zero(r.b) {
 		t.Fatal("a too-small receive was written")
 	}
@@ -286,9 +286,9 @@ func TestLocalProtectionFailures(t *testing.T) {
 			iov := append(r.iov(0, 8), tc.iov(p.a, r)...) // the valid segment first
 			must(t, p.ea.PostSend(iov, 2, 0), "PostSend")
 			p.a.expectDTO(p.a.req, 2, api.DTOErrLocalProtection)
-			p.a.expect(p.a.conn, api.ConnectionBrokenEvent)
+			p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
 			p.b.expectDTO(p.b.recv, 1, api.DTOErrFlushed)
-			p.b.expect(p.b.conn, api.ConnectionBrokenEvent)
+			p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
 			if !zero(rr.b) {
 				t.Fatal("the peer got data")
 			}
@@ -339,8 +339,8 @@ func TestRemoteAccessFailures(t *testing.T) {
 			rt := tc.remote(p, target)
 			must(t, p.ea.PostRDMAWrite(src.iov(0, 8), 1, rt, 0), "PostRDMAWrite")
 			p.a.expectDTO(p.a.req, 1, api.DTOErrRemoteAccess)
-			p.a.expect(p.a.conn, api.ConnectionBrokenEvent)
-			p.b.expect(p.b.conn, api.ConnectionBrokenEvent)
+			p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
+			p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
 			if !bytes.Equal(target.b, before) {
 				t.Fatal("a refused write changed memory")
 			}
@@ -416,7 +416,7 @@ func TestCompletionFlags(t *testing.T) {
 func TestPostOnDisconnectedFlushes(t *testing.T) {
 	p := newPair(t)
 	must(t, p.ea.Disconnect(api.CloseAbrupt), "Disconnect")
-	p.a.expect(p.a.conn, api.ConnectionDisconnectedEvent)
+	p.a.expect(p.a.connEVD, api.ConnectionDisconnectedEvent)
 	r := p.a.region(8, api.MemPrivAll)
 	must(t, p.ea.PostRecv(r.iov(0, 8), 1, 0), "PostRecv")
 	p.a.expectDTO(p.a.recv, 1, api.DTOErrFlushed)
@@ -451,5 +451,5 @@ func TestReceivesFlushInOrderAndResetKeepsUnconnected(t *testing.T) {
 	for i := range 3 {
 		n.expectDTO(n.recv, api.Cookie(i), api.DTOErrFlushed)
 	}
-	n.expect(n.conn, api.ConnectionUnreachableEvent)
+	n.expect(n.connEVD, api.ConnectionUnreachableEvent)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // ep is an Endpoint (dat_ep_create(3DAT)). All fields are guarded by
-// fab.mu. The state field follows the DAT state machine; see the package
+// fabric.mu. The state field follows the DAT state machine; see the package
 // documentation for the transitions.
 type ep struct {
 	api.ContextSlot
@@ -83,8 +83,8 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 			return nil, err
 		}
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
@@ -125,7 +125,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 // a connection request from active: no PZ, no EVDs, in the
 // TENTATIVE_CONNECTION_PENDING state, with attributes matching the
 // requester's (its outstanding RDMA reads in and out swapped)
-// (dat_psp_create(3DAT)). fab.mu is held.
+// (dat_psp_create(3DAT)). fabric.mu is held.
 func (i *ia) newProviderEP(active *ep) *ep {
 	a := withDefaults(active.attr)
 	a.MaxRDMAReadIn, a.MaxRDMAReadOut = a.MaxRDMAReadOut, a.MaxRDMAReadIn
@@ -160,8 +160,8 @@ func (p *ep) HandleType() api.HandleType { return api.HandleEP }
 // including a provider-created one whose request was rejected, reports
 // ErrInvalidHandle.
 func (p *ep) Query() (api.EPParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return api.EPParam{}, errEPFreed
 	}
@@ -183,8 +183,8 @@ func (p *ep) Query() (api.EPParam, error) {
 // are idle (dat_ep_get_status(3DAT)). Receives taken from an SRQ never
 // stay at the EP, so such an EP's receive side is always idle.
 func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return 0, false, false, errEPFreed
 	}
@@ -201,8 +201,8 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if err := epattr.CheckModify(mask, prm); err != nil {
 		return err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
@@ -240,8 +240,8 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 // connection and the private data it received (dat_ep_reset(3DAT)); it is
 // a no-op on an UNCONNECTED EP and ErrInvalidState in any other state.
 func (p *ep) Reset() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
@@ -263,25 +263,25 @@ func (p *ep) Reset() error {
 // work is dropped without completions. Free returns once the EP's
 // connection timer, if any, has stopped.
 func (p *ep) Free() error {
-	fab.mu.Lock()
+	fabric.mu.Lock()
 	if p.freed {
-		fab.mu.Unlock()
+		fabric.mu.Unlock()
 		return errEPFreed
 	}
 	switch p.state {
 	case api.EPReserved, api.EPPassiveConnectionPending, api.EPTentativeConnectionPending:
 		err := p.stateErr("Free")
-		fab.mu.Unlock()
+		fabric.mu.Unlock()
 		return err
 	}
 	wait := p.destroy()
-	fab.mu.Unlock()
+	fabric.mu.Unlock()
 	wait()
 	return nil
 }
 
-// destroy tears the EP down and returns what to wait for once fab.mu is
-// released. fab.mu is held.
+// destroy tears the EP down and returns what to wait for once fabric.mu is
+// released. fabric.mu is held.
 func (p *ep) destroy() func() {
 	switch p.state {
 	case api.EPConnected, api.EPDisconnectPending:
@@ -313,7 +313,7 @@ func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 
 // toDisconnected moves the EP to DISCONNECTED: its outstanding DTOs are
 // flushed (in post order, requests then receives) and event n, carrying
-// pd, is posted to its connect EVD. fab.mu is held.
+// pd, is posted to its connect EVD. fabric.mu is held.
 func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
 	p.state = api.EPDisconnected
 	p.peer = nil
@@ -323,7 +323,7 @@ func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
 }
 
 // breakConnection ends the connection with BROKEN on both sides, after a
-// DTO error (dat_ep_post_send(3DAT) and friends). fab.mu is held.
+// DTO error (dat_ep_post_send(3DAT) and friends). fabric.mu is held.
 func (p *ep) breakConnection() {
 	q := p.peer
 	p.toDisconnected(api.ConnectionBrokenEvent, nil)
@@ -333,7 +333,7 @@ func (p *ep) breakConnection() {
 }
 
 // disconnectPair ends the connection with DISCONNECTED on both sides.
-// fab.mu is held.
+// fabric.mu is held.
 func (p *ep) disconnectPair() {
 	q := p.peer
 	p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
@@ -352,8 +352,8 @@ func (p *ep) disconnectPair() {
 // nothing; in UNCONNECTED, RESERVED and the passive pending states it is
 // ErrInvalidState.
 func (p *ep) Disconnect(flags api.CloseFlags) error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
@@ -383,8 +383,8 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 // (its span equals the count), and 0 for an EP on an SRQ, which never
 // holds a buffer beyond the post that consumes it.
 func (p *ep) RecvQuery() (int, int, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return 0, 0, errEPFreed
 	}
@@ -401,8 +401,8 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	if err := epattr.CheckWatermarks(soft, hard); err != nil {
 		return err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if p.freed {
 		return errEPFreed
 	}
@@ -419,7 +419,7 @@ func (p *ep) SetWatermark(soft, hard int) error {
 // for a message, which completes at once): it posts the soft
 // watermark's event if it is due and reports whether the hard one is
 // exceeded while connected, for the caller to break the connection.
-// fab.mu is held.
+// fabric.mu is held.
 func (p *ep) watermarks(held int) bool {
 	soft, hard := p.wm.Check(held)
 	if soft {

@@ -9,8 +9,8 @@ import (
 )
 
 // evd is an Event Dispatcher over an eventq.Queue. The hot calls (Dequeue,
-// Wait, PostSE) go to the queue without taking fab.mu; the fields after
-// the queue are guarded by fab.mu.
+// Wait, PostSE) go to the queue without taking fabric.mu; the fields after
+// the queue are guarded by fabric.mu.
 type evd struct {
 	api.ContextSlot
 	dispatch.QueueControl // Q, the event queue
@@ -36,8 +36,8 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err := dispatch.CheckCreate(qlen, maxEVDQLen, flags); err != nil {
 		return nil, err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
@@ -57,7 +57,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 // post delivers an event from a provider stream. A nil EVD (an EP created
 // without one) discards it. An overflow discards the event and, the first
 // time in an episode, posts ASYNC_ERROR_EVD_OVERFLOW naming this EVD to
-// the IA's async EVD (see package eventq). fab.mu is held.
+// the IA's async EVD (see package eventq). fabric.mu is held.
 func (e *evd) post(ev *api.Event, notify bool) {
 	if e == nil {
 		return
@@ -66,7 +66,7 @@ func (e *evd) post(ev *api.Event, notify bool) {
 }
 
 // postAsync posts an asynchronous error event about obj to the IA's async
-// EVD. fab.mu is held.
+// EVD. fabric.mu is held.
 func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
 	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
 	i.async.post(&ev, true)
@@ -78,8 +78,8 @@ func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
 // Query returns the EVD's queue length, state, CNO and stream flags
 // (dat_evd_query(3DAT)).
 func (e *evd) Query() (api.EVDParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if e.freed {
 		return api.EVDParam{}, errEVDFreed
 	}
@@ -123,8 +123,8 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 // ModifyCNO changes the CNO the EVD feeds; nil detaches it
 // (dat_evd_modify_cno(3DAT)).
 func (e *evd) ModifyCNO(cnoArg api.CNO) error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if e.freed {
 		return errEVDFreed
 	}
@@ -140,8 +140,8 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 // ErrInvalidState (SubStateEVDInUse) while an EP, PSP or RSP reports to it,
 // and always for the async EVD. A blocked waiter returns ErrAbort.
 func (e *evd) Free() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if e.freed {
 		return errEVDFreed
 	}
@@ -175,7 +175,7 @@ func evdOrNil(e *evd) api.EVD {
 	return e
 }
 
-// use adjusts the user count of a possibly nil EVD. fab.mu is held.
+// use adjusts the user count of a possibly nil EVD. fabric.mu is held.
 func (e *evd) use(d int) {
 	if e != nil {
 		e.users += d
@@ -197,15 +197,15 @@ func (i *ia) CreateCNOFD() (api.CNO, int, error) {
 
 // newCNO creates a CNO of the IA, with a file descriptor if fd is set.
 func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
 	if len(i.cnos) >= maxObjects {
 		return nil, tooMany("CNOs")
 	}
-	c, err := dispatch.NewCNOObject(agent, fd, i, &fab.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
+	c, err := dispatch.NewCNOObject(agent, fd, i, &fabric.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
 	if err != nil {
 		return nil, err
 	}

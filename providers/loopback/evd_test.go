@@ -13,14 +13,14 @@ import (
 func TestEVDOverflowReportsOncePerEpisode(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	small := a.evd(2, api.EVDDTO)
-	ea, err := a.ia.CreateEP(a.pz, a.recv, small, a.conn, nil)
+	ea, err := a.ia.CreateEP(a.pz, a.recv, small, a.connEVD, nil)
 	must(t, err, "CreateEP")
 	eb := b.ep(nil)
-	_, q, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	must(t, b.expect(b.conn, api.ConnectionRequestEvent).CR.CR.Accept(eb, nil), "Accept")
-	a.expect(a.conn, api.ConnectionEstablishedEvent)
+	must(t, b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR.Accept(eb, nil), "Accept")
+	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 
 	src := a.region(8, api.MemPrivAll)
 	dst := b.region(8, api.MemPrivAll)

@@ -31,12 +31,12 @@ const waitFor = 5 * time.Second
 
 // node is one IA with a PZ and three EVDs (receive, request, connect+CR).
 type node struct {
-	t               testing.TB
-	ia              api.IA
-	pz              api.PZ
-	recv, req, conn api.EVD
-	async           api.EVD
-	addr            Addr
+	t                  testing.TB
+	ia                 api.IA
+	pz                 api.PZ
+	recv, req, connEVD api.EVD
+	async              api.EVD
+	addr               Addr
 }
 
 func newNode(t testing.TB) *node {
@@ -49,7 +49,7 @@ func newNode(t testing.TB) *node {
 	must(t, err, "CreatePZ")
 	n.recv = n.evd(64, api.EVDDTO)
 	n.req = n.evd(64, api.EVDDTO|api.EVDRMRBind)
-	n.conn = n.evd(64, api.EVDConnection|api.EVDCR)
+	n.connEVD = n.evd(64, api.EVDConnection|api.EVDCR)
 	n.async, err = ia.AsyncEVD()
 	must(t, err, "AsyncEVD")
 	a, _, err := ia.Query()
@@ -67,7 +67,7 @@ func (n *node) evd(qlen int, flags api.EVDFlags) api.EVD {
 
 func (n *node) ep(attr *api.EPAttr) api.EP {
 	n.t.Helper()
-	e, err := n.ia.CreateEP(n.pz, n.recv, n.req, n.conn, attr)
+	e, err := n.ia.CreateEP(n.pz, n.recv, n.req, n.connEVD, attr)
 	must(n.t, err, "CreateEP")
 	return e
 }
@@ -113,14 +113,14 @@ type pair struct {
 func connect(t testing.TB, a, b *node, attr *api.EPAttr) *pair {
 	t.Helper()
 	ea, eb := a.ep(attr), b.ep(attr)
-	psp, q, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	psp, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	defer psp.Free()
 	must(t, ea.Connect(b.addr, q, api.TimeoutInfinite, nil, api.QOSBestEffort, api.ConnectDefault), "Connect")
-	ev := b.expect(b.conn, api.ConnectionRequestEvent)
+	ev := b.expect(b.connEVD, api.ConnectionRequestEvent)
 	must(t, ev.CR.CR.Accept(eb, nil), "Accept")
-	b.expect(b.conn, api.ConnectionEstablishedEvent)
-	a.expect(a.conn, api.ConnectionEstablishedEvent)
+	b.expect(b.connEVD, api.ConnectionEstablishedEvent)
+	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 	return &pair{a: a, b: b, ea: ea, eb: eb}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // ia is an open loopback Interface Adapter (dat_ia_open(3DAT)). It owns
-// every object created through it; all fields are guarded by fab.mu.
+// every object created through it; all fields are guarded by fabric.mu.
 type ia struct {
 	api.ContextSlot
 	addr   Addr
@@ -48,9 +48,9 @@ func (i *ia) HandleType() api.HandleType { return api.HandleIA }
 // Query returns the IA's attributes and limits, which the provider
 // enforces, and the provider's attributes (dat_ia_query(3DAT)).
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
-	fab.mu.Lock()
+	fabric.mu.Lock()
 	closed := i.closed
-	fab.mu.Unlock()
+	fabric.mu.Unlock()
 	if closed {
 		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
 	}
@@ -68,8 +68,8 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 // AsyncEVD returns the IA's async EVD, created by Open and destroyed by
 // Close (dat_ia_open(3DAT)).
 func (i *ia) AsyncEVD() (api.EVD, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
@@ -91,18 +91,18 @@ func (i *ia) objectCount() int {
 // rejections, EVD waiters return ErrAbort, CNO waiters return a nil EVD,
 // and Close returns once no goroutine of the IA runs.
 func (i *ia) Close(flags api.CloseFlags) error {
-	fab.mu.Lock()
+	fabric.mu.Lock()
 	if i.closed {
-		fab.mu.Unlock()
+		fabric.mu.Unlock()
 		return errIAClosed
 	}
 	if flags == api.CloseGraceful && i.objectCount() > 0 {
 		n := i.objectCount()
-		fab.mu.Unlock()
+		fabric.mu.Unlock()
 		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
 	}
 	waits := i.teardown()
-	fab.mu.Unlock()
+	fabric.mu.Unlock()
 	for _, w := range waits {
 		w()
 	}
@@ -110,10 +110,10 @@ func (i *ia) Close(flags api.CloseFlags) error {
 }
 
 // teardown destroys every object of the IA and returns what to wait for
-// once fab.mu is released. fab.mu is held.
+// once fabric.mu is released. fabric.mu is held.
 func (i *ia) teardown() []func() {
 	i.closed = true
-	delete(fab.ias, i.addr)
+	delete(fabric.ias, i.addr)
 	var waits []func()
 	for s := range i.psps {
 		s.unlist()
@@ -179,8 +179,8 @@ func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments
 // checkSegments checks that each non-empty segment names an LMR of the IA,
 // in any PZ, and lies inside it.
 func (i *ia) checkSegments(segs []api.LMRTriplet) error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return errIAClosed
 	}
@@ -189,8 +189,8 @@ func (i *ia) checkSegments(segs []api.LMRTriplet) error {
 
 // CreatePZ creates a protection zone (dat_pz_create(3DAT)).
 func (i *ia) CreatePZ() (api.PZ, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
@@ -221,8 +221,8 @@ func (z *pz) HandleType() api.HandleType { return api.HandlePZ }
 
 // Query returns the PZ's IA (dat_pz_query(3DAT)).
 func (z *pz) Query() (api.PZParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if z.freed {
 		return api.PZParam{}, errPZFreed
 	}
@@ -232,8 +232,8 @@ func (z *pz) Query() (api.PZParam, error) {
 // Free destroys the PZ (dat_pz_free(3DAT)): ErrInvalidState
 // (SubStatePZInUse) while an EP, LMR, RMR or SRQ is in it.
 func (z *pz) Free() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if z.freed {
 		return errPZFreed
 	}

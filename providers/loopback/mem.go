@@ -56,8 +56,8 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
 		return nil, err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
@@ -91,8 +91,8 @@ func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
 
 // Query returns the LMR's parameters (dat_lmr_query(3DAT)).
 func (l *lmr) Query() (api.LMRParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if l.freed {
 		return api.LMRParam{}, errLMRFreed
 	}
@@ -105,8 +105,8 @@ func (l *lmr) Query() (api.LMRParam, error) {
 // (SubStateLMRInUse) while an RMR is bound to it. Its LMR and RMR contexts
 // stop working at once: later DTOs naming them fail with protection errors.
 func (l *lmr) Free() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if l.freed {
 		return errLMRFreed
 	}
@@ -133,8 +133,8 @@ var errRMRFreed = api.Errorf(api.InvalidHandle, api.SubHandleRMR, "RMR was freed
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if z.freed {
 		return nil, errPZFreed
 	}
@@ -153,8 +153,8 @@ func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 // Query returns the RMR's parameters (dat_rmr_query(3DAT)); while unbound
 // the triplet has zero length and the context is the stale last one.
 func (r *rmr) Query() (api.RMRParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if r.freed {
 		return api.RMRParam{}, errRMRFreed
 	}
@@ -181,8 +181,8 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if err := memreg.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
 		return 0, err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if r.freed {
 		return 0, errRMRFreed
 	}
@@ -236,7 +236,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 }
 
 // execBind publishes the binding of a bind request and completes it.
-// fab.mu is held.
+// fabric.mu is held.
 func (p *ep) execBind(w *reqWR) {
 	r := w.rmr
 	if r.freed {
@@ -259,13 +259,13 @@ func (w *reqWR) dropBind(i *ia) {
 }
 
 // unbind withdraws the RMR's binding: its context stops working at once.
-// fab.mu is held.
+// fabric.mu is held.
 func (r *rmr) unbind() { r.ia.mem.Unbind(&r.reg) }
 
 // Free destroys the RMR, unbinding it first (dat_rmr_free(3DAT)).
 func (r *rmr) Free() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if r.freed {
 		return errRMRFreed
 	}

@@ -36,12 +36,12 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	if qlen > maxEVDQLen {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxEVDQLen))
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
-	fab.nextIA++
-	i := newIA(Addr{Name: p.Name, Instance: fab.nextIA})
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
+	fabric.nextIA++
+	i := newIA(Addr{Name: p.Name, Instance: fabric.nextIA})
 	i.async = newEVD(i, qlen, api.EVDAsync)
-	fab.ias[i.addr] = i
+	fabric.ias[i.addr] = i
 	return i, nil
 }
 
@@ -144,10 +144,11 @@ var defaultEPAttr = api.EPAttr{
 	MaxRDMAWriteIOV: 16,
 }
 
-// fabric is the process-wide state of the provider. One mutex serialises
-// every object's state; only the event queues (package eventq) have locks
-// of their own, taken after fab.mu when a post delivers an event.
-type fabric struct {
+// fabricState is the process-wide state of the provider: the fabric every
+// IA of the process is on. One mutex serialises every object's state; only
+// the event queues (package eventq) have locks of their own, taken after
+// fabric.mu when a post delivers an event.
+type fabricState struct {
 	mu       sync.Mutex
 	ias      map[Addr]*ia
 	quals    map[api.ConnQual]servicePoint
@@ -159,10 +160,11 @@ type fabric struct {
 	segA, segB [][]byte
 }
 
-var fab = newFabric()
+// fabric is the provider's one fabricState.
+var fabric = newFabric()
 
-func newFabric() *fabric {
-	return &fabric{
+func newFabric() *fabricState {
+	return &fabricState{
 		ias:      map[Addr]*ia{},
 		quals:    map[api.ConnQual]servicePoint{},
 		nextPort: 1 << 32,
@@ -176,12 +178,12 @@ func newFabric() *fabric {
 // false if there is none.
 func freeQual() (api.ConnQual, bool) {
 	for range maxObjects * 4 {
-		q := fab.nextAny
-		fab.nextAny++
-		if fab.nextAny == 0 {
-			fab.nextAny = firstAnyQual
+		q := fabric.nextAny
+		fabric.nextAny++
+		if fabric.nextAny == 0 {
+			fabric.nextAny = firstAnyQual
 		}
-		if fab.quals[q] == nil {
+		if fabric.quals[q] == nil {
 			return q, true
 		}
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // srq is a Shared Receive Queue (dat_srq_create(3DAT)). All fields are
-// guarded by fab.mu.
+// guarded by fabric.mu.
 type srq struct {
 	api.ContextSlot
 	ia     *ia
@@ -33,8 +33,8 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	if err := srqattr.CheckCreate(attr, maxRecvPerSRQ, maxIOV); err != nil {
 		return nil, err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if i.closed {
 		return nil, errIAClosed
 	}
@@ -63,8 +63,8 @@ func (s *srq) HandleType() api.HandleType { return api.HandleSRQ }
 // AvailableDTOCount, the receives posted and not yet used, is also the
 // number posted and not yet completed, which OutstandingDTOCount reports.
 func (s *srq) Query() (api.SRQParam, error) {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if s.freed {
 		return api.SRQParam{}, errSRQFreed
 	}
@@ -82,8 +82,8 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	if len(iov) > maxIOV {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("%d segments exceed %d", len(iov), maxIOV))
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if s.freed {
 		return errSRQFreed
 	}
@@ -106,7 +106,7 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 
 // take removes the next receive for an EP's incoming message and fires
 // the low-watermark event if the count dropped below it. The result stays
-// valid until the next PostRecv. fab.mu is held.
+// valid until the next PostRecv. fabric.mu is held.
 func (s *srq) take() *recvWR {
 	w := s.recvs.Front()
 	s.recvs.PopFront()
@@ -135,8 +135,8 @@ func (s *srq) Resize(n int) error {
 	if err := srqattr.CheckSize(n, maxRecvPerSRQ); err != nil {
 		return err
 	}
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if s.freed {
 		return errSRQFreed
 	}
@@ -154,8 +154,8 @@ func (s *srq) Resize(n int) error {
 // api.ReasonSRQLowWatermark}. 0 disarms it; above MaxRecvDTOs is
 // ErrInvalidParameter.
 func (s *srq) SetLW(lw int) error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if s.freed {
 		return errSRQFreed
 	}
@@ -169,8 +169,8 @@ func (s *srq) SetLW(lw int) error {
 // Free destroys the SRQ and the receives on it (dat_srq_free(3DAT)):
 // ErrInvalidState (SubStateSRQInUse) while an EP uses it.
 func (s *srq) Free() error {
-	fab.mu.Lock()
-	defer fab.mu.Unlock()
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if s.freed {
 		return errSRQFreed
 	}

@@ -13,16 +13,16 @@ func srqPair(t *testing.T, k int, attr api.SRQAttr) (a, b *node, srq api.SRQ, ca
 	a, b = newNode(t), newNode(t)
 	srq, err := b.ia.CreateSRQ(b.pz, attr)
 	must(t, err, "CreateSRQ")
-	_, q, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	for range k {
-		eb, err := b.ia.CreateEPWithSRQ(b.pz, b.recv, b.req, b.conn, srq, &api.EPAttr{})
+		eb, err := b.ia.CreateEPWithSRQ(b.pz, b.recv, b.req, b.connEVD, srq, &api.EPAttr{})
 		must(t, err, "CreateEPWithSRQ")
 		ea := a.ep(nil)
 		must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-		must(t, b.expect(b.conn, api.ConnectionRequestEvent).CR.CR.Accept(eb, nil), "Accept")
-		b.expect(b.conn, api.ConnectionEstablishedEvent)
-		a.expect(a.conn, api.ConnectionEstablishedEvent)
+		must(t, b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR.Accept(eb, nil), "Accept")
+		b.expect(b.connEVD, api.ConnectionEstablishedEvent)
+		a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 		ca, cb = append(ca, ea), append(cb, eb)
 	}
 	return

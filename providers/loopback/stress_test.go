@@ -19,16 +19,16 @@ func TestConcurrentConnections(t *testing.T) {
 	for c := range conns {
 		recv := b.evd(window*2, api.EVDDTO)
 		req := a.evd(window*2, api.EVDDTO)
-		ea, err := a.ia.CreateEP(a.pz, a.recv, req, a.conn, nil)
+		ea, err := a.ia.CreateEP(a.pz, a.recv, req, a.connEVD, nil)
 		must(t, err, "CreateEP")
-		eb, err := b.ia.CreateEP(b.pz, recv, b.req, b.conn, nil)
+		eb, err := b.ia.CreateEP(b.pz, recv, b.req, b.connEVD, nil)
 		must(t, err, "CreateEP")
-		rsp, err := b.ia.CreateRSP(api.ConnQual(9000+c), eb, b.conn)
+		rsp, err := b.ia.CreateRSP(api.ConnQual(9000+c), eb, b.connEVD)
 		must(t, err, "CreateRSP")
 		must(t, ea.Connect(b.addr, api.ConnQual(9000+c), -1, nil, 0, 0), "Connect")
-		must(t, b.expect(b.conn, api.ConnectionRequestEvent).CR.CR.Accept(nil, nil), "Accept")
-		b.expect(b.conn, api.ConnectionEstablishedEvent)
-		a.expect(a.conn, api.ConnectionEstablishedEvent)
+		must(t, b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR.Accept(nil, nil), "Accept")
+		b.expect(b.connEVD, api.ConnectionEstablishedEvent)
+		a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 		must(t, rsp.Free(), "RSP.Free")
 
 		sbuf := a.region(window*8, api.MemPrivAll)
@@ -82,7 +82,7 @@ func TestConcurrentConnections(t *testing.T) {
 // disconnects from several goroutines at once, for the race detector.
 func TestConcurrentObjectChurn(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q, err := b.ia.CreatePSPAny(b.conn, api.PSPConsumer)
+	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -91,7 +91,7 @@ func TestConcurrentObjectChurn(t *testing.T) {
 		var ev api.Event
 		for range 40 {
 			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-			_, err := b.conn.Wait(ctx, 1, &ev)
+			_, err := b.connEVD.Wait(ctx, 1, &ev)
 			cancel()
 			if err != nil {
 				t.Errorf("acceptor: %v", err)
