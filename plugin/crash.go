@@ -14,7 +14,7 @@ import (
 // for: the process is reaped, every call on its objects fails from now on
 // with an error that says so, and each of its IAs gets the catastrophic
 // asynchronous event. Opening one of its IAs again starts a new process.
-func (c *conn) crashed(cause error) {
+func (c *runningPlugin) crashed(cause error) {
 	why := fmt.Sprintf("plugin %q (pid %d) exited unexpectedly", c.prov.e.Name, c.pid)
 	if c.corrupt.Load() {
 		why = fmt.Sprintf("plugin %q (pid %d) broke the shared-memory protocol and was stopped", c.prov.e.Name, c.pid)
@@ -34,10 +34,10 @@ func (c *conn) crashed(cause error) {
 	c.prov.lost(c, why)
 
 	c.mu.Lock()
-	ias := append([]*hIA(nil), c.ias...)
-	var eps []*hEP
+	ias := append([]*proxyIA(nil), c.ias...)
+	var eps []*proxyEP
 	for _, o := range c.objs {
-		if e, ok := o.(*hEP); ok {
+		if e, ok := o.(*proxyEP); ok {
 			eps = append(eps, e)
 		}
 	}
@@ -55,7 +55,7 @@ func (c *conn) crashed(cause error) {
 // lostDuring reports whether a call failed because the plugin process
 // died; it returns once the host has dealt with the crash, so that what
 // was outstanding has been flushed.
-func (c *conn) lostDuring(err error) bool {
+func (c *runningPlugin) lostDuring(err error) bool {
 	if c.stopping.Load() {
 		return false
 	}

@@ -72,7 +72,7 @@ type Provider struct {
 	e registry.PluginEntry
 
 	mu       sync.Mutex
-	conn     *conn // the running process, or nil
+	running  *runningPlugin // the running process, or nil
 	version  string
 	protocol int
 	reason   string // why the last start failed or the last process ended
@@ -131,7 +131,7 @@ func (p *Provider) Status() registry.PluginStatus {
 	defer p.mu.Unlock()
 	st := registry.PluginStatus{Name: p.e.Name, Path: p.e.Path, Version: p.version, Protocol: p.protocol,
 		State: "stopped", Reason: p.reason}
-	if c := p.conn; c != nil && !c.dead.Load() {
+	if c := p.running; c != nil && !c.dead.Load() {
 		st.State, st.PID, st.IAs = "running", c.pid, c.iaCount()
 	} else if p.reason != "" {
 		st.State = "failed"
@@ -155,7 +155,7 @@ func (p *Provider) Open(ctx context.Context, op api.OpenParams) (api.IA, error) 
 		return nil, api.ContextError(ctx)
 	}
 	p.mu.Lock()
-	c := p.conn
+	c := p.running
 	if c == nil || c.dead.Load() {
 		if p.heldLocked() {
 			err := p.unavailable("%s (not started again for %v unless its executable changes)", p.reason, RetryDelay)
@@ -176,7 +176,7 @@ func (p *Provider) Open(ctx context.Context, op api.OpenParams) (api.IA, error) 
 			p.mu.Unlock()
 			return nil, err
 		}
-		p.conn, p.version, p.protocol, p.reason = c, c.version, c.protocol, ""
+		p.running, p.version, p.protocol, p.reason = c, c.version, c.protocol, ""
 		p.heldUntil = time.Time{}
 	}
 	c.opening++
@@ -186,9 +186,9 @@ func (p *Provider) Open(ctx context.Context, op api.OpenParams) (api.IA, error) 
 
 	p.mu.Lock()
 	c.opening--
-	stop := c.idleLocked() && p.conn == c
+	stop := c.idleLocked() && p.running == c
 	if stop {
-		p.conn = nil
+		p.running = nil
 	}
 	p.mu.Unlock()
 	if stop {
@@ -213,11 +213,11 @@ func (p *Provider) heldLocked() bool {
 
 // released is called when an IA of c is closed (or lost): the last one
 // stops the process.
-func (p *Provider) released(c *conn) {
+func (p *Provider) released(c *runningPlugin) {
 	p.mu.Lock()
-	stop := c.idleLocked() && p.conn == c
+	stop := c.idleLocked() && p.running == c
 	if stop {
-		p.conn = nil
+		p.running = nil
 	}
 	p.mu.Unlock()
 	if stop {
@@ -228,10 +228,10 @@ func (p *Provider) released(c *conn) {
 }
 
 // lost records that the process of c ended on its own.
-func (p *Provider) lost(c *conn, why string) {
+func (p *Provider) lost(c *runningPlugin, why string) {
 	p.mu.Lock()
-	if p.conn == c {
-		p.conn = nil
+	if p.running == c {
+		p.running = nil
 	}
 	p.reason = why
 	p.mu.Unlock()
@@ -258,7 +258,7 @@ func (e *startError) Unwrap() error { return e.err }
 
 // start runs the plugin executable and completes the handshake. A pinned
 // executable is opened once: the bytes hashed are the bytes executed.
-func (p *Provider) start(ctx context.Context) (*conn, error) {
+func (p *Provider) start(ctx context.Context) (*runningPlugin, error) {
 	r := &procRunner{path: p.e.Path, args: p.e.Args, env: append(slices.Clone(p.e.Env), EnvCtlFD+"=3")}
 	var id fileID
 	var err error
@@ -342,8 +342,8 @@ func (p *Provider) start(ctx context.Context) (*conn, error) {
 		end()
 		return nil, fail(fmt.Errorf("the plugin offers no provider: %w", err), false)
 	}
-	c := &conn{prov: p, client: client, proc: r, rpc: raw.(pb.ProviderClient), ctl: &hostCtl{c: hostEnd},
-		protocol: client.NegotiatedVersion(), objs: map[uint64]hobj{}, mems: map[*api.Memory]*sharedMem{},
+	c := &runningPlugin{prov: p, client: client, proc: r, rpc: raw.(pb.ProviderClient), ctl: &hostCtl{c: hostEnd},
+		protocol: client.NegotiatedVersion(), objs: map[uint64]proxy{}, mems: map[*api.Memory]*sharedMem{},
 		crashDone: make(chan struct{}), ringsP: rp}
 	c.seqCond = sync.NewCond(&c.seqMu)
 	hctx, cancel := context.WithTimeout(ctx, StartTimeout)
@@ -434,8 +434,9 @@ func (w *tailWriter) last() string {
 	return w.line
 }
 
-// conn is a running plugin process.
-type conn struct {
+// runningPlugin is a running plugin process and the host's connections to
+// it (gRPC, the control socket, the shared rings).
+type runningPlugin struct {
 	prov     *Provider
 	client   *goplugin.Client
 	rpc      pb.ProviderClient
@@ -463,8 +464,8 @@ type conn struct {
 	deadErr        atomic.Pointer[api.Error]
 
 	mu      sync.Mutex // objs, ias, opening
-	objs    map[uint64]hobj
-	ias     []*hIA
+	objs    map[uint64]proxy
+	ias     []*proxyIA
 	opening int // Opens under way (guarded by prov.mu)
 
 	seqMu     sync.Mutex
@@ -482,19 +483,19 @@ type sharedMem struct {
 	refs int
 }
 
-func (c *conn) iaCount() int {
+func (c *runningPlugin) iaCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.ias)
 }
 
 // idleLocked reports that no IA is open or opening. prov.mu is held.
-func (c *conn) idleLocked() bool { return c.opening == 0 && c.iaCount() == 0 }
+func (c *runningPlugin) idleLocked() bool { return c.opening == 0 && c.iaCount() == 0 }
 
 // stop ends a process that serves no IA: the Watch stream first (the
 // server would otherwise wait for it), then the process, then the control
 // socket. It returns once the process is reaped.
-func (c *conn) stop() {
+func (c *runningPlugin) stop() {
 	c.stopping.Store(true)
 	c.evCancel()
 	<-c.watchDone
@@ -503,7 +504,7 @@ func (c *conn) stop() {
 
 // kill ends the process and releases what the host holds for it: the
 // process is reaped, the completion pump has read the last record.
-func (c *conn) kill() {
+func (c *runningPlugin) kill() {
 	c.endProcess()
 	c.dead.Store(true)
 	if c.cqBell != nil {
@@ -521,7 +522,7 @@ func (c *conn) kill() {
 
 // endProcess stops the plugin process and everything it started, and
 // returns once they are reaped.
-func (c *conn) endProcess() {
+func (c *runningPlugin) endProcess() {
 	c.client.Kill()
 	c.proc.release()
 }
@@ -529,7 +530,7 @@ func (c *conn) endProcess() {
 // releaseRings frees the data-path region once nothing can use it: the
 // process is dead and no IA of it is open (a crashed plugin's IAs may
 // still be posting until they are closed).
-func (c *conn) releaseRings() {
+func (c *runningPlugin) releaseRings() {
 	if !c.dead.Load() || c.iaCount() > 0 {
 		return
 	}
@@ -546,7 +547,7 @@ func (c *conn) releaseRings() {
 
 // setupRings makes the data-path region and doorbells and hands them to
 // the plugin.
-func (c *conn) setupRings() error {
+func (c *runningPlugin) setupRings() error {
 	m, err := api.AllocMemory(shmSize)
 	if err != nil {
 		return err
@@ -589,7 +590,7 @@ func fenceCalls(rp *atomic.Pointer[rings]) grpc.UnaryClientInterceptor {
 }
 
 // gone is the error of every call once the plugin process is gone.
-func (c *conn) gone() error {
+func (c *runningPlugin) gone() error {
 	if e := c.deadErr.Load(); e != nil {
 		return e
 	}
@@ -597,7 +598,7 @@ func (c *conn) gone() error {
 }
 
 // rpcErr converts a transport error of a call.
-func (c *conn) rpcErr(err error) error {
+func (c *runningPlugin) rpcErr(err error) error {
 	if c.dead.Load() || c.stopping.Load() {
 		return c.gone()
 	}
@@ -606,7 +607,7 @@ func (c *conn) rpcErr(err error) error {
 
 // waitSeq returns once the events the plugin sent up to seq are on the
 // host's queues, or the plugin is gone.
-func (c *conn) waitSeq(seq uint64) {
+func (c *runningPlugin) waitSeq(seq uint64) {
 	c.seqMu.Lock()
 	for c.processed < seq && !c.dead.Load() {
 		c.seqCond.Wait()
@@ -616,7 +617,7 @@ func (c *conn) waitSeq(seq uint64) {
 
 // done finishes a call: the transport error or the DAT error of the reply,
 // after the reply's events are queued.
-func (c *conn) done(r interface {
+func (c *runningPlugin) done(r interface {
 	GetErr() *pb.Err
 	GetSeq() uint64
 }, err error) error {
@@ -631,7 +632,7 @@ func (c *conn) done(r interface {
 
 // share makes m available to the plugin (mapped at the same address) and
 // returns its id; every share is matched by an unshare.
-func (c *conn) share(m *api.Memory) (uint64, error) {
+func (c *runningPlugin) share(m *api.Memory) (uint64, error) {
 	c.memMu.Lock()
 	defer c.memMu.Unlock()
 	if s := c.mems[m]; s != nil {
@@ -651,7 +652,7 @@ func (c *conn) share(m *api.Memory) (uint64, error) {
 	return id, nil
 }
 
-func (c *conn) unshare(m *api.Memory) {
+func (c *runningPlugin) unshare(m *api.Memory) {
 	if m == nil {
 		return
 	}

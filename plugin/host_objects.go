@@ -21,26 +21,26 @@ import (
 
 var bg = context.Background()
 
-// hobj is what every proxy shares.
-type hobj interface {
+// proxy is what every host-side proxy of a plugin object shares.
+type proxy interface {
 	api.Object
-	base() *hbase
+	base() *proxyBase
 }
 
-type hbase struct {
+type proxyBase struct {
 	api.ContextSlot
-	c     *conn
-	ia    *hIA
+	c     *runningPlugin
+	ia    *proxyIA
 	id    uint64
 	typ   api.HandleType
 	freed atomic.Bool
 }
 
-func (b *hbase) base() *hbase               { return b }
-func (b *hbase) HandleType() api.HandleType { return b.typ }
+func (b *proxyBase) base() *proxyBase           { return b }
+func (b *proxyBase) HandleType() api.HandleType { return b.typ }
 
 // call checks that the object may be used and returns its connection.
-func (b *hbase) live() error {
+func (b *proxyBase) live() error {
 	if b.freed.Load() {
 		return api.Errorf(api.InvalidHandle, handleSubtype(b.typ), b.typ.String()+" was freed")
 	}
@@ -51,7 +51,7 @@ func (b *hbase) live() error {
 }
 
 // register records a new proxy of ia under id.
-func (c *conn) register(o hobj, ia *hIA, id uint64, t api.HandleType) {
+func (c *runningPlugin) register(o proxy, ia *proxyIA, id uint64, t api.HandleType) {
 	b := o.base()
 	b.c, b.ia, b.id, b.typ = c, ia, id, t
 	c.mu.Lock()
@@ -59,7 +59,7 @@ func (c *conn) register(o hobj, ia *hIA, id uint64, t api.HandleType) {
 	c.mu.Unlock()
 }
 
-func (c *conn) forget(o hobj) {
+func (c *runningPlugin) forget(o proxy) {
 	b := o.base()
 	b.freed.Store(true)
 	c.mu.Lock()
@@ -67,7 +67,7 @@ func (c *conn) forget(o hobj) {
 	c.mu.Unlock()
 }
 
-func (c *conn) lookup(id uint64) hobj {
+func (c *runningPlugin) lookup(id uint64) proxy {
 	if id == 0 {
 		return nil
 	}
@@ -79,85 +79,85 @@ func (c *conn) lookup(id uint64) hobj {
 // The proxy lookups return nil interfaces for unknown ids; EPs and CRs the
 // provider made on its own get a proxy on first sight.
 
-func (c *conn) epOf(id uint64, ia *hIA) api.EP {
-	if e := c.hepOf(id, ia); e != nil {
+func (c *runningPlugin) epOf(id uint64, ia *proxyIA) api.EP {
+	if e := c.proxyEPOf(id, ia); e != nil {
 		return e
 	}
 	return nil
 }
 
-func (c *conn) hepOf(id uint64, ia *hIA) *hEP {
+func (c *runningPlugin) proxyEPOf(id uint64, ia *proxyIA) *proxyEP {
 	if id == 0 {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.objs[id].(*hEP); ok {
+	if e, ok := c.objs[id].(*proxyEP); ok {
 		return e
 	}
 	if _, taken := c.objs[id]; taken || ia == nil {
 		return nil
 	}
-	e := &hEP{made: true}
+	e := &proxyEP{made: true}
 	e.c, e.ia, e.id, e.typ = c, ia, id, api.HandleEP
 	c.objs[id] = e
 	return e
 }
 
-func (c *conn) crOf(id uint64, ia *hIA) api.CR {
+func (c *runningPlugin) crOf(id uint64, ia *proxyIA) api.CR {
 	if id == 0 {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.objs[id].(*hCR); ok {
+	if r, ok := c.objs[id].(*proxyCR); ok {
 		return r
 	}
 	if _, taken := c.objs[id]; taken || ia == nil {
 		return nil
 	}
-	r := &hCR{}
+	r := &proxyCR{}
 	r.c, r.ia, r.id, r.typ = c, ia, id, api.HandleCR
 	c.objs[id] = r
 	return r
 }
 
-func (c *conn) pzOf(id uint64) api.PZ {
-	if z, ok := c.lookup(id).(*hPZ); ok {
+func (c *runningPlugin) pzOf(id uint64) api.PZ {
+	if z, ok := c.lookup(id).(*proxyPZ); ok {
 		return z
 	}
 	return nil
 }
 
-func (c *conn) evdOf(id uint64) api.EVD {
-	if e, ok := c.lookup(id).(*hEVD); ok {
+func (c *runningPlugin) evdOf(id uint64) api.EVD {
+	if e, ok := c.lookup(id).(*proxyEVD); ok {
 		return e
 	}
 	return nil
 }
 
-func (c *conn) srqOf(id uint64) api.SRQ {
-	if s, ok := c.lookup(id).(*hSRQ); ok {
+func (c *runningPlugin) srqOf(id uint64) api.SRQ {
+	if s, ok := c.lookup(id).(*proxySRQ); ok {
 		return s
 	}
 	return nil
 }
 
-func (c *conn) pspOf(id uint64) api.PSP {
-	if s, ok := c.lookup(id).(*hPSP); ok {
+func (c *runningPlugin) pspOf(id uint64) api.PSP {
+	if s, ok := c.lookup(id).(*proxyPSP); ok {
 		return s
 	}
 	return nil
 }
 
-func (c *conn) rspOf(id uint64) api.RSP {
-	if s, ok := c.lookup(id).(*hRSP); ok {
+func (c *runningPlugin) rspOf(id uint64) api.RSP {
+	if s, ok := c.lookup(id).(*proxyRSP); ok {
 		return s
 	}
 	return nil
 }
 
-func (c *conn) objectOf(id uint64, t api.HandleType, ia *hIA) api.Object {
+func (c *runningPlugin) objectOf(id uint64, t api.HandleType, ia *proxyIA) api.Object {
 	switch t {
 	case api.HandleEP:
 		return c.epOf(id, ia)
@@ -172,7 +172,7 @@ func (c *conn) objectOf(id uint64, t api.HandleType, ia *hIA) api.Object {
 
 // idOf is the plugin's id of a proxy argument; 0 for nil.
 func idOf(o api.Object) uint64 {
-	if h, ok := o.(hobj); ok && !isNilObject(o) {
+	if h, ok := o.(proxy); ok && !isNilObject(o) {
 		return h.base().id
 	}
 	return 0
@@ -189,7 +189,7 @@ func badHandle(what string) error {
 // startEvents starts the completion pump and the liveness watch: an
 // Events call the plugin holds open for its whole life, whose end without
 // the host asking means the process died.
-func (c *conn) startEvents() error {
+func (c *runningPlugin) startEvents() error {
 	ctx, cancel := context.WithCancel(bg)
 	stream, err := c.rpc.Watch(ctx, &pb.WatchReq{})
 	if err != nil {
@@ -202,7 +202,7 @@ func (c *conn) startEvents() error {
 	return nil
 }
 
-func (c *conn) watch(stream pb.Provider_WatchClient) {
+func (c *runningPlugin) watch(stream pb.Provider_WatchClient) {
 	defer close(c.watchDone)
 	_, err := stream.Recv()
 	if !c.stopping.Load() {
@@ -213,7 +213,7 @@ func (c *conn) watch(stream pb.Provider_WatchClient) {
 // pump moves the plugin's events from the completion ring onto the host's
 // queues, sleeping on the doorbell when the ring is empty, until the
 // doorbell is closed.
-func (c *conn) pump() {
+func (c *runningPlugin) pump() {
 	defer close(c.pumpDone)
 	r := c.ringsP.Load()
 	for {
@@ -228,7 +228,7 @@ func (c *conn) pump() {
 // consumeCQ delivers every record on the completion ring. The pump calls
 // it, and so does a Dequeue that finds its queue empty while records wait,
 // so that a polling consumer needs no system call and no other goroutine.
-func (c *conn) consumeCQ() {
+func (c *runningPlugin) consumeCQ() {
 	c.cqMu.Lock()
 	r := c.ringsP.Load()
 	if r == nil || c.ringsGone {
@@ -265,8 +265,8 @@ func (c *conn) consumeCQ() {
 
 // deliver queues one event of the plugin on the host EVD it names.
 // c.cqMu is held.
-func (c *conn) deliver(e *event) {
-	evd, ok := c.lookup(e.evd).(*hEVD)
+func (c *runningPlugin) deliver(e *event) {
+	evd, ok := c.lookup(e.evd).(*proxyEVD)
 	if !ok {
 		return // the EVD was freed meanwhile
 	}
@@ -278,7 +278,7 @@ func (c *conn) deliver(e *event) {
 	ev := api.Event{Number: e.number}
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
-		ep := c.hepOf(e.ep, ia)
+		ep := c.proxyEPOf(e.ep, ia)
 		ev.DTO = api.DTOCompletionData{Cookie: api.Cookie(e.cookie), Status: e.status,
 			Length: e.length, Op: e.op, RMRContext: e.rmrContext}
 		if ep != nil {
@@ -287,7 +287,7 @@ func (c *conn) deliver(e *event) {
 		}
 	case api.EVDRMRBind:
 		ev.RMRBind = api.RMRBindCompletionData{Cookie: api.Cookie(e.cookie), Status: e.status}
-		if m, ok := c.lookup(e.rmr).(*hRMR); ok {
+		if m, ok := c.lookup(e.rmr).(*proxyRMR); ok {
 			ev.RMRBind.RMR = m
 			m.bindDone(ev.RMRBind.Cookie)
 		}
@@ -299,7 +299,7 @@ func (c *conn) deliver(e *event) {
 		}
 	case api.EVDConnection:
 		ev.Conn = api.ConnectionData{PrivateData: e.privateData}
-		if ep := c.hepOf(e.ep, ia); ep != nil {
+		if ep := c.proxyEPOf(e.ep, ia); ep != nil {
 			ev.Conn.EP = ep
 			ep.connEvent(ev.Number)
 		}
@@ -311,18 +311,18 @@ func (c *conn) deliver(e *event) {
 
 // --- IA ---
 
-// hIA is an IA in the plugin.
-type hIA struct {
-	hbase
-	async    *hEVD
+// proxyIA is the host's proxy of an IA in the plugin.
+type proxyIA struct {
+	proxyBase
+	async    *proxyEVD
 	attr     api.IAAttr
 	pattr    api.ProviderAttr
 	cnoMu    sync.Mutex
-	cnos     []*hCNO // CNOs live on the host only
-	cnosDone bool    // teardown took the CNOs: no more may be added
+	cnos     []*proxyCNO // CNOs live on the host only
+	cnosDone bool        // teardown took the CNOs: no more may be added
 }
 
-func (c *conn) openIA(ctx context.Context, op api.OpenParams) (api.IA, error) {
+func (c *runningPlugin) openIA(ctx context.Context, op api.OpenParams) (api.IA, error) {
 	r, err := c.rpc.OpenIA(ctx, &pb.OpenReq{Name: op.Name, Params: op.Params, PlatformParams: op.PlatformParams,
 		AsyncEvdQlen: int64(op.AsyncEVDQLen), ThreadSafe: op.ThreadSafe})
 	if err != nil {
@@ -331,7 +331,7 @@ func (c *conn) openIA(ctx context.Context, op api.OpenParams) (api.IA, error) {
 	if err := errFromPB(r.Err); err != nil {
 		return nil, err
 	}
-	ia := &hIA{attr: iaAttrFromPB(r.Attr), pattr: providerAttrFromPB(r.ProviderAttr)}
+	ia := &proxyIA{attr: iaAttrFromPB(r.Attr), pattr: providerAttrFromPB(r.ProviderAttr)}
 	c.register(ia, ia, r.Ia, api.HandleIA)
 	ia.async = newHEVD(api.EVDAsync, int(r.AsyncEvdQlen))
 	c.register(ia.async, ia, r.AsyncEvd, api.HandleEVD)
@@ -342,7 +342,7 @@ func (c *conn) openIA(ctx context.Context, op api.OpenParams) (api.IA, error) {
 	return ia, nil
 }
 
-func (ia *hIA) Query() (api.IAAttr, api.ProviderAttr, error) {
+func (ia *proxyIA) Query() (api.IAAttr, api.ProviderAttr, error) {
 	if err := ia.live(); err != nil {
 		return api.IAAttr{}, api.ProviderAttr{}, err
 	}
@@ -353,7 +353,7 @@ func (ia *hIA) Query() (api.IAAttr, api.ProviderAttr, error) {
 	return iaAttrFromPB(r.Attr), providerAttrFromPB(r.ProviderAttr), nil
 }
 
-func (ia *hIA) AsyncEVD() (api.EVD, error) {
+func (ia *proxyIA) AsyncEVD() (api.EVD, error) {
 	if ia.freed.Load() {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
 	}
@@ -363,7 +363,7 @@ func (ia *hIA) AsyncEVD() (api.EVD, error) {
 // Close closes the IA in the plugin and everything the host holds for it;
 // the last IA of a plugin stops its process. Once the plugin is gone, Close
 // only releases the host's side and succeeds.
-func (ia *hIA) Close(flags api.CloseFlags) error {
+func (ia *proxyIA) Close(flags api.CloseFlags) error {
 	if ia.freed.Load() {
 		return api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
 	}
@@ -380,10 +380,10 @@ func (ia *hIA) Close(flags api.CloseFlags) error {
 }
 
 // teardown retires every proxy of the IA and closes its queues.
-func (ia *hIA) teardown() {
+func (ia *proxyIA) teardown() {
 	c := ia.c
 	c.mu.Lock()
-	var mine []hobj
+	var mine []proxy
 	for id, o := range c.objs {
 		if o.base().ia == ia {
 			mine = append(mine, o)
@@ -400,9 +400,9 @@ func (ia *hIA) teardown() {
 	for _, o := range mine {
 		o.base().freed.Store(true)
 		switch x := o.(type) {
-		case *hEVD:
+		case *proxyEVD:
 			x.Q.Close()
-		case *hLMR:
+		case *proxyLMR:
 			c.unshare(x.mem)
 		}
 	}
@@ -417,7 +417,7 @@ func (ia *hIA) teardown() {
 	}
 }
 
-func (ia *hIA) CreatePZ() (api.PZ, error) {
+func (ia *proxyIA) CreatePZ() (api.PZ, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -425,12 +425,12 @@ func (ia *hIA) CreatePZ() (api.PZ, error) {
 	if err := ia.c.done(r, err); err != nil {
 		return nil, err
 	}
-	z := &hPZ{}
+	z := &proxyPZ{}
 	ia.c.register(z, ia, r.Id, api.HandlePZ)
 	return z, nil
 }
 
-func (ia *hIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
+func (ia *proxyIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -448,15 +448,15 @@ func (ia *hIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, er
 	return e, nil
 }
 
-func (ia *hIA) CreateEP(pz api.PZ, recv, req, connect api.EVD, attr *api.EPAttr) (api.EP, error) {
+func (ia *proxyIA) CreateEP(pz api.PZ, recv, req, connect api.EVD, attr *api.EPAttr) (api.EP, error) {
 	return ia.createEP(pz, recv, req, connect, nil, false, attr)
 }
 
-func (ia *hIA) CreateEPWithSRQ(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
+func (ia *proxyIA) CreateEPWithSRQ(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
 	return ia.createEP(pz, recv, req, connect, srq, true, attr)
 }
 
-func (ia *hIA) createEP(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
+func (ia *proxyIA) createEP(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -465,25 +465,25 @@ func (ia *hIA) createEP(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, with
 	if err := ia.c.done(r, err); err != nil {
 		return nil, err
 	}
-	e := &hEP{}
-	e.t.recvEVD, _ = recv.(*hEVD)
-	e.t.reqEVD, _ = req.(*hEVD)
-	e.t.cnEVD, _ = connect.(*hEVD)
-	e.t.srq, _ = srq.(*hSRQ)
+	e := &proxyEP{}
+	e.t.recvEVD, _ = recv.(*proxyEVD)
+	e.t.reqEVD, _ = req.(*proxyEVD)
+	e.t.cnEVD, _ = connect.(*proxyEVD)
+	e.t.srq, _ = srq.(*proxySRQ)
 	ia.c.register(e, ia, r.Id, api.HandleEP)
 	return e, nil
 }
 
-func (ia *hIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, error) {
+func (ia *proxyIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, error) {
 	p, _, err := ia.createPSP(false, q, evd, flags)
 	return p, err
 }
 
-func (ia *hIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+func (ia *proxyIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
 	return ia.createPSP(true, 0, evd, flags)
 }
 
-func (ia *hIA) createPSP(anyQ bool, q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
+func (ia *proxyIA) createPSP(anyQ bool, q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
 	if err := ia.live(); err != nil {
 		return nil, 0, err
 	}
@@ -491,12 +491,12 @@ func (ia *hIA) createPSP(anyQ bool, q api.ConnQual, evd api.EVD, flags api.PSPFl
 	if err := ia.c.done(r, err); err != nil {
 		return nil, 0, err
 	}
-	p := &hPSP{}
+	p := &proxyPSP{}
 	ia.c.register(p, ia, r.Id, api.HandlePSP)
 	return p, api.ConnQual(r.ConnQual), nil
 }
 
-func (ia *hIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
+func (ia *proxyIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -504,7 +504,7 @@ func (ia *hIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error
 	if err := ia.c.done(r, err); err != nil {
 		return nil, err
 	}
-	p := &hRSP{}
+	p := &proxyRSP{}
 	ia.c.register(p, ia, r.Id, api.HandleRSP)
 	return p, nil
 }
@@ -518,7 +518,7 @@ func errNotShareable(what string) error {
 // plugin (once per region) and registers the bytes there
 // (dat_lmr_create(3DAT)). Memory of any other origin is
 // ErrInvalidParameter naming api.AllocMemory.
-func (ia *hIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+func (ia *proxyIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -547,12 +547,12 @@ func (ia *hIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 		ia.c.unshare(mem)
 		return nil, err
 	}
-	l := &hLMR{mem: mem}
+	l := &proxyLMR{mem: mem}
 	ia.c.register(l, ia, r.Id, api.HandleLMR)
 	return l, nil
 }
 
-func (ia *hIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
+func (ia *proxyIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -561,15 +561,15 @@ func (ia *hIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	if err := ia.c.done(r, err); err != nil {
 		return nil, err
 	}
-	s := &hSRQ{}
+	s := &proxySRQ{}
 	ia.c.register(s, ia, r.Id, api.HandleSRQ)
 	return s, nil
 }
 
-func (ia *hIA) SyncRDMARead(segs []api.LMRTriplet) error  { return ia.sync(segs, false) }
-func (ia *hIA) SyncRDMAWrite(segs []api.LMRTriplet) error { return ia.sync(segs, true) }
+func (ia *proxyIA) SyncRDMARead(segs []api.LMRTriplet) error  { return ia.sync(segs, false) }
+func (ia *proxyIA) SyncRDMAWrite(segs []api.LMRTriplet) error { return ia.sync(segs, true) }
 
-func (ia *hIA) sync(segs []api.LMRTriplet, write bool) error {
+func (ia *proxyIA) sync(segs []api.LMRTriplet, write bool) error {
 	if err := ia.live(); err != nil {
 		return err
 	}
@@ -578,7 +578,7 @@ func (ia *hIA) sync(segs []api.LMRTriplet, write bool) error {
 }
 
 // free frees object o in the plugin and forgets its proxy.
-func (c *conn) free(o hobj) error {
+func (c *runningPlugin) free(o proxy) error {
 	b := o.base()
 	if err := b.live(); err != nil {
 		return err
@@ -592,7 +592,7 @@ func (c *conn) free(o hobj) error {
 }
 
 // query fetches the parameters of o.
-func (c *conn) query(o hobj) (*pb.QueryResp, error) {
+func (c *runningPlugin) query(o proxy) (*pb.QueryResp, error) {
 	b := o.base()
 	if err := b.live(); err != nil {
 		return nil, err
@@ -606,16 +606,16 @@ func (c *conn) query(o hobj) (*pb.QueryResp, error) {
 
 // --- PZ ---
 
-type hPZ struct{ hbase }
+type proxyPZ struct{ proxyBase }
 
-func (z *hPZ) Query() (api.PZParam, error) {
+func (z *proxyPZ) Query() (api.PZParam, error) {
 	if err := z.live(); err != nil {
 		return api.PZParam{}, err
 	}
 	return api.PZParam{IA: z.ia}, nil
 }
 
-func (z *hPZ) CreateRMR() (api.RMR, error) {
+func (z *proxyPZ) CreateRMR() (api.RMR, error) {
 	if err := z.live(); err != nil {
 		return nil, err
 	}
@@ -623,33 +623,33 @@ func (z *hPZ) CreateRMR() (api.RMR, error) {
 	if err := z.c.done(r, err); err != nil {
 		return nil, err
 	}
-	m := &hRMR{}
+	m := &proxyRMR{}
 	z.c.register(m, z.ia, r.Id, api.HandleRMR)
 	return m, nil
 }
 
-func (z *hPZ) Free() error { return z.c.free(z) }
+func (z *proxyPZ) Free() error { return z.c.free(z) }
 
 // --- EVD and CNO ---
 
-// hEVD is an EVD: the plugin's EVD feeds this host queue.
-type hEVD struct {
-	hbase
+// proxyEVD is an EVD: the plugin's EVD feeds this host queue.
+type proxyEVD struct {
+	proxyBase
 	dispatch.QueueControl // Q, the host-side event queue
 	flags                 api.EVDFlags
 	mu                    sync.Mutex // cno, resize
-	cno                   *hCNO
+	cno                   *proxyCNO
 }
 
-func newHEVD(flags api.EVDFlags, qlen int) *hEVD {
-	e := &hEVD{flags: flags}
+func newHEVD(flags api.EVDFlags, qlen int) *proxyEVD {
+	e := &proxyEVD{flags: flags}
 	e.Q = eventq.New(qlen, e)
 	return e
 }
 
 // post queues an event; an overflow is reported once per episode on the
 // IA's async EVD, as a provider's own EVD would.
-func (e *hEVD) post(ev *api.Event, notify bool) {
+func (e *proxyEVD) post(ev *api.Event, notify bool) {
 	if e.Q.Post(ev, notify) == eventq.OverflowBegan {
 		if a := e.ia.async; a != nil && a != e {
 			ov := api.Event{Number: api.AsyncEVDOverflowEvent, Async: api.AsyncErrorData{Object: e, Reason: api.ReasonEVDOverflow}}
@@ -658,7 +658,7 @@ func (e *hEVD) post(ev *api.Event, notify bool) {
 	}
 }
 
-func (e *hEVD) Query() (api.EVDParam, error) {
+func (e *proxyEVD) Query() (api.EVDParam, error) {
 	if e.freed.Load() {
 		return api.EVDParam{}, api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
 	}
@@ -671,7 +671,7 @@ func (e *hEVD) Query() (api.EVDParam, error) {
 	return p, nil
 }
 
-func (e *hEVD) Resize(qlen int) error {
+func (e *proxyEVD) Resize(qlen int) error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -693,7 +693,7 @@ var errNoSoftEVD = api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was no
 
 // PostSE queues a software event on the host queue; it never reaches the
 // plugin (dat_evd_post_se(3DAT)).
-func (e *hEVD) PostSE(ev *api.Event) error {
+func (e *proxyEVD) PostSE(ev *api.Event) error {
 	if e.freed.Load() {
 		return api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
 	}
@@ -710,7 +710,7 @@ func (e *hEVD) PostSE(ev *api.Event) error {
 // Dequeue takes the first event (dat_evd_dequeue(3DAT)). When the queue is
 // empty but the completion ring holds records, it delivers them itself
 // first: polling needs neither a system call nor the pump.
-func (e *hEVD) Dequeue(ev *api.Event) error {
+func (e *proxyEVD) Dequeue(ev *api.Event) error {
 	if ev == nil {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
 	}
@@ -722,7 +722,7 @@ func (e *hEVD) Dequeue(ev *api.Event) error {
 	return e.Q.Dequeue(ev)
 }
 
-func (e *hEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+func (e *proxyEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
@@ -732,7 +732,7 @@ func (e *hEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, err
 	return e.Q.Wait(ctx, threshold, ev)
 }
 
-func (e *hEVD) ModifyCNO(cno api.CNO) error {
+func (e *proxyEVD) ModifyCNO(cno api.CNO) error {
 	if e.freed.Load() {
 		return api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
 	}
@@ -746,7 +746,7 @@ func (e *hEVD) ModifyCNO(cno api.CNO) error {
 
 // setCNO attaches c (nil detaches); a CNO left without EVDs releases its
 // waiters, as dat_cno_wait(3DAT) says.
-func (e *hEVD) setCNO(c *hCNO) {
+func (e *proxyEVD) setCNO(c *proxyCNO) {
 	e.mu.Lock()
 	old := e.cno
 	e.cno = c
@@ -765,7 +765,7 @@ func (e *hEVD) setCNO(c *hCNO) {
 	}
 }
 
-func (e *hEVD) Free() error {
+func (e *proxyEVD) Free() error {
 	if e == e.ia.async {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
@@ -777,18 +777,18 @@ func (e *hEVD) Free() error {
 	return nil
 }
 
-// hCNO is a CNO; it lives on the host only.
-type hCNO struct {
+// proxyCNO is a CNO; it lives on the host only.
+type proxyCNO struct {
 	api.ContextSlot
-	ia    *hIA
+	ia    *proxyIA
 	c     *eventq.CNO
 	evds  atomic.Int32
 	freed atomic.Bool
 }
 
-func (c *hCNO) HandleType() api.HandleType { return api.HandleCNO }
+func (c *proxyCNO) HandleType() api.HandleType { return api.HandleCNO }
 
-func (ia *hIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
+func (ia *proxyIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -801,7 +801,7 @@ func (ia *hIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 
 // CreateCNOFD creates a CNO with a file descriptor (dat_cno_fd_create,
 // DAT 2.0) on the host, like every CNO of a plugin IA.
-func (ia *hIA) CreateCNOFD() (api.CNO, int, error) {
+func (ia *proxyIA) CreateCNOFD() (api.CNO, int, error) {
 	if err := ia.live(); err != nil {
 		return nil, -1, err
 	}
@@ -819,8 +819,8 @@ func (ia *hIA) CreateCNOFD() (api.CNO, int, error) {
 // addCNO records a new CNO of the IA over n. An IA torn down meanwhile
 // (a Close racing the create) gets ErrInvalidHandle, and n is closed, so
 // that its descriptor does not outlive the IA.
-func (ia *hIA) addCNO(n *eventq.CNO) (*hCNO, error) {
-	c := &hCNO{ia: ia, c: n}
+func (ia *proxyIA) addCNO(n *eventq.CNO) (*proxyCNO, error) {
+	c := &proxyCNO{ia: ia, c: n}
 	ia.cnoMu.Lock()
 	defer ia.cnoMu.Unlock()
 	if ia.cnosDone {
@@ -831,25 +831,25 @@ func (ia *hIA) addCNO(n *eventq.CNO) (*hCNO, error) {
 	return c, nil
 }
 
-func (ia *hIA) cnoArg(x api.CNO) (*hCNO, error) {
+func (ia *proxyIA) cnoArg(x api.CNO) (*proxyCNO, error) {
 	if x == nil {
 		return nil, nil
 	}
-	c, ok := x.(*hCNO)
+	c, ok := x.(*proxyCNO)
 	if !ok || c == nil || c.freed.Load() || c.ia != ia {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "not a live CNO of this IA")
 	}
 	return c, nil
 }
 
-func (c *hCNO) Query() (api.CNOParam, error) {
+func (c *proxyCNO) Query() (api.CNOParam, error) {
 	if c.freed.Load() {
 		return api.CNOParam{}, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
 	}
 	return api.CNOParam{IA: c.ia, Agent: c.c.Agent()}, nil
 }
 
-func (c *hCNO) ModifyAgent(agent api.WaitAgent) error {
+func (c *proxyCNO) ModifyAgent(agent api.WaitAgent) error {
 	if c.freed.Load() {
 		return api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
 	}
@@ -857,21 +857,21 @@ func (c *hCNO) ModifyAgent(agent api.WaitAgent) error {
 	return nil
 }
 
-func (c *hCNO) Wait(ctx context.Context) (api.EVD, error) {
+func (c *proxyCNO) Wait(ctx context.Context) (api.EVD, error) {
 	if ctx == nil {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
 	}
 	return c.c.Wait(ctx)
 }
 
-func (c *hCNO) Triggered() (api.EVD, error) {
+func (c *proxyCNO) Triggered() (api.EVD, error) {
 	if c.freed.Load() {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
 	}
 	return c.c.Collect(), nil
 }
 
-func (c *hCNO) Free() error {
+func (c *proxyCNO) Free() error {
 	if c.freed.Load() {
 		return api.Errorf(api.InvalidHandle, api.SubHandleCNO, "CNO was freed")
 	}
@@ -895,13 +895,13 @@ func (c *hCNO) Free() error {
 
 // --- EP ---
 
-type hEP struct {
-	hbase
+type proxyEP struct {
+	proxyBase
 	made bool // the provider created it for a connection request
 	t    epTrack
 }
 
-func (e *hEP) Query() (api.EPParam, error) {
+func (e *proxyEP) Query() (api.EPParam, error) {
 	r, err := e.c.query(e)
 	if err != nil {
 		return api.EPParam{}, err
@@ -922,7 +922,7 @@ func (e *hEP) Query() (api.EPParam, error) {
 	return p, nil
 }
 
-func (e *hEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
+func (e *proxyEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -939,19 +939,19 @@ func (e *hEP) Modify(mask api.EPParamMask, p *api.EPParam) error {
 	}
 	e.t.mu.Lock()
 	if mask&api.EPFieldRecvEVD != 0 {
-		e.t.recvEVD, _ = p.RecvEVD.(*hEVD)
+		e.t.recvEVD, _ = p.RecvEVD.(*proxyEVD)
 	}
 	if mask&api.EPFieldRequestEVD != 0 {
-		e.t.reqEVD, _ = p.RequestEVD.(*hEVD)
+		e.t.reqEVD, _ = p.RequestEVD.(*proxyEVD)
 	}
 	if mask&api.EPFieldConnectEVD != 0 {
-		e.t.cnEVD, _ = p.ConnectEVD.(*hEVD)
+		e.t.cnEVD, _ = p.ConnectEVD.(*proxyEVD)
 	}
 	e.t.mu.Unlock()
 	return nil
 }
 
-func (e *hEP) GetStatus() (api.EPState, bool, bool, error) {
+func (e *proxyEP) GetStatus() (api.EPState, bool, bool, error) {
 	if err := e.live(); err != nil {
 		return 0, false, false, err
 	}
@@ -962,7 +962,7 @@ func (e *hEP) GetStatus() (api.EPState, bool, bool, error) {
 	return api.EPState(r.State), r.RecvIdle, r.RequestIdle, nil
 }
 
-func (e *hEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []byte, qos api.QOS, flags api.ConnectFlags) error {
+func (e *proxyEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []byte, qos api.QOS, flags api.ConnectFlags) error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -974,7 +974,7 @@ func (e *hEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd [
 
 // afterConnect undoes setConnecting when the call failed; a connection
 // that was refused at once also leaves the EP where it was.
-func (e *hEP) afterConnect(err error) error {
+func (e *proxyEP) afterConnect(err error) error {
 	if err != nil {
 		e.t.mu.Lock()
 		e.t.inConn = false
@@ -983,7 +983,7 @@ func (e *hEP) afterConnect(err error) error {
 	return err
 }
 
-func (e *hEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS) error {
+func (e *proxyEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS) error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -996,7 +996,7 @@ func (e *hEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS
 	return e.afterConnect(e.c.done(r, err))
 }
 
-func (e *hEP) Disconnect(flags api.CloseFlags) error {
+func (e *proxyEP) Disconnect(flags api.CloseFlags) error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -1007,7 +1007,7 @@ func (e *hEP) Disconnect(flags api.CloseFlags) error {
 	return e.c.done(r, err)
 }
 
-func (e *hEP) Reset() error {
+func (e *proxyEP) Reset() error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -1018,7 +1018,7 @@ func (e *hEP) Reset() error {
 	return e.c.done(r, err)
 }
 
-func (e *hEP) Free() error { return e.c.free(e) }
+func (e *proxyEP) Free() error { return e.c.free(e) }
 
 // post records the DTO as outstanding and posts it: through the
 // submission ring when the EP is connected and surely within its limits
@@ -1028,7 +1028,7 @@ func (e *hEP) Free() error { return e.c.free(e) }
 // the provider knows whether they are done. If the plugin dies while the post is under way,
 // the post counts as accepted: the DTO completes flushed like everything
 // else outstanding.
-func (e *hEP) post(s *submission, op api.DTOOp) error {
+func (e *proxyEP) post(s *submission, op api.DTOOp) error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -1084,37 +1084,37 @@ func (e *hEP) post(s *submission, op api.DTOOp) error {
 	return nil
 }
 
-func (e *hEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+func (e *proxyEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	s := submission{kind: subSend, flags: uint32(flags), cookie: uint64(cookie), iov: iov}
 	return e.post(&s, api.OpSend)
 }
 
-func (e *hEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+func (e *proxyEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
 	s := submission{kind: subSendInv, flags: uint32(flags), cookie: uint64(cookie), iov: iov, invalidate: invalidate, invRMR: rmr}
 	return e.post(&s, api.OpSend)
 }
 
-func (e *hEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+func (e *proxyEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	s := submission{kind: subRecv, flags: uint32(flags), cookie: uint64(cookie), iov: iov}
 	return e.post(&s, api.OpReceive)
 }
 
-func (e *hEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+func (e *proxyEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
 	s := submission{kind: subWrite, flags: uint32(flags), cookie: uint64(cookie), iov: iov, remote: remote}
 	return e.post(&s, api.OpRDMAWrite)
 }
 
-func (e *hEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+func (e *proxyEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
 	s := submission{kind: subRead, flags: uint32(flags), cookie: uint64(cookie), iov: iov, remote: remote}
 	return e.post(&s, api.OpRDMARead)
 }
 
-func (e *hEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+func (e *proxyEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
 	s := submission{kind: subReadToRMR, flags: uint32(flags), cookie: uint64(cookie), local: local, remote: remote}
 	return e.post(&s, api.OpRDMARead)
 }
 
-func (e *hEP) RecvQuery() (int, int, error) {
+func (e *proxyEP) RecvQuery() (int, int, error) {
 	if err := e.live(); err != nil {
 		return 0, 0, err
 	}
@@ -1125,7 +1125,7 @@ func (e *hEP) RecvQuery() (int, int, error) {
 	return int(r.NbufsAllocated), int(r.BufsAllocSpan), nil
 }
 
-func (e *hEP) SetWatermark(soft, hard int) error {
+func (e *proxyEP) SetWatermark(soft, hard int) error {
 	if err := e.live(); err != nil {
 		return err
 	}
@@ -1135,9 +1135,9 @@ func (e *hEP) SetWatermark(soft, hard int) error {
 
 // --- PSP, RSP, CR ---
 
-type hPSP struct{ hbase }
+type proxyPSP struct{ proxyBase }
 
-func (s *hPSP) Query() (api.PSPParam, error) {
+func (s *proxyPSP) Query() (api.PSPParam, error) {
 	r, err := s.c.query(s)
 	if err != nil {
 		return api.PSPParam{}, err
@@ -1149,11 +1149,11 @@ func (s *hPSP) Query() (api.PSPParam, error) {
 	return api.PSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: s.c.evdOf(q.Evd), Flags: api.PSPFlags(q.Flags)}, nil
 }
 
-func (s *hPSP) Free() error { return s.c.free(s) }
+func (s *proxyPSP) Free() error { return s.c.free(s) }
 
-type hRSP struct{ hbase }
+type proxyRSP struct{ proxyBase }
 
-func (s *hRSP) Query() (api.RSPParam, error) {
+func (s *proxyRSP) Query() (api.RSPParam, error) {
 	r, err := s.c.query(s)
 	if err != nil {
 		return api.RSPParam{}, err
@@ -1165,11 +1165,11 @@ func (s *hRSP) Query() (api.RSPParam, error) {
 	return api.RSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: s.c.evdOf(q.Evd), EP: s.c.epOf(q.Ep, s.ia)}, nil
 }
 
-func (s *hRSP) Free() error { return s.c.free(s) }
+func (s *proxyRSP) Free() error { return s.c.free(s) }
 
-type hCR struct{ hbase }
+type proxyCR struct{ proxyBase }
 
-func (r *hCR) Query() (api.CRParam, error) {
+func (r *proxyCR) Query() (api.CRParam, error) {
 	resp, err := r.c.query(r)
 	if err != nil {
 		return api.CRParam{}, err
@@ -1183,25 +1183,25 @@ func (r *hCR) Query() (api.CRParam, error) {
 }
 
 // localMade returns the proxy of the CR's provider-made local EP, if any.
-func (r *hCR) localMade() *hEP {
+func (r *proxyCR) localMade() *proxyEP {
 	resp, err := r.c.query(r)
 	if err != nil || resp.Cr == nil {
 		return nil
 	}
-	if e := r.c.hepOf(resp.Cr.LocalEp, r.ia); e != nil && e.made {
+	if e := r.c.proxyEPOf(resp.Cr.LocalEp, r.ia); e != nil && e.made {
 		return e
 	}
 	return nil
 }
 
-// hCR's Accept marks the EP that takes the connection as connecting, so
+// proxyCR's Accept marks the EP that takes the connection as connecting, so
 // that a crash before ESTABLISHED still breaks it.
 
-func (r *hCR) Accept(ep api.EP, pd []byte) error {
+func (r *proxyCR) Accept(ep api.EP, pd []byte) error {
 	if err := r.live(); err != nil {
 		return err
 	}
-	he, _ := ep.(*hEP)
+	he, _ := ep.(*proxyEP)
 	if he == nil {
 		he = r.localMade()
 	}
@@ -1216,7 +1216,7 @@ func (r *hCR) Accept(ep api.EP, pd []byte) error {
 	return nil
 }
 
-func (r *hCR) Reject(pd []byte) error {
+func (r *proxyCR) Reject(pd []byte) error {
 	if err := r.live(); err != nil {
 		return err
 	}
@@ -1232,7 +1232,7 @@ func (r *hCR) Reject(pd []byte) error {
 	return nil
 }
 
-func (r *hCR) Handoff(q api.ConnQual) error {
+func (r *proxyCR) Handoff(q api.ConnQual) error {
 	if err := r.live(); err != nil {
 		return err
 	}
@@ -1250,12 +1250,12 @@ func (r *hCR) Handoff(q api.ConnQual) error {
 
 // --- LMR, RMR, SRQ ---
 
-type hLMR struct {
-	hbase
+type proxyLMR struct {
+	proxyBase
 	mem *api.Memory // the shared region; nil for MemTypeLMR
 }
 
-func (l *hLMR) Query() (api.LMRParam, error) {
+func (l *proxyLMR) Query() (api.LMRParam, error) {
 	r, err := l.c.query(l)
 	if err != nil {
 		return api.LMRParam{}, err
@@ -1269,7 +1269,7 @@ func (l *hLMR) Query() (api.LMRParam, error) {
 		RegisteredSize: q.RegisteredSize, RegisteredAddress: api.VAddr(q.RegisteredAddress)}, nil
 }
 
-func (l *hLMR) Free() error {
+func (l *proxyLMR) Free() error {
 	if err := l.c.free(l); err != nil {
 		return err
 	}
@@ -1277,13 +1277,13 @@ func (l *hLMR) Free() error {
 	return nil
 }
 
-type hRMR struct {
-	hbase
+type proxyRMR struct {
+	proxyBase
 	mu    sync.Mutex
-	binds []*hEP // EPs of the outstanding binds, oldest first
+	binds []*proxyEP // EPs of the outstanding binds, oldest first
 }
 
-func (m *hRMR) Query() (api.RMRParam, error) {
+func (m *proxyRMR) Query() (api.RMRParam, error) {
 	r, err := m.c.query(m)
 	if err != nil {
 		return api.RMRParam{}, err
@@ -1296,11 +1296,11 @@ func (m *hRMR) Query() (api.RMRParam, error) {
 		RMRContext: api.RMRContext(q.RmrContext), Scope: api.RMRScope(q.Scope), VAType: api.VAType(q.VaType)}, nil
 }
 
-func (m *hRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
+func (m *proxyRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
 	if err := m.live(); err != nil {
 		return 0, err
 	}
-	he, _ := ep.(*hEP)
+	he, _ := ep.(*proxyEP)
 	var tok uint64
 	if he != nil {
 		he.t.mu.Lock()
@@ -1331,15 +1331,15 @@ func (m *hRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	return api.RMRContext(r.RmrContext), nil
 }
 
-func (m *hRMR) Free() error { return m.c.free(m) }
+func (m *proxyRMR) Free() error { return m.c.free(m) }
 
-type hSRQ struct {
-	hbase
+type proxySRQ struct {
+	proxyBase
 	mu    sync.Mutex
 	recvs workQueue
 }
 
-func (s *hSRQ) Query() (api.SRQParam, error) {
+func (s *proxySRQ) Query() (api.SRQParam, error) {
 	r, err := s.c.query(s)
 	if err != nil {
 		return api.SRQParam{}, err
@@ -1353,7 +1353,7 @@ func (s *hSRQ) Query() (api.SRQParam, error) {
 		OutstandingDTOCount: int(q.OutstandingDtoCount)}, nil
 }
 
-func (s *hSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
+func (s *proxySRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	if err := s.live(); err != nil {
 		return err
 	}
@@ -1370,7 +1370,7 @@ func (s *hSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	return nil
 }
 
-func (s *hSRQ) Resize(n int) error {
+func (s *proxySRQ) Resize(n int) error {
 	if err := s.live(); err != nil {
 		return err
 	}
@@ -1378,7 +1378,7 @@ func (s *hSRQ) Resize(n int) error {
 	return s.c.done(r, err)
 }
 
-func (s *hSRQ) SetLW(n int) error {
+func (s *proxySRQ) SetLW(n int) error {
 	if err := s.live(); err != nil {
 		return err
 	}
@@ -1386,10 +1386,10 @@ func (s *hSRQ) SetLW(n int) error {
 	return s.c.done(r, err)
 }
 
-func (s *hSRQ) Free() error { return s.c.free(s) }
+func (s *proxySRQ) Free() error { return s.c.free(s) }
 
 // cqWaiting reports records on the completion ring that nobody has read.
-func (c *conn) cqWaiting() bool {
+func (c *runningPlugin) cqWaiting() bool {
 	r := c.ringsP.Load()
 	return r != nil && r.cqPending()
 }

@@ -24,20 +24,20 @@ import (
 	pb "github.com/godat/godat/plugin/proto"
 )
 
-// sobj is one provider object known to the server.
-type sobj struct {
+// servedObj is one provider object known to the server.
+type servedObj struct {
 	id  uint64
 	typ api.HandleType
 	obj any
-	ia  *sia
+	ia  *servedIA
 	// made says the provider created the object on its own (a CR, the EP
 	// of a provider-flagged PSP) rather than on a create call.
 	made bool
 	mem  uint64 // LMR: the host memory it registers (0 for MemTypeLMR)
 }
 
-// sia is an open IA with what the server keeps for it.
-type sia struct {
+// servedIA is an open IA with what the server keeps for it.
+type servedIA struct {
 	id    uint64
 	p     api.IA
 	cno   api.CNO // the server's own CNO: every provider EVD of the IA feeds it
@@ -45,11 +45,11 @@ type sia struct {
 	async uint64 // the id of the async EVD
 }
 
-// sevd is a provider EVD the server drains.
-type sevd struct {
+// servedEVD is a provider EVD the server drains.
+type servedEVD struct {
 	id uint64
 	p  api.EVD
-	ia *sia
+	ia *servedIA
 }
 
 type server struct {
@@ -62,12 +62,12 @@ type server struct {
 
 	mu     sync.Mutex // the object table
 	nextID uint64
-	objs   map[uint64]*sobj
+	objs   map[uint64]*servedObj
 	ids    map[any]uint64
 
 	evMu  sync.Mutex // event order: draining, the completion ring, seq
-	evds  map[uint64]*sevd
-	byEVD map[api.EVD]*sevd
+	evds  map[uint64]*servedEVD
+	byEVD map[api.EVD]*servedEVD
 	seq   uint64
 	rec   event // scratch record, under evMu
 
@@ -84,21 +84,21 @@ type server struct {
 func newServer(p api.Provider, o *serveOptions, mem *pluginMem) *server {
 	return &server{
 		prov: p, name: o.name, version: o.version, addrs: newAddrCache(o.parse), mem: mem,
-		objs: map[uint64]*sobj{}, ids: map[any]uint64{},
-		evds: map[uint64]*sevd{}, byEVD: map[api.EVD]*sevd{},
+		objs: map[uint64]*servedObj{}, ids: map[any]uint64{},
+		evds: map[uint64]*servedEVD{}, byEVD: map[api.EVD]*servedEVD{},
 	}
 }
 
 // add registers a provider object created by a call and returns its id.
-func (s *server) add(obj any, t api.HandleType, ia *sia) *sobj {
+func (s *server) add(obj any, t api.HandleType, ia *servedIA) *servedObj {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addLocked(obj, t, ia, false)
 }
 
-func (s *server) addLocked(obj any, t api.HandleType, ia *sia, made bool) *sobj {
+func (s *server) addLocked(obj any, t api.HandleType, ia *servedIA, made bool) *servedObj {
 	s.nextID++
-	o := &sobj{id: s.nextID, typ: t, obj: obj, ia: ia, made: made}
+	o := &servedObj{id: s.nextID, typ: t, obj: obj, ia: ia, made: made}
 	s.objs[o.id] = o
 	s.ids[obj] = o.id
 	return o
@@ -107,7 +107,7 @@ func (s *server) addLocked(obj any, t api.HandleType, ia *sia, made bool) *sobj 
 // idOf returns the id of a provider object, registering objects the
 // provider made on its own; 0 for nil and for objects of no IA the server
 // knows.
-func (s *server) idOf(obj any, ia *sia) uint64 {
+func (s *server) idOf(obj any, ia *servedIA) uint64 {
 	if obj == nil || isNilObject(obj) {
 		return 0
 	}
@@ -131,7 +131,7 @@ func isNilObject(obj any) bool {
 }
 
 // lookup returns the object id names, which must be of type t.
-func (s *server) lookup(id uint64, t api.HandleType) (*sobj, error) {
+func (s *server) lookup(id uint64, t api.HandleType) (*servedObj, error) {
 	s.mu.Lock()
 	o := s.objs[id]
 	s.mu.Unlock()
@@ -145,7 +145,7 @@ func (s *server) lookup(id uint64, t api.HandleType) (*sobj, error) {
 }
 
 // opt is lookup for arguments that may be nil (id 0).
-func (s *server) opt(id uint64, t api.HandleType) (*sobj, error) {
+func (s *server) opt(id uint64, t api.HandleType) (*servedObj, error) {
 	if id == 0 {
 		return nil, nil
 	}
@@ -153,7 +153,7 @@ func (s *server) opt(id uint64, t api.HandleType) (*sobj, error) {
 }
 
 // remove forgets objects.
-func (s *server) remove(os ...*sobj) {
+func (s *server) remove(os ...*servedObj) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range os {
@@ -197,13 +197,13 @@ func handleSubtype(t api.HandleType) api.Subtype {
 
 // attachEVD makes the server drain a provider EVD and hears of its
 // notifications through the IA's CNO.
-func (s *server) attachEVD(o *sobj, ia *sia) error {
+func (s *server) attachEVD(o *servedObj, ia *servedIA) error {
 	e := o.obj.(api.EVD)
 	if err := e.ModifyCNO(ia.cno); err != nil {
 		return err
 	}
 	s.evMu.Lock()
-	se := &sevd{id: o.id, p: e, ia: ia}
+	se := &servedEVD{id: o.id, p: e, ia: ia}
 	s.evds[o.id] = se
 	s.byEVD[e] = se
 	s.evMu.Unlock()
@@ -270,7 +270,7 @@ func (s *server) putLocked(e *event) {
 }
 
 // drainLocked dequeues every event of se. s.evMu is held.
-func (s *server) drainLocked(se *sevd) {
+func (s *server) drainLocked(se *servedEVD) {
 	for {
 		var ev api.Event
 		if err := se.p.Dequeue(&ev); err != nil {
@@ -284,7 +284,7 @@ func (s *server) drainLocked(se *sevd) {
 }
 
 // eventToRec converts a provider event, naming its objects by id.
-func (s *server) eventToRec(ev *api.Event, ia *sia, r *event) {
+func (s *server) eventToRec(ev *api.Event, ia *servedIA, r *event) {
 	*r = event{number: ev.Number}
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
@@ -473,7 +473,7 @@ func (s *server) OpenIA(ctx context.Context, r *pb.OpenReq) (*pb.OpenResp, error
 	if err != nil {
 		return fail(err)
 	}
-	si := &sia{p: ia}
+	si := &servedIA{p: ia}
 	cno, err := ia.CreateCNO(func(evd api.EVD) { s.notified(evd) })
 	if err != nil {
 		return fail(fmt.Errorf("the plugin host needs CNO support from the provider: %w", err))
@@ -493,7 +493,7 @@ func (s *server) OpenIA(ctx context.Context, r *pb.OpenReq) (*pb.OpenResp, error
 		Attr: iaAttrToPB(attr), ProviderAttr: providerAttrToPB(pattr), Seq: s.drainAll()}, nil
 }
 
-func (s *server) iaOf(id uint64) (*sia, error) {
+func (s *server) iaOf(id uint64) (*servedIA, error) {
 	o, err := s.lookup(id, api.HandleIA)
 	if err != nil {
 		return nil, err
@@ -535,7 +535,7 @@ func (s *server) CloseIA(_ context.Context, r *pb.CloseReq) (*pb.Result, error) 
 // server's own CNO is one more object in the provider's eyes, so it goes
 // first; if the provider still refuses (objects the server has not seen
 // yet), the CNO comes back.
-func (s *server) closeGraceful(ia *sia) error {
+func (s *server) closeGraceful(ia *servedIA) error {
 	s.drainAll()
 	if n := s.objectsOf(ia); n > 0 {
 		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
@@ -582,7 +582,7 @@ func (s *server) closeGraceful(ia *sia) error {
 
 // objectsOf counts the objects of ia a consumer made or was given: all but
 // the IA, its async EVD and the server's CNO.
-func (s *server) objectsOf(ia *sia) int {
+func (s *server) objectsOf(ia *servedIA) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -595,7 +595,7 @@ func (s *server) objectsOf(ia *sia) int {
 }
 
 // forgetIA drops every object of a closed IA.
-func (s *server) forgetIA(ia *sia) {
+func (s *server) forgetIA(ia *servedIA) {
 	s.mu.Lock()
 	var evds []uint64
 	for id, o := range s.objs {
@@ -613,7 +613,7 @@ func (s *server) forgetIA(ia *sia) {
 	}
 }
 
-func (s *server) create(obj any, t api.HandleType, ia *sia, err error) (*pb.CreateResp, error) {
+func (s *server) create(obj any, t api.HandleType, ia *servedIA, err error) (*pb.CreateResp, error) {
 	if err != nil {
 		return &pb.CreateResp{Err: errToPB(err), Seq: s.drainAll()}, nil
 	}
@@ -818,7 +818,7 @@ func (s *server) SyncRDMA(_ context.Context, r *pb.SyncReq) (*pb.Result, error) 
 	return s.result(ia.p.SyncRDMARead(segs))
 }
 
-func (s *server) getObj(id uint64) (*sobj, error) {
+func (s *server) getObj(id uint64) (*servedObj, error) {
 	s.mu.Lock()
 	o := s.objs[id]
 	s.mu.Unlock()
@@ -1064,7 +1064,7 @@ func (s *server) SetWatermark(_ context.Context, r *pb.WatermarkReq) (*pb.Result
 
 // crDone forgets a CR that was accepted, rejected or handed off, and the
 // provider-made EP that a reject or handoff returned to the provider.
-func (s *server) crDone(o *sobj, localEP api.EP) {
+func (s *server) crDone(o *servedObj, localEP api.EP) {
 	s.remove(o)
 	if localEP == nil {
 		return

@@ -24,9 +24,9 @@ type work struct {
 	tok    uint64 // tells apart the entries of one queue
 	cookie api.Cookie
 	op     api.DTOOp
-	rmr    *hRMR // the RMR of a bind
-	dead   bool  // the post failed: not outstanding
-	quiet  bool  // posted with CompletionSuppress: success brings no event
+	rmr    *proxyRMR // the RMR of a bind
+	dead   bool      // the post failed: not outstanding
+	quiet  bool      // posted with CompletionSuppress: success brings no event
 }
 
 // workQueue is the outstanding work of one queue, oldest first.
@@ -43,7 +43,7 @@ type workQueue struct {
 // provider. sure is false when add had to guess; the provider may then
 // have no room, and only it can say (DESIGN §4: requests complete in
 // order, so if it has room the oldest entry has completed).
-func (q *workQueue) add(cookie api.Cookie, op api.DTOOp, rmr *hRMR, quiet bool, limit int) (tok uint64, sure bool) {
+func (q *workQueue) add(cookie api.Cookie, op api.DTOOp, rmr *proxyRMR, quiet bool, limit int) (tok uint64, sure bool) {
 	sure = true
 	for limit > 0 && q.r.Len() >= limit && (q.r.Front().quiet || q.r.Front().dead) {
 		if !q.r.Front().dead {
@@ -112,8 +112,8 @@ func (q *workQueue) drain() []work {
 // epTrack is what the host knows of an EP's queues and connection.
 type epTrack struct {
 	mu                     sync.Mutex
-	recvEVD, reqEVD, cnEVD *hEVD
-	srq                    *hSRQ
+	recvEVD, reqEVD, cnEVD *proxyEVD
+	srq                    *proxySRQ
 	reqs, recvs            workQueue
 	inConn                 bool // connected, or a connection is being made
 	established            bool // connected: posts may take the submission ring
@@ -124,7 +124,7 @@ type epTrack struct {
 func isRecv(op api.DTOOp) bool { return op == api.OpReceive || op == api.OpReceiveWithInvalidate }
 
 // completed retires the work a DTO completion of the EP reports.
-func (e *hEP) completed(d *api.DTOCompletionData) {
+func (e *proxyEP) completed(d *api.DTOCompletionData) {
 	t := &e.t
 	if isRecv(d.Op) {
 		t.mu.Lock()
@@ -146,7 +146,7 @@ func (e *hEP) completed(d *api.DTOCompletionData) {
 }
 
 // connEvent follows the EP's connection state from its events.
-func (e *hEP) connEvent(n api.EventNumber) {
+func (e *proxyEP) connEvent(n api.EventNumber) {
 	e.t.mu.Lock()
 	e.t.inConn = n == api.ConnectionEstablishedEvent
 	e.t.established = e.t.inConn
@@ -154,16 +154,16 @@ func (e *hEP) connEvent(n api.EventNumber) {
 }
 
 // setConnecting records that a connection is being made.
-func (e *hEP) setConnecting() {
+func (e *proxyEP) setConnecting() {
 	e.t.mu.Lock()
 	e.t.inConn = true
 	e.t.mu.Unlock()
 }
 
 // bindDone retires the oldest outstanding bind of the RMR.
-func (m *hRMR) bindDone(cookie api.Cookie) {
+func (m *proxyRMR) bindDone(cookie api.Cookie) {
 	m.mu.Lock()
-	var ep *hEP
+	var ep *proxyEP
 	if len(m.binds) > 0 {
 		ep = m.binds[0]
 		m.binds = m.binds[1:]
@@ -179,7 +179,7 @@ func (m *hRMR) bindDone(cookie api.Cookie) {
 // flush completes everything outstanding on the EP with DTOErrFlushed,
 // requests first, and breaks its connection: what the plugin would have
 // reported had it not died.
-func (e *hEP) flush() {
+func (e *proxyEP) flush() {
 	t := &e.t
 	t.mu.Lock()
 	reqs, recvs := t.reqs.drain(), t.recvs.drain()
