@@ -7,13 +7,16 @@ package plugin
 import (
 	"errors"
 	"net"
+	"strings"
 
 	"github.com/godat/godat/api"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
 // errToPB converts the error of a provider call for the wire. An error that
-// is not an *api.Error travels as DAT_INTERNAL_ERROR with its text.
+// is not an *api.Error travels as DAT_INTERNAL_ERROR with its text. One that
+// wraps an *api.Error travels as that error, with the wrapper's words
+// around its message: the host rebuilds the type, subtype and message only.
 func errToPB(err error) *pb.Err {
 	if err == nil {
 		return nil
@@ -26,6 +29,9 @@ func errToPB(err error) *pb.Err {
 				msg += ": "
 			}
 			msg += e.Cause.Error()
+		}
+		if err != error(e) {
+			msg = strings.Replace(err.Error(), e.Error(), msg, 1)
 		}
 		return &pb.Err{Type: uint32(e.Type), Sub: uint32(e.Sub), Msg: msg}
 	}

@@ -18,6 +18,16 @@
 // makes its own net.Addr values should pass WithAddrParser so that
 // addresses a consumer typed reach it in its own type.
 //
+// The served provider must support CNOs with a wait agent; the vendor's
+// side learns of the provider's events that way (see "Objects and calls").
+// Open creates a CNO with IA.CreateCNO and attaches every EVD of the IA to
+// it with EVD.ModifyCNO, the async EVD included; the provider calls the
+// agent, naming the EVD it returned, whenever it would wake a waiter on
+// that EVD, after the event is queued, and never while holding a lock that
+// EVD.Dequeue takes, since the agent dequeues at once. Before a graceful
+// IA.Close the CNO is detached and freed. A provider without CNOs fails
+// every Open with its own error, in words that say what the host needs.
+//
 // # Lifecycle
 //
 // The host starts the executable on the first Open of one of its IAs

@@ -27,6 +27,7 @@ var (
 	oldProtoPath  string // speaks protocol 99
 	exitEarly     string // exits before the handshake
 	silentPath    string // never completes the handshake
+	noCNOPath     string // serves a provider without CNOs
 )
 
 func TestMain(m *testing.M) {
@@ -61,6 +62,7 @@ func TestMain(m *testing.M) {
 	oldProtoPath = build("oldproto", "./testdata/oldproto", false)
 	exitEarly = build("exitearly", "./testdata/exitearly", false)
 	silentPath = build("silent", "./testdata/silent", false)
+	noCNOPath = build("nocno", "./testdata/nocno", false)
 	// The tests and their plugins get a $TMPDIR of their own, so that
 	// whatever a plugin leaves there (its socket) fails the run.
 	tmp := filepath.Join(dir, "tmp")
@@ -278,6 +280,25 @@ func TestUnavailable(t *testing.T) {
 		t.Fatalf("Open with the right checksum: %v", err)
 	}
 	ia.Close(api.CloseAbrupt)
+}
+
+// The host needs the served provider's CNOs (with a wait agent): a
+// provider without them fails Open with its own error, in words that say
+// what the host needs, and its process stops.
+func TestProviderWithoutCNOs(t *testing.T) {
+	r := loadRegistry(t, writeConfig(t, noCNOPath, "", "x"))
+	ia, err := r.Open(context.Background(), "x")
+	if err == nil {
+		ia.Close(api.CloseAbrupt)
+		t.Fatal("Open succeeded")
+	}
+	if !errors.Is(err, api.ErrNotImplemented) || !strings.Contains(err.Error(), "needs CNOs with a wait agent") ||
+		!strings.Contains(err.Error(), "this provider has no CNOs") {
+		t.Fatalf("Open: %v, want the provider's DAT_NOT_IMPLEMENTED saying the host needs CNOs with a wait agent", err)
+	}
+	if st := pluginStatus(t, r); st.State == "running" {
+		t.Fatalf("status after the failed Open: %+v", st)
+	}
 }
 
 // LMR memory must come from api.AllocMemory: anything else is

@@ -476,7 +476,7 @@ func (s *server) OpenIA(ctx context.Context, r *pb.OpenReq) (*pb.OpenResp, error
 	si := &servedIA{p: ia}
 	cno, err := ia.CreateCNO(func(evd api.EVD) { s.notified(evd) })
 	if err != nil {
-		return fail(fmt.Errorf("the plugin host needs CNO support from the provider: %w", err))
+		return fail(fmt.Errorf("the plugin host needs CNOs with a wait agent from the provider (IA.CreateCNO): %w", err))
 	}
 	si.cno = cno
 	o := s.add(ia, api.HandleIA, si)
