@@ -25,7 +25,7 @@ import (
 type hdr struct {
 	ia    *gIA
 	typ   api.HandleType
-	id    uint32 // the object's number in its IA, for the trace hook
+	id    uint64 // the object's number, unique in the process (name)
 	freed atomic.Bool
 	users atomic.Int32 // objects that use this one (in-use rule on Free)
 	cc    api.ContextSlot
@@ -177,7 +177,6 @@ type gIA struct {
 	pattr  api.ProviderAttr
 	serial *sync.Mutex // non-nil when the IA is configured non-thread-safe
 	hooks  *hooks      // non-nil when the configuration asks for hooks
-	nextID atomic.Uint32
 	// life admits the calls that create provider objects (beginCreate)
 	// while the IA is not closing.
 	life    sync.RWMutex
@@ -199,7 +198,7 @@ func wrapIA(p api.IA, e IAEntry, hk *hooks) (api.IA, error) {
 		return nil, err
 	}
 	g := &gIA{p: p, entry: e, attr: attr, pattr: pattr, hooks: hk}
-	g.ia, g.typ = g, api.HandleIA
+	g.ia, g.typ, g.id = g, api.HandleIA, nextHandleID.Add(1)
 	if !e.ThreadSafe {
 		g.serial = new(sync.Mutex)
 	}
@@ -242,7 +241,7 @@ func (ia *gIA) leave() {
 // register records g as the guard of provider object p.
 func (ia *gIA) register(p any, g guarded, t api.HandleType) {
 	h := g.header()
-	h.ia, h.typ, h.id = ia, t, ia.nextID.Add(1)
+	h.ia, h.typ, h.id = ia, t, nextHandleID.Add(1)
 	ia.objs.Store(p, g)
 }
 

@@ -131,7 +131,7 @@ func (ia *gIA) adoptCR(p api.CR, providerEP bool) api.CR {
 		return g
 	}
 	g := &gCR{p: p, providerEP: providerEP}
-	g.ia, g.typ, g.id = ia, api.HandleCR, ia.nextID.Add(1)
+	g.ia, g.typ, g.id = ia, api.HandleCR, nextHandleID.Add(1)
 	if actual, loaded := ia.objs.LoadOrStore(any(p), g); loaded {
 		return actual.(*gCR)
 	}
@@ -146,7 +146,7 @@ func (ia *gIA) adoptEP(p api.EP) *gEP {
 		return nil
 	}
 	g := &gEP{p: p}
-	g.ia, g.typ, g.id = ia, api.HandleEP, ia.nextID.Add(1)
+	g.ia, g.typ, g.id = ia, api.HandleEP, nextHandleID.Add(1)
 	g.pz, _ = ia.guardOf(prm.PZ).(*gPZ)
 	g.recv, _ = ia.guardOf(prm.RecvEVD).(*gEVD)
 	g.req, _ = ia.guardOf(prm.RequestEVD).(*gEVD)

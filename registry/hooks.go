@@ -218,13 +218,16 @@ func (h *hooks) done(o op, g *hdr, t time.Time, err *error) {
 	h.log.LogAttrs(context.Background(), slog.LevelInfo, ops[o].name, attrs...)
 }
 
-// name is how the trace names a guarded object: its handle type and the
-// number the IA gave it ("EP#3"); the IA itself is "IA".
+// nextHandleID numbers every object the guard layer wraps, IAs included,
+// in one sequence for the whole process: two IAs open at once (two opens
+// of one name among them) never show the same name in a trace or an
+// error, as per-IA numbers would.
+var nextHandleID atomic.Uint64
+
+// name is how the trace and the guard's errors name a guarded object: its
+// handle type and its number ("EP#3", "IA#1").
 func (g *hdr) name() string {
-	if g.typ == api.HandleIA {
-		return "IA"
-	}
-	return g.typ.String() + "#" + strconv.FormatUint(uint64(g.id), 10)
+	return g.typ.String() + "#" + strconv.FormatUint(g.id, 10)
 }
 
 // OpCount is how often an IA's consumer called one operation, and how

@@ -249,11 +249,12 @@ func TestHooksTrace(t *testing.T) {
 			ia.CreateEVD(0, nil, api.EVDDTO)
 			ia.Close(api.CloseAbrupt)
 			log := out.String()
+			iaName := ia.(*gIA).name()
 			for _, line := range []string{
-				`level=INFO msg=IA.CreatePZ ia=` + tc.ia + ` handle=IA result=DAT_SUCCESS`,
-				`msg=IA.CreateEP ia=` + tc.ia + ` handle=IA result=DAT_SUCCESS`,
-				`msg=IA.CreateEVD ia=` + tc.ia + ` handle=IA result=DAT_INVALID_PARAMETER(DAT_INVALID_ARG2) err=`,
-				`msg=IA.Close ia=` + tc.ia + ` handle=IA result=DAT_SUCCESS`,
+				`level=INFO msg=IA.CreatePZ ia=` + tc.ia + ` handle=` + iaName + ` result=DAT_SUCCESS`,
+				`msg=IA.CreateEP ia=` + tc.ia + ` handle=` + iaName + ` result=DAT_SUCCESS`,
+				`msg=IA.CreateEVD ia=` + tc.ia + ` handle=` + iaName + ` result=DAT_INVALID_PARAMETER(DAT_INVALID_ARG2) err=`,
+				`msg=IA.Close ia=` + tc.ia + ` handle=` + iaName + ` result=DAT_SUCCESS`,
 			} {
 				if !strings.Contains(log, line) {
 					t.Errorf("trace lacks %q:\n%s", line, log)
@@ -269,6 +270,41 @@ func TestHooksTrace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHooksTraceNamesAcrossIAs opens one configured IA twice, tracing
+// both to one log: every handle, the IAs' own included, has a name of
+// its own, so the trace tells the two apart.
+func TestHooksTraceNamesAcrossIAs(t *testing.T) {
+	var out syncBuffer
+	l := slog.New(slog.NewTextHandler(&out, nil))
+	ia1, evd1, ep1 := openHooked(t, "traced", WithTraceLogger(l))
+	ia2, evd2, ep2 := openHooked(t, "traced", WithTraceLogger(l))
+	async1, _ := ia1.AsyncEVD()
+	async2, _ := ia2.AsyncEVD()
+	seen := map[string]bool{}
+	for _, o := range []guarded{ia1.(*gIA), evd1.(*gEVD), ep1.(*gEP), async1.(*gEVD),
+		ia2.(*gIA), evd2.(*gEVD), ep2.(*gEP), async2.(*gEVD)} {
+		n := o.header().name()
+		if seen[n] {
+			t.Errorf("two objects are both named %s", n)
+		}
+		seen[n] = true
+	}
+	for _, ia := range []api.IA{ia1, ia2} {
+		if err := ia.Close(api.CloseAbrupt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var closes []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "msg=IA.Close ") {
+			closes = append(closes, line[strings.Index(line, "handle="):])
+		}
+	}
+	if len(closes) != 2 || closes[0] == closes[1] {
+		t.Errorf("the two IAs' closes are traced as %q:\n%s", closes, out.String())
 	}
 }
 
