@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -186,5 +187,49 @@ func TestMapMemory(t *testing.T) {
 	m.Free()
 	if n := openFDs(t); n != fds {
 		t.Fatalf("%d descriptors open after Free, %d before", n, fds)
+	}
+}
+
+// The remote triplets of an LMR and of an RMR window name the same bytes
+// as the local triplet over them, with the context that grants access.
+func TestRemoteTriplets(t *testing.T) {
+	lmr := LMRParam{RegisteredAddress: 0x7000_1000, LMRContext: 3, RMRContext: 0xBEEF}
+	if got, want := lmr.RemoteTriplet(0x20, 64), (RMRTriplet{Addr: 0x7000_1020, Length: 64, RMRContext: 0xBEEF}); got != want {
+		t.Errorf("LMRParam.RemoteTriplet = %+v, want %+v", got, want)
+	}
+	if l, r := lmr.Triplet(0x20, 64), lmr.RemoteTriplet(0x20, 64); l.Addr != r.Addr || l.Length != r.Length {
+		t.Errorf("local %+v and remote %+v triplets name different bytes", l, r)
+	}
+	win := LMRTriplet{Addr: 0x7000_1400, Length: 256, LMRContext: 3}
+	va := RMRParam{LMRTriplet: win, RMRContext: 0xCAFE, VAType: VATypeVA}
+	if got, want := va.Triplet(8, 16), (RMRTriplet{Addr: 0x7000_1408, Length: 16, RMRContext: 0xCAFE}); got != want {
+		t.Errorf("RMRParam.Triplet of a VA window = %+v, want %+v", got, want)
+	}
+	zb := RMRParam{LMRTriplet: win, RMRContext: 0xCAFE, VAType: VATypeZB}
+	if got, want := zb.Triplet(8, 16), (RMRTriplet{Addr: 8, Length: 16, RMRContext: 0xCAFE}); got != want {
+		t.Errorf("RMRParam.Triplet of a zero-based window = %+v, want %+v", got, want)
+	}
+}
+
+func TestRMRTripletBinary(t *testing.T) {
+	in := RMRTriplet{Addr: 0x0102_0304_0506_0708, Length: 0x1122_3344, RMRContext: 0xA1B2_C3D4}
+	b, err := in.MarshalBinary()
+	if err != nil || len(b) != RMRTripletSize {
+		t.Fatalf("MarshalBinary = %x, %v", b, err)
+	}
+	if want := "0807060504030201" + "44332211" + "d4c3b2a1"; fmt.Sprintf("%x", b) != want {
+		t.Errorf("binary form %x, want %s", b, want)
+	}
+	if ab, _ := in.AppendBinary([]byte("pd:")); string(ab[:3]) != "pd:" || string(ab[3:]) != string(b) {
+		t.Errorf("AppendBinary = %x", ab)
+	}
+	var out RMRTriplet
+	if err := out.UnmarshalBinary(b); err != nil || out != in {
+		t.Errorf("UnmarshalBinary = %+v, %v; want %+v", out, err, in)
+	}
+	for _, bad := range [][]byte{nil, b[:15], append(b, 0)} {
+		if err := out.UnmarshalBinary(bad); !errors.Is(err, ErrInvalidParameter) || out != in {
+			t.Errorf("UnmarshalBinary of %d bytes: %v, triplet %+v", len(bad), err, out)
+		}
 	}
 }

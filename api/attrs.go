@@ -183,6 +183,18 @@ func (p LMRParam) Triplet(off uint64, n uint32) LMRTriplet {
 	return LMRTriplet{Addr: p.RegisteredAddress + VAddr(off), Length: n, LMRContext: p.LMRContext}
 }
 
+// RemoteTriplet returns the triplet a peer's RDMA operation names n bytes
+// at offset off of the registered region with, through the LMR's own RMR
+// context: what a program sends its peer (see RMRTriplet.AppendBinary)
+// to let it read or write the region. The context grants what the LMR
+// was created with: remote read with MemPrivRemoteRead, remote write with
+// MemPrivRemoteWrite, nothing without either. Like Triplet it does no
+// bounds checking: the peer's operation fails if the triplet lies outside
+// the region.
+func (p LMRParam) RemoteTriplet(off uint64, n uint32) RMRTriplet {
+	return RMRTriplet{Addr: p.RegisteredAddress + VAddr(off), Length: n, RMRContext: p.RMRContext}
+}
+
 // RMRParam is what dat_rmr_query(3DAT) reports (DAT_RMR_PARAM). While the
 // RMR is unbound, LMRTriplet has zero length and RMRContext is stale.
 type RMRParam struct {
@@ -193,6 +205,22 @@ type RMRParam struct {
 	RMRContext RMRContext
 	Scope      RMRScope
 	VAType     VAType
+}
+
+// Triplet returns the triplet a peer's RDMA operation names n bytes at
+// offset off of the RMR's window with: the window it is bound to (p is
+// the RMR's Query after its bind completed, when the new context is in
+// place) and its current context. A window bound with VATypeZB is
+// addressed from 0 at its first byte; one bound with VATypeVA by the
+// addresses of the LMR triplet it was bound over. Like LMRParam.Triplet
+// it does no bounds checking: the peer's operation fails if the triplet
+// lies outside the window, or if the RMR is unbound or bound again.
+func (p RMRParam) Triplet(off uint64, n uint32) RMRTriplet {
+	base := p.LMRTriplet.Addr
+	if p.VAType == VATypeZB {
+		base = 0
+	}
+	return RMRTriplet{Addr: base + VAddr(off), Length: n, RMRContext: p.RMRContext}
 }
 
 // SRQAttr sets the size of a shared receive queue (DAT_SRQ_ATTR); see
