@@ -14,7 +14,11 @@ package registry
 // lock-free sync.Map load), written only when objects are created or freed.
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,8 +31,93 @@ type hdr struct {
 	typ   api.HandleType
 	id    uint64 // the object's number, unique in the process (name)
 	freed atomic.Bool
-	users atomic.Int32 // objects that use this one (in-use rule on Free)
+	users userSet // objects that use this one (in-use rule on Free)
 	cc    api.ContextSlot
+}
+
+// userSet records which objects use an object: the in-use rule of Free
+// asks whether there are any, and its error names them. A user holds one
+// count per reference (an EP whose three queues report to one EVD holds
+// three) and is named once. It changes only when objects are created,
+// modified or freed, never on the data path.
+type userSet struct {
+	mu sync.Mutex
+	by map[*hdr]int32
+}
+
+// add adds delta references by user u.
+func (s *userSet) add(u *hdr, delta int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = make(map[*hdr]int32)
+	}
+	if n := s.by[u] + delta; n > 0 {
+		s.by[u] = n
+	} else {
+		delete(s.by, u)
+	}
+}
+
+// list returns the users, oldest first.
+func (s *userSet) list() []*hdr {
+	s.mu.Lock()
+	l := make([]*hdr, 0, len(s.by))
+	for u := range s.by {
+		l = append(l, u)
+	}
+	s.mu.Unlock()
+	return sortHandles(l)
+}
+
+// sortHandles sorts l by handle number, which is creation order, and
+// returns it.
+func sortHandles(l []*hdr) []*hdr {
+	slices.SortFunc(l, func(a, b *hdr) int { return cmp.Compare(a.id, b.id) })
+	return l
+}
+
+// names joins the names of l: "EP#5, PSP#7".
+func names(l []*hdr) string {
+	s := make([]string, len(l))
+	for i, h := range l {
+		s[i] = h.name()
+	}
+	return strings.Join(s, ", ")
+}
+
+// inUseErr is the error of Free refused because of users, or of a
+// graceful IA Close refused because of objects (the IA "has" them):
+// DAT_INVALID_STATE with subtype sub, naming the object and the others as
+// the trace does. cause, when not nil, is the provider's own refusal,
+// whose words and underlying error are kept.
+func inUseErr(h *hdr, sub api.Subtype, users []*hdr, cause *api.Error) error {
+	verb := "is still used by"
+	if h.typ == api.HandleIA {
+		verb = "still has"
+	}
+	msg := h.name()
+	if len(users) > 0 {
+		msg += fmt.Sprintf(" %s %d object(s): %s", verb, len(users), names(users))
+	} else {
+		msg += " is still in use"
+	}
+	e := &api.Error{Type: api.InvalidState, Sub: sub, Msg: msg}
+	if cause != nil {
+		e.Msg += " (provider: " + cause.Msg + ")"
+		e.Cause = cause.Cause
+	}
+	return e
+}
+
+// providerInUse returns the provider's error of type InvalidState and
+// subtype sub found in err's chain, or nil.
+func providerInUse(err error, sub api.Subtype) *api.Error {
+	var de *api.Error
+	if sub == api.NoSubtype || !errors.As(err, &de) || de.Type != api.InvalidState || de.Sub != sub {
+		return nil
+	}
+	return de
 }
 
 func (h *hdr) header() *hdr { return h }
@@ -68,23 +157,56 @@ func (h *hdr) live() error {
 
 // release frees guard g: it refuses while other objects use g (inUse names
 // the DAT_INVALID_STATE subtype; NoSubtype skips the rule), runs the
-// provider's free, then retires the handle.
+// provider's free, then retires the handle. Either refusal names g and the
+// users the guard knows (see usedBy).
 func release(g guarded, key any, inUse api.Subtype, free func() error) error {
 	h := g.header()
 	if err := h.live(); err != nil {
 		return err
 	}
-	if inUse != api.NoSubtype && h.users.Load() > 0 {
-		return api.Errorf(api.InvalidState, inUse, fmt.Sprintf("%s is still used by %d object(s)", h.typ, h.users.Load()))
+	if inUse != api.NoSubtype {
+		if users := h.users.list(); len(users) > 0 {
+			return inUseErr(h, inUse, users, nil)
+		}
 	}
 	h.ia.enter()
 	err := free()
 	h.ia.leave()
 	if err != nil {
+		if pe := providerInUse(err, inUse); pe != nil {
+			return inUseErr(h, inUse, usedBy(g), pe)
+		}
 		return err
 	}
 	h.ia.retire(key, g)
 	return nil
+}
+
+// usedBy returns the objects that use g as the guard sees them: those
+// counted in its user set and, for an LMR, the RMRs bound to it, which
+// only the provider tracks (an RMR's Query names the LMR of its window).
+// It serves errors, not the in-use rule.
+func usedBy(g guarded) []*hdr {
+	h := g.header()
+	users := h.users.list()
+	l, ok := g.(*gLMR)
+	if !ok || !l.hasCtx {
+		return users
+	}
+	h.ia.objs.Range(func(_, v any) bool {
+		r, ok := v.(*gRMR)
+		if !ok || r.freed.Load() {
+			return true
+		}
+		h.ia.enter()
+		prm, err := r.p.Query()
+		h.ia.leave()
+		if err == nil && prm.LMRTriplet.Length > 0 && prm.LMRTriplet.LMRContext == l.ctx {
+			users = append(users, &r.hdr)
+		}
+		return true
+	})
+	return sortHandles(users)
 }
 
 // guarded is implemented by every guard object.
@@ -204,7 +326,7 @@ func wrapIA(p api.IA, e IAEntry, hk *hooks) (api.IA, error) {
 	}
 	g.objs.Store(any(p), g)
 	g.async = g.adoptEVD(pevd)
-	g.async.users.Add(1) // the IA uses it; consumers cannot free it
+	g.async.users.add(&g.hdr, 1) // the IA uses it; consumers cannot free it
 	return g, nil
 }
 

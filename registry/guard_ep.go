@@ -81,18 +81,18 @@ func orIOV(v, def int) int {
 func (g *gEP) use(delta int32) {
 	l := g.lim.Load()
 	if g.pz != nil {
-		g.pz.users.Add(delta)
+		g.pz.users.add(&g.hdr, delta)
 	}
 	for _, e := range [...]*gEVD{g.recv, g.req, g.conn} {
 		if e != nil {
-			e.users.Add(delta)
+			e.users.add(&g.hdr, delta)
 			if delta < 0 {
 				e.lastEP.CompareAndSwap(g, nil) // (no EVD keeps an EP it no longer serves)
 			}
 		}
 	}
 	if g.srq != nil {
-		g.srq.users.Add(delta)
+		g.srq.users.add(&g.hdr, delta)
 	}
 	if g.recv != nil && l.recvFlags&(api.CompletionUnsignalled|api.CompletionSolicitedWait) != 0 {
 		g.recv.restricted.Add(delta)

@@ -77,6 +77,9 @@ func (ia *gIA) Close(flags api.CloseFlags) (err error) {
 		ia.life.Lock()
 		ia.closing = false // (a graceful Close refused: the IA lives on)
 		ia.life.Unlock()
+		if pe := providerInUse(err, api.SubStateIAInUse); pe != nil {
+			return inUseErr(&ia.hdr, api.SubStateIAInUse, ia.liveObjects(), pe)
+		}
 		return err
 	}
 	if !ia.freed.CompareAndSwap(false, true) {
@@ -88,6 +91,19 @@ func (ia *gIA) Close(flags api.CloseFlags) (err error) {
 		return true
 	})
 	return nil
+}
+
+// liveObjects returns the objects of the IA that a graceful Close waits
+// for: every live handle but the IA and its async EVD, oldest first.
+func (ia *gIA) liveObjects() []*hdr {
+	var l []*hdr
+	ia.objs.Range(func(_, v any) bool {
+		if h := v.(guarded).header(); h != &ia.hdr && h != &ia.async.hdr && !h.freed.Load() {
+			l = append(l, h)
+		}
+		return true
+	})
+	return sortHandles(l)
 }
 
 func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
@@ -148,7 +164,7 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 	g := ia.adoptEVD(p)
 	g.cno.Store(gc)
 	if gc != nil {
-		gc.users.Add(1)
+		gc.users.add(&g.hdr, 1)
 	}
 	return g, nil
 }
@@ -435,7 +451,7 @@ func (ia *gIA) pspArgs(evd api.EVD, flags api.PSPFlags) (*gEVD, error) {
 func (ia *gIA) newPSP(p api.PSP, evd *gEVD, flags api.PSPFlags) *gPSP {
 	g := &gPSP{p: p, evd: evd, flags: flags}
 	ia.register(p, g, api.HandlePSP)
-	evd.users.Add(1)
+	evd.users.add(&g.hdr, 1)
 	return g
 }
 
@@ -469,7 +485,7 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err
 	}
 	g := &gRSP{p: p, evd: gevd}
 	ia.register(p, g, api.HandleRSP)
-	gevd.users.Add(1)
+	gevd.users.add(&g.hdr, 1)
 	return g, nil
 }
 
@@ -531,9 +547,9 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 		g.ctx, g.hasCtx = prm.LMRContext, true
 	}
 	ia.register(p, g, api.HandleLMR)
-	gpz.users.Add(1)
+	gpz.users.add(&g.hdr, 1)
 	if src != nil {
-		src.users.Add(1)
+		src.users.add(&g.hdr, 1)
 	}
 	return g, nil
 }
@@ -579,7 +595,7 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	}
 	g.maxIOV.Store(int64(iov))
 	ia.register(p, g, api.HandleSRQ)
-	gpz.users.Add(1)
+	gpz.users.add(&g.hdr, 1)
 	return g, nil
 }
 

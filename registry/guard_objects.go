@@ -54,7 +54,7 @@ func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
 	}
 	r := &gRMR{p: p, pz: g}
 	g.ia.register(p, r, api.HandleRMR)
-	g.users.Add(1)
+	g.users.add(&r.hdr, 1)
 	return r, nil
 }
 
@@ -254,10 +254,10 @@ func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
 		return err
 	}
 	if gc != nil {
-		gc.users.Add(1)
+		gc.users.add(&g.hdr, 1)
 	}
 	if old := g.cno.Swap(gc); old != nil {
-		old.users.Add(-1)
+		old.users.add(&g.hdr, -1)
 	}
 	return nil
 }
@@ -269,7 +269,7 @@ func (g *gEVD) Free() (err error) {
 	err = release(g, g.p, api.SubStateEVDInUse, g.p.Free)
 	if err == nil {
 		if c := g.cno.Swap(nil); c != nil {
-			c.users.Add(-1)
+			c.users.add(&g.hdr, -1)
 		}
 	}
 	return err
@@ -368,7 +368,7 @@ func (g *gPSP) Free() (err error) {
 	}
 	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
-		g.evd.users.Add(-1)
+		g.evd.users.add(&g.hdr, -1)
 	}
 	return err
 }
@@ -393,7 +393,7 @@ func (g *gRSP) Free() (err error) {
 	}
 	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
-		g.evd.users.Add(-1)
+		g.evd.users.add(&g.hdr, -1)
 	}
 	return err
 }
@@ -516,9 +516,9 @@ func (g *gLMR) Free() (err error) {
 	}
 	err = release(g, g.p, api.SubStateLMRInUse, g.p.Free)
 	if err == nil {
-		g.pz.users.Add(-1)
+		g.pz.users.add(&g.hdr, -1)
 		if g.src != nil {
-			g.src.users.Add(-1)
+			g.src.users.add(&g.hdr, -1)
 		}
 	}
 	return err
@@ -592,7 +592,7 @@ func (g *gRMR) Free() (err error) {
 	}
 	err = release(g, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
-		g.pz.users.Add(-1)
+		g.pz.users.add(&g.hdr, -1)
 	}
 	return err
 }
@@ -666,7 +666,7 @@ func (g *gSRQ) Free() (err error) {
 	}
 	err = release(g, g.p, api.SubStateSRQInUse, g.p.Free)
 	if err == nil {
-		g.pz.users.Add(-1)
+		g.pz.users.add(&g.hdr, -1)
 	}
 	return err
 }

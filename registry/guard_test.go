@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -206,6 +207,61 @@ func TestGuardInUse(t *testing.T) {
 	}
 	if err := e.ia.Close(api.CloseGraceful); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGuardInUseNamesUsers checks the words of the guard's in-use
+// refusals: the object and each object that uses it, once, by the names
+// the trace gives them, with the DAT code and subtype of TestGuardInUse.
+func TestGuardInUseNamesUsers(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	name := func(o any) string { return o.(guarded).header().name() }
+	refused := func(f func() error, sub api.Subtype, want string) {
+		t.Helper()
+		err := f()
+		if !errors.Is(err, &api.Error{Type: api.InvalidState, Sub: sub}) {
+			t.Fatalf("got %v, want DAT_INVALID_STATE(%v)", err, sub)
+		}
+		if got := err.(*api.Error).Msg; got != want {
+			t.Errorf("message %q, want %q", got, want)
+		}
+	}
+	async, _ := e.ia.AsyncEVD()
+	psp, err := e.ia.CreatePSP(5, e.cr, api.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cno, _ := e.ia.CreateCNO(nil)
+	evd, _ := e.ia.CreateEVD(4, cno, api.EVDDTO)
+	srq, _ := e.ia.CreateSRQ(e.pz, api.SRQAttr{MaxRecvDTOs: 4, MaxRecvIOV: 1})
+	ep2, err := e.ia.CreateEPWithSRQ(e.pz, evd, evd, e.conn, srq, &api.EPAttr{MaxRecvIOV: 1, MaxRequestIOV: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, _ := e.ia.CreateLMR(e.pz, api.Region{Type: api.MemTypeLMR, LMR: e.lmr}, api.MemPrivAll, api.VATypeVA)
+	rmr, _ := e.pz.CreateRMR()
+
+	refused(e.pz.Free, api.SubStatePZInUse, fmt.Sprintf("%s is still used by 6 object(s): %s, %s, %s, %s, %s, %s",
+		name(e.pz), name(e.ep), name(e.lmr), name(srq), name(ep2), name(shared), name(rmr)))
+	// e.ep's receive and request queues both report to e.dto: one user.
+	refused(e.dto.Free, api.SubStateEVDInUse, fmt.Sprintf("%s is still used by 1 object(s): %s", name(e.dto), name(e.ep)))
+	refused(e.conn.Free, api.SubStateEVDInUse, fmt.Sprintf("%s is still used by 2 object(s): %s, %s", name(e.conn), name(e.ep), name(ep2)))
+	refused(e.cr.Free, api.SubStateEVDInUse, fmt.Sprintf("%s is still used by 1 object(s): %s", name(e.cr), name(psp)))
+	refused(async.Free, api.SubStateEVDInUse, fmt.Sprintf("%s is still used by 1 object(s): %s", name(async), name(e.ia)))
+	refused(cno.Free, api.SubStateCNOInUse, fmt.Sprintf("%s is still used by 1 object(s): %s", name(cno), name(evd)))
+	refused(srq.Free, api.SubStateSRQInUse, fmt.Sprintf("%s is still used by 1 object(s): %s", name(srq), name(ep2)))
+	refused(e.lmr.Free, api.SubStateLMRInUse, fmt.Sprintf("%s is still used by 1 object(s): %s", name(e.lmr), name(shared)))
+
+	// A user that goes is no longer named.
+	if err := ep2.Free(); err != nil {
+		t.Fatal(err)
+	}
+	refused(e.conn.Free, api.SubStateEVDInUse, fmt.Sprintf("%s is still used by 1 object(s): %s", name(e.conn), name(e.ep)))
+	if err := evd.ModifyCNO(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cno.Free(); err != nil {
+		t.Fatalf("CNO free after its EVD left it: %v", err)
 	}
 }
 
