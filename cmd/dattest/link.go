@@ -138,7 +138,11 @@ func ipAddr(a net.Addr) (net.IP, bool) {
 
 // buf is registered memory from api.AllocMemory, which every provider can
 // use (an in-process provider would also take a Go slice; a NIC or a plugin
-// would not).
+// would not), registered as MemTypeVirtual, the memory type every provider
+// supports: MemTypeSharedVirtual is optional (ProviderAttr.
+// LMRMemTypesSupported) and asks for nothing dattest needs, since a
+// provider that shares the pages with another process finds them as
+// AllocMemory's either way.
 type buf struct {
 	mem *api.Memory
 	b   []byte
@@ -152,7 +156,7 @@ func newBuf(n *node, size int, priv api.MemPriv) (*buf, error) {
 		return nil, err
 	}
 	b := mem.Bytes()[:size]
-	lmr, err := n.ia.CreateLMR(n.pz, api.Region{Type: api.MemTypeSharedVirtual, Bytes: b}, priv, api.VATypeVA)
+	lmr, err := n.ia.CreateLMR(n.pz, api.Region{Type: api.MemTypeVirtual, Bytes: b}, priv, api.VATypeVA)
 	if err != nil {
 		mem.Free()
 		return nil, err

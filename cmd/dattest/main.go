@@ -78,7 +78,8 @@
 //	                   and break the connection
 //
 // Steps after a lost connection are skipped. Every buffer comes from
-// api.AllocMemory, so the sequence suits every provider.
+// api.AllocMemory and is registered as MemTypeVirtual, so the sequence
+// suits every provider.
 //
 // # Benchmarks
 //
