@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"strings"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/registry"
@@ -20,12 +21,16 @@ import (
 // and parameters it has), "position" (file:line:column of its entry),
 // "origin" ("file:line" of its entry, or "built-in" for one of godat's
 // built-in IAs), "available" and, when it is false, "reason". An IA that
-// was opened also has "ia_attr" and "provider_attr":
-// objects whose keys are the Go field names of api.IAAttr and
-// api.ProviderAttr, with numbers (flags and enumerations as their DAT
-// numeric values; 64-bit limits may exceed 2^53), booleans and strings;
-// Address is a string, or null when the provider has none; named-attribute
-// lists are arrays of {"name", "value"} objects.
+// was opened also has "ia_attr" and "provider_attr": objects with one key
+// per field of api.IAAttr and api.ProviderAttr, the field's name in
+// snake_case (jsonKey: MaxEPs is "max_eps", MaxIOVSegmentsPerDTO
+// "max_iov_segments_per_dto"), with numbers (flags and enumerations as
+// their DAT numeric values; 64-bit limits may exceed 2^53), booleans and
+// strings; "address" is a string, or null when the provider has none;
+// named-attribute lists are arrays of {"name", "value"} objects.
+//
+// Every key of the output, at every depth, is snake_case: lower-case
+// words joined by underscores. Keys are added, never renamed or removed.
 type listJSON struct {
 	Config    configJSON `json:"config"`
 	Providers []string   `json:"providers"` // the providers built in
@@ -106,7 +111,8 @@ func writeListJSON(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	return writeJSON(w, out)
 }
 
-// attrMap turns an attribute struct into a JSON object keyed by field name.
+// attrMap turns an attribute struct into a JSON object keyed by the
+// jsonKey of each field's name.
 func attrMap(attrs any) map[string]any {
 	v := reflect.ValueOf(attrs)
 	t := v.Type()
@@ -116,22 +122,68 @@ func attrMap(attrs any) map[string]any {
 		if !f.IsExported() {
 			continue
 		}
+		k := jsonKey(f.Name)
 		switch x := v.Field(i).Interface().(type) {
 		case net.Addr:
-			m[f.Name] = x.String()
+			m[k] = x.String()
 		case nil:
-			m[f.Name] = nil
+			m[k] = nil
 		case []api.NamedAttr:
 			l := make([]namedAttrJSON, 0, len(x))
 			for _, a := range x {
 				l = append(l, namedAttrJSON(a))
 			}
-			m[f.Name] = l
+			m[k] = l
 		default:
-			m[f.Name] = x
+			m[k] = x
 		}
 	}
 	return m
+}
+
+// wholeWords are the capitalised words of attribute names that stay one
+// word in snake_case: DAT's abbreviations, which may follow one another
+// with nothing between them (SRQEPPZDifferenceSupported) or take a plural
+// s (MaxEPs), and QLen, which DAT writes qlen.
+var wholeWords = []string{"DAPL", "RDMA", "CNO", "DTO", "EVD", "IOV", "LMR", "PSP", "QOS", "RMR", "RSP", "SRQ",
+	"EP", "HA", "IA", "PZ", "VA", "ZB", "QLen"}
+
+// jsonKey turns a Go field name into its snake_case JSON key: a word
+// starts at each capital letter, a run of capitals is one word (its last
+// capital starting the next word when lower-case letters follow it), and
+// a word of wholeWords, plural s included, is never split. MaxEPs becomes
+// max_eps, MaxIOVSegmentsPerDTO max_iov_segments_per_dto,
+// SRQEPPZDifferenceSupported srq_ep_pz_difference_supported.
+func jsonKey(name string) string {
+	var words []string
+	isUpper := func(i int) bool { return i < len(name) && name[i] >= 'A' && name[i] <= 'Z' }
+	isLower := func(i int) bool { return i < len(name) && !isUpper(i) }
+	for i := 0; i < len(name); {
+		j := i + 1
+		for _, w := range wholeWords {
+			if strings.HasPrefix(name[i:], w) {
+				k := i + len(w)
+				if k < len(name) && name[k] == 's' && !isLower(k+1) {
+					k++ // a plural: EPs, EVDs
+				}
+				if !isLower(k) {
+					j = k
+					break
+				}
+			}
+		}
+		if j == i+1 {
+			for isUpper(j) && !isLower(j+1) {
+				j++ // an abbreviation not in the list
+			}
+			for isLower(j) {
+				j++
+			}
+		}
+		words = append(words, strings.ToLower(name[i:j]))
+		i = j
+	}
+	return strings.Join(words, "_")
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -29,8 +29,12 @@
 // that defines no IA), which do not change the exit status.
 //
 // --json prints machine-readable JSON on standard output instead of text.
-// The field names are stable; see listJSON (listing) and checkJSON (check)
-// in this package for every field.
+// Every key, at every depth, is snake_case (lower-case words joined by
+// underscores): the configuration's keys as dat.conf.example spells them,
+// and the IA and provider attributes by their api field names in that
+// form (api.IAAttr.MaxEPs is "max_eps"). Keys are stable: new ones may be
+// added, none is renamed or removed. See listJSON (listing) and checkJSON
+// (check) in this package for every key.
 //
 // Exit status:
 //

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,9 +203,9 @@ func TestVerbose(t *testing.T) {
 	}
 	// Every field of both attribute structs is printed.
 	for _, v := range []any{api.IAAttr{}, api.ProviderAttr{}} {
-		for name := range attrMap(v) {
-			if !strings.Contains(out, "    "+name+" ") {
-				t.Errorf("field %s not printed", name)
+		for _, f := range reflect.VisibleFields(reflect.TypeOf(v)) {
+			if !strings.Contains(out, "    "+f.Name+" ") {
+				t.Errorf("field %s not printed", f.Name)
 			}
 		}
 	}
@@ -253,11 +254,11 @@ func TestJSON(t *testing.T) {
 	}
 	ia, _ := good["ia_attr"].(map[string]any)
 	pa, _ := good["provider_attr"].(map[string]any)
-	if ia["MaxEPs"] != 77.0 || ia["Address"] != "192.0.2.1:4791" || pa["MaxPrivateDataSize"] != 256.0 {
+	if ia["max_eps"] != 77.0 || ia["address"] != "192.0.2.1:4791" || pa["max_private_data_size"] != 256.0 {
 		t.Errorf("attrs %v / %v", ia, pa)
 	}
-	if l, _ := pa["ProviderSpecific"].([]any); len(l) != 2 || l[1].(map[string]any)["value"] != "x y" {
-		t.Errorf("ProviderSpecific %v", pa["ProviderSpecific"])
+	if l, _ := pa["provider_specific"].([]any); len(l) != 2 || l[1].(map[string]any)["value"] != "x y" {
+		t.Errorf("provider_specific %v", pa["provider_specific"])
 	}
 	bad := got.IAs[1]
 	if bad["available"] != false || !strings.Contains(bad["reason"].(string), "no device dev9") || bad["ia_attr"] != nil {
@@ -655,7 +656,7 @@ func TestAliasLine(t *testing.T) {
 	}
 	a := list.IAs[0]
 	if a.Name != "godat-tcp" || a.AliasOf != "tcp" || a.Provider != "tcp" || a.IAParams != "127.0.0.1" ||
-		a.Library != "/usr/lib/libdat2.so.2" || a.Origin != cfg+":1" || !a.Available || a.IAAttr["AdapterName"] != "godat-tcp" {
+		a.Library != "/usr/lib/libdat2.so.2" || a.Origin != cfg+":1" || !a.Available || a.IAAttr["adapter_name"] != "godat-tcp" {
 		t.Errorf("alias: %+v", a)
 	}
 	code, out, _ = runDatinfo(t, "-v", "-f", cfg)
