@@ -38,10 +38,17 @@
 //
 // Exit status:
 //
-//	0  success; for check, every file is valid
+//	0  success: the listing shows at least one IA that opens; for check,
+//	   every file is valid
 //	1  a configuration is invalid or cannot be read, or another error
 //	   (an IA that fails to close)
 //	2  usage error: unknown flag or command
+//	3  the listing is complete, but no IA can be opened: every one is
+//	   unavailable (a provider missing, a device or address absent) or
+//	   none is configured; the table's last line says so
+//
+// A listing that succeeds is thus also a test that this machine can run
+// a DAT program; check does not open IAs and never exits 3.
 package main
 
 import (
@@ -61,6 +68,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	exitNoIA    = 3
 )
 
 // openTimeout bounds the opening of one IA, beyond the start of a plugin
@@ -81,9 +89,10 @@ flags:
   --json    print JSON instead of text
 
 exit status:
-  0  success (check: every file is valid)
+  0  success: an IA can be opened (check: every file is valid)
   1  invalid or unreadable configuration, or another error
   2  usage error
+  3  no IA can be opened (listing only)
 `
 
 func main() {

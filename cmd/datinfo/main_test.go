@@ -753,3 +753,40 @@ api_version = "u2.0"
 		}
 	}
 }
+
+// A configuration whose every IA fails to open: the file replaces both
+// built-in IAs with ones that cannot open. datinfo says so in the table's
+// last line and exits with exitNoIA, in every output form; one available
+// IA is enough for exitOK.
+func TestNoIAAvailable(t *testing.T) {
+	isolate(t)
+	cfg := writeFile(t, "dat.conf", `[[ia]]
+name = "loopback"
+provider = "datinfo-fail"
+api_version = "u2.0"
+
+[[ia]]
+name = "tcp"
+provider = "nosuch"
+api_version = "u2.0"
+`)
+	code, out, errs := runDatinfo(t, "-f", cfg)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if want := "No IA is available: none of the 2 listed can be opened (exit status 3)."; code != exitNoIA || errs != "" || lines[len(lines)-1] != want {
+		t.Errorf("exit %d (want %d), stderr %q, last line %q, want %q:\n%s", code, exitNoIA, errs, lines[len(lines)-1], want, out)
+	}
+	for _, args := range [][]string{{"-v", "-f", cfg}, {"--json", "-f", cfg}} {
+		if code, _, _ := runDatinfo(t, args...); code != exitNoIA {
+			t.Errorf("datinfo %q: exit %d, want %d", args, code, exitNoIA)
+		}
+	}
+	// The usage and the package doc say what the status means.
+	if _, help, _ := runDatinfo(t, "-help"); !strings.Contains(help, "  3  no IA can be opened") {
+		t.Errorf("the usage does not document exit status 3:\n%s", help)
+	}
+
+	code, out, _ = runDatinfo(t, "-f", writeFile(t, "one.conf", testConfig))
+	if code != exitOK || strings.Contains(out, "No IA is available") {
+		t.Errorf("with an available IA: exit %d:\n%s", code, out)
+	}
+}

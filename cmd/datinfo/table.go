@@ -93,7 +93,21 @@ func list(o options, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitFailure
 	}
+	if available(reps) == 0 {
+		return exitNoIA
+	}
 	return exitOK
+}
+
+// available counts the IAs of reps that opened.
+func available(reps []iaReport) int {
+	n := 0
+	for _, r := range reps {
+		if r.opened {
+			n++
+		}
+	}
+	return n
 }
 
 // describeSource says in words where the configuration came from.
@@ -115,7 +129,7 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	fmt.Fprintf(w, "Configuration: %s\n", describeSource(cfg))
 	fmt.Fprintf(w, "Providers built in: %s\n\n", strings.Join(registry.Providers(), ", "))
 	if len(reps) == 0 {
-		_, err := fmt.Fprintln(w, "No IA is configured.")
+		_, err := fmt.Fprintf(w, "No IA is configured (exit status %d).\n", exitNoIA)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
@@ -163,12 +177,17 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	if err := writePlugins(w, reps); err != nil {
 		return err
 	}
+	var err error
 	if firstDefault == "" {
 		firstDefault = reps[0].info.IAName
-		_, err := fmt.Fprintf(w, "\nNo IA is marked default; OpenDefault opens %s.\n", firstDefault)
+		_, err = fmt.Fprintf(w, "\nNo IA is marked default; OpenDefault opens %s.\n", firstDefault)
+	} else {
+		_, err = fmt.Fprintf(w, "\n* marked default; OpenDefault opens %s.\n", firstDefault)
+	}
+	if err != nil || available(reps) > 0 {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n* marked default; OpenDefault opens %s.\n", firstDefault)
+	_, err = fmt.Fprintf(w, "No IA is available: none of the %d listed can be opened (exit status %d).\n", len(reps), exitNoIA)
 	return err
 }
 
