@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -457,32 +458,55 @@ func (c *client) read(ctx context.Context, w remoteWindow, dst *buf, size, win i
 	return float64(size) * float64(iters) / el.Seconds(), nil
 }
 
-// parseSizes parses a list like "64,4K,1M" (K, M, G: binary units).
+// parseSizes parses -size: a comma-separated list of parseSize's sizes.
 func parseSizes(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		mult := 1
-		if f != "" {
-			switch strings.ToUpper(f[len(f)-1:]) {
-			case "K":
-				mult = 1 << 10
-			case "M":
-				mult = 1 << 20
-			case "G":
-				mult = 1 << 30
-			}
-			if mult != 1 {
-				f = f[:len(f)-1]
-			}
+		n, err := parseSize(f)
+		if err != nil {
+			return nil, err
 		}
-		v, err := strconv.Atoi(f)
-		if err != nil || v <= 0 || v*mult > maxBenchSize {
-			return nil, fmt.Errorf("bad size %q: want a positive number of bytes up to %s, with an optional K, M suffix", f, sizeName(maxBenchSize))
-		}
-		out = append(out, v*mult)
+		out = append(out, n)
 	}
 	return out, nil
+}
+
+// sizeUnits are the units parseSize takes, upper-cased, with their
+// multipliers: binary, as sizeName writes them and as RDMA tools count
+// message sizes, also when written KB or MB.
+var sizeUnits = map[string]int{"": 1, "B": 1,
+	"K": 1 << 10, "KI": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10,
+	"M": 1 << 20, "MI": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20,
+	"G": 1 << 30, "GI": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30,
+}
+
+// parseSize parses one benchmark message size: a positive decimal number
+// with an optional unit, K, M or G (also KiB, KB, Ki and the like, in any
+// case; all powers of 1024) or B, up to maxBenchSize. Its errors quote f
+// as it was written.
+func parseSize(f string) (int, error) {
+	f = strings.TrimSpace(f)
+	i := strings.IndexFunc(f, func(r rune) bool { return !strings.ContainsRune("0123456789+-.", r) })
+	if i < 0 {
+		i = len(f)
+	}
+	num, unit := f[:i], strings.TrimSpace(f[i:])
+	mult, ok := sizeUnits[strings.ToUpper(unit)]
+	if !ok && num != "" {
+		return 0, fmt.Errorf("bad size %q: unknown unit %q; want K, M or G (powers of 1024; KiB, MB and the like work too)", f, unit)
+	}
+	v, err := strconv.Atoi(num)
+	if errors.Is(err, strconv.ErrRange) || (err == nil && v > 0 && v > maxBenchSize/mult) {
+		what := num + " bytes"
+		if mult > 1 {
+			what = num + " " + strings.ToUpper(unit[:1]) + "iB"
+		}
+		return 0, fmt.Errorf("bad size %q: %s is more than the largest message, %s", f, what, sizeName(maxBenchSize))
+	}
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("bad size %q: want a positive number of bytes, with an optional unit K, M or G (powers of 1024)", f)
+	}
+	return v * mult, nil
 }
 
 // sizeName formats a size the way -size takes it: 64, 4K, 1M.

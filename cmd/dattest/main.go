@@ -264,7 +264,8 @@ flags:
                 read (pipelined RDMA read), wlat (RDMA-write ping-pong, spinning
                 on memory; -mode poll only), wlat-suppress (wlat with the writes'
                 completions suppressed), all (lat,bw,read), or a comma list
-  -size LIST    message sizes, comma separated, K/M suffixes (default 64,4K,1M)
+  -size LIST    message sizes, comma separated, with units K, M, G (powers of
+                1024; KiB, MB work too), at most 64M (default 64,4K,1M)
   -iters N      timed iterations per size (default 1000)
   -mode M       poll (spin on EVD.Dequeue) or wait (EVD.Wait; default)
   -demo         start a server (a child process; in-process for loopback) and a
