@@ -57,6 +57,16 @@ func (cfg clientConfig) remote(ctx context.Context, n *node) (net.Addr, error) {
 		"use an IA of an IP provider such as tcp, or try dattest -demo", n.name, n.pattr.ProviderName, own.Network(), cfg.host)
 }
 
+// serverName names the server in errors: its address and connection
+// qualifier q, q once. A TCP address whose port is q (remote's, for an IP
+// provider) already says it; any other gets "port q" after it.
+func serverName(remote net.Addr, q api.ConnQual) string {
+	if a, ok := remote.(*net.TCPAddr); ok && uint64(a.Port) == uint64(q) {
+		return a.String()
+	}
+	return fmt.Sprintf("%v port %d", remote, q)
+}
+
 func (cfg clientConfig) rawAddr(port int) string {
 	h := cfg.rawHost
 	if h == "" {
@@ -111,11 +121,11 @@ func dial(ctx context.Context, n *node, cfg clientConfig, kind uint64, maxSize i
 		return nil, fmt.Errorf("the provider's private data limit (%d bytes) is below the %d bytes HELLO needs", lim, len(hello))
 	}
 	if err := c.ep.Connect(remote, cfg.port, connectTimeout, hello, api.QOSBestEffort, api.ConnectDefault); err != nil {
-		return nil, fmt.Errorf("EP.Connect to %s port %d: %w", remote, cfg.port, err)
+		return nil, fmt.Errorf("EP.Connect to %s: %w", serverName(remote, cfg.port), err)
 	}
 	ev, err := c.cmEvent(ctx, connectTimeout+connectTimeout/2)
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the connection to %s port %d: %w", remote, cfg.port, err)
+		return nil, fmt.Errorf("waiting for the connection to %s: %w", serverName(remote, cfg.port), err)
 	}
 	pd := ev.Conn.PrivateData
 	switch ev.Number {
@@ -126,9 +136,9 @@ func dial(ctx context.Context, n *node, cfg clientConfig, kind uint64, maxSize i
 			t, _ := m.find(tagText)
 			why = string(t)
 		}
-		return nil, fmt.Errorf("server %s port %d rejected the connection: %s", remote, cfg.port, why)
+		return nil, fmt.Errorf("server %s rejected the connection: %s", serverName(remote, cfg.port), why)
 	default:
-		return nil, fmt.Errorf("connecting to %s port %d: %v", remote, cfg.port, ev.Number)
+		return nil, fmt.Errorf("connecting to %s: %v", serverName(remote, cfg.port), ev.Number)
 	}
 	c.pdIn = len(pd)
 	c.refresh()
