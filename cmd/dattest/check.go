@@ -55,7 +55,7 @@ func runCheck(ctx context.Context, cfg clientConfig) (*checkReport, error) {
 	defer n.close()
 	rep := &checkReport{ClientIA: n.describe(), Server: fmt.Sprintf("%s port %d", cfg.host, cfg.port)}
 	if cfg.target != nil {
-		rep.Server = fmt.Sprintf("%s port %d", cfg.target, cfg.port)
+		rep.Server = serverName(cfg.target, cfg.port)
 	}
 	add := func(step string, detail string, err error) bool {
 		r := stepResult{Step: step, Result: resPass, Detail: detail}
