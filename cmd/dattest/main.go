@@ -547,23 +547,41 @@ func writeCheck(w io.Writer, rep *checkReport) error {
 	return err
 }
 
-// writeBench prints benchmark rows as a table.
+// writeBench prints benchmark rows as a table, then a legend line for
+// each op the rows have, in their order.
 func writeBench(w io.Writer, rows []benchRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "OP\tSIZE\tMODE\tGODAT\tRAW TCP\tRATIO\t")
+	var ops []string
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s %s\t%.2f\t\n", r.Op, sizeName(r.Size), r.Mode,
 			num(r.Godat), r.Unit, num(r.Raw), r.Unit, r.Ratio)
+		if !slices.Contains(ops, r.Op) {
+			ops = append(ops, r.Op)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "\nlat: one-way latency (half a send/recv round trip), ratio = godat/raw time (>1: godat slower)\n"+
-		"bw:  streaming RDMA write, 10^9 B/s, ratio = godat/raw throughput (>1: godat faster)\n"+
-		"read: pipelined RDMA read (raw: server-to-client messages, one request each), 10^9 B/s, ratio as for bw\n"+
-		"wlat: one-way latency of an RDMA-write ping-pong, each side spinning on memory (raw: the polling ping-pong), ratio as for lat\n"+
-		"wlat-suppress: wlat with the writes posted with CompletionSuppress (no completion for a write that succeeds)")
-	return err
+	fmt.Fprintln(w)
+	for _, op := range ops {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", op, legend[op]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// legend explains each op of the benchmark table; each line stands alone,
+// since the table may show only some of the ops.
+var legend = map[string]string{
+	"lat":  "one-way latency (half a send/recv round trip); ratio = godat/raw time (>1: godat slower)",
+	"bw":   "streaming RDMA write, 10^9 B/s; ratio = godat/raw throughput (>1: godat faster)",
+	"read": "pipelined RDMA read (raw: server-to-client messages, one request each), 10^9 B/s; ratio = godat/raw throughput (>1: godat faster)",
+	"wlat": "one-way latency of an RDMA-write ping-pong, each side spinning on memory (raw: the polling ping-pong); " +
+		"ratio = godat/raw time (>1: godat slower)",
+	"wlat-suppress": "wlat's ping-pong with the writes posted with CompletionSuppress (no completion for a write that succeeds); " +
+		"ratio = godat/raw time (>1: godat slower)",
 }
 
 // num formats a measurement with three significant digits.
