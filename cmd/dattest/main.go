@@ -85,8 +85,13 @@
 //
 // "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw",
 // "read", "wlat", "wlat-suppress", "all" for the first three, or a comma
-// list) at each size of -size (default 64,4K,1M), -iters timed iterations (default 1000) after an untimed
-// warm-up of iters/10 (at least 10, at most 1000):
+// list) at each size of -size (default 64,4K,1M), -iters timed
+// iterations (default 1000) after an untimed warm-up of iters/2 (at
+// least 10, at most 1000). It is that long because it must outlast a
+// transient of the process, not of the link: after the blocking control
+// exchange that begins each run, the Go runtime wakes often for some
+// milliseconds, which a warm-up of a tenth did not cover on the rxe VM
+// (docs/benchmarks.md, "verbs: where the mean went"). The ops:
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
 //     only memory polling can see, so it would have no "wait" mode). Each
