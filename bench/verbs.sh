@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/verbs.sh — godat's verbs provider beside rdma-core's own tools, on
 # soft-RoCE (rdma_rxe) in one boot of the rxe VM
-# (/work/shared/tools/rxe-vm/run): server and client of every tool run in
+# (../shared/tools/rxe-vm/run): server and client of every tool run in
 # the same guest over rxe0, REPS repetitions (default 5), interleaved (the
 # repetition is the outer loop, so drift hits every tool alike).
 #
@@ -45,7 +45,8 @@
 # one run to the next. PIN=1 treats every tool alike (a dattest process
 # with GOMAXPROCS=2 then has both Ps on its one vCPU).
 #
-# Environment: RXE_VM_RUN (the harness), LAT_ITERS (default 2000),
+# Environment: RXE_VM_RUN (the harness's run script; by default
+# ../shared/tools/rxe-vm/run beside the checkout), LAT_ITERS (default 2000),
 # BW_ITERS (1 MiB messages per bw run, default 100), PP_BW_ITERS
 # (ibv_rc_pingpong 1 MiB exchanges, default 50), KEEP=1 keeps the raw
 # output in $WORK.
@@ -63,13 +64,13 @@ export PATH="/usr/local/go/bin:$PATH"
 export RXE_VM_NO_KVM="${RXE_VM_NO_KVM:-1}"
 [ "$RXE_VM_NO_KVM" = 0 ] && unset RXE_VM_NO_KVM
 
-run="${RXE_VM_RUN:-}"
-if [ -z "$run" ]; then
-	for c in ../shared/tools/rxe-vm/run /work/shared/tools/rxe-vm/run; do
-		[ -x "$c" ] && { run="$c"; break; }
-	done
+run="${RXE_VM_RUN:-../shared/tools/rxe-vm/run}"
+if [ ! -x "$run" ]; then
+	where="$run"
+	[ -n "${RXE_VM_RUN:-}" ] || where="$run (beside this checkout: $(cd .. && pwd)/shared/tools/rxe-vm/run)"
+	echo "FAIL: no rxe-vm harness at $where; put the shared tools directory beside the checkout, or set RXE_VM_RUN to the harness's run script." >&2
+	exit 1
 fi
-[ -n "$run" ] || { echo "no rxe-vm harness found: set RXE_VM_RUN" >&2; exit 1; }
 
 extra=
 for b in ib_write_lat ib_write_bw ib_send_lat; do
