@@ -14,9 +14,10 @@ const (
 	lbCM  = "providers/loopback/cm.go"
 	tcDTO = "providers/tcp/dto.go"
 	tcSRQ = "providers/tcp/srq.go"
-	tcCon = "providers/tcp/conn.go"
 	tcMem = "providers/tcp/mem.go"
-	gIA   = "registry/guard.go"
+	tcFrm = "providers/tcp/conn_frames.go"
+	gHdr  = "registry/guard.go"
+	gIA   = "registry/guard_ia.go"
 	gEP   = "registry/guard_ep.go"
 	gObj  = "registry/guard_objects.go"
 )
@@ -113,7 +114,7 @@ var mutants = []mutant{
 	{id: "tcp-suppress-disc", area: "tcp", file: tcDTO, desc: "a suppressed request posted on a DISCONNECTED EP does not complete",
 		old: "\tcase api.EPDisconnected:\n\t\tp.complete(w, api.DTOErrFlushed)\n\t\treturn nil",
 		new: "\tcase api.EPDisconnected:\n\t\tif w.flags&api.CompletionSuppress == 0 {\n\t\t\tp.complete(w, api.DTOErrFlushed)\n\t\t}\n\t\treturn nil"},
-	{id: "tcp-recv-lenstatus", area: "tcp", file: tcCon, desc: "a receive too small completes with a protection error",
+	{id: "tcp-recv-lenstatus", area: "tcp", file: tcFrm, desc: "a receive too small completes with a protection error",
 		old: "\t\tbad = api.DTOErrLocalLength", new: "\t\tbad = api.DTOErrLocalProtection"},
 	{id: "tcp-reqs-max", area: "tcp", file: tcDTO, desc: "one request more than MaxRequestDTOs may be outstanding",
 		old: "\treturn p.reqs.Len() >= p.attr.MaxRequestDTOs", new: "\treturn p.reqs.Len() > p.attr.MaxRequestDTOs"},
@@ -136,20 +137,20 @@ var mutants = []mutant{
 		old: "srqattr.CheckResize(n, s.recvs.Len(), s.lw)", new: "srqattr.CheckResize(n, s.recvs.Len()-1, s.lw)"},
 	{id: "tcp-srq-take-lw", area: "tcp", file: tcSRQ, desc: "taking a receive never fires the low watermark",
 		old: "\ts.recvs.PopFront()\n\ts.checkLW()\n", new: "\ts.recvs.PopFront()\n"},
-	{id: "tcp-recv-room", area: "tcp", file: tcCon, desc: "a message one byte longer than the receive is accepted",
+	{id: "tcp-recv-room", area: "tcp", file: tcFrm, desc: "a message one byte longer than the receive is accepted",
 		old: "\tcase uint64(f.Len) > room:", new: "\tcase uint64(f.Len) > room+1:"},
-	{id: "tcp-recv-len", area: "tcp", file: tcCon, desc: "a receive's completion reports the length less one",
+	{id: "tcp-recv-len", area: "tcp", file: tcFrm, desc: "a receive's completion reports the length less one",
 		old: "p.completeRecv(&c.cur, api.DTOSuccess, uint64(f.Len), op", new: "p.completeRecv(&c.cur, api.DTOSuccess, max(uint64(f.Len), 1)-1, op"},
-	{id: "tcp-write-ack-early", area: "tcp", file: tcCon, desc: "an RDMA write is acknowledged before its payload is placed",
+	{id: "tcp-write-ack-early", area: "tcp", file: tcFrm, desc: "an RDMA write is acknowledged before its payload is placed",
 		old: "\tif f.Len == 0 {\n\t\treturn nil, true\n\t}\n\tc.rsegs = append(c.rsegs[:0], dst)",
 		new: "\tif f.Len == 0 {\n\t\treturn nil, true\n\t}\n\tc.placed = f.Seq\n\tc.cond.Signal()\n\tc.rsegs = append(c.rsegs[:0], dst)"},
-	{id: "tcp-send-ack-early", area: "tcp", file: tcCon, desc: "a send is acknowledged before its payload is placed",
+	{id: "tcp-send-ack-early", area: "tcp", file: tcFrm, desc: "a send is acknowledged before its payload is placed",
 		old: "\tc.inRecv = true\n\treturn dst, true",
 		new: "\tc.inRecv = true\n\tc.placed = f.Seq\n\tc.cond.Signal()\n\treturn dst, true"},
 
-	{id: "tcp-inval-unbind", area: "tcp", file: tcCon, desc: "a receive with invalidate leaves the RMR bound",
+	{id: "tcp-inval-unbind", area: "tcp", file: tcFrm, desc: "a receive with invalidate leaves the RMR bound",
 		old: "\t\t\tr.unbind()\n", new: "\t\t\t_ = r\n"},
-	{id: "tcp-nak-status", area: "tcp", file: tcCon, desc: "a refused request completes as flushed, not with the peer's status",
+	{id: "tcp-nak-status", area: "tcp", file: tcFrm, desc: "a refused request completes as flushed, not with the peer's status",
 		old: "w.failed, w.status = true, api.DTOStatus(f.Status)", new: "w.failed, w.status = true, api.DTOErrFlushed"},
 	{id: "tcp-graceful", area: "tcp", file: "providers/tcp/ep.go", desc: "a graceful disconnect does not wait for outstanding requests",
 		old: "\t\tif flags == api.CloseGraceful && p.reqs.Len() > 0 {", new: "\t\tif false && flags == api.CloseGraceful {"},
@@ -181,16 +182,16 @@ var mutants = []mutant{
 	dropLive("g-cno-wait", gObj, "opCNOWait", "nil, err", "Wait on a freed CNO reaches the provider"),
 	dropLive("g-rmr-bind", gObj, "opRMRBind", "0, err", "Bind on a freed RMR reaches the provider"),
 	dropLive("g-pz-rmr", gObj, "opPZCreateRMR", "nil, err", "CreateRMR on a freed PZ reaches the provider"),
-	{id: "g-setctx", area: "guard", file: gIA, desc: "SetConsumerContext on a freed object succeeds",
+	{id: "g-setctx", area: "guard", file: gHdr, desc: "SetConsumerContext on a freed object succeeds",
 		old: "\tif h.freed.Load() {\n\t\treturn freedErr(h.typ)\n\t}\n\treturn h.cc.SetConsumerContext(v)",
 		new: "\treturn h.cc.SetConsumerContext(v)"},
-	{id: "g-own-freed", area: "guard", file: gIA, desc: "a freed handle passed as an argument is accepted",
+	{id: "g-own-freed", area: "guard", file: gHdr, desc: "a freed handle passed as an argument is accepted",
 		old: "\tif hd.freed.Load() {\n\t\treturn zero, api.Errorf(api.InvalidHandle, sub, what+\" handle was freed\")\n\t}\n",
 		new: ""},
 	{id: "g-close-freed", area: "guard", file: gIA, desc: "an abrupt close leaves the IA's objects live in the guard",
 		old: "\t\tv.(guarded).header().freed.Store(true)\n", new: ""},
-	{id: "g-inuse", area: "guard", file: gIA, desc: "an object used by exactly one other may be freed",
-		old: "inUse != api.NoSubtype && h.users.Load() > 0", new: "inUse != api.NoSubtype && h.users.Load() > 1"},
+	{id: "g-inuse", area: "guard", file: gHdr, desc: "an object used by exactly one other may be freed",
+		old: "if users := h.users.list(); len(users) > 0 {", new: "if users := h.users.list(); len(users) > 1 {"},
 	{id: "g-write-len", area: "guard", file: gEP, desc: "an RDMA write one byte longer than its remote segment is posted",
 		old: "iovLen(iov) > uint64(remote.Length)", new: "iovLen(iov) > uint64(remote.Length)+1"},
 	{id: "g-read-len", area: "guard", file: gEP, desc: "an RDMA read into an IOV one byte shorter than the remote segment is posted",
@@ -207,19 +208,19 @@ var mutants = []mutant{
 	{id: "g-wait-thresh", area: "guard", file: gObj, desc: "a Wait threshold of qlen+1 is accepted",
 		old: "threshold <= 0 || int64(threshold) > q", new: "threshold <= 0 || int64(threshold) > q+1"},
 	{id: "g-psp-free", area: "guard", file: gObj, desc: "a freed PSP keeps its EVD in use",
-		old: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n\t\tg.evd.users.Add(-1)\n\t}\n\treturn err\n}\n\n// gRSP",
+		old: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n\t\tg.evd.users.add(&g.hdr, -1)\n\t}\n\treturn err\n}\n\n// gRSP",
 		new: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\treturn err\n}\n\n// gRSP"},
 	{id: "g-lmr-free", area: "guard", file: gObj, desc: "a freed LMR keeps its PZ in use",
-		old: "\terr = release(g, g.p, api.SubStateLMRInUse, g.p.Free)\n\tif err == nil {\n\t\tg.pz.users.Add(-1)\n",
+		old: "\terr = release(g, g.p, api.SubStateLMRInUse, g.p.Free)\n\tif err == nil {\n\t\tg.pz.users.add(&g.hdr, -1)\n",
 		new: "\terr = release(g, g.p, api.SubStateLMRInUse, g.p.Free)\n\tif err == nil {\n"},
 	{id: "g-rmr-free", area: "guard", file: gObj, desc: "a freed RMR keeps its PZ in use",
-		old: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n\t\tg.pz.users.Add(-1)\n",
+		old: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n\t\tg.pz.users.add(&g.hdr, -1)\n",
 		new: "\terr = release(g, g.p, api.NoSubtype, g.p.Free)\n\tif err == nil {\n"},
 	{id: "g-evd-free-cno", area: "guard", file: gObj, desc: "a freed EVD keeps its CNO in use",
-		old: "\t\tif c := g.cno.Swap(nil); c != nil {\n\t\t\tc.users.Add(-1)\n\t\t}\n",
+		old: "\t\tif c := g.cno.Swap(nil); c != nil {\n\t\t\tc.users.add(&g.hdr, -1)\n\t\t}\n",
 		new: "\t\tg.cno.Swap(nil)\n"},
 	{id: "g-modcno-old", area: "guard", file: gObj, desc: "the CNO an EVD no longer feeds stays in use",
-		old: "\tif old := g.cno.Swap(gc); old != nil {\n\t\told.users.Add(-1)\n\t}\n",
+		old: "\tif old := g.cno.Swap(gc); old != nil {\n\t\told.users.add(&g.hdr, -1)\n\t}\n",
 		new: "\tg.cno.Swap(gc)\n"},
 	{id: "g-sol-thresh", area: "guard", file: gEP, desc: "a solicited-wait receive stream does not restrict the EVD's threshold",
 		old: "l.recvFlags&(api.CompletionUnsignalled|api.CompletionSolicitedWait) != 0", new: "l.recvFlags&api.CompletionUnsignalled != 0"},
@@ -228,7 +229,7 @@ var mutants = []mutant{
 
 	{id: "g-bind-ctx", area: "guard", file: gObj, desc: "a bind triplet naming another LMR than the handle is let through",
 		old: "if glmr != nil && glmr.hasCtx && !unbind && t.LMRContext != glmr.ctx {", new: "if false && glmr != nil && glmr.hasCtx && !unbind && t.LMRContext != glmr.ctx {"},
-	{id: "g-own-foreign", area: "guard", file: gIA, desc: "a handle of another IA passed as an argument is accepted",
+	{id: "g-own-foreign", area: "guard", file: gHdr, desc: "a handle of another IA passed as an argument is accepted",
 		old: "\tif hd.ia != ia {\n\t\treturn zero, api.Errorf(api.InvalidHandle, sub, what+\" handle belongs to another IA\")\n\t}\n", new: ""},
 	{id: "g-evdfor", area: "guard", file: gIA, desc: "an EVD without the stream an EP or service point needs is accepted",
 		old: "\tif g.flags&need == 0 {", new: "\tif false && g.flags&need == 0 {"},
