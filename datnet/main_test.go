@@ -2,7 +2,11 @@ package datnet_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,12 +15,28 @@ import (
 	"github.com/godat/godat/datnet"
 	"github.com/godat/godat/registry"
 
-	_ "github.com/godat/godat/providers/loopback"
-	_ "github.com/godat/godat/providers/tcp"
+	_ "github.com/godat/godat/registry/all" // loopback, tcp and the plugin host
 )
 
+// pluginPath is examples/loopback-plugin, built by TestMain: the plugin
+// host's IAs run the tests too.
+var pluginPath string
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "datnet-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pluginPath = filepath.Join(dir, "loopback-plugin")
+	cmd := exec.Command("go", "build", "-o", pluginPath, "github.com/godat/godat/examples/loopback-plugin")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the example plugin:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
 }
 
 // testConfig has one IA of each in-process provider the tests run on.
@@ -40,7 +60,18 @@ type opener func(ctx context.Context) (api.IA, error)
 
 func inProcess(t testing.TB, name string) opener {
 	t.Helper()
-	cfg, err := registry.ParseConfig("datnet-test.conf", []byte(testConfig))
+	conf := testConfig + fmt.Sprintf(`
+[[plugin]]
+name = "lp"
+path = %q
+
+[[ia]]
+name        = "plugin"
+provider    = "lp"
+api_version = "u2.0"
+threadsafe  = true
+`, pluginPath)
+	cfg, err := registry.ParseConfig("datnet-test.conf", []byte(conf))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,3 +39,6 @@ func runNettest(t *testing.T, open opener) {
 func TestNettestLoopback(t *testing.T) { runNettest(t, inProcess(t, "lo")) }
 
 func TestNettestTCP(t *testing.T) { runNettest(t, inProcess(t, "tcp")) }
+
+// The plugin host: every call crosses to the example plugin's process.
+func TestNettestPlugin(t *testing.T) { runNettest(t, inProcess(t, "plugin")) }

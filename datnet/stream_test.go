@@ -16,7 +16,7 @@ import (
 	"github.com/godat/godat/datnet"
 )
 
-var providers = []string{"lo", "tcp"}
+var providers = []string{"lo", "tcp", "plugin"}
 
 func eachProvider(t *testing.T, f func(t *testing.T, open opener)) {
 	for _, name := range providers {
