@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,16 +48,30 @@ type Conn struct {
 	closed       chan struct{} // closed by Close: blocked calls return
 	closeOnce    sync.Once
 	closeErr     error
+	runCtx       context.Context // ends at Close: every EVD wait of the connection
 	cancelRun    context.CancelFunc
 	runDone      chan struct{}
+	waitTok      chan struct{}     // held by the one goroutine in EVD.Wait (progress.go)
+	calls        atomic.Uint64     // blocking calls so far
+	active       atomic.Int32      // blocking calls under way
+	runWaiting   atomic.Bool       // the event loop holds waitTok
+	inWait       atomic.Bool       // a goroutine is in EVD.Wait
+	kicked       atomic.Bool       // a kick is queued
+	kickEv       api.Event         // the software event of a kick
+	wev          api.Event         // the event the waitTok holder takes
 	wiov         [1]api.LMRTriplet // the writer's (under wlock)
 
 	mu         sync.Mutex
-	credits    int       // messages the peer has receive buffers for
-	owed       int       // receive buffers posted again but not yet reported to the peer
-	freeSend   []int     // send buffers not in flight
-	inflight   int       // sends posted and not completed
-	writing    bool      // a writer holds a send buffer it has not posted yet
+	credits    int      // messages the peer has receive buffers for
+	owed       int      // receive buffers posted again but not yet reported to the peer
+	freeSend   []int    // send buffers not in flight
+	inflight   int      // sends posted and not completed
+	writing    bool     // a writer holds a send buffer it has not posted yet
+	posted     []posted // receive buffers in the order posted: a ring from pHead, pLen long
+	pHead      int
+	pLen       int
+	seqOf      []int     // a receive buffer's place in the post order (pHead counts up)
+	discSeen   bool      // DISCONNECTED or BROKEN has arrived
 	rq         []message // received messages not yet read, in order
 	rqHead     int
 	rqLen      int
@@ -68,11 +83,21 @@ type Conn struct {
 	finSent    bool
 	closing    bool
 	ciov       [1]api.LMRTriplet // control messages and receive reposts (under mu)
+	ev         api.Event         // the event being applied (under mu)
 }
 
 // message is a received message's unread payload: bytes [off, end) of
 // buffer idx.
 type message struct{ idx, off, end int }
+
+// posted is a posted receive buffer, and once it has completed, what
+// arrived in it.
+type posted struct {
+	idx           int
+	done, flushed bool
+	length        int
+	flags         uint8
+}
 
 var (
 	errReset = syscall.ECONNRESET // the connection ended without an end mark
@@ -176,13 +201,17 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		select {
-		case <-c.readable:
-		case <-c.closed:
-		case <-dl:
-		}
+		c.block(c.canRead, c.readable, c.rdl)
 		dl = c.rdl.wait()
 	}
+}
+
+// canRead reports whether Read has something to return. c.mu is held.
+func (c *Conn) canRead() bool { return c.rqLen > 0 || c.peerFIN || c.peerGone || c.closing }
+
+// canWrite reports whether Write can go on. c.mu is held.
+func (c *Conn) canWrite() bool {
+	return (c.credits >= 2 && len(c.freeSend) > 0) || c.peerGone || c.closing || c.wrShut
 }
 
 // copyOut moves received payload into p, posting each emptied buffer
@@ -243,11 +272,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			// The last credit stays for a credit return or the end
 			// mark (see doc.go), so data needs two.
 			c.mu.Unlock()
-			select {
-			case <-c.writable:
-			case <-c.closed:
-			case <-dl:
-			}
+			c.block(c.canWrite, c.writable, c.wdl)
 			dl = c.wdl.wait()
 			continue
 		}
@@ -327,6 +352,7 @@ func (c *Conn) close() error {
 	}
 	c.mu.Unlock()
 	close(c.closed)
+	c.kick()
 
 	// Linger: the end mark and the data before it leave.
 	flags := api.CloseAbrupt

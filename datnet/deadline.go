@@ -10,10 +10,11 @@ import (
 // into the past wakes them at once and moving it into the future lets
 // them sleep on. Setting it may allocate; waiting does not.
 type deadline struct {
-	mu    sync.Mutex
-	timer *time.Timer
-	gen   uint64 // counts sets, so that a timer of an earlier set does nothing
-	ch    chan struct{}
+	expire func() // called when the deadline passes (it wakes a goroutine in EVD.Wait)
+	mu     sync.Mutex
+	timer  *time.Timer
+	gen    uint64 // counts sets, so that a timer of an earlier set does nothing
+	ch     chan struct{}
 }
 
 func newDeadline() *deadline { return &deadline{ch: make(chan struct{})} }
@@ -44,12 +45,20 @@ func (d *deadline) set(t time.Time) {
 			defer d.mu.Unlock()
 			if d.gen == gen && !isClosed(d.ch) {
 				close(d.ch)
+				d.expired()
 			}
 		})
 		return
 	}
 	if !expired {
 		close(d.ch)
+		d.expired()
+	}
+}
+
+func (d *deadline) expired() {
+	if d.expire != nil {
+		d.expire()
 	}
 }
 

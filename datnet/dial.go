@@ -28,8 +28,9 @@ type Options struct {
 	// Buffers is the number of receive buffers, and of send buffers, of
 	// each connection: how many messages can be in flight each way.
 	Buffers int
-	// BufferSize is the size of each buffer, the largest message. A
-	// connection registers 2 × Buffers × BufferSize bytes.
+	// BufferSize is the largest payload of one message. Each buffer
+	// holds that and an 8-byte header; a connection registers
+	// 2 × Buffers × (BufferSize + 8) bytes.
 	BufferSize int
 	// Linger bounds how long Close waits for written data to leave
 	// while the peer does not read. Then Close disconnects anyway.
@@ -49,8 +50,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Buffers < minBuffers || o.Buffers > maxBuffers {
 		return o, fmt.Errorf("option Buffers %d is outside [%d, %d]", o.Buffers, minBuffers, maxBuffers)
 	}
-	if o.BufferSize <= headerLen || o.BufferSize > maxBufferSize {
-		return o, fmt.Errorf("option BufferSize %d is outside (%d, %d]", o.BufferSize, headerLen, maxBufferSize)
+	if o.BufferSize < 1 || o.BufferSize > maxBufferSize-headerLen {
+		return o, fmt.Errorf("option BufferSize %d is outside [1, %d]", o.BufferSize, maxBufferSize-headerLen)
 	}
 	if o.Linger < 0 {
 		return o, fmt.Errorf("option Linger %v is negative", o.Linger)
@@ -147,13 +148,17 @@ func iaAddress(ia api.IA) (net.Addr, error) {
 // buffer, so that the peer may send as soon as it is connected.
 func newConn(ia api.IA, o Options) (c *Conn, err error) {
 	c = &Conn{
-		ia: ia, nrecv: o.Buffers, nsend: o.Buffers, size: o.BufferSize, linger: o.Linger,
+		ia: ia, nrecv: o.Buffers, nsend: o.Buffers, size: headerLen + o.BufferSize, linger: o.Linger,
 		rlock: make(chan struct{}, 1), wlock: make(chan struct{}, 1),
 		rdl: newDeadline(), wdl: newDeadline(),
 		readable: make(chan struct{}, 1), writable: make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		closed: make(chan struct{}),
+		closed: make(chan struct{}), waitTok: make(chan struct{}, 1),
 		rq:     make([]message, o.Buffers),
+		posted: make([]posted, o.Buffers),
+		seqOf:  make([]int, o.Buffers),
 	}
+	c.kickEv.Number = api.SoftwareEvent
+	c.rdl.expire, c.wdl.expire = c.kick, c.kick
 	defer func() {
 		if err != nil {
 			c.release()
@@ -163,7 +168,7 @@ func newConn(ia api.IA, o Options) (c *Conn, err error) {
 	if c.pz, err = ia.CreatePZ(); err != nil {
 		return
 	}
-	if c.evd, err = ia.CreateEVD(c.nrecv+c.nsend+8, nil, api.EVDDTO|api.EVDConnection); err != nil {
+	if c.evd, err = ia.CreateEVD(c.nrecv+c.nsend+8, nil, api.EVDDTO|api.EVDConnection|api.EVDSoftware); err != nil {
 		return
 	}
 	attr := &api.EPAttr{MaxMessageSize: uint32(c.size), MaxRecvDTOs: c.nrecv, MaxRequestDTOs: c.nsend, MaxRecvIOV: 1, MaxRequestIOV: 1}
@@ -181,8 +186,10 @@ func newConn(ia api.IA, o Options) (c *Conn, err error) {
 		return
 	}
 	for i := range c.nrecv {
-		c.ciov[0] = c.reg.Triplet(uint64(i*c.size), uint32(c.size))
-		if err = c.ep.PostRecv(c.ciov[:], api.Cookie(i), api.CompletionDefault); err != nil {
+		if !c.postRecv(i) {
+			if err = c.err; err == nil {
+				err = errors.New("posting the receive buffers failed")
+			}
 			return
 		}
 	}

@@ -1,47 +1,24 @@
 package datnet
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/godat/godat/api"
 )
 
-// start begins the connection's event loop; the connection is established
-// and the peer's hello read.
-func (c *Conn) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancelRun = cancel
-	c.runDone = make(chan struct{})
-	go c.run(ctx)
-}
-
-// run takes every event of the connection's EVD until Close cancels ctx:
-// the loop is what makes progress when neither Read nor Write is called
-// (returning credits, completing sends, noticing a disconnect).
-func (c *Conn) run(ctx context.Context) {
-	defer close(c.runDone)
-	var ev api.Event
-	for {
-		_, err := c.evd.Wait(ctx, 1, &ev)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			c.mu.Lock()
-			c.fail(err)
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Lock()
-		c.handle(&ev)
-		for c.evd.Dequeue(&ev) == nil {
-			c.handle(&ev)
-		}
-		c.pump()
-		c.mu.Unlock()
+// drain applies every queued event and sends what they make due, and
+// reports whether there was any. c.mu is held.
+func (c *Conn) drain() bool {
+	got := false
+	for c.evd.Dequeue(&c.ev) == nil {
+		c.handle(&c.ev)
+		got = true
 	}
+	if got {
+		c.pump()
+	}
+	return got
 }
 
 // handle applies one event. c.mu is held.
@@ -64,24 +41,54 @@ func (c *Conn) handle(ev *api.Event) {
 			signal(c.changed)
 			return
 		}
-		if d.Status != api.DTOSuccess {
-			if d.Status != api.DTOErrFlushed {
-				c.fail(fmt.Errorf("receive completed with %v", d.Status))
+		r := &c.posted[c.seqOf[idx]%c.nrecv]
+		r.done, r.flushed = true, d.Status != api.DTOSuccess
+		if d.Status != api.DTOSuccess && d.Status != api.DTOErrFlushed {
+			c.fail(fmt.Errorf("receive completed with %v", d.Status))
+			return
+		}
+		if !r.flushed {
+			if d.Length < headerLen {
+				c.fail(fmt.Errorf("a message of %d bytes, shorter than its header", d.Length))
+				return
 			}
-			return
+			credits, flags := parseHeader(c.buffer(idx))
+			if credits > 0 {
+				c.credits += int(credits)
+				signal(c.writable)
+				signal(c.changed)
+			}
+			r.length, r.flags = int(d.Length), flags
 		}
-		if d.Length < headerLen {
-			c.fail(fmt.Errorf("a message of %d bytes, shorter than its header", d.Length))
-			return
+		c.advance()
+	case api.ConnectionDisconnectedEvent, api.ConnectionBrokenEvent:
+		c.discSeen = true
+		c.advance()
+	case api.SoftwareEvent:
+		c.kicked.Store(false)
+	}
+}
+
+// advance takes completed receives in the order they were posted, which
+// is the order of the stream whichever goroutine took their events, and
+// declares the connection gone once it has disconnected and every posted
+// receive has completed (they complete flushed when an EP disconnects),
+// so that no message that arrived before the end is lost to it. c.mu is
+// held.
+func (c *Conn) advance() {
+	for c.pLen > 0 {
+		r := &c.posted[c.pHead%c.nrecv]
+		if !r.done {
+			break
 		}
-		credits, flags := parseHeader(c.buffer(idx))
-		if credits > 0 {
-			c.credits += int(credits)
-			signal(c.writable)
-			signal(c.changed)
+		idx, length, flags, flushed := r.idx, r.length, r.flags, r.flushed
+		c.pHead++
+		c.pLen--
+		if flushed {
+			continue
 		}
-		if int(d.Length) > headerLen && !c.peerFIN {
-			c.rq[(c.rqHead+c.rqLen)%len(c.rq)] = message{idx: idx, off: headerLen, end: int(d.Length)}
+		if length > headerLen && !c.peerFIN {
+			c.rq[(c.rqHead+c.rqLen)%len(c.rq)] = message{idx: idx, off: headerLen, end: length}
 			c.rqLen++
 			signal(c.readable)
 		} else {
@@ -91,7 +98,8 @@ func (c *Conn) handle(ev *api.Event) {
 			c.peerFIN = true
 			signal(c.readable)
 		}
-	case api.ConnectionDisconnectedEvent, api.ConnectionBrokenEvent:
+	}
+	if c.discSeen && c.pLen == 0 && !c.peerGone {
 		c.peerGone = true
 		c.wakeAll()
 	}
@@ -101,15 +109,31 @@ func (c *Conn) handle(ev *api.Event) {
 // After the connection ended the post fails, which is of no consequence.
 // c.mu is held.
 func (c *Conn) repost(idx int) {
-	if c.peerGone {
-		return
+	if c.postRecv(idx) {
+		c.owed++
+	}
+}
+
+// postRecv posts receive buffer idx and records its place in the post
+// order. Once the connection is ending it posts nothing: a post that
+// fails because the EP has left CONNECTED only says that its disconnect
+// event is on the way. c.mu is held.
+func (c *Conn) postRecv(idx int) bool {
+	if c.peerGone || c.discSeen {
+		return false
 	}
 	c.ciov[0] = c.reg.Triplet(uint64(idx*c.size), uint32(c.size))
 	if err := c.ep.PostRecv(c.ciov[:], api.Cookie(idx), api.CompletionDefault); err != nil {
-		c.fail(err)
-		return
+		if !errors.Is(err, api.ErrInvalidState) {
+			c.fail(err)
+		}
+		return false
 	}
-	c.owed++
+	seq := c.pHead + c.pLen
+	c.posted[seq%c.nrecv] = posted{idx: idx}
+	c.seqOf[idx] = seq
+	c.pLen++
+	return true
 }
 
 // pump sends what is due and may go: the end mark once every byte before

@@ -23,6 +23,9 @@ import (
 var pluginPath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) != "" {
+		os.Exit(serverMain())
+	}
 	dir, err := os.MkdirTemp("", "datnet-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

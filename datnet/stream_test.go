@@ -283,7 +283,7 @@ func TestBadOptionsAndAddresses(t *testing.T) {
 	}
 	defer ia.Close(api.CloseGraceful)
 	ctx := context.Background()
-	for _, o := range []datnet.Options{{Buffers: 3}, {Buffers: 1 << 20}, {BufferSize: 8}, {Linger: -1}} {
+	for _, o := range []datnet.Options{{Buffers: 3}, {Buffers: 1 << 20}, {BufferSize: -1}, {BufferSize: 16 << 20}, {Linger: -1}} {
 		if _, err := (&datnet.Dialer{Options: o}).Dial(ctx, ia, ":1"); err == nil {
 			t.Errorf("Dial with %+v succeeded", o)
 		}

@@ -1,0 +1,165 @@
+package datnet
+
+import (
+	"context"
+	"time"
+)
+
+// Who takes a connection's events. A Read or Write that cannot go on takes
+// them itself: first spinning on Dequeue for up to spinTime (a provider
+// such as tcp makes progress inside Dequeue), then blocked in EVD.Wait, so
+// that the goroutine the data is for is the one the provider wakes. One
+// goroutine at a time may wait on the EVD: it holds c.waitTok.
+//
+// The event loop (run) makes progress when nobody calls: it returns
+// credits and finishes sends and notices a disconnect for a connection
+// whose program is busy elsewhere. It stands down while calls take events
+// and for standDown after the last one began, so that a busy connection
+// does not pay a second wake-up per message; a call that finds it waiting
+// kicks it off the EVD with a software event.
+const (
+	spinTime  = 20 * time.Microsecond
+	standDown = 2 * time.Millisecond
+)
+
+// start begins the connection's event loop; the connection is established
+// and the peer's hello read.
+func (c *Conn) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.runCtx, c.cancelRun = ctx, cancel
+	c.runDone = make(chan struct{})
+	go c.run(ctx)
+}
+
+func (c *Conn) run(ctx context.Context) {
+	defer close(c.runDone)
+	t := time.NewTimer(standDown)
+	defer t.Stop()
+	seen := c.calls.Load()
+	for {
+		if calls := c.calls.Load(); calls != seen || c.active.Load() > 0 {
+			seen = calls
+			t.Reset(standDown)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		select {
+		case c.waitTok <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		c.runWaiting.Store(true)
+		if c.active.Load() > 0 {
+			c.runWaiting.Store(false)
+			<-c.waitTok
+			continue
+		}
+		c.waitEvents(ctx, nil, nil)
+		c.runWaiting.Store(false)
+		<-c.waitTok
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// block waits, taking events, until ready (evaluated under c.mu) may
+// hold, sig is signalled, the connection closes or dl passes. The caller
+// checks again which it was.
+func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline) {
+	c.calls.Add(1)
+	if c.active.Add(1) == 1 && c.runWaiting.Load() {
+		c.kick()
+	}
+	defer c.active.Add(-1)
+	if c.spin(ready) {
+		return
+	}
+	expired := dl.wait()
+	select {
+	case c.waitTok <- struct{}{}:
+		c.waitEvents(c.runCtx, ready, expired)
+		<-c.waitTok
+	case <-sig:
+	case <-c.closed:
+	case <-expired:
+	}
+}
+
+// spin takes events until ready holds or spinTime passes, and reports
+// whether it held.
+func (c *Conn) spin(ready func() bool) bool {
+	var start time.Time
+	for i := 0; ; i++ {
+		c.mu.Lock()
+		c.drain()
+		ok := ready()
+		c.mu.Unlock()
+		if ok {
+			return true
+		}
+		if i&15 == 0 {
+			if i == 0 {
+				start = time.Now()
+			} else if time.Since(start) > spinTime {
+				return false
+			}
+		}
+	}
+}
+
+// waitEvents waits for the next event and applies it and any behind it.
+// The caller holds c.waitTok. A call (ready given) returns early when
+// ready already holds, when expired (its deadline) has passed or the
+// connection has closed; the event loop (ready nil), which serves Close
+// too, when a call has begun: each of those kicks a waiter (kick), and each is checked
+// again once the waiter is visible to the kicker (inWait), so that neither
+// can miss the other.
+func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) {
+	if ready != nil {
+		c.mu.Lock()
+		ok := ready()
+		c.mu.Unlock()
+		if ok {
+			return
+		}
+	}
+	c.inWait.Store(true)
+	var stop bool
+	if ready != nil {
+		stop = isClosed(expired) || isClosed(c.closed)
+	} else {
+		stop = c.active.Load() > 0
+	}
+	if stop {
+		c.inWait.Store(false)
+		return
+	}
+	_, err := c.evd.Wait(ctx, 1, &c.wev)
+	c.inWait.Store(false)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			c.fail(err)
+		}
+		return
+	}
+	c.handle(&c.wev)
+	c.drain()
+	c.pump()
+}
+
+// kick ends the EVD wait under way, if any, with a software event: at
+// most one is queued at a time.
+func (c *Conn) kick() {
+	if c.inWait.Load() && c.kicked.CompareAndSwap(false, true) {
+		if c.evd.PostSE(&c.kickEv) != nil {
+			c.kicked.Store(false)
+		}
+	}
+}
