@@ -14,14 +14,24 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/datnet"
-	"github.com/godat/godat/registry"
 )
 
 // The benchmarks measure a datnet stream over the tcp provider and a raw
 // TCP net.Conn side by side, in the same run, against one server process
 // (this test binary, re-executed with serverEnv set) on 127.0.0.1, so
 // that the ratio of the two rows is what to compare across machines.
+// $GODAT_DATNET_IA, when set, replaces the tcp IA by that IA of the
+// configuration registry.Open reads (a verbs IA, say); raw TCP then runs
+// on that IA's address.
 const serverEnv = "GODAT_DATNET_BENCH_SERVER"
+
+// benchIA opens the IA the benchmarks stream over.
+func benchIA() (api.IA, error) {
+	if envIA != "" {
+		return configured(envIA)(context.Background())
+	}
+	return inProcess("tcp")(context.Background())
+}
 
 // Connection modes, the first byte a client sends.
 const (
@@ -32,12 +42,7 @@ const (
 // serverMain serves datnet on the tcp IA and raw TCP on 127.0.0.1 until
 // its standard input ends, after printing both addresses.
 func serverMain() int {
-	cfg, err := registry.ParseConfig("bench.conf", []byte(testConfig))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ia, err := registry.New(cfg).Open(context.Background(), "tcp")
+	ia, err := benchIA()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -49,7 +54,16 @@ func serverMain() int {
 		return 1
 	}
 	defer dl.Close()
-	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	host := "127.0.0.1"
+	if envIA != "" {
+		a, _, err := ia.Query()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		host = a.Address.String()
+	}
+	tl, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -139,7 +153,7 @@ func startBenchServer(b *testing.B) *benchServer {
 			s.tcpAddr = v
 		}
 	}
-	s.ia, err = inProcess(b, "tcp")(context.Background())
+	s.ia, err = benchIA()
 	if err != nil {
 		b.Fatal(err)
 	}

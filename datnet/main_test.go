@@ -58,11 +58,21 @@ threadsafe  = true
 ia_params   = "127.0.0.1"
 `
 
+// envIA names an IA of the configuration registry.Open reads
+// ($DAT_OVERRIDE, /etc/dat.conf): when set, every test that runs on each
+// provider runs on it too, and so does nettest. .ci/verbs sets it to a
+// verbs IA on soft-RoCE.
+var envIA = os.Getenv("GODAT_DATNET_IA")
+
+func configured(name string) opener {
+	return func(ctx context.Context) (api.IA, error) { return registry.Open(ctx, name) }
+}
+
 // opener opens an IA for one side of a test connection.
 type opener func(ctx context.Context) (api.IA, error)
 
-func inProcess(t testing.TB, name string) opener {
-	t.Helper()
+// inProcess opens name from the tests' own configuration.
+func inProcess(name string) opener {
 	conf := testConfig + fmt.Sprintf(`
 [[plugin]]
 name = "lp"
@@ -76,7 +86,7 @@ threadsafe  = true
 `, pluginPath)
 	cfg, err := registry.ParseConfig("datnet-test.conf", []byte(conf))
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // the configuration above is constant
 	}
 	r := registry.New(cfg)
 	return func(ctx context.Context) (api.IA, error) { return r.Open(ctx, name) }

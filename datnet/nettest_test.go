@@ -36,9 +36,18 @@ func runNettest(t *testing.T, open opener) {
 	}
 }
 
-func TestNettestLoopback(t *testing.T) { runNettest(t, inProcess(t, "lo")) }
+func TestNettestLoopback(t *testing.T) { runNettest(t, inProcess("lo")) }
 
-func TestNettestTCP(t *testing.T) { runNettest(t, inProcess(t, "tcp")) }
+func TestNettestTCP(t *testing.T) { runNettest(t, inProcess("tcp")) }
 
 // The plugin host: every call crosses to the example plugin's process.
-func TestNettestPlugin(t *testing.T) { runNettest(t, inProcess(t, "plugin")) }
+func TestNettestPlugin(t *testing.T) { runNettest(t, inProcess("plugin")) }
+
+// The IA $GODAT_DATNET_IA names, from the configuration registry.Open
+// reads: verbs on soft-RoCE in .ci/verbs.
+func TestNettestConfiguredIA(t *testing.T) {
+	if envIA == "" {
+		t.Skip("GODAT_DATNET_IA names no IA")
+	}
+	runNettest(t, configured(envIA))
+}

@@ -20,7 +20,10 @@ var providers = []string{"lo", "tcp", "plugin"}
 
 func eachProvider(t *testing.T, f func(t *testing.T, open opener)) {
 	for _, name := range providers {
-		t.Run(name, func(t *testing.T) { f(t, inProcess(t, name)) })
+		t.Run(name, func(t *testing.T) { f(t, inProcess(name)) })
+	}
+	if envIA != "" {
+		t.Run(envIA, func(t *testing.T) { f(t, configured(envIA)) })
 	}
 }
 
@@ -261,7 +264,7 @@ func TestAcceptRejectsStrangers(t *testing.T) {
 }
 
 func TestAddrs(t *testing.T) {
-	p := mustPipe(t, inProcess(t, "tcp"), datnet.Options{})
+	p := mustPipe(t, inProcess("tcp"), datnet.Options{})
 	for _, a := range []net.Addr{p.c1.LocalAddr(), p.c1.RemoteAddr(), p.c2.LocalAddr(), p.c2.RemoteAddr(), p.l.Addr()} {
 		if a.Network() != "dat" {
 			t.Errorf("%v: network %q", a, a.Network())
@@ -277,7 +280,7 @@ func TestAddrs(t *testing.T) {
 }
 
 func TestBadOptionsAndAddresses(t *testing.T) {
-	ia, err := inProcess(t, "lo")(context.Background())
+	ia, err := inProcess("lo")(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
