@@ -73,7 +73,21 @@ type opener func(ctx context.Context) (api.IA, error)
 
 // inProcess opens name from the tests' own configuration.
 func inProcess(name string) opener {
-	conf := testConfig + fmt.Sprintf(`
+	conf := testConfig
+	if pluginPath != "" { // not in the benchmarks' server process
+		conf += pluginConfig()
+	}
+	cfg, err := registry.ParseConfig("datnet-test.conf", []byte(conf))
+	if err != nil {
+		panic(err) // the configuration is constant
+	}
+	r := registry.New(cfg)
+	return func(ctx context.Context) (api.IA, error) { return r.Open(ctx, name) }
+}
+
+// pluginConfig is the IA "plugin" of the example plugin TestMain built.
+func pluginConfig() string {
+	return fmt.Sprintf(`
 [[plugin]]
 name = "lp"
 path = %q
@@ -84,12 +98,6 @@ provider    = "lp"
 api_version = "u2.0"
 threadsafe  = true
 `, pluginPath)
-	cfg, err := registry.ParseConfig("datnet-test.conf", []byte(conf))
-	if err != nil {
-		panic(err) // the configuration above is constant
-	}
-	r := registry.New(cfg)
-	return func(ctx context.Context) (api.IA, error) { return r.Open(ctx, name) }
 }
 
 // pipe is a connected pair over two IAs, with what closes it all.
