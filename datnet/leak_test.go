@@ -1,0 +1,80 @@
+package datnet_test
+
+import (
+	"io"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/godat/godat/datnet"
+)
+
+// Steady-state Read and Write allocate nothing, on every provider.
+func TestReadWriteAllocateNothing(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		p := mustPipe(t, open, datnet.Options{})
+		msg := make([]byte, 64)
+		buf := make([]byte, 64)
+		round := func() {
+			if _, err := p.c1.Write(msg); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(p.c2, buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 100 {
+			round()
+		}
+		if n := testing.AllocsPerRun(1000, round); n != 0 {
+			t.Errorf("a 64-byte Write and its Read allocate %v times", n)
+		}
+	})
+}
+
+// Connections opened and closed leave no goroutine and no descriptor
+// behind (the IAs' graceful Close in stop also proves no DAT object is
+// left).
+func TestConnectionsLeaveNothing(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		before := countFDs(t)
+		ignore := goleak.IgnoreCurrent()
+		for range 10 {
+			p, err := newPipe(t, open, datnet.Options{Buffers: 4, BufferSize: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.c1.Write([]byte("ping")); err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 4)
+			if _, err := io.ReadFull(p.c2, b); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := goleak.Find(ignore); err != nil {
+			t.Error(err)
+		}
+		if after := countFDs(t); after != before {
+			t.Errorf("%d descriptors open before, %d after", before, after)
+			es, _ := os.ReadDir("/proc/self/fd")
+			for _, e := range es {
+				l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+				t.Log(e.Name(), l)
+			}
+		}
+	})
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
