@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -300,4 +301,77 @@ func TestBadOptionsAndAddresses(t *testing.T) {
 			t.Errorf("Listen(%q) succeeded", a)
 		}
 	}
+}
+
+// A peer that breaks the stream's format (a message shorter than its
+// header) ends the connection with an error that says so: Read fails,
+// nothing panics or hangs.
+func TestBrokenPeerMessage(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		srv, err := open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close(api.CloseGraceful)
+		cli, err := open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close(api.CloseAbrupt)
+		l, err := datnet.Listen(srv, ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, _ := l.Accept()
+			accepted <- c
+		}()
+
+		// A hand-made client with a valid hello: 4 receive buffers of
+		// 64 bytes ("gdn1", version 1).
+		hello := []byte{'g', 'd', 'n', '1', 1, 0, 0, 0, 4, 0, 0, 0, 72, 0, 0, 0}
+		pz, _ := cli.CreatePZ()
+		evd, _ := cli.CreateEVD(16, nil, api.EVDConnection|api.EVDDTO)
+		ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, _ := api.AllocMemory(4096)
+		lmr, err := cli.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()}, api.MemPrivAll, api.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, _ := lmr.Query()
+		la := l.Addr().(*datnet.Addr)
+		if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, hello, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		var ev api.Event
+		if _, err := evd.Wait(ctx, 1, &ev); err != nil || ev.Number != api.ConnectionEstablishedEvent {
+			t.Fatalf("connect: %v %v", ev.Number, err)
+		}
+		s := <-accepted
+		if s == nil {
+			t.Fatal("Accept failed")
+		}
+		defer s.Close()
+		if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(0, 3)}, 1, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		s.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = s.Read(make([]byte, 16))
+		if err == nil || !strings.Contains(err.Error(), "shorter than its header") {
+			t.Fatalf("Read after a 3-byte message: %v, want an error naming the broken message", err)
+		}
+		ep.Disconnect(api.CloseAbrupt)
+		ep.Free()
+		lmr.Free()
+		mem.Free()
+		evd.Free()
+		pz.Free()
+	})
 }
