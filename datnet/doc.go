@@ -31,6 +31,15 @@
 // cannot send. The connection's private data carries a hello: the buffer
 // count and size of each side, the first credits.
 //
+// # Progress
+//
+// A Read or Write that has to wait takes the connection's events itself:
+// it polls the EVD for up to 20 µs (the tcp provider reads its socket
+// inside that poll), then blocks in EVD.Wait, so that an arriving message
+// wakes the goroutine it is for. A goroutine per connection takes them
+// while the program makes no call, returning credits and noticing the
+// peer's end; it stands aside while calls run (progress.go).
+//
 // # Guarantees
 //
 // As net.Conn requires, the methods are safe for concurrent use; calls of
