@@ -20,11 +20,16 @@ var (
 // Query and Free take it, ModifyAgent and Wait need none.
 type CNOObject struct {
 	api.ContextSlot
-	n       CNO
-	ia      api.IA
-	mu      sync.Locker
-	release func(*CNOObject)
-	freed   bool
+	// BeforeWait, when the provider sets it (before handing the CNO
+	// out), runs at the start of every Wait: a provider that makes
+	// progress only when its consumer calls in (tcp's quiet mode) hands
+	// its connections back to their own goroutines there.
+	BeforeWait func()
+	n          CNO
+	ia         api.IA
+	mu         sync.Locker
+	release    func(*CNOObject)
+	freed      bool
 }
 
 // NewCNOObject returns a CNO of ia with wait agent agent (nil for none);
@@ -117,8 +122,15 @@ func (o *CNOObject) ModifyAgent(agent api.WaitAgent) error {
 // deadline, ErrInterruptedCall for a cancel. A nil ctx is
 // ErrInvalidParameter.
 func (o *CNOObject) Wait(ctx context.Context) (api.EVD, error) {
+	if o.BeforeWait != nil {
+		o.BeforeWait()
+	}
 	return o.n.Wait(ctx)
 }
+
+// State returns the CNO state EVDs attached to o point to (what AsCNO
+// gives and Attach takes), for a provider to find the EVDs that feed it.
+func (o *CNOObject) State() *CNO { return &o.n }
 
 // Triggered collects the CNO's latched trigger without waiting
 // (dat_cno_trigger, DAT 2.0): the EVD that triggered it last, or nil; see

@@ -257,11 +257,13 @@
 //     goroutine would only take a CPU from pollers that spin anyway.
 //     pollTx also goes on with what a direct write left unwritten.
 //   - A Wait on an EVD fed by too many connections to drive (below) ends
-//     quiet mode at once on them, and so does the reader before it waits
-//     inside a frame and when the connection closes. A consumer that
-//     stops polling without waiting on the EVD (it blocks elsewhere, or
-//     in a CNO) may see its next completion up to quietMax late, and
-//     the frames it left to its pollers leave up to quietMax late.
+//     quiet mode at once on them, and so does a Wait on a CNO for the
+//     connections of the EVDs that feed it, the reader before it waits
+//     inside a frame, and a closing connection. A consumer that stops
+//     polling without waiting on the EVD or its CNO (it blocks elsewhere,
+//     watches memory, or waits for a CNO's descriptor in poll(2)) may
+//     see its next completion up to quietMax late, and the frames it
+//     left to its pollers leave up to quietMax late.
 //   - An ACK or credit update that would wait for the consumer's answer
 //     arms no timer on a quiet connection (arming one wakes a runtime
 //     thread): pollers send it once it has waited credDelay, or the
@@ -280,8 +282,8 @@
 //     connection) completes the finished ones first, as successes. Only
 //     when the ACK lets no queued request start (one that needs the
 //     credit it brings starts at once, and so do the completions). A
-//     consumer that waits in a CNO sees such completions up to quietMax
-//     late, as it sees its other completions.
+//     consumer that waits for a CNO's descriptor sees such completions up
+//     to quietMax late, as it sees its other completions.
 //
 // Driven waits. A consumer blocked in EVD.Wait drives the connections
 // feeding the EVD itself too, when there are at most maxDriven (8) of

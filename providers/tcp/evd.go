@@ -242,6 +242,37 @@ func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.BeforeWait = func() { i.handBackFeeds(c.State()) }
 	i.cnos[c] = struct{}{}
 	return c, nil
 }
+
+// handBackFeeds gives the connections feeding the EVDs attached to cno
+// back to their reader goroutines, as a Wait on one of those EVDs does:
+// a consumer that waits in a CNO calls nothing that would drive them, so
+// quiet mode would leave its completions to the reader's next look, up
+// to quietMax late.
+func (i *ia) handBackFeeds(cno *dispatch.CNO) {
+	var feeds []*conn
+	i.mu.Lock()
+	for e := range i.evds {
+		if e.cno != cno {
+			continue
+		}
+		if l := e.feeds.Load(); l != nil {
+			feeds = append(feeds, *l...)
+		}
+	}
+	i.mu.Unlock()
+	for _, c := range feeds {
+		c.handBack()
+		c.lateAck(true)
+	}
+	if testHookCNOHandBack != nil {
+		testHookCNOHandBack(len(feeds))
+	}
+}
+
+// testHookCNOHandBack, set by tests only, sees how many connections a CNO
+// wait handed back.
+var testHookCNOHandBack func(n int)

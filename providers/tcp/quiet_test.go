@@ -555,3 +555,53 @@ func (r *lateRig) wantSend(what string, cookie api.Cookie) {
 		r.t.Fatalf("%s: the send completed as %v %+v", what, r.ev.Number, d)
 	}
 }
+
+// TestCNOWaitHandsBack checks that a consumer who polled and then waits
+// in a CNO gives its connections back to their readers, as an EVD Wait
+// does: otherwise its completions wait for the reader's next quiet
+// check, up to quietMax.
+func TestCNOWaitHandsBack(t *testing.T) {
+	var handed atomic.Int64
+	testHookCNOHandBack = func(n int) { handed.Add(int64(n)) }
+	t.Cleanup(func() { testHookCNOHandBack = nil })
+	cli, srv := benchPair(t)
+	pingPong(t, cli, srv, 64, 200, true, true, nil)
+	// Attached after the polling, whose events would have left a trigger.
+	cno, err := cli.ia.CreateCNO(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.recv.ModifyCNO(cno); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.recv.ModifyCNO(nil); cno.Free() })
+
+	// The client waits in its CNO for a message the server sends.
+	iov := []api.LMRTriplet{cli.lmr.Triplet(0, 64)}
+	if err := cli.ep.PostRecv(iov, 11, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		evd, err := cno.Wait(ctx)
+		if err == nil && evd == nil {
+			err = errors.New("CNO wait returned no EVD")
+		}
+		got <- err
+	}()
+	if err := srv.ep.PostSend([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, 12, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	var ev api.Event
+	if err := cli.recv.Dequeue(&ev); err != nil || ev.DTO.Cookie != 11 {
+		t.Fatalf("after the CNO fired: %v %+v", err, ev.DTO)
+	}
+	if handed.Load() != 1 {
+		t.Fatalf("the CNO wait handed back %d connections, want the 1 feeding its EVD", handed.Load())
+	}
+}
