@@ -84,20 +84,33 @@ func (d *Dialer) Dial(ctx context.Context, ia api.IA, addr string) (net.Conn, er
 	return c, nil
 }
 
+// target is what Dial and Listen read from their arguments: the options
+// with defaults, the address split, and the IA's own address.
+type target struct {
+	opts  Options
+	host  string
+	qual  api.ConnQual
+	local net.Addr
+}
+
+func parseTarget(o Options, ia api.IA, addr string) (t target, err error) {
+	if t.opts, err = o.withDefaults(); err != nil {
+		return t, err
+	}
+	if t.host, t.qual, err = splitAddr(addr); err != nil {
+		return t, err
+	}
+	t.local, err = iaAddress(ia)
+	return t, err
+}
+
 func (d *Dialer) dial(ctx context.Context, ia api.IA, addr string) (*Conn, error) {
-	o, err := d.withDefaults()
+	t, err := parseTarget(d.Options, ia, addr)
 	if err != nil {
 		return nil, err
 	}
-	host, q, err := splitAddr(addr)
-	if err != nil {
-		return nil, err
-	}
-	local, err := iaAddress(ia)
-	if err != nil {
-		return nil, err
-	}
-	remote, err := resolve(ctx, local, host)
+	o, q, local := t.opts, t.qual, t.local
+	remote, err := resolve(ctx, local, t.host)
 	if err != nil {
 		return nil, err
 	}

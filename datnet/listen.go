@@ -56,18 +56,11 @@ func (lc *ListenConfig) Listen(ia api.IA, addr string) (net.Listener, error) {
 }
 
 func (lc *ListenConfig) listen(ia api.IA, addr string) (*Listener, error) {
-	o, err := lc.withDefaults()
+	t, err := parseTarget(lc.Options, ia, addr)
 	if err != nil {
 		return nil, err
 	}
-	host, q, err := splitAddr(addr)
-	if err != nil {
-		return nil, err
-	}
-	local, err := iaAddress(ia)
-	if err != nil {
-		return nil, err
-	}
+	o, host, q, local := t.opts, t.host, t.qual, t.local
 	if host != "" && host != local.String() {
 		return nil, fmt.Errorf("%q is not the address of the IA (%s)", host, local)
 	}

@@ -205,26 +205,7 @@ func TestDialRefused(t *testing.T) {
 func TestAcceptRejectsStrangers(t *testing.T) {
 	eachProvider(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		srv, err := open(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close(api.CloseGraceful)
-		cli, err := open(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cli.Close(api.CloseAbrupt)
-		l, err := datnet.Listen(srv, ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			c, _ := l.Accept()
-			accepted <- c
-		}()
+		cli, l, accepted := listenForRaw(t, open)
 
 		// A plain DAT connect with private data that is not a hello.
 		pz, _ := cli.CreatePZ()
@@ -310,26 +291,7 @@ func TestBrokenPeerMessage(t *testing.T) {
 	eachProvider(t, func(t *testing.T, open opener) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		srv, err := open(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close(api.CloseGraceful)
-		cli, err := open(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cli.Close(api.CloseAbrupt)
-		l, err := datnet.Listen(srv, ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			c, _ := l.Accept()
-			accepted <- c
-		}()
+		cli, l, accepted := listenForRaw(t, open)
 
 		// A hand-made client with a valid hello: 4 receive buffers of
 		// 64 bytes ("gdn1", version 1).
@@ -374,4 +336,31 @@ func TestBrokenPeerMessage(t *testing.T) {
 		evd.Free()
 		pz.Free()
 	})
+}
+
+// listenForRaw opens a server IA with a listener that accepts in the
+// background, and a client IA for a connection made by hand; the test's
+// cleanup closes them all.
+func listenForRaw(t *testing.T, open opener) (cli api.IA, l net.Listener, accepted <-chan net.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(api.CloseGraceful) })
+	if cli, err = open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close(api.CloseAbrupt) })
+	if l, err = datnet.Listen(srv, ":0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		ch <- c
+	}()
+	return cli, l, ch
 }
