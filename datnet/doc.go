@@ -31,6 +31,14 @@
 // cannot send. The connection's private data carries a hello: the buffer
 // count and size of each side, the first credits.
 //
+// Data moves in sends, not RDMA writes, at every size. The caller's slice
+// is not registered memory, so each side copies every byte once either
+// way; a send also tells the reader that bytes arrived, in order, with
+// their length, where an RDMA write into the reader's buffers would need a
+// second message to say so (DAT has no write with immediate data). A
+// zero-copy path for callers that hand over registered memory is where
+// RDMA writes would pay; datnet does not offer one yet.
+//
 // # Progress
 //
 // A Read or Write that has to wait takes the connection's events itself:
