@@ -1,0 +1,63 @@
+package plugin
+
+import (
+	"sync"
+
+	"github.com/godat/godat/api"
+	pb "github.com/godat/godat/plugin/proto"
+)
+
+type proxySRQ struct {
+	proxyBase
+	mu    sync.Mutex
+	recvs workQueue
+}
+
+func (s *proxySRQ) Query() (api.SRQParam, error) {
+	r, err := s.c.query(s)
+	if err != nil {
+		return api.SRQParam{}, err
+	}
+	q := r.Srq
+	if q == nil {
+		return api.SRQParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no SRQ parameters")
+	}
+	return api.SRQParam{IA: s.ia, State: api.SRQState(q.State), PZ: s.c.pzOf(q.Pz), MaxRecvDTOs: int(q.MaxRecvDtos),
+		MaxRecvIOV: int(q.MaxRecvIov), LowWatermark: int(q.LowWatermark), AvailableDTOCount: int(q.AvailableDtoCount),
+		OutstandingDTOCount: int(q.OutstandingDtoCount)}, nil
+}
+
+func (s *proxySRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	tok, _ := s.recvs.add(cookie, api.OpReceive, nil, false, 0)
+	s.mu.Unlock()
+	r, err := s.c.rpc.Post(bg, &pb.PostReq{Id: s.id, Srq: true, Op: uint32(api.OpReceive), Iov: lmrTripletsToPB(iov), Cookie: uint64(cookie)})
+	if err := s.c.done(r, err); err != nil {
+		s.mu.Lock()
+		s.recvs.failed(tok)
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (s *proxySRQ) Resize(n int) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	r, err := s.c.rpc.ResizeSRQ(bg, &pb.ResizeReq{Id: s.id, N: int64(n)})
+	return s.c.done(r, err)
+}
+
+func (s *proxySRQ) SetLW(n int) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	r, err := s.c.rpc.SetLW(bg, &pb.ResizeReq{Id: s.id, N: int64(n)})
+	return s.c.done(r, err)
+}
+
+func (s *proxySRQ) Free() error { return s.c.free(s) }
