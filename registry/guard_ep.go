@@ -130,11 +130,11 @@ func (g *gEP) Query() (_ api.EPParam, err error) {
 func (g *gEP) translateParam(prm *api.EPParam) {
 	ia := g.ia
 	prm.IA = ia.asIA(prm.IA)
-	prm.PZ = ia.asPZ(prm.PZ)
-	prm.RecvEVD = ia.asEVD(prm.RecvEVD)
-	prm.RequestEVD = ia.asEVD(prm.RequestEVD)
-	prm.ConnectEVD = ia.asEVD(prm.ConnectEVD)
-	prm.SRQ = ia.asSRQ(prm.SRQ)
+	prm.PZ = asGuard(ia, prm.PZ)
+	prm.RecvEVD = asGuard(ia, prm.RecvEVD)
+	prm.RequestEVD = asGuard(ia, prm.RequestEVD)
+	prm.ConnectEVD = asGuard(ia, prm.ConnectEVD)
+	prm.SRQ = asGuard(ia, prm.SRQ)
 }
 
 // Modify unwraps the handles p names, checks new attributes against the IA

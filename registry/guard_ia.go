@@ -222,7 +222,7 @@ func (ia *gIA) wrapAgent(agent api.WaitAgent) api.WaitAgent {
 	if agent == nil {
 		return nil
 	}
-	return func(evd api.EVD) { agent(ia.asEVD(evd)) }
+	return func(evd api.EVD) { agent(asGuard(ia, evd)) }
 }
 
 func (ia *gIA) CreateEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (_ api.EP, err error) {

@@ -98,7 +98,7 @@ func (g *gEVD) Query() (_ api.EVDParam, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEVDQuery, &g.hdr, h.start(opEVDQuery), &err)
 	}
-	return query(&g.hdr, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = g.ia.asCNO(p.CNO) })
+	return query(&g.hdr, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = asGuard(g.ia, p.CNO) })
 }
 
 func (g *gEVD) Resize(qlen int) (err error) {
@@ -321,7 +321,7 @@ func (g *gCNO) Wait(ctx context.Context) (_ api.EVD, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.ia.asEVD(evd), nil
+	return asGuard(g.ia, evd), nil
 }
 
 func (g *gCNO) Triggered() (_ api.EVD, err error) {
@@ -337,7 +337,7 @@ func (g *gCNO) Triggered() (_ api.EVD, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.ia.asEVD(evd), nil
+	return asGuard(g.ia, evd), nil
 }
 
 func (g *gCNO) Free() (err error) {
@@ -359,7 +359,7 @@ func (g *gPSP) Query() (_ api.PSPParam, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opPSPQuery, &g.hdr, h.start(opPSPQuery), &err)
 	}
-	return query(&g.hdr, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD) })
+	return query(&g.hdr, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD) })
 }
 
 func (g *gPSP) Free() (err error) {
@@ -384,7 +384,7 @@ func (g *gRSP) Query() (_ api.RSPParam, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opRSPQuery, &g.hdr, h.start(opRSPQuery), &err)
 	}
-	return query(&g.hdr, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = g.ia.asEVD(p.EVD); p.EP = g.ia.asEP(p.EP) })
+	return query(&g.hdr, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD); p.EP = g.ia.asEP(p.EP) })
 }
 
 func (g *gRSP) Free() (err error) {
@@ -507,7 +507,7 @@ func (g *gLMR) Query() (_ api.LMRParam, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opLMRQuery, &g.hdr, h.start(opLMRQuery), &err)
 	}
-	return query(&g.hdr, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
+	return query(&g.hdr, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
 func (g *gLMR) Free() (err error) {
@@ -535,7 +535,7 @@ func (g *gRMR) Query() (_ api.RMRParam, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opRMRQuery, &g.hdr, h.start(opRMRQuery), &err)
 	}
-	return query(&g.hdr, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
+	return query(&g.hdr, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
 // Bind checks handles, that the triplet names the LMR handed in,
@@ -609,7 +609,7 @@ func (g *gSRQ) Query() (_ api.SRQParam, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opSRQQuery, &g.hdr, h.start(opSRQQuery), &err)
 	}
-	return query(&g.hdr, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = g.ia.asPZ(p.PZ) })
+	return query(&g.hdr, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
 func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {

@@ -606,6 +606,34 @@ func TestGuardFastPathAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestGuardTranslateAllocatesNothing: rewriting the objects an RMR bind,
+// connection or async event names into their guards allocates nothing,
+// so the generic lookup behind it (asGuard) costs no more than a typed one.
+func TestGuardTranslateAllocatesNothing(t *testing.T) {
+	e := newGuardEnv(t, "g")
+	rmr, err := e.pz.CreateRMR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ia, g := e.ia.(*gIA), e.dto.(*gEVD)
+	prmr, pep := rmr.(*gRMR).p, e.ep.(*gEP).p
+	var bind, conn, async api.Event
+	n := testing.AllocsPerRun(1000, func() {
+		bind = api.Event{Number: api.RMRBindCompletionEvent, RMRBind: api.RMRBindCompletionData{RMR: prmr}}
+		ia.translate(&bind, g)
+		conn = api.Event{Number: api.ConnectionEstablishedEvent, Conn: api.ConnectionData{EP: pep}}
+		ia.translate(&conn, g)
+		async = api.Event{Number: api.AsyncEPBrokenEvent, Async: api.AsyncErrorData{Object: pep}}
+		ia.translate(&async, g)
+	})
+	if n != 0 {
+		t.Fatalf("translating bind, connection and async events allocated %v times per run", n)
+	}
+	if bind.RMRBind.RMR != rmr || conn.Conn.EP != e.ep || async.Async.Object != e.ep {
+		t.Fatal("translate did not find the guards of the RMR and the EP")
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	r := testRegistry()
 	_, err := r.Open(context.Background(), "nope")

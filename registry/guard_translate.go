@@ -15,34 +15,19 @@ func (ia *gIA) guardOf(p any) guarded {
 	return nil
 }
 
-func (ia *gIA) asPZ(p api.PZ) api.PZ {
-	if g, ok := ia.guardOf(p).(*gPZ); ok {
-		return g
-	}
-	return nil
+// asGuard returns the guard of provider object p as the same interface,
+// or nil when p is nil or has no guard: parameters and events hand the
+// consumer guards, never the provider's own objects. Each api object
+// interface has a Query of its own result type, so the one guard type
+// that implements T is the guard of T's objects (asGuard of an api.PZ
+// finds only a *gPZ).
+func asGuard[T any](ia *gIA, p T) T {
+	g, _ := ia.guardOf(p).(T)
+	return g
 }
 
-func (ia *gIA) asEVD(p api.EVD) api.EVD {
-	if g, ok := ia.guardOf(p).(*gEVD); ok {
-		return g
-	}
-	return nil
-}
-
-func (ia *gIA) asCNO(p api.CNO) api.CNO {
-	if g, ok := ia.guardOf(p).(*gCNO); ok {
-		return g
-	}
-	return nil
-}
-
-func (ia *gIA) asSRQ(p api.SRQ) api.SRQ {
-	if g, ok := ia.guardOf(p).(*gSRQ); ok {
-		return g
-	}
-	return nil
-}
-
+// asIA returns ia for the provider's IA in a parameter: each guard
+// belongs to one IA.
 func (ia *gIA) asIA(p api.IA) api.IA {
 	if p == nil {
 		return nil
@@ -50,6 +35,8 @@ func (ia *gIA) asIA(p api.IA) api.IA {
 	return ia
 }
 
+// asEP returns the guard of provider EP p, adopting an EP the provider
+// made itself; nil if there is none.
 func (ia *gIA) asEP(p api.EP) api.EP {
 	if g := ia.epOf(p); g != nil {
 		return g
@@ -65,20 +52,6 @@ func (ia *gIA) epOf(p api.EP) *gEP {
 		return g
 	}
 	return ia.adoptEP(p)
-}
-
-func (ia *gIA) asRMR(p api.RMR) api.RMR {
-	if g, ok := ia.guardOf(p).(*gRMR); ok {
-		return g
-	}
-	return nil
-}
-
-func (ia *gIA) asObject(p api.Object) api.Object {
-	if g, ok := ia.guardOf(p).(api.Object); ok {
-		return g
-	}
-	return nil
 }
 
 // adoptEVD wraps a provider EVD and caches its queue length.
@@ -99,11 +72,11 @@ func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
 	case api.EVDDTO:
 		ev.DTO.EP = evd.dtoEP(ev.DTO.EP)
 	case api.EVDRMRBind:
-		ev.RMRBind.RMR = ia.asRMR(ev.RMRBind.RMR)
+		ev.RMRBind.RMR = asGuard(ia, ev.RMRBind.RMR)
 	case api.EVDConnection:
 		ev.Conn.EP = ia.asEP(ev.Conn.EP)
 	case api.EVDAsync:
-		ev.Async.Object = ia.asObject(ev.Async.Object)
+		ev.Async.Object = asGuard(ia, ev.Async.Object)
 	case api.EVDCR:
 		providerEP := false
 		if g, ok := ia.guardOf(ev.CR.PSP).(*gPSP); ok {
@@ -111,11 +84,7 @@ func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
 		} else {
 			ev.CR.PSP = nil
 		}
-		if g, ok := ia.guardOf(ev.CR.RSP).(*gRSP); ok {
-			ev.CR.RSP = g
-		} else {
-			ev.CR.RSP = nil
-		}
+		ev.CR.RSP = asGuard(ia, ev.CR.RSP)
 		ev.CR.CR = ia.adoptCR(ev.CR.CR, providerEP)
 	}
 }
