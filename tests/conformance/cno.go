@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/godat/godat/api"
 	"golang.org/x/sys/unix"
+
+	"github.com/godat/godat/api"
 )
 
 // cnoGroups checks CNOs: waiting on one, its agent, the DAT 2.0 CNO with a
