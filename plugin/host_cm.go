@@ -8,15 +8,11 @@ import (
 type proxyPSP struct{ proxyBase }
 
 func (s *proxyPSP) Query() (api.PSPParam, error) {
-	r, err := s.c.query(s)
+	q, err := queryAs(s, (*pb.QueryResp).GetPsp, "PSP")
 	if err != nil {
 		return api.PSPParam{}, err
 	}
-	q := r.Psp
-	if q == nil {
-		return api.PSPParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no PSP parameters")
-	}
-	return api.PSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: s.c.evdOf(q.Evd), Flags: api.PSPFlags(q.Flags)}, nil
+	return api.PSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: proxyOf[api.EVD](s.c, q.Evd), Flags: api.PSPFlags(q.Flags)}, nil
 }
 
 func (s *proxyPSP) Free() error { return s.c.free(s) }
@@ -24,15 +20,11 @@ func (s *proxyPSP) Free() error { return s.c.free(s) }
 type proxyRSP struct{ proxyBase }
 
 func (s *proxyRSP) Query() (api.RSPParam, error) {
-	r, err := s.c.query(s)
+	q, err := queryAs(s, (*pb.QueryResp).GetRsp, "RSP")
 	if err != nil {
 		return api.RSPParam{}, err
 	}
-	q := r.Rsp
-	if q == nil {
-		return api.RSPParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no RSP parameters")
-	}
-	return api.RSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: s.c.evdOf(q.Evd), EP: s.c.epOf(q.Ep, s.ia)}, nil
+	return api.RSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: proxyOf[api.EVD](s.c, q.Evd), EP: s.c.epOf(q.Ep, s.ia)}, nil
 }
 
 func (s *proxyRSP) Free() error { return s.c.free(s) }
@@ -40,13 +32,9 @@ func (s *proxyRSP) Free() error { return s.c.free(s) }
 type proxyCR struct{ proxyBase }
 
 func (r *proxyCR) Query() (api.CRParam, error) {
-	resp, err := r.c.query(r)
+	q, err := queryAs(r, (*pb.QueryResp).GetCr, "CR")
 	if err != nil {
 		return api.CRParam{}, err
-	}
-	q := resp.Cr
-	if q == nil {
-		return api.CRParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no CR parameters")
 	}
 	return api.CRParam{RemoteAddr: addrFromPB(q.RemoteAddr), RemotePortQual: api.ConnQual(q.RemotePortQual),
 		PrivateData: q.PrivateData, LocalEP: r.c.epOf(q.LocalEp, r.ia)}, nil

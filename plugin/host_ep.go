@@ -14,17 +14,14 @@ type proxyEP struct {
 }
 
 func (e *proxyEP) Query() (api.EPParam, error) {
-	r, err := e.c.query(e)
+	q, err := queryAs(e, (*pb.QueryResp).GetEp, "EP")
 	if err != nil {
 		return api.EPParam{}, err
 	}
-	q := r.Ep
-	if q == nil {
-		return api.EPParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no EP parameters")
-	}
 	p := api.EPParam{IA: e.ia, State: api.EPState(q.State), LocalAddr: addrFromPB(q.LocalAddr), LocalPortQual: api.ConnQual(q.LocalPortQual),
-		RemoteAddr: addrFromPB(q.RemoteAddr), RemotePortQual: api.ConnQual(q.RemotePortQual), PZ: e.c.pzOf(q.Pz),
-		RecvEVD: e.c.evdOf(q.RecvEvd), RequestEVD: e.c.evdOf(q.RequestEvd), ConnectEVD: e.c.evdOf(q.ConnectEvd), SRQ: e.c.srqOf(q.Srq)}
+		RemoteAddr: addrFromPB(q.RemoteAddr), RemotePortQual: api.ConnQual(q.RemotePortQual), PZ: proxyOf[api.PZ](e.c, q.Pz),
+		RecvEVD: proxyOf[api.EVD](e.c, q.RecvEvd), RequestEVD: proxyOf[api.EVD](e.c, q.RequestEvd),
+		ConnectEVD: proxyOf[api.EVD](e.c, q.ConnectEvd), SRQ: proxyOf[api.SRQ](e.c, q.Srq)}
 	if a := epAttrFromPB(q.Attr); a != nil {
 		p.Attr = *a
 	}

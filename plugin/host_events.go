@@ -115,7 +115,7 @@ func (c *runningPlugin) deliver(e *event) {
 			m.bindDone(ev.RMRBind.Cookie)
 		}
 	case api.EVDCR:
-		ev.CR = api.CRArrivalData{PSP: c.pspOf(e.psp), RSP: c.rspOf(e.rsp), ConnQual: api.ConnQual(e.connQual),
+		ev.CR = api.CRArrivalData{PSP: proxyOf[api.PSP](c, e.psp), RSP: proxyOf[api.RSP](c, e.rsp), ConnQual: api.ConnQual(e.connQual),
 			CR: c.crOf(e.cr, ia), Truncated: e.truncated}
 		if e.hasAddr {
 			ev.CR.LocalAddr = Addr{Net: e.network, Str: e.addr}

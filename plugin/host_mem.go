@@ -37,15 +37,11 @@ type proxyLMR struct {
 }
 
 func (l *proxyLMR) Query() (api.LMRParam, error) {
-	r, err := l.c.query(l)
+	q, err := queryAs(l, (*pb.QueryResp).GetLmr, "LMR")
 	if err != nil {
 		return api.LMRParam{}, err
 	}
-	q := r.Lmr
-	if q == nil {
-		return api.LMRParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no LMR parameters")
-	}
-	return api.LMRParam{IA: l.ia, MemType: api.MemType(q.MemType), Length: q.Length, PZ: l.c.pzOf(q.Pz), Priv: api.MemPriv(q.Priv),
+	return api.LMRParam{IA: l.ia, MemType: api.MemType(q.MemType), Length: q.Length, PZ: proxyOf[api.PZ](l.c, q.Pz), Priv: api.MemPriv(q.Priv),
 		VAType: api.VAType(q.VaType), LMRContext: api.LMRContext(q.LmrContext), RMRContext: api.RMRContext(q.RmrContext),
 		RegisteredSize: q.RegisteredSize, RegisteredAddress: api.VAddr(q.RegisteredAddress)}, nil
 }
@@ -65,15 +61,11 @@ type proxyRMR struct {
 }
 
 func (m *proxyRMR) Query() (api.RMRParam, error) {
-	r, err := m.c.query(m)
+	q, err := queryAs(m, (*pb.QueryResp).GetRmr, "RMR")
 	if err != nil {
 		return api.RMRParam{}, err
 	}
-	q := r.Rmr
-	if q == nil {
-		return api.RMRParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no RMR parameters")
-	}
-	return api.RMRParam{IA: m.ia, PZ: m.c.pzOf(q.Pz), LMRTriplet: lmrTripletFromPB(q.LmrTriplet), Priv: api.MemPriv(q.Priv),
+	return api.RMRParam{IA: m.ia, PZ: proxyOf[api.PZ](m.c, q.Pz), LMRTriplet: lmrTripletFromPB(q.LmrTriplet), Priv: api.MemPriv(q.Priv),
 		RMRContext: api.RMRContext(q.RmrContext), Scope: api.RMRScope(q.Scope), VAType: api.VAType(q.VaType)}, nil
 }
 

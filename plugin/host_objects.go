@@ -123,39 +123,12 @@ func (c *runningPlugin) crOf(id uint64, ia *proxyIA) api.CR {
 	return r
 }
 
-func (c *runningPlugin) pzOf(id uint64) api.PZ {
-	if z, ok := c.lookup(id).(*proxyPZ); ok {
-		return z
-	}
-	return nil
-}
-
-func (c *runningPlugin) evdOf(id uint64) api.EVD {
-	if e, ok := c.lookup(id).(*proxyEVD); ok {
-		return e
-	}
-	return nil
-}
-
-func (c *runningPlugin) srqOf(id uint64) api.SRQ {
-	if s, ok := c.lookup(id).(*proxySRQ); ok {
-		return s
-	}
-	return nil
-}
-
-func (c *runningPlugin) pspOf(id uint64) api.PSP {
-	if s, ok := c.lookup(id).(*proxyPSP); ok {
-		return s
-	}
-	return nil
-}
-
-func (c *runningPlugin) rspOf(id uint64) api.RSP {
-	if s, ok := c.lookup(id).(*proxyRSP); ok {
-		return s
-	}
-	return nil
+// proxyOf returns the proxy of id as the api interface T of its kind, or
+// nil if id names no such proxy. Each api object interface has a Query of
+// its own result type, so only the proxy type of T's objects implements T.
+func proxyOf[T any](c *runningPlugin, id uint64) T {
+	p, _ := c.lookup(id).(T)
+	return p
 }
 
 func (c *runningPlugin) objectOf(id uint64, t api.HandleType, ia *proxyIA) api.Object {
@@ -210,4 +183,18 @@ func (c *runningPlugin) query(o proxy) (*pb.QueryResp, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// queryAs fetches o's parameters and returns the part of the answer pick
+// selects (one of the QueryResp getters), which the plugin must fill; kind
+// names it in the error when the plugin did not.
+func queryAs[M any](o proxy, pick func(*pb.QueryResp) *M, kind string) (*M, error) {
+	r, err := o.base().c.query(o)
+	if err != nil {
+		return nil, err
+	}
+	if q := pick(r); q != nil {
+		return q, nil
+	}
+	return nil, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no "+kind+" parameters")
 }

@@ -14,15 +14,11 @@ type proxySRQ struct {
 }
 
 func (s *proxySRQ) Query() (api.SRQParam, error) {
-	r, err := s.c.query(s)
+	q, err := queryAs(s, (*pb.QueryResp).GetSrq, "SRQ")
 	if err != nil {
 		return api.SRQParam{}, err
 	}
-	q := r.Srq
-	if q == nil {
-		return api.SRQParam{}, api.Errorf(api.InternalError, api.NoSubtype, "the plugin returned no SRQ parameters")
-	}
-	return api.SRQParam{IA: s.ia, State: api.SRQState(q.State), PZ: s.c.pzOf(q.Pz), MaxRecvDTOs: int(q.MaxRecvDtos),
+	return api.SRQParam{IA: s.ia, State: api.SRQState(q.State), PZ: proxyOf[api.PZ](s.c, q.Pz), MaxRecvDTOs: int(q.MaxRecvDtos),
 		MaxRecvIOV: int(q.MaxRecvIov), LowWatermark: int(q.LowWatermark), AvailableDTOCount: int(q.AvailableDtoCount),
 		OutstandingDTOCount: int(q.OutstandingDtoCount)}, nil
 }

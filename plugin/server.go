@@ -212,46 +212,23 @@ func (s *server) create(obj any, t api.HandleType, ia *servedIA, err error) (*pb
 	return &pb.CreateResp{Id: o.id, Seq: s.drainAll()}, nil
 }
 
-// evdArg and friends look up optional handle arguments.
-func (s *server) evdArg(id uint64) (api.EVD, error) {
-	o, err := s.opt(id, api.HandleEVD)
+// argOf looks up an optional handle argument (id 0 is nil) that must be
+// of type t, as the api interface T of t's objects.
+func argOf[T any](s *server, id uint64, t api.HandleType) (T, error) {
+	var none T
+	o, err := s.opt(id, t)
 	if err != nil || o == nil {
-		return nil, err
+		return none, err
 	}
-	return o.obj.(api.EVD), nil
+	return o.obj.(T), nil
 }
 
-func (s *server) epArg(id uint64) (api.EP, error) {
-	o, err := s.opt(id, api.HandleEP)
-	if err != nil || o == nil {
-		return nil, err
-	}
-	return o.obj.(api.EP), nil
-}
-
-func (s *server) pzArg(id uint64) (api.PZ, error) {
-	o, err := s.opt(id, api.HandlePZ)
-	if err != nil || o == nil {
-		return nil, err
-	}
-	return o.obj.(api.PZ), nil
-}
-
-func (s *server) lmrArg(id uint64) (api.LMR, error) {
-	o, err := s.opt(id, api.HandleLMR)
-	if err != nil || o == nil {
-		return nil, err
-	}
-	return o.obj.(api.LMR), nil
-}
-
-func (s *server) srqArg(id uint64) (api.SRQ, error) {
-	o, err := s.opt(id, api.HandleSRQ)
-	if err != nil || o == nil {
-		return nil, err
-	}
-	return o.obj.(api.SRQ), nil
-}
+// The handle arguments of the calls, by kind.
+func (s *server) evdArg(id uint64) (api.EVD, error) { return argOf[api.EVD](s, id, api.HandleEVD) }
+func (s *server) epArg(id uint64) (api.EP, error)   { return argOf[api.EP](s, id, api.HandleEP) }
+func (s *server) pzArg(id uint64) (api.PZ, error)   { return argOf[api.PZ](s, id, api.HandlePZ) }
+func (s *server) lmrArg(id uint64) (api.LMR, error) { return argOf[api.LMR](s, id, api.HandleLMR) }
+func (s *server) srqArg(id uint64) (api.SRQ, error) { return argOf[api.SRQ](s, id, api.HandleSRQ) }
 
 func (s *server) getObj(id uint64) (*servedObj, error) {
 	s.mu.Lock()
