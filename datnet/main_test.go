@@ -18,13 +18,35 @@ import (
 	_ "github.com/godat/godat/registry/all" // loopback, tcp and the plugin host
 )
 
-// pluginPath is examples/loopback-plugin, built by TestMain: the plugin
-// host's IAs run the tests too.
+// pluginPath is examples/loopback-plugin, built by TestMain or taken from
+// $GODAT_DATNET_PLUGIN: the plugin host's IAs run the tests too.
 var pluginPath string
+
+// pluginEnv names a prebuilt examples/loopback-plugin for TestMain to use
+// instead of building one with the go command: .ci/verbs sets it, as the
+// rxe VM has no Go toolchain. A path that names no file fails every test
+// at once rather than skipping the plugin's.
+const pluginEnv = "GODAT_DATNET_PLUGIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) != "" {
 		os.Exit(serverMain())
+	}
+	if p := os.Getenv(pluginEnv); p != "" {
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+				err = fmt.Errorf("%s is not a regular file", abs)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "$%s: %v\n", pluginEnv, err)
+			os.Exit(1)
+		}
+		pluginPath = abs
+		goleak.VerifyTestMain(m)
+		return
 	}
 	dir, err := os.MkdirTemp("", "datnet-test-")
 	if err != nil {
