@@ -135,15 +135,19 @@ func newCQ(e *evd, depth int) (*cq, error) {
 // (settle), or leaves it unarmed while a consumer polls.
 func (c *cq) watch(e *evd, rc syscall.RawConn) {
 	defer close(c.done)
+	// One callback for the watcher's life: made in the loop, it and what
+	// it captures would be allocated at every notification.
+	var failed C.int
+	readEvent := func(uintptr) bool {
+		r := C.gd_cq_event(c.ch)
+		if r < 0 {
+			failed = -r
+		}
+		return r != 0
+	}
 	for {
-		var failed C.int
-		err := rc.Read(func(uintptr) bool {
-			r := C.gd_cq_event(c.ch)
-			if r < 0 {
-				failed = -r
-			}
-			return r != 0
-		})
+		failed = 0
+		err := rc.Read(readEvent)
 		if err != nil {
 			return // closed by destroy
 		}
