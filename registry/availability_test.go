@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 )
 
 // absentProvider is a provider whose hardware is never there: it says so
@@ -19,7 +20,7 @@ func (absentProvider) Open(context.Context, api.OpenParams) (api.IA, error) {
 
 func (absentProvider) Unavailable(iaParams string) string { return "no device for " + iaParams }
 
-func init() { Register("absenttest", absentProvider{}) }
+func init() { provider.Register("absenttest", absentProvider{}) }
 
 func TestAvailabilityMakesIAUnavailable(t *testing.T) {
 	cfg, err := ParseConfig("avail.conf", []byte(`

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 )
 
 // recordingProvider opens fake IAs and remembers what it was asked to
@@ -25,7 +26,7 @@ func (p *recordingProvider) Open(ctx context.Context, op api.OpenParams) (api.IA
 
 var aliasTestProvider = &recordingProvider{}
 
-func init() { Register("aliastest", aliasTestProvider) }
+func init() { provider.Register("aliastest", aliasTestProvider) }
 
 // A classic line for godat's own C library stands for the godat IA its
 // ia_params names: one of the file, before or after it, or a built-in one.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 )
 
 func TestConfigPluginTables(t *testing.T) {
@@ -182,12 +183,13 @@ api_version = "u2.0"
 		t.Errorf("Open of an unavailable plugin IA: %v", err)
 	}
 	// A plugin may not take the name of a built-in provider.
-	Register("fake", fakeProvider{})
-	t.Cleanup(func() {
-		provMu.Lock()
-		delete(providers, "fake")
-		provMu.Unlock()
-	})
+	lookupProvider = func(name string) (api.Provider, bool) {
+		if name == "fake" {
+			return fakeProvider{}, true
+		}
+		return provider.Lookup(name)
+	}
+	t.Cleanup(func() { lookupProvider = provider.Lookup })
 	if pi := New(cfg).List()[2]; pi.Available || !strings.Contains(pi.Reason, "both built in and a [[plugin]]") {
 		t.Errorf("f0: available %v, reason %q", pi.Available, pi.Reason)
 	}

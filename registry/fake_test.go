@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 )
 
 type fakeProvider struct{}
@@ -22,7 +23,7 @@ func (fakeProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) 
 	return ia, nil
 }
 
-func init() { Register("guardtest", fakeProvider{}) }
+func init() { provider.Register("guardtest", fakeProvider{}) }
 
 type fakeBase struct {
 	api.ContextSlot

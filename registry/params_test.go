@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 )
 
 // paramsProvider checks its parameters without opening anything: ia_params
@@ -26,7 +27,7 @@ func (paramsProvider) CheckParams(p api.OpenParams) (iaParams, platformParams er
 	return iaParams, platformParams
 }
 
-func init() { Register("paramstest", paramsProvider{}) }
+func init() { provider.Register("paramstest", paramsProvider{}) }
 
 // The parameters a provider refuses by their form alone make the file
 // invalid, each at the position of its value (or of the IA's entry when

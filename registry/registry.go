@@ -5,8 +5,9 @@
 // the DAT pages require of every provider (see package api's doc for the
 // split of duties).
 //
-// Providers register themselves from their package init with Register, the
-// way database/sql drivers do; consumers import registry/all (or single
+// Providers register themselves from their package init with
+// provider.Register, the way database/sql drivers do, so that a provider
+// never imports the registry; consumers import registry/all (or single
 // providers for their side effect) and call Open with an IA name.
 //
 // An IA's configuration entry may switch on hooks in its guard: counts
@@ -46,51 +47,28 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 )
 
-var (
-	provMu    sync.RWMutex
-	providers = map[string]api.Provider{}
-)
+// Register makes a provider available under name, as provider.Register
+// does; it forwards there and is kept for programs written before
+// registration moved below the registry.
+//
+// Deprecated: call provider.Register, which a provider can import
+// without linking the registry.
+func Register(name string, p api.Provider) { provider.Register(name, p) }
 
-// Register makes a provider available under name. It is called from the
-// provider package's init; registering a nil provider or one name twice
-// panics (DAT_PROVIDER_ALREADY_REGISTERED), as a programming error.
-func Register(name string, p api.Provider) {
-	provMu.Lock()
-	defer provMu.Unlock()
-	if p == nil {
-		panic("registry: Register of nil provider " + name)
-	}
-	if _, dup := providers[name]; dup {
-		panic(api.Errorf(api.ProviderAlreadyRegistered, api.NoSubtype, "provider "+name+" registered twice").Error())
-	}
-	providers[name] = p
-}
+// Providers returns the names of the registered providers, sorted
+// (provider.Names).
+func Providers() []string { return provider.Names() }
 
-// Providers returns the names of the registered providers, sorted.
-func Providers() []string {
-	provMu.RLock()
-	defer provMu.RUnlock()
-	names := make([]string, 0, len(providers))
-	for n := range providers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func lookupProvider(name string) (api.Provider, bool) {
-	provMu.RLock()
-	defer provMu.RUnlock()
-	p, ok := providers[name]
-	return p, ok
-}
+// lookupProvider finds a built-in provider; a variable so that a test can
+// add one for its own duration, which provider.Register cannot undo.
+var lookupProvider = provider.Lookup
 
 // Availability is an optional interface of a provider that can tell,
 // without opening anything, that none of its IAs can be opened here: a

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/registry"
+	"github.com/godat/godat/provider"
 )
 
 // devProvider opens IAs that sit on an RDMA device, reported the way the
@@ -18,7 +18,7 @@ func (devProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	return &devIA{infoIA: infoIA{params: p.Params}}, nil
 }
 
-func init() { registry.Register("datinfo-dev", devProvider{}) }
+func init() { provider.Register("datinfo-dev", devProvider{}) }
 
 type devIA struct{ infoIA }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/plugin"
+	"github.com/godat/godat/provider"
 	"github.com/godat/godat/registry"
 )
 
@@ -37,8 +38,8 @@ func (failProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) 
 }
 
 func init() {
-	registry.Register("datinfo-test", infoProvider{})
-	registry.Register("datinfo-fail", failProvider{})
+	provider.Register("datinfo-test", infoProvider{})
+	provider.Register("datinfo-fail", failProvider{})
 }
 
 // infoIA implements the part of api.IA that datinfo and the registry's

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 	"github.com/godat/godat/providers/loopback"
 	"github.com/godat/godat/registry"
 )
@@ -38,7 +39,7 @@ func (ia virtualOnlyIA) CreateLMR(pz api.PZ, r api.Region, priv api.MemPriv, va 
 	return ia.IA.CreateLMR(pz, r, priv, va)
 }
 
-func init() { registry.Register("dattest-virtual-only", virtualOnly{}) }
+func init() { provider.Register("dattest-virtual-only", virtualOnly{}) }
 
 // dattest registers its buffers as the README tells every program to:
 // memory from api.AllocMemory, as MemTypeVirtual. So its validated

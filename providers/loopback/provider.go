@@ -10,10 +10,10 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/iaattr"
-	"github.com/godat/godat/registry"
+	"github.com/godat/godat/provider"
 )
 
-func init() { registry.Register("loopback", Provider{}) }
+func init() { provider.Register("loopback", Provider{}) }
 
 // Provider is the loopback provider. Its Open opens a new loopback IA
 // (dat_ia_open(3DAT)); every IA it opens lives in the same process-wide

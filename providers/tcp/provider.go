@@ -10,10 +10,10 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/internal/iaattr"
-	"github.com/godat/godat/registry"
+	"github.com/godat/godat/provider"
 )
 
-func init() { registry.Register("tcp", Provider{}) }
+func init() { provider.Register("tcp", Provider{}) }
 
 // Provider is the tcp provider: RDMA semantics over TCP
 // (dat_provider_init(3DAT), dat_ia_open(3DAT)). The zero value is ready

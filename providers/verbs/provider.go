@@ -4,14 +4,14 @@ import (
 	"context"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/registry"
+	"github.com/godat/godat/provider"
 )
 
 // NoSupportReason is why a build without the verbs tag cannot open verbs
 // IAs; the registry and datinfo show it word for word.
 const NoSupportReason = "built without verbs support (build with -tags verbs)"
 
-func init() { registry.Register("verbs", Provider{}) }
+func init() { provider.Register("verbs", Provider{}) }
 
 // Provider is the verbs provider. The package registers one under the
 // name "verbs" in every build; only a build with the verbs tag (and cgo)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 	"github.com/godat/godat/providers/loopback"
 	"github.com/godat/godat/registry"
 	"github.com/godat/godat/tests/conformance"
@@ -35,7 +36,7 @@ provider_version = "godat.1.0"
 	conformance.RunWith(t, func(ctx context.Context) (api.IA, error) { return r.Open(ctx, "nocheck") })
 }
 
-func init() { registry.Register("nocheck", ncProvider{}) }
+func init() { provider.Register("nocheck", ncProvider{}) }
 
 // ncProvider is a provider that leaves to the guard what the guard
 // checks. It forwards every call to a loopback IA, except that
