@@ -1,8 +1,15 @@
-// Package plugin runs DAT providers that are separate executables
-// (DESIGN §7): the SDK a vendor calls, Serve, and the host side that the
-// registry uses for the [[plugin]] tables of the configuration. It uses
-// github.com/hashicorp/go-plugin for the process, the handshake and the
-// gRPC control path, and shared memory for the data path.
+// Package plugin is the vendor's side of godat's provider plugins: DAT
+// providers that are separate executables (DESIGN §7). A vendor's main
+// calls Serve with its api.Provider. The host's side, which the registry
+// uses for the [[plugin]] tables of the configuration, is package
+// plugin/host; the two share only the wire format
+// (plugin/internal/wire: the gRPC protocol's conversions, the
+// shared-memory rings and the control socket's messages). So a plugin
+// executable links neither the registry nor its configuration readers,
+// and a program that opens plugin IAs does not link Serve's server. Both
+// use github.com/hashicorp/go-plugin for the process, the handshake and
+// the gRPC control path, and shared memory for the data path. This
+// comment describes the design of both sides.
 //
 // # For vendors
 //
@@ -33,7 +40,7 @@
 // The host starts the executable on the first Open of one of its IAs
 // (with the [[plugin]]'s args and env; its standard input is /dev/null),
 // completes go-plugin's handshake (magic cookie, protocol version
-// ProtocolVersion, gRPC only) within StartTimeout, and serves every IA of
+// ProtocolVersion, gRPC only) within host.StartTimeout, and serves every IA of
 // that plugin from the one process. When the last IA closes, the process
 // is stopped and reaped. Whatever keeps the plugin from starting — a
 // missing or non-executable file, a sha256 mismatch, another protocol
@@ -41,9 +48,9 @@
 // DAT_PROVIDER_NOT_FOUND and the reason, which datinfo shows too; the last
 // line the plugin wrote to its standard error is part of it. A start that
 // takes longer than a second is announced once per plugin on standard
-// error (the host's log, see EnvLog), naming the executable and the
+// error (the host's log, see host.EnvLog), naming the executable and the
 // timeout. A plugin that stayed silent for all of StartTimeout is not
-// started again for RetryDelay unless its executable changes: Opens of
+// started again for host.RetryDelay unless its executable changes: Opens of
 // its IAs fail at once with the same reason meanwhile. A context that
 // ends during a start abandons it (Open returns the context's error) and
 // is not held against the plugin.
@@ -115,7 +122,7 @@
 // Posts and completions do not pay an RPC each. One shared region per
 // plugin process holds a submission ring (host to plugin) and a completion
 // ring (plugin to host), with an eventfd doorbell each that is rung only
-// when the other side sleeps (shm.go). A post takes the ring when the EP
+// when the other side sleeps (plugin/internal/wire/shm.go). A post takes the ring when the EP
 // is connected, surely within its queue limits and its IOV fits an entry
 // (7 segments): then the provider has no reason to refuse it, so the post
 // can return before the plugin runs it. A queue whose limit is taken up by

@@ -15,7 +15,6 @@ package plugin
 // no plugin outlives its host.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -23,127 +22,19 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 )
-
-// EnvCtlFD names the environment variable that tells a plugin which
-// descriptor is its end of the control socket.
-const EnvCtlFD = "GODAT_PLUGIN_CTL_FD"
-
-// Control messages.
-const (
-	ctlMap   = 1 // host → plugin: id, size, address; the memfd rides along
-	ctlUnmap = 2 // host → plugin: id
-	ctlReply = 3 // plugin → host: id, status (0 ok), message
-	ctlRings = 4 // host → plugin: size, address; the ring memfd and two eventfds ride along
-)
-
-const ctlMsgMax = 4096
-
-// ctlTimeout bounds one exchange on the control socket.
-const ctlTimeout = 10 * time.Second
-
-// ctlMsg is the fixed header of every control message.
-type ctlMsg struct {
-	op   uint32
-	id   uint64
-	a, b uint64
-	text string
-}
-
-func (m ctlMsg) encode() []byte {
-	buf := make([]byte, 28, 28+len(m.text))
-	binary.LittleEndian.PutUint32(buf[0:], m.op)
-	binary.LittleEndian.PutUint64(buf[4:], m.id)
-	binary.LittleEndian.PutUint64(buf[12:], m.a)
-	binary.LittleEndian.PutUint64(buf[20:], m.b)
-	return append(buf, m.text...)
-}
-
-func decodeCtl(buf []byte) (ctlMsg, error) {
-	if len(buf) < 28 {
-		return ctlMsg{}, fmt.Errorf("control message of %d bytes is too short", len(buf))
-	}
-	return ctlMsg{
-		op: binary.LittleEndian.Uint32(buf[0:]), id: binary.LittleEndian.Uint64(buf[4:]),
-		a: binary.LittleEndian.Uint64(buf[12:]), b: binary.LittleEndian.Uint64(buf[20:]),
-		text: string(buf[28:]),
-	}, nil
-}
-
-// ctlPair makes the socket pair: the host's end as a connection, the
-// plugin's as a file for exec.Cmd.ExtraFiles (the caller closes it once the
-// child has started).
-func ctlPair() (*net.UnixConn, *os.File, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("socketpair: %w", err)
-	}
-	hostF := os.NewFile(uintptr(fds[0]), "godat-plugin-ctl-host")
-	child := os.NewFile(uintptr(fds[1]), "godat-plugin-ctl")
-	c, err := net.FileConn(hostF)
-	hostF.Close()
-	if err != nil {
-		child.Close()
-		return nil, nil, fmt.Errorf("control socket: %w", err)
-	}
-	return c.(*net.UnixConn), child, nil
-}
-
-// hostCtl is the host's end of the control socket. Calls are serialized:
-// one message, one reply.
-type hostCtl struct {
-	mu sync.Mutex
-	c  *net.UnixConn
-}
-
-// call sends m (with the descriptors fds) and waits for the reply.
-func (h *hostCtl) call(m ctlMsg, fds ...int) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var oob []byte
-	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
-	}
-	// A plugin that does not answer in time is as good as dead.
-	h.c.SetDeadline(time.Now().Add(ctlTimeout))
-	defer h.c.SetDeadline(time.Time{})
-	if _, _, err := h.c.WriteMsgUnix(m.encode(), oob, nil); err != nil {
-		return fmt.Errorf("control socket: %w", err)
-	}
-	buf := make([]byte, ctlMsgMax)
-	n, _, _, _, err := h.c.ReadMsgUnix(buf, nil)
-	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
-	}
-	if n == 0 {
-		return errors.New("control socket: the plugin closed it")
-	}
-	r, err := decodeCtl(buf[:n])
-	if err != nil {
-		return err
-	}
-	if r.op != ctlReply || r.id != m.id {
-		return fmt.Errorf("control socket: unexpected reply %d for %d", r.op, r.id)
-	}
-	if r.a != 0 {
-		return errors.New(r.text)
-	}
-	return nil
-}
-
-func (h *hostCtl) close() error { return h.c.Close() }
 
 // pluginMem is the plugin's table of the host regions mapped into it.
 type pluginMem struct {
 	mu   sync.Mutex
 	maps map[uint64]*api.Memory
 	// rings receives the data-path region and doorbells.
-	rings func(m *api.Memory, sq, cq *bell)
+	rings func(m *api.Memory, sq, cq *wire.Bell)
 }
 
 func (pm *pluginMem) get(id uint64) ([]byte, bool) {
@@ -159,7 +50,7 @@ func (pm *pluginMem) get(id uint64) ([]byte, bool) {
 // serveCtl reads control messages until the host goes away, then calls
 // gone (which exits the process).
 func (pm *pluginMem) serveCtl(c *net.UnixConn, gone func(error)) {
-	buf := make([]byte, ctlMsgMax)
+	buf := make([]byte, wire.CtlMsgMax)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
 		n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
@@ -170,7 +61,7 @@ func (pm *pluginMem) serveCtl(c *net.UnixConn, gone func(error)) {
 			gone(err)
 			return
 		}
-		m, err := decodeCtl(buf[:n])
+		m, err := wire.DecodeCtl(buf[:n])
 		if err != nil {
 			gone(err)
 			return
@@ -186,34 +77,34 @@ func (pm *pluginMem) serveCtl(c *net.UnixConn, gone func(error)) {
 			}
 		}
 		var rerr error
-		switch m.op {
-		case ctlMap:
+		switch m.Op {
+		case wire.CtlMap:
 			if len(fds) != 1 {
-				rerr = fmt.Errorf("map %d: got %d descriptors, want 1", m.id, len(fds))
+				rerr = fmt.Errorf("map %d: got %d descriptors, want 1", m.ID, len(fds))
 			} else {
-				rerr = pm.mapAt(m.id, fds[0], m.a, m.b)
+				rerr = pm.mapAt(m.ID, fds[0], m.A, m.B)
 			}
-		case ctlUnmap:
-			rerr = pm.unmap(m.id)
-		case ctlRings:
+		case wire.CtlUnmap:
+			rerr = pm.unmap(m.ID)
+		case wire.CtlRings:
 			if len(fds) != 3 {
 				rerr = fmt.Errorf("rings: got %d descriptors, want 3", len(fds))
 				break
 			}
-			if rerr = pm.setRings(fds, m.a, m.b); rerr == nil {
+			if rerr = pm.setRings(fds, m.A, m.B); rerr == nil {
 				fds = fds[:1] // the doorbells are kept
 			}
 		default:
-			rerr = fmt.Errorf("unknown control message %d", m.op)
+			rerr = fmt.Errorf("unknown control message %d", m.Op)
 		}
 		for _, fd := range fds {
 			unix.Close(fd) // the mapping keeps the pages
 		}
-		reply := ctlMsg{op: ctlReply, id: m.id}
+		reply := wire.CtlMsg{Op: wire.CtlReply, ID: m.ID}
 		if rerr != nil {
-			reply.a, reply.text = 1, rerr.Error()
+			reply.A, reply.Text = 1, rerr.Error()
 		}
-		if _, _, err := c.WriteMsgUnix(reply.encode(), nil, nil); err != nil {
+		if _, _, err := c.WriteMsgUnix(reply.Encode(), nil, nil); err != nil {
 			gone(err)
 			return
 		}
@@ -250,9 +141,9 @@ func (pm *pluginMem) setRings(fds []int, size, addr uint64) error {
 	if err != nil {
 		return fmt.Errorf("mapping the rings: %w", err)
 	}
-	if uint64(m.Len()) != size || size != shmSize {
+	if uint64(m.Len()) != size || size != wire.ShmSize {
 		m.Free()
-		return fmt.Errorf("the ring region has %d bytes, want %d", m.Len(), shmSize)
+		return fmt.Errorf("the ring region has %d bytes, want %d", m.Len(), wire.ShmSize)
 	}
 	for _, fd := range fds[1:] {
 		if err := unix.SetNonblock(fd, true); err != nil {
@@ -260,8 +151,8 @@ func (pm *pluginMem) setRings(fds []int, size, addr uint64) error {
 			return err
 		}
 	}
-	sq, _ := bellFromFD(fds[1])
-	cq, _ := bellFromFD(fds[2])
+	sq, _ := wire.BellFromFD(fds[1])
+	cq, _ := wire.BellFromFD(fds[2])
 	pm.rings(m, sq, cq)
 	return nil
 }
@@ -280,13 +171,13 @@ func (pm *pluginMem) unmap(id uint64) error {
 // pluginCtlConn opens the plugin's end of the control socket from the
 // descriptor the host named.
 func pluginCtlConn() (*net.UnixConn, error) {
-	s := os.Getenv(EnvCtlFD)
+	s := os.Getenv(wire.EnvCtlFD)
 	if s == "" {
-		return nil, errors.New("$" + EnvCtlFD + " is not set: this program is a godat provider plugin and must be started by godat's plugin host")
+		return nil, errors.New("$" + wire.EnvCtlFD + " is not set: this program is a godat provider plugin and must be started by godat's plugin host")
 	}
 	fd, err := strconv.Atoi(s)
 	if err != nil || fd < 3 {
-		return nil, fmt.Errorf("$%s = %q is not a descriptor number", EnvCtlFD, s)
+		return nil, fmt.Errorf("$%s = %q is not a descriptor number", wire.EnvCtlFD, s)
 	}
 	syscall.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), "godat-plugin-ctl")

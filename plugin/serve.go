@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
@@ -52,9 +53,9 @@ func Serve(p api.Provider, opts ...ServeOption) {
 	for _, f := range opts {
 		f(&o)
 	}
-	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		// go-plugin explains that this is a plugin and exits.
-		goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: Handshake, VersionedPlugins: pluginSets(nil)})
+		goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: wire.Handshake, VersionedPlugins: wire.PluginSets(nil)})
 		return
 	}
 	ctl, err := pluginCtlConn()
@@ -73,8 +74,8 @@ func Serve(p api.Provider, opts ...ServeOption) {
 		os.Exit(3)
 	})
 	goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: pluginSets(srv),
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.PluginSets(srv),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, grpc.UnaryInterceptor(srv.fenceInterceptor))...)
 		},
@@ -125,7 +126,7 @@ func newAddrCache(parse func(network, address string) (net.Addr, error)) *addrCa
 
 // out records a reported address and converts it for the wire.
 func (c *addrCache) out(a net.Addr) *pb.Addr {
-	if a == nil || isNilObject(a) {
+	if a == nil || wire.IsNilObject(a) {
 		return nil
 	}
 	k := [2]string{a.Network(), a.String()}
@@ -168,5 +169,5 @@ func (c *addrCache) in(a *pb.Addr) net.Addr {
 	case "unix", "unixgram", "unixpacket":
 		return &net.UnixAddr{Net: a.Network, Name: a.Address}
 	}
-	return Addr{Net: a.Network, Str: a.Address}
+	return wire.Addr{Net: a.Network, Str: a.Address}
 }

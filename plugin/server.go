@@ -17,11 +17,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
@@ -70,13 +70,13 @@ type server struct {
 	evds  map[uint64]*servedEVD
 	byEVD map[api.EVD]*servedEVD
 	seq   uint64
-	rec   event // scratch record, under evMu
+	rec   wire.Event // scratch record, under evMu
 
 	// The shared rings, set up by the host over the control socket
 	// before its first call.
-	ringsP         atomic.Pointer[rings] // published last
+	ringsP         atomic.Pointer[wire.Rings] // published last
 	ringMem        *api.Memory
-	sqBell, cqBell *bell
+	sqBell, cqBell *wire.Bell
 	execMu         sync.Mutex
 	execCond       *sync.Cond
 	executed       uint64 // submissions executed
@@ -109,7 +109,7 @@ func (s *server) addLocked(obj any, t api.HandleType, ia *servedIA, made bool) *
 // provider made on its own; 0 for nil and for objects of no IA the server
 // knows.
 func (s *server) idOf(obj any, ia *servedIA) uint64 {
-	if obj == nil || isNilObject(obj) {
+	if obj == nil || wire.IsNilObject(obj) {
 		return 0
 	}
 	s.mu.Lock()
@@ -124,13 +124,6 @@ func (s *server) idOf(obj any, ia *servedIA) uint64 {
 	return s.addLocked(obj, o.HandleType(), ia, true).id
 }
 
-// isNilObject reports an interface holding a nil pointer, which providers
-// should not return but might.
-func isNilObject(obj any) bool {
-	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
 // lookup returns the object id names, which must be of type t.
 func (s *server) lookup(id uint64, t api.HandleType) (*servedObj, error) {
 	s.mu.Lock()
@@ -138,9 +131,9 @@ func (s *server) lookup(id uint64, t api.HandleType) (*servedObj, error) {
 	s.mu.Unlock()
 	if o == nil || o.typ != t {
 		if id == 0 {
-			return nil, api.Errorf(api.InvalidHandle, handleSubtype(t), t.String()+" handle is nil")
+			return nil, api.Errorf(api.InvalidHandle, wire.HandleSubtype(t), t.String()+" handle is nil")
 		}
-		return nil, api.Errorf(api.InvalidHandle, handleSubtype(t), fmt.Sprintf("no %s with id %d in the plugin", t, id))
+		return nil, api.Errorf(api.InvalidHandle, wire.HandleSubtype(t), fmt.Sprintf("no %s with id %d in the plugin", t, id))
 	}
 	return o, nil
 }
@@ -166,34 +159,6 @@ func (s *server) remove(os ...*servedObj) {
 	}
 }
 
-func handleSubtype(t api.HandleType) api.Subtype {
-	switch t {
-	case api.HandleIA:
-		return api.SubHandleIA
-	case api.HandleEP:
-		return api.SubHandleEP
-	case api.HandleLMR:
-		return api.SubHandleLMR
-	case api.HandleRMR:
-		return api.SubHandleRMR
-	case api.HandlePZ:
-		return api.SubHandlePZ
-	case api.HandlePSP:
-		return api.SubHandlePSP
-	case api.HandleRSP:
-		return api.SubHandleRSP
-	case api.HandleCR:
-		return api.SubHandleCR
-	case api.HandleCNO:
-		return api.SubHandleCNO
-	case api.HandleEVD:
-		return api.SubHandleEVDRequest
-	case api.HandleSRQ:
-		return api.SubHandleSRQ
-	}
-	return api.NoSubtype
-}
-
 func (s *server) Hello(context.Context, *pb.HelloReq) (*pb.HelloResp, error) {
 	return &pb.HelloResp{Name: s.name, Version: s.version, Pid: int64(os.Getpid())}, nil
 }
@@ -201,12 +166,12 @@ func (s *server) Hello(context.Context, *pb.HelloReq) (*pb.HelloResp, error) {
 // result builds a Result: the error and the event sequence after the
 // call's events are out.
 func (s *server) result(err error) (*pb.Result, error) {
-	return &pb.Result{Err: errToPB(err), Seq: s.drainAll()}, nil
+	return &pb.Result{Err: wire.ErrToPB(err), Seq: s.drainAll()}, nil
 }
 
 func (s *server) create(obj any, t api.HandleType, ia *servedIA, err error) (*pb.CreateResp, error) {
 	if err != nil {
-		return &pb.CreateResp{Err: errToPB(err), Seq: s.drainAll()}, nil
+		return &pb.CreateResp{Err: wire.ErrToPB(err), Seq: s.drainAll()}, nil
 	}
 	o := s.add(obj, t, ia)
 	return &pb.CreateResp{Id: o.id, Seq: s.drainAll()}, nil

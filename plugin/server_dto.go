@@ -12,15 +12,16 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
 // attachRings starts the data path on the region and doorbells the host
 // sent.
-func (s *server) attachRings(m *api.Memory, sq, cq *bell) {
+func (s *server) attachRings(m *api.Memory, sq, cq *wire.Bell) {
 	s.ringMem, s.sqBell, s.cqBell = m, sq, cq
 	s.execCond = sync.NewCond(&s.execMu)
-	s.ringsP.Store(newRings(m.Bytes()))
+	s.ringsP.Store(wire.NewRings(m.Bytes()))
 	go s.consume()
 }
 
@@ -34,12 +35,12 @@ const consumerSpin = 50 * time.Microsecond
 // for consumerSpin.
 func (s *server) consume() {
 	r := s.ringsP.Load()
-	var sub submission
-	sub.iov = make([]api.LMRTriplet, 0, sqMaxIOV)
+	var sub wire.Submission
+	sub.IOV = make([]api.LMRTriplet, 0, wire.SQMaxIOV)
 	var last time.Time
 	for {
 		n := 0
-		for n < 256 && r.take(&sub) {
+		for n < 256 && r.Take(&sub) {
 			s.execute(&sub)
 			n++
 		}
@@ -56,7 +57,7 @@ func (s *server) consume() {
 			runtime.Gosched()
 			continue
 		}
-		if err := sleepOn(r.u32(offSQSleeping), func() bool { return r.taken() != r.submitted() }, s.sqBell); err != nil {
+		if err := wire.SleepOn(r.U32(wire.OffSQSleeping), func() bool { return r.Taken() != r.Submitted() }, s.sqBell); err != nil {
 			return
 		}
 	}
@@ -65,31 +66,31 @@ func (s *server) consume() {
 // execute runs one submission. A post the provider refuses (which the
 // host avoids by sending only posts on connected EPs within their limits
 // through the ring) completes with DTOErrLocalEP, so that it is not lost.
-func (s *server) execute(sub *submission) {
-	o, err := s.lookup(sub.ep, api.HandleEP)
+func (s *server) execute(sub *wire.Submission) {
+	o, err := s.lookup(sub.EP, api.HandleEP)
 	if err != nil {
 		return
 	}
 	ep := o.obj.(api.EP)
-	cookie, flags := api.Cookie(sub.cookie), api.CompletionFlags(sub.flags)
+	cookie, flags := api.Cookie(sub.Cookie), api.CompletionFlags(sub.Flags)
 	op := api.OpSend
-	switch sub.kind {
-	case subSend:
-		err = ep.PostSend(sub.iov, cookie, flags)
-	case subSendInv:
-		err = ep.PostSendWithInvalidate(sub.iov, cookie, flags, sub.invalidate, sub.invRMR)
-	case subRecv:
+	switch sub.Kind {
+	case wire.SubSend:
+		err = ep.PostSend(sub.IOV, cookie, flags)
+	case wire.SubSendInv:
+		err = ep.PostSendWithInvalidate(sub.IOV, cookie, flags, sub.Invalidate, sub.InvRMR)
+	case wire.SubRecv:
 		op = api.OpReceive
-		err = ep.PostRecv(sub.iov, cookie, flags)
-	case subWrite:
+		err = ep.PostRecv(sub.IOV, cookie, flags)
+	case wire.SubWrite:
 		op = api.OpRDMAWrite
-		err = ep.PostRDMAWrite(sub.iov, cookie, sub.remote, flags)
-	case subRead:
+		err = ep.PostRDMAWrite(sub.IOV, cookie, sub.Remote, flags)
+	case wire.SubRead:
 		op = api.OpRDMARead
-		err = ep.PostRDMARead(sub.iov, cookie, sub.remote, flags)
-	case subReadToRMR:
+		err = ep.PostRDMARead(sub.IOV, cookie, sub.Remote, flags)
+	case wire.SubReadToRMR:
 		op = api.OpRDMARead
-		err = ep.PostRDMAReadToRMR(sub.local, cookie, sub.remote, flags)
+		err = ep.PostRDMAReadToRMR(sub.Local, cookie, sub.Remote, flags)
 	}
 	if err == nil {
 		return
@@ -105,11 +106,11 @@ func (s *server) execute(sub *submission) {
 	s.evMu.Lock()
 	if se := s.byEVD[evd]; se != nil {
 		s.seq++
-		s.rec = event{seq: s.seq, evd: se.id, number: api.DTOCompletionEvent, ep: o.id, cookie: sub.cookie,
-			status: api.DTOErrLocalEP, op: op}
+		s.rec = wire.Event{Seq: s.seq, EVD: se.id, Number: api.DTOCompletionEvent, EP: o.id, Cookie: sub.Cookie,
+			Status: api.DTOErrLocalEP, Op: op}
 		s.putLocked(&s.rec)
 		s.seq++
-		s.rec = event{seq: s.seq, evd: se.id, notify: true}
+		s.rec = wire.Event{Seq: s.seq, EVD: se.id, Notify: true}
 		s.putLocked(&s.rec)
 	}
 	s.evMu.Unlock()
@@ -119,7 +120,7 @@ func (s *server) execute(sub *submission) {
 // host had made before it (its "godat-sq" metadata) are executed.
 func (s *server) fenceInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if md, ok := metadata.FromIncomingContext(ctx); ok && s.ringsP.Load() != nil {
-		if v := md.Get(fenceKey); len(v) > 0 {
+		if v := md.Get(wire.FenceKey); len(v) > 0 {
 			if n, err := strconv.ParseUint(v[0], 10, 64); err == nil {
 				s.execMu.Lock()
 				for s.executed < n {
@@ -132,11 +133,8 @@ func (s *server) fenceInterceptor(ctx context.Context, req any, _ *grpc.UnarySer
 	return handler(ctx, req)
 }
 
-// fenceKey is the metadata key of the submission count a call waits for.
-const fenceKey = "godat-sq"
-
 func (s *server) Post(_ context.Context, r *pb.PostReq) (*pb.Result, error) {
-	iov := lmrTripletsFromPB(r.Iov)
+	iov := wire.LMRTripletsFromPB(r.Iov)
 	cookie, flags := api.Cookie(r.Cookie), api.CompletionFlags(r.Flags)
 	if r.Srq {
 		o, err := s.lookup(r.Id, api.HandleSRQ)
@@ -159,12 +157,12 @@ func (s *server) Post(_ context.Context, r *pb.PostReq) (*pb.Result, error) {
 	case api.OpReceive:
 		return s.result(ep.PostRecv(iov, cookie, flags))
 	case api.OpRDMAWrite:
-		return s.result(ep.PostRDMAWrite(iov, cookie, rmrTripletFromPB(r.Remote), flags))
+		return s.result(ep.PostRDMAWrite(iov, cookie, wire.RMRTripletFromPB(r.Remote), flags))
 	case api.OpRDMARead:
 		if r.ToRmr {
-			return s.result(ep.PostRDMAReadToRMR(rmrTripletFromPB(r.LocalRmr), cookie, rmrTripletFromPB(r.Remote), flags))
+			return s.result(ep.PostRDMAReadToRMR(wire.RMRTripletFromPB(r.LocalRmr), cookie, wire.RMRTripletFromPB(r.Remote), flags))
 		}
-		return s.result(ep.PostRDMARead(iov, cookie, rmrTripletFromPB(r.Remote), flags))
+		return s.result(ep.PostRDMARead(iov, cookie, wire.RMRTripletFromPB(r.Remote), flags))
 	}
 	return s.result(api.Errorf(api.InvalidParameter, api.NoSubtype, fmt.Sprintf("unknown post operation %d", r.Op)))
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
@@ -30,7 +31,7 @@ func (s *server) ModifyEP(_ context.Context, r *pb.ModifyEPReq) (*pb.Result, err
 		if q.RemoteAddr != nil {
 			p.RemoteAddr = s.addrs.in(q.RemoteAddr)
 		}
-		if a := epAttrFromPB(q.Attr); a != nil {
+		if a := wire.EPAttrFromPB(q.Attr); a != nil {
 			p.Attr = *a
 		}
 	}
@@ -40,10 +41,10 @@ func (s *server) ModifyEP(_ context.Context, r *pb.ModifyEPReq) (*pb.Result, err
 func (s *server) EPStatus(_ context.Context, r *pb.Obj) (*pb.EPStatusResp, error) {
 	o, err := s.lookup(r.Id, api.HandleEP)
 	if err != nil {
-		return &pb.EPStatusResp{Err: errToPB(err)}, nil
+		return &pb.EPStatusResp{Err: wire.ErrToPB(err)}, nil
 	}
 	st, ri, qi, err := o.obj.(api.EP).GetStatus()
-	return &pb.EPStatusResp{Err: errToPB(err), State: uint32(st), RecvIdle: ri, RequestIdle: qi, Seq: s.drainAll()}, nil
+	return &pb.EPStatusResp{Err: wire.ErrToPB(err), State: uint32(st), RecvIdle: ri, RequestIdle: qi, Seq: s.drainAll()}, nil
 }
 
 func (s *server) Connect(_ context.Context, r *pb.ConnectReq) (*pb.Result, error) {
@@ -85,10 +86,10 @@ func (s *server) ResetEP(_ context.Context, r *pb.Obj) (*pb.Result, error) {
 func (s *server) RecvQuery(_ context.Context, r *pb.Obj) (*pb.RecvQueryResp, error) {
 	o, err := s.lookup(r.Id, api.HandleEP)
 	if err != nil {
-		return &pb.RecvQueryResp{Err: errToPB(err)}, nil
+		return &pb.RecvQueryResp{Err: wire.ErrToPB(err)}, nil
 	}
 	n, span, err := o.obj.(api.EP).RecvQuery()
-	return &pb.RecvQueryResp{Err: errToPB(err), NbufsAllocated: int64(n), BufsAllocSpan: int64(span), Seq: s.drainAll()}, nil
+	return &pb.RecvQueryResp{Err: wire.ErrToPB(err), NbufsAllocated: int64(n), BufsAllocSpan: int64(span), Seq: s.drainAll()}, nil
 }
 
 func (s *server) SetWatermark(_ context.Context, r *pb.WatermarkReq) (*pb.Result, error) {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
@@ -58,7 +59,7 @@ func (s *server) notified(evd api.EVD) {
 	}
 	s.drainLocked(se)
 	s.seq++
-	s.rec = event{seq: s.seq, evd: se.id, notify: true}
+	s.rec = wire.Event{Seq: s.seq, EVD: se.id, Notify: true}
 	s.putLocked(&s.rec)
 	s.evMu.Unlock()
 	s.wakeHost()
@@ -66,17 +67,17 @@ func (s *server) notified(evd api.EVD) {
 
 func (s *server) wakeHost() {
 	if r := s.ringsP.Load(); r != nil {
-		wakeIf(r.u32(offCQSleeping), s.cqBell)
+		wire.WakeIf(r.U32(wire.OffCQSleeping), s.cqBell)
 	}
 }
 
 // putLocked writes a record to the completion ring. s.evMu is held.
-func (s *server) putLocked(e *event) {
+func (s *server) putLocked(e *wire.Event) {
 	r := s.ringsP.Load()
 	if r == nil {
 		return // the host set up no rings: it is not listening
 	}
-	r.put(e, s.wakeHost, func() bool { return true })
+	r.Put(e, s.wakeHost, func() bool { return true })
 }
 
 // drainLocked dequeues every event of se. s.evMu is held.
@@ -88,35 +89,35 @@ func (s *server) drainLocked(se *servedEVD) {
 		}
 		s.seq++
 		s.eventToRec(&ev, se.ia, &s.rec)
-		s.rec.seq, s.rec.evd = s.seq, se.id
+		s.rec.Seq, s.rec.EVD = s.seq, se.id
 		s.putLocked(&s.rec)
 	}
 }
 
 // eventToRec converts a provider event, naming its objects by id.
-func (s *server) eventToRec(ev *api.Event, ia *servedIA, r *event) {
-	*r = event{number: ev.Number}
+func (s *server) eventToRec(ev *api.Event, ia *servedIA, r *wire.Event) {
+	*r = wire.Event{Number: ev.Number}
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
 		d := &ev.DTO
-		r.ep, r.cookie, r.status, r.length, r.op, r.rmrContext =
+		r.EP, r.Cookie, r.Status, r.Length, r.Op, r.RMRContext =
 			s.idOf(d.EP, ia), uint64(d.Cookie), d.Status, d.Length, d.Op, d.RMRContext
 	case api.EVDRMRBind:
 		b := &ev.RMRBind
-		r.rmr, r.cookie, r.status = s.idOf(b.RMR, ia), uint64(b.Cookie), b.Status
+		r.RMR, r.Cookie, r.Status = s.idOf(b.RMR, ia), uint64(b.Cookie), b.Status
 	case api.EVDCR:
 		c := &ev.CR
-		r.psp, r.rsp, r.cr = s.idOf(c.PSP, ia), s.idOf(c.RSP, ia), s.idOf(c.CR, ia)
-		r.connQual, r.truncated = uint64(c.ConnQual), c.Truncated
+		r.PSP, r.RSP, r.CR = s.idOf(c.PSP, ia), s.idOf(c.RSP, ia), s.idOf(c.CR, ia)
+		r.ConnQual, r.Truncated = uint64(c.ConnQual), c.Truncated
 		if a := s.addrs.out(c.LocalAddr); a != nil {
-			r.hasAddr, r.network, r.addr = true, a.Network, a.Address
+			r.HasAddr, r.Network, r.Addr = true, a.Network, a.Address
 		}
 	case api.EVDConnection:
-		r.ep, r.privateData, r.hasPrivData = s.idOf(ev.Conn.EP, ia), ev.Conn.PrivateData, ev.Conn.PrivateData != nil
+		r.EP, r.PrivateData, r.HasPrivData = s.idOf(ev.Conn.EP, ia), ev.Conn.PrivateData, ev.Conn.PrivateData != nil
 	case api.EVDAsync:
-		r.object, r.reason = s.idOf(ev.Async.Object, ia), int32(ev.Async.Reason)
+		r.Object, r.Reason = s.idOf(ev.Async.Object, ia), int32(ev.Async.Reason)
 		if ev.Async.Object != nil {
-			r.objectType = ev.Async.Object.HandleType()
+			r.ObjectType = ev.Async.Object.HandleType()
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
@@ -12,11 +13,11 @@ func (s *server) OpenIA(ctx context.Context, r *pb.OpenReq) (*pb.OpenResp, error
 	ia, err := s.prov.Open(ctx, api.OpenParams{Name: r.Name, Params: r.Params, PlatformParams: r.PlatformParams,
 		AsyncEVDQLen: int(r.AsyncEvdQlen), ThreadSafe: r.ThreadSafe})
 	if err != nil {
-		return &pb.OpenResp{Err: errToPB(err)}, nil
+		return &pb.OpenResp{Err: wire.ErrToPB(err)}, nil
 	}
 	fail := func(err error) (*pb.OpenResp, error) {
 		ia.Close(api.CloseAbrupt)
-		return &pb.OpenResp{Err: errToPB(err)}, nil
+		return &pb.OpenResp{Err: wire.ErrToPB(err)}, nil
 	}
 	attr, pattr, err := ia.Query()
 	if err != nil {
@@ -47,7 +48,7 @@ func (s *server) OpenIA(ctx context.Context, r *pb.OpenReq) (*pb.OpenResp, error
 	}
 	s.addrs.out(attr.Address)
 	return &pb.OpenResp{Ia: o.id, AsyncEvd: ao.id, AsyncEvdQlen: int64(aprm.QLen),
-		Attr: iaAttrToPB(attr), ProviderAttr: providerAttrToPB(pattr), Seq: s.drainAll()}, nil
+		Attr: wire.IAAttrToPB(attr), ProviderAttr: wire.ProviderAttrToPB(pattr), Seq: s.drainAll()}, nil
 }
 
 func (s *server) iaOf(id uint64) (*servedIA, error) {
@@ -61,14 +62,14 @@ func (s *server) iaOf(id uint64) (*servedIA, error) {
 func (s *server) QueryIA(_ context.Context, r *pb.Obj) (*pb.IAQueryResp, error) {
 	ia, err := s.iaOf(r.Id)
 	if err != nil {
-		return &pb.IAQueryResp{Err: errToPB(err)}, nil
+		return &pb.IAQueryResp{Err: wire.ErrToPB(err)}, nil
 	}
 	attr, pattr, err := ia.p.Query()
 	if err != nil {
-		return &pb.IAQueryResp{Err: errToPB(err)}, nil
+		return &pb.IAQueryResp{Err: wire.ErrToPB(err)}, nil
 	}
 	s.addrs.out(attr.Address)
-	return &pb.IAQueryResp{Attr: iaAttrToPB(attr), ProviderAttr: providerAttrToPB(pattr), Seq: s.drainAll()}, nil
+	return &pb.IAQueryResp{Attr: wire.IAAttrToPB(attr), ProviderAttr: wire.ProviderAttrToPB(pattr), Seq: s.drainAll()}, nil
 }
 
 func (s *server) CloseIA(_ context.Context, r *pb.CloseReq) (*pb.Result, error) {
@@ -218,10 +219,10 @@ func (s *server) CreateEP(_ context.Context, r *pb.CreateEPReq) (*pb.CreateResp,
 		if err != nil {
 			return s.create(nil, 0, nil, err)
 		}
-		ep, err = ia.p.CreateEPWithSRQ(pz, evds[0], evds[1], evds[2], srq, epAttrFromPB(r.Attr))
+		ep, err = ia.p.CreateEPWithSRQ(pz, evds[0], evds[1], evds[2], srq, wire.EPAttrFromPB(r.Attr))
 		return s.create(ep, api.HandleEP, ia, err)
 	}
-	ep, err = ia.p.CreateEP(pz, evds[0], evds[1], evds[2], epAttrFromPB(r.Attr))
+	ep, err = ia.p.CreateEP(pz, evds[0], evds[1], evds[2], wire.EPAttrFromPB(r.Attr))
 	return s.create(ep, api.HandleEP, ia, err)
 }
 
@@ -310,7 +311,7 @@ func (s *server) SyncRDMA(_ context.Context, r *pb.SyncReq) (*pb.Result, error) 
 	if err != nil {
 		return s.result(err)
 	}
-	segs := lmrTripletsFromPB(r.Segs)
+	segs := wire.LMRTripletsFromPB(r.Segs)
 	if r.Write {
 		return s.result(ia.p.SyncRDMAWrite(segs))
 	}

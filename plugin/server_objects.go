@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )
 
@@ -63,7 +64,7 @@ func (s *server) Free(_ context.Context, r *pb.Obj) (*pb.Result, error) {
 func (s *server) Query(_ context.Context, r *pb.Obj) (*pb.QueryResp, error) {
 	o, err := s.getObj(r.Id)
 	if err != nil {
-		return &pb.QueryResp{Err: errToPB(err)}, nil
+		return &pb.QueryResp{Err: wire.ErrToPB(err)}, nil
 	}
 	resp := &pb.QueryResp{}
 	switch x := o.obj.(type) {
@@ -73,7 +74,7 @@ func (s *server) Query(_ context.Context, r *pb.Obj) (*pb.QueryResp, error) {
 			resp.Ep = &pb.EPParam{State: uint32(p.State), LocalAddr: s.addrs.out(p.LocalAddr), LocalPortQual: uint64(p.LocalPortQual),
 				RemoteAddr: s.addrs.out(p.RemoteAddr), RemotePortQual: uint64(p.RemotePortQual), Pz: s.idOf(p.PZ, o.ia),
 				RecvEvd: s.idOf(p.RecvEVD, o.ia), RequestEvd: s.idOf(p.RequestEVD, o.ia), ConnectEvd: s.idOf(p.ConnectEVD, o.ia),
-				Srq: s.idOf(p.SRQ, o.ia), Attr: epAttrToPB(&p.Attr)}
+				Srq: s.idOf(p.SRQ, o.ia), Attr: wire.EPAttrToPB(&p.Attr)}
 		}
 	case api.LMR:
 		var p api.LMRParam
@@ -85,7 +86,7 @@ func (s *server) Query(_ context.Context, r *pb.Obj) (*pb.QueryResp, error) {
 	case api.RMR:
 		var p api.RMRParam
 		if p, err = x.Query(); err == nil {
-			resp.Rmr = &pb.RMRParam{Pz: s.idOf(p.PZ, o.ia), LmrTriplet: lmrTripletToPB(p.LMRTriplet), Priv: uint32(p.Priv),
+			resp.Rmr = &pb.RMRParam{Pz: s.idOf(p.PZ, o.ia), LmrTriplet: wire.LMRTripletToPB(p.LMRTriplet), Priv: uint32(p.Priv),
 				RmrContext: uint32(p.RMRContext), Scope: uint32(p.Scope), VaType: uint32(p.VAType)}
 		}
 	case api.SRQ:
@@ -114,7 +115,7 @@ func (s *server) Query(_ context.Context, r *pb.Obj) (*pb.QueryResp, error) {
 	default:
 		err = api.Errorf(api.InvalidHandle, api.NoSubtype, fmt.Sprintf("a %s is not queried this way", o.typ))
 	}
-	resp.Err = errToPB(err)
+	resp.Err = wire.ErrToPB(err)
 	return resp, nil
 }
 
@@ -129,19 +130,19 @@ func (s *server) ResizeEVD(_ context.Context, r *pb.ResizeReq) (*pb.Result, erro
 func (s *server) Bind(_ context.Context, r *pb.BindReq) (*pb.BindResp, error) {
 	o, err := s.lookup(r.Rmr, api.HandleRMR)
 	if err != nil {
-		return &pb.BindResp{Err: errToPB(err)}, nil
+		return &pb.BindResp{Err: wire.ErrToPB(err)}, nil
 	}
 	lmr, err := s.lmrArg(r.Lmr)
 	if err != nil {
-		return &pb.BindResp{Err: errToPB(err)}, nil
+		return &pb.BindResp{Err: wire.ErrToPB(err)}, nil
 	}
 	ep, err := s.epArg(r.Ep)
 	if err != nil {
-		return &pb.BindResp{Err: errToPB(err)}, nil
+		return &pb.BindResp{Err: wire.ErrToPB(err)}, nil
 	}
-	ctx, err := o.obj.(api.RMR).Bind(lmr, lmrTripletFromPB(r.Triplet), api.MemPriv(r.Priv), api.VAType(r.VaType), ep,
+	ctx, err := o.obj.(api.RMR).Bind(lmr, wire.LMRTripletFromPB(r.Triplet), api.MemPriv(r.Priv), api.VAType(r.VaType), ep,
 		api.Cookie(r.Cookie), api.CompletionFlags(r.Flags))
-	return &pb.BindResp{Err: errToPB(err), RmrContext: uint32(ctx), Seq: s.drainAll()}, nil
+	return &pb.BindResp{Err: wire.ErrToPB(err), RmrContext: uint32(ctx), Seq: s.drainAll()}, nil
 }
 
 func (s *server) ResizeSRQ(_ context.Context, r *pb.ResizeReq) (*pb.Result, error) {

@@ -2,8 +2,8 @@ package registry
 
 // The [[plugin]] tables of the TOML form (DESIGN §6, §7): a provider
 // shipped as its own executable. An IA whose provider names a plugin is
-// served by the plugin host (package plugin), which starts the executable
-// on the first Open of one of its IAs.
+// served by the plugin host (package plugin/host), which starts the
+// executable on the first Open of one of its IAs.
 //
 // Decisions written down here:
 //

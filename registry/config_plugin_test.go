@@ -101,7 +101,7 @@ func TestConfigPluginProblems(t *testing.T) {
 	}
 }
 
-// fakePluginHost stands in for package plugin.
+// fakePluginHost stands in for package plugin/host.
 type fakePluginHost struct{}
 
 type fakePluginProvider struct{ e PluginEntry }

@@ -8,9 +8,9 @@ import (
 )
 
 // PluginHost runs providers that are separate executables (the [[plugin]]
-// tables of the configuration). Package plugin implements it and registers
-// it from its init with RegisterPluginHost, so that the registry never
-// imports it; registry/all imports it for that side effect.
+// tables of the configuration). Package plugin/host implements it and
+// registers it from its init with RegisterPluginHost, so that the registry
+// never imports it; registry/all imports it for that side effect.
 type PluginHost interface {
 	// Provider returns the provider that serves the IAs of plugin e. It
 	// must not start anything: the plugin process starts on the first Open
@@ -49,8 +49,8 @@ var (
 	pluginHost PluginHost
 )
 
-// RegisterPluginHost installs the plugin host. Package plugin calls it from
-// its init; a second registration panics, as a programming error.
+// RegisterPluginHost installs the plugin host. Package plugin/host calls it
+// from its init; a second registration panics, as a programming error.
 func RegisterPluginHost(h PluginHost) {
 	hostMu.Lock()
 	defer hostMu.Unlock()
@@ -99,7 +99,7 @@ func (r *Registry) pluginUnavailable(name string) (why string, isPlugin bool) {
 		return fmt.Sprintf("provider %q is both built in and a [[plugin]] (%s); rename the plugin", name, pe.Pos), true
 	}
 	if pp == nil {
-		return fmt.Sprintf("plugin %q (%s) needs plugin support, which this program lacks: import github.com/godat/godat/registry/all or github.com/godat/godat/plugin", name, pe.Pos), true
+		return fmt.Sprintf("plugin %q (%s) needs plugin support, which this program lacks: import github.com/godat/godat/registry/all or github.com/godat/godat/plugin/host", name, pe.Pos), true
 	}
 	if err := pp.Check(); err != nil {
 		return fmt.Sprintf("plugin %q: %v", name, err), true

@@ -72,7 +72,7 @@ const (
 )
 
 // openTimeout bounds the opening of one IA, beyond the start of a plugin
-// process: plugin.StartTimeout bounds that, and only a plugin that stays
+// process: host.StartTimeout bounds that, and only a plugin that stays
 // silent for all of it is spared another start for its other IAs.
 const openTimeout = 10 * time.Second
 

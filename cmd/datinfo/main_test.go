@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/plugin"
+	"github.com/godat/godat/plugin/host"
 	"github.com/godat/godat/provider"
 	"github.com/godat/godat/registry"
 )
@@ -672,8 +672,8 @@ func TestAliasLine(t *testing.T) {
 // plugin's timeout is datinfo's own, as by default, and still the one that
 // ends the wait.
 func TestSilentPlugin(t *testing.T) {
-	defer func(d time.Duration) { plugin.StartTimeout = d }(plugin.StartTimeout)
-	plugin.StartTimeout = openTimeout
+	defer func(d time.Duration) { host.StartTimeout = d }(host.StartTimeout)
+	host.StartTimeout = openTimeout
 	dir := t.TempDir()
 	exe, childPID := filepath.Join(dir, "hangs"), filepath.Join(dir, "child")
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\nsleep 1000 &\necho $! > "+childPID+"\nexec sleep 1000\n"), 0o755); err != nil {

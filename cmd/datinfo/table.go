@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/plugin"
+	"github.com/godat/godat/plugin/host"
 	"github.com/godat/godat/registry"
 	_ "github.com/godat/godat/registry/all"
 )
@@ -45,7 +45,7 @@ func probe(reg *registry.Registry, stderr io.Writer) (reps []iaReport, ok bool) 
 		if pi.Available {
 			timeout := openTimeout
 			if pi.Plugin != nil {
-				timeout += plugin.StartTimeout
+				timeout += host.StartTimeout
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			ia, err := reg.Open(ctx, pi.IAName)

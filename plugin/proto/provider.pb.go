@@ -8,7 +8,7 @@
 // those events are on its queues. Every request carries, in the gRPC
 // metadata key "godat-sq", the number of submissions the host had put on
 // the submission ring; the plugin executes those first. Post is the path
-// of DTOs that the ring does not take (see plugin/shm.go).
+// of DTOs that the ring does not take (see plugin/internal/wire/shm.go).
 //
 // Regenerate the Go code with `go generate ./plugin/...` (needs protoc,
 // protoc-gen-go and protoc-gen-go-grpc; see plugin/doc.go).

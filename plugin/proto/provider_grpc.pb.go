@@ -8,7 +8,7 @@
 // those events are on its queues. Every request carries, in the gRPC
 // metadata key "godat-sq", the number of submissions the host had put on
 // the submission ring; the plugin executes those first. Post is the path
-// of DTOs that the ring does not take (see plugin/shm.go).
+// of DTOs that the ring does not take (see plugin/internal/wire/shm.go).
 //
 // Regenerate the Go code with `go generate ./plugin/...` (needs protoc,
 // protoc-gen-go and protoc-gen-go-grpc; see plugin/doc.go).
@@ -75,7 +75,7 @@ type ProviderClient interface {
 	// Watch lasts as long as the plugin process: its end without the host
 	// asking tells the host that the plugin died. (Events travel through
 	// the completion ring in shared memory, DTO posts through the
-	// submission ring; see plugin/shm.go.)
+	// submission ring; see plugin/internal/wire/shm.go.)
 	Watch(ctx context.Context, in *WatchReq, opts ...grpc.CallOption) (Provider_WatchClient, error)
 	OpenIA(ctx context.Context, in *OpenReq, opts ...grpc.CallOption) (*OpenResp, error)
 	QueryIA(ctx context.Context, in *Obj, opts ...grpc.CallOption) (*IAQueryResp, error)
@@ -428,7 +428,7 @@ type ProviderServer interface {
 	// Watch lasts as long as the plugin process: its end without the host
 	// asking tells the host that the plugin died. (Events travel through
 	// the completion ring in shared memory, DTO posts through the
-	// submission ring; see plugin/shm.go.)
+	// submission ring; see plugin/internal/wire/shm.go.)
 	Watch(*WatchReq, Provider_WatchServer) error
 	OpenIA(context.Context, *OpenReq) (*OpenResp, error)
 	QueryIA(context.Context, *Obj) (*IAQueryResp, error)

@@ -6,11 +6,11 @@
 //
 // After the import, registry.Providers names each built-in provider, and
 // registry.Open can open any IA the configuration maps to one of them or
-// to a [[plugin]] (the plugin host of package plugin is registered too).
+// to a [[plugin]] (the plugin host of package plugin/host is registered too).
 package all
 
 import (
-	_ "github.com/godat/godat/plugin"             // providers that are separate executables
+	_ "github.com/godat/godat/plugin/host"        // providers that are separate executables
 	_ "github.com/godat/godat/providers/loopback" // in-process provider
 	_ "github.com/godat/godat/providers/tcp"      // RDMA semantics over TCP
 	_ "github.com/godat/godat/providers/verbs"    // RDMA hardware through rdma-core (needs -tags verbs)

@@ -1,0 +1,17 @@
+package host_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/tests/conformance"
+)
+
+// The example plugin (godat's loopback provider out of process) passes the
+// whole conformance suite through the plugin host: every operation,
+// attribute and event crosses the process boundary.
+func TestConformance(t *testing.T) {
+	r := loadRegistry(t, writeConfig(t, examplePath, "", "lp0"))
+	conformance.RunWith(t, func(ctx context.Context) (api.IA, error) { return r.Open(ctx, "lp0") })
+}
