@@ -7,6 +7,11 @@
 // plugin executable, say) does not link the registry, its configuration
 // readers or its guard.
 //
+// Besides api.Provider, which is all a provider must implement, a
+// provider may implement the optional interfaces here (Availability,
+// ParamChecker), the way a database/sql driver may implement driver's
+// optional interfaces; the registry asks for them.
+//
 // A program opens IAs through package registry, never through this
 // package; Lookup is for the registry and for tools that list what is
 // built in.
@@ -59,4 +64,34 @@ func Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Availability is an optional interface of a provider that can tell,
+// without opening anything, that none of its IAs can be opened here: a
+// provider built without support for its hardware, or a machine without
+// the device. The registry's List and Open ask it before anything else;
+// a non-empty reason makes the IA unavailable with that reason, word for
+// word.
+// iaParams is the IA's ia_params, for a provider whose answer depends on
+// it.
+type Availability interface {
+	Unavailable(iaParams string) string
+}
+
+// ParamChecker is an optional interface of a provider that can tell, from
+// an IA's configuration entry alone, that Open would refuse its ia_params
+// or its platform_params on any host: a malformed address, an unknown
+// option, a value out of range. The registry's ParseConfig (and so
+// LoadConfig) asks the built-in provider of each IA of a file, and reports
+// each error as a problem of the file at the position of that value, so
+// that a mistake is found by reading the file, with its position, instead
+// of by opening the IA. p has the entry's Name, Params, PlatformParams and ThreadSafe.
+//
+// A check must not look at the host (devices, interfaces, addresses) or
+// have any effect: its answer must be the same on every machine, and it
+// must accept whatever Open might accept somewhere. iaParams and
+// platformParams say what is wrong with each; nil when nothing is. Only
+// an error's message is used (for an *api.Error, its Msg).
+type ParamChecker interface {
+	CheckParams(p api.OpenParams) (iaParams, platformParams error)
 }

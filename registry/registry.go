@@ -70,34 +70,13 @@ func Providers() []string { return provider.Names() }
 // add one for its own duration, which provider.Register cannot undo.
 var lookupProvider = provider.Lookup
 
-// Availability is an optional interface of a provider that can tell,
-// without opening anything, that none of its IAs can be opened here: a
-// provider built without support for its hardware, or a machine without
-// the device. List and Open ask it before anything else; a non-empty
-// reason makes the IA unavailable with that reason, word for word.
-// iaParams is the IA's ia_params, for a provider whose answer depends on
-// it.
-type Availability interface {
-	Unavailable(iaParams string) string
-}
+// Availability is the optional provider interface of the same name in
+// package provider, where providers find it; List and Open ask it.
+type Availability = provider.Availability
 
-// ParamChecker is an optional interface of a provider that can tell, from
-// an IA's configuration entry alone, that Open would refuse its ia_params
-// or its platform_params on any host: a malformed address, an unknown
-// option, a value out of range. ParseConfig (and so LoadConfig) asks the
-// built-in provider of each IA of a file, and reports each error as a
-// problem of the file at the position of that value, so that a mistake is
-// found by reading the file, with its position, instead of by opening the
-// IA. p has the entry's Name, Params, PlatformParams and ThreadSafe.
-//
-// A check must not look at the host (devices, interfaces, addresses) or
-// have any effect: its answer must be the same on every machine, and it
-// must accept whatever Open might accept somewhere. iaParams and
-// platformParams say what is wrong with each; nil when nothing is. Only
-// an error's message is used (for an *api.Error, its Msg).
-type ParamChecker interface {
-	CheckParams(p api.OpenParams) (iaParams, platformParams error)
-}
+// ParamChecker is the optional provider interface of the same name in
+// package provider, where providers find it; ParseConfig asks it.
+type ParamChecker = provider.ParamChecker
 
 // ProviderInfo is one row of the registry listing
 // (dat_registry_list_providers(3DAT)): a configured IA, the provider behind

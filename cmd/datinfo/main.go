@@ -22,7 +22,7 @@
 // "file:line:column: message", one per line, on standard error. Without a
 // FILE it checks the configuration the search order above picks. Besides
 // the file's form, it checks each IA's ia_params and platform_params as
-// far as its provider can without opening the IA (registry.ParamChecker):
+// far as its provider can without opening the IA (provider.ParamChecker):
 // a malformed address or an unknown option is a problem at its position.
 // A valid file is reported on standard output, with notes (IAs this build
 // cannot open) and warnings ("file:line:column: warning: message"; a file

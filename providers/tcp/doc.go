@@ -21,7 +21,7 @@
 // is not an IPv6 address, is refused as a mistyped address rather than
 // looked up as an interface. The form of ia_params and of platform_params
 // is checked without opening anything too (CheckParams, a
-// registry.ParamChecker), so that a configuration file reports a
+// provider.ParamChecker), so that a configuration file reports a
 // malformed address or option at its position when it is read. The IA's
 // address (IAAttr.Address) is a *net.IPAddr; Connect takes a *net.IPAddr
 // or *net.TCPAddr (the port of the latter is ignored).

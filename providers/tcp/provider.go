@@ -56,7 +56,7 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 }
 
 // CheckParams checks p.Params and p.PlatformParams as Open reads them,
-// without looking at the host (registry.ParamChecker): platform_params
+// without looking at the host (provider.ParamChecker): platform_params
 // must be valid options, and ia_params an IP address or a string that
 // can be an interface name. Whether the address or interface exists here
 // is left to Open.

@@ -33,6 +33,6 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 
 // Unavailable says why no verbs IA can be opened at all, or "" when one
 // may be: the build lacks verbs support, or rdma-core lists no RDMA device
-// (registry.Availability). Whether iaParams names one of the devices is
+// (provider.Availability). Whether iaParams names one of the devices is
 // left to Open, whose error says what it looked for.
 func (Provider) Unavailable(iaParams string) string { return unavailable() }
