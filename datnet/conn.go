@@ -54,6 +54,8 @@ type Conn struct {
 	waitTok      chan struct{}     // held by the one goroutine in EVD.Wait (progress.go)
 	calls        atomic.Uint64     // blocking calls so far
 	active       atomic.Int32      // blocking calls under way
+	idle         chan struct{}     // signalled when active drops to 0
+	loops        atomic.Uint64     // turns of the event loop (tests count them)
 	runWaiting   atomic.Bool       // the event loop holds waitTok
 	inWait       atomic.Bool       // a goroutine is in EVD.Wait
 	kicked       atomic.Bool       // a kick is queued

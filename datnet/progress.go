@@ -16,7 +16,9 @@ import (
 // whose program is busy elsewhere. It stands down while calls take events
 // and for standDown after the last one began, so that a busy connection
 // does not pay a second wake-up per message; a call that finds it waiting
-// kicks it off the EVD with a software event.
+// kicks it off the EVD with a software event. While a call blocks it
+// sleeps without a timer: a connection whose reader waits for hours
+// costs no wake-ups.
 const (
 	spinTime  = 20 * time.Microsecond
 	standDown = 2 * time.Millisecond
@@ -37,7 +39,18 @@ func (c *Conn) run(ctx context.Context) {
 	defer t.Stop()
 	seen := c.calls.Load()
 	for {
-		if calls := c.calls.Load(); calls != seen || c.active.Load() > 0 {
+		c.loops.Add(1)
+		if c.active.Load() > 0 {
+			// A call takes the events: sleep until none does, however
+			// long it blocks (an idle connection costs no wake-ups).
+			select {
+			case <-c.idle:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		if calls := c.calls.Load(); calls != seen {
 			seen = calls
 			t.Reset(standDown)
 			select {
@@ -75,7 +88,11 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline) {
 	if c.active.Add(1) == 1 && c.runWaiting.Load() {
 		c.kick()
 	}
-	defer c.active.Add(-1)
+	defer func() {
+		if c.active.Add(-1) == 0 {
+			signal(c.idle)
+		}
+	}()
 	if c.spin(ready) {
 		return
 	}
