@@ -133,9 +133,9 @@ func (c *Conn) spin(ready func() bool) bool {
 // The caller holds c.waitTok. A call (ready given) returns early when
 // ready already holds, when expired (its deadline) has passed or the
 // connection has closed; the event loop (ready nil), which serves Close
-// too, when a call has begun: each of those kicks a waiter (kick), and each is checked
-// again once the waiter is visible to the kicker (inWait), so that neither
-// can miss the other.
+// too, when a call has begun. Each of those kicks a waiter (kick), and
+// each is checked again once the waiter is visible to the kicker
+// (inWait), so that neither can miss the other.
 func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) {
 	if ready != nil {
 		c.mu.Lock()
