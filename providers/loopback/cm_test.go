@@ -482,3 +482,32 @@ func TestIACloseGracefulAndAbrupt(t *testing.T) {
 	must(t, fresh.Close(api.CloseGraceful), "graceful Close of an empty IA")
 	_ = c
 }
+
+// textAddr is an address known only by its network and text, as a
+// program rebuilds it from a printed one or a plugin host passes it on.
+type textAddr struct{ network, text string }
+
+func (a textAddr) Network() string { return a.network }
+func (a textAddr) String() string  { return a.text }
+
+// Any net.Addr of the loopback network is read by its text; another
+// network is ErrInvalidAddress (SubAddressUnsupported), a bad text
+// SubAddressMalformed.
+func TestAddrOfByText(t *testing.T) {
+	a := newNode(t)
+	got, err := addrOf(textAddr{"loopback", a.addr.String()})
+	if err != nil || got != a.addr {
+		t.Fatalf("addrOf(loopback %q) = %v, %v", a.addr.String(), got, err)
+	}
+	if _, err := addrOf(textAddr{"ip", "127.0.0.1"}); !isSub(err, api.InvalidAddress, api.SubAddressUnsupported) {
+		t.Fatalf("addrOf(ip): %v", err)
+	}
+	if _, err := addrOf(textAddr{"loopback", "nohash"}); !isSub(err, api.InvalidAddress, api.SubAddressMalformed) {
+		t.Fatalf("addrOf(loopback nohash): %v", err)
+	}
+}
+
+func isSub(err error, t api.ReturnType, sub api.Subtype) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.Type == t && e.Sub == sub
+}
