@@ -134,23 +134,7 @@ RXE_VM_EXTRA_BINS="rstream timeout" nice -n 10 "$run" -q --timeout "${RXE_VM_TIM
 grep -E 'FAILED' -A 20 "$WORK/guest.err" >&2 || true
 
 # median (min–max) per metric, then the ratios of the medians.
-awk -F'\t' '
-$1 == "R" && $4 ~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/ { v[$2] = v[$2] " " $4; n[$2]++ }
-function stats(k,   a, m, i, j, t) {
-	m = split(substr(v[k], 2), a, " ")
-	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-	med[k] = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-	lo[k] = a[1]; hi[k] = a[m]; cnt[k] = m
-}
-function row(k, what, tool) {
-	if (!(k in v)) { printf "| %s | %s | — (not run) | |\n", what, tool; return }
-	stats(k)
-	printf "| %s | %s | %.4g (%.4g–%.4g) | %d |\n", what, tool, med[k], lo[k], hi[k], cnt[k]
-}
-function ratio(a, b, what) {
-	if (!(a in med) || !(b in med) || med[b] == 0) { printf "| %s | — |\n", what; return }
-	printf "| %s | **%.2f×** |\n", what, med[a] / med[b]
-}
+awk -F'\t' -f bench/table.awk -f /dev/stdin "$WORK/guest.out" <<'AWK'
 END {
 	print "| measurement | tool | median (min–max) | runs |"
 	print "|---|---|---|---|"
@@ -171,6 +155,7 @@ END {
 	ratio("stream.datnet", "stream.rstream-block", "64 KiB stream: datnet ÷ rstream -T b (goal ≥ 1)")
 	ratio("rr.datnet", "rr.rawtcp", "64 B round trip: datnet ÷ raw TCP")
 	ratio("stream.datnet", "stream.rawtcp", "64 KiB stream: datnet ÷ raw TCP")
-}' "$WORK/guest.out"
+}
+AWK
 [ "${KEEP:-0}" = 1 ] && echo "raw output: $WORK" >&2
 exit 0

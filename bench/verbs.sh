@@ -198,25 +198,7 @@ RXE_VM_EXTRA_BINS="${extra# }" nice -n 10 "$run" -q --timeout "${RXE_VM_TIMEOUT:
 grep -v '^R' "$WORK/guest.err" | grep -E 'FAILED|exit' >&2 || true
 
 # median (min–max) per metric, then the ratios of the medians.
-awk -F'\t' -v reps="$REPS" '
-# A value that is not a finite number (perftest printed "inf" for t_avg
-# once) counts as a failed run: the runs column shows how many are left.
-$1 == "R" && $4 ~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/ { v[$2] = v[$2] " " $4; n[$2]++ }
-function stats(k,   a, m, i, j, t) {
-	m = split(substr(v[k], 2), a, " ")
-	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-	med[k] = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-	lo[k] = a[1]; hi[k] = a[m]; cnt[k] = m
-}
-function row(k, what, tool,   s) {
-	if (!(k in v)) { printf "| %s | %s | — (not run) | |\n", what, tool; return }
-	stats(k)
-	printf "| %s | %s | %.4g (%.4g–%.4g) | %d |\n", what, tool, med[k], lo[k], hi[k], cnt[k]
-}
-function ratio(a, b, what,   x) {
-	if (!(a in med) || !(b in med) || med[b] == 0) { printf "| %s | — |\n", what; return }
-	printf "| %s | **%.2f×** |\n", what, med[a] / med[b]
-}
+awk -F'\t' -v reps="$REPS" -f bench/table.awk -f /dev/stdin "$WORK/guest.out" <<'AWK'
 END {
 	print "| measurement | tool | median (min–max) | runs |"
 	print "|---|---|---|---|"
@@ -268,6 +250,7 @@ END {
 		ratio("bw1M.poll.GBps", "base.bw1M.poll.GBps", "dattest bw 1 MiB poll: this tree ÷ BASE")
 		ratio("bw1M.wait.GBps", "base.bw1M.wait.GBps", "dattest bw 1 MiB wait: this tree ÷ BASE")
 	}
-}' "$WORK/guest.out"
+}
+AWK
 [ "${KEEP:-0}" = 1 ] && echo "raw output: $WORK" >&2
 exit 0

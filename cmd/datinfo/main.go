@@ -47,8 +47,8 @@
 //	   unavailable (a provider missing, a device or address absent) or
 //	   none is configured; the table's last line says so
 //
-// A listing that succeeds is thus also a test that this machine can run
-// a DAT program; check does not open IAs and never exits 3.
+// Exit 0 from a listing means this machine can run a DAT program; check
+// opens no IA and never exits 3.
 package main
 
 import (
