@@ -93,7 +93,7 @@
 // (proto/provider.proto) whose replies carry the DAT return type, subtype
 // and message, rebuilt on the host as an *api.Error.
 //
-// EVDs and CNOs are host-side queues (internal/eventq): waiting, software
+// EVDs and CNOs are host-side queues (provider/kit/eventq): waiting, software
 // events, enable/disable, unwaitable and CNOs never cross the process
 // boundary. The plugin takes the events off its provider's EVDs itself:
 // after every call, after every batch of posts, and whenever the provider

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/dispatch"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/eventq"
 	pb "github.com/godat/godat/plugin/proto"
 )
 

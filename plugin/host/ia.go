@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/eventq"
 	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
 )

@@ -16,7 +16,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/ring"
+	"github.com/godat/godat/provider/kit/ring"
 )
 
 // work is one posted DTO or bind.

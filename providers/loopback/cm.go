@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/connreq"
+	"github.com/godat/godat/provider/kit/connreq"
 )
 
 // Connection management: service points, connection requests, and the

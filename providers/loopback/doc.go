@@ -114,7 +114,7 @@
 //
 // RMR contexts are random 32-bit values, fresh for every bind and every
 // LMR, from a ChaCha8 generator per IA seeded from crypto/rand (package
-// internal/memreg, which also does the lookups and checks of triplets and
+// provider/kit/memreg, which also does the lookups and checks of triplets and
 // remote accesses). RMRs have EP scope:
 // a bound RMR is reachable only over the connection of the EP it was bound
 // on. Bind withdraws the previous context at once; the new one works from
@@ -126,7 +126,7 @@
 //
 // # Events
 //
-// EVDs are internal/eventq.Queue rings: posting and dequeuing allocate
+// EVDs are provider/kit/eventq.Queue rings: posting and dequeuing allocate
 // nothing, and a blocked Wait uses no CPU. When a DTO, connection or async event finds
 // its EVD full, the event is discarded and, once per overflow episode (until
 // a dequeue or resize makes room), an ASYNC_ERROR_EVD_OVERFLOW event naming

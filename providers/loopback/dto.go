@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/completion"
-	"github.com/godat/godat/internal/sgl"
+	"github.com/godat/godat/provider/kit/completion"
+	"github.com/godat/godat/provider/kit/sgl"
 )
 
 // Data transfer operations. A request is executed when it is posted,

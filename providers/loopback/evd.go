@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/dispatch"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/eventq"
 )
 
 // evd is an Event Dispatcher over an eventq.Queue. The hot calls (Dequeue,

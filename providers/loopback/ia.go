@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/dispatch"
-	"github.com/godat/godat/internal/iaattr"
-	"github.com/godat/godat/internal/memreg"
+	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/iaattr"
+	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // ia is an open loopback Interface Adapter (dat_ia_open(3DAT)). It owns

@@ -2,7 +2,7 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/memreg"
+	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // Memory: LMRs, RMRs, and the windows through which peers reach memory.

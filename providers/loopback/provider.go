@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/iaattr"
+	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider"
 )
 

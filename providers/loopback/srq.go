@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/ring"
-	"github.com/godat/godat/internal/srqattr"
+	"github.com/godat/godat/provider/kit/ring"
+	"github.com/godat/godat/provider/kit/srqattr"
 )
 
 // srq is a Shared Receive Queue (dat_srq_create(3DAT)). All fields are

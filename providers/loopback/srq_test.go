@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/srqattr"
+	"github.com/godat/godat/provider/kit/srqattr"
 )
 
 // srqPair connects k EPs of a to k EPs of b that share one SRQ.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/connreq"
+	"github.com/godat/godat/provider/kit/connreq"
 )
 
 func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {

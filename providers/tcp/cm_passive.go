@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/connreq"
+	"github.com/godat/godat/provider/kit/connreq"
 )
 
 // listener is what PSPs and RSPs share: a TCP listener and its accept

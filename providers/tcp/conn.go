@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/ring"
+	"github.com/godat/godat/provider/kit/ring"
 	"github.com/godat/godat/internal/sock"
 )
 

@@ -5,7 +5,7 @@ import (
 	"syscall"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/sgl"
+	"github.com/godat/godat/provider/kit/sgl"
 )
 
 // handle processes one frame; false ends the reader. ia.mu is held; it

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/godat/godat/internal/sgl"
+	"github.com/godat/godat/provider/kit/sgl"
 	"github.com/godat/godat/internal/sock"
 )
 

@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/epattr"
-	"github.com/godat/godat/internal/ring"
+	"github.com/godat/godat/provider/kit/epattr"
+	"github.com/godat/godat/provider/kit/ring"
 )
 
 // ep is an Endpoint (dat_ep_create(3DAT)); its fields are guarded by

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/dispatch"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/eventq"
 )
 
 // evd is an Event Dispatcher over an eventq.Queue (dat_evd_wait(3DAT)).

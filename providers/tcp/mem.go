@@ -2,7 +2,7 @@ package tcp
 
 import (
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/memreg"
+	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // binding is what an RMR bind publishes; it holds one count of its LMR's

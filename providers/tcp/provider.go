@@ -9,7 +9,7 @@ import (
 	"unicode"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/iaattr"
+	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider"
 )
 

@@ -17,8 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/epattr"
-	"github.com/godat/godat/internal/ring"
+	"github.com/godat/godat/provider/kit/epattr"
+	"github.com/godat/godat/provider/kit/ring"
 )
 
 // ep is an Endpoint: an RC queue pair of its own, created at EP creation

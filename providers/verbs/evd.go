@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/dispatch"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/eventq"
 )
 
 // evd is an Event Dispatcher (dat_evd_create(3DAT)). Its events wait in an

@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/dispatch"
+	"github.com/godat/godat/provider/kit/dispatch"
 )
 
 // ia is an open verbs Interface Adapter (dat_ia_open(3DAT)): one port of

@@ -12,7 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/memreg"
+	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // pz is a protection zone: an ibv_pd of the IA's device

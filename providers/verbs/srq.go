@@ -13,8 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/epattr"
-	"github.com/godat/godat/internal/srqattr"
+	"github.com/godat/godat/provider/kit/epattr"
+	"github.com/godat/godat/provider/kit/srqattr"
 )
 
 // srqBit marks the work request ids of SRQ receives; the low bits are the

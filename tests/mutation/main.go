@@ -40,7 +40,7 @@ type mutant struct {
 // the conformance suite alone.
 var tests = map[string]struct{ run, pkgs []string }{
 	"loopback": {[]string{"TestConformance"}, []string{"./providers/loopback"}},
-	"internal": {[]string{"TestConformance"}, []string{"./providers/loopback"}},
+	"kit":      {[]string{"TestConformance"}, []string{"./providers/loopback"}},
 	"tcp":      {[]string{"TestConformance"}, []string{"./providers/tcp"}},
 	// The guard's checks are proven through loopback and through the
 	// suite's own provider that checks nothing (tests/conformance).
@@ -173,7 +173,7 @@ func summary(res []outcome) {
 	}
 	fmt.Println()
 	total := [2]int{}
-	for _, a := range []string{"loopback", "tcp", "guard", "internal"} {
+	for _, a := range []string{"loopback", "tcp", "guard", "kit"} {
 		c, ok := byArea[a]
 		if !ok {
 			continue

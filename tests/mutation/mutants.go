@@ -235,14 +235,14 @@ var mutants = []mutant{
 		old: "\tif g.flags&need == 0 {", new: "\tif false && g.flags&need == 0 {"},
 
 	// --- internal packages shared by loopback and tcp ---
-	{id: "in-span", area: "internal", file: "internal/memreg/memreg.go", desc: "a remote range one byte past its window is accepted",
+	{id: "in-span", area: "kit", file: "provider/kit/memreg/memreg.go", desc: "a remote range one byte past its window is accepted",
 		old: "n > uint64(len(mem))-off {", new: "n > uint64(len(mem))-off+1 {"},
-	{id: "in-overflow-again", area: "internal", file: "internal/eventq/queue.go", desc: "an overflow is reported only once per EVD",
+	{id: "in-overflow-again", area: "kit", file: "provider/kit/eventq/queue.go", desc: "an overflow is reported only once per EVD",
 		old: "\tq.queued.Store(int32(q.n))\n\tq.overflowed = false\n", new: "\tq.queued.Store(int32(q.n))\n"},
-	{id: "in-suppress", area: "internal", file: "internal/completion/completion.go", desc: "a suppressed request never completes, failed or not",
+	{id: "in-suppress", area: "kit", file: "provider/kit/completion/completion.go", desc: "a suppressed request never completes, failed or not",
 		old: "if st == api.DTOSuccess && flags&api.CompletionSuppress != 0 {", new: "if flags&api.CompletionSuppress != 0 {"},
-	{id: "in-bind-wpriv", area: "internal", file: "internal/memreg/objects.go", desc: "remote write binds on an LMR without local write",
+	{id: "in-bind-wpriv", area: "kit", file: "provider/kit/memreg/objects.go", desc: "remote write binds on an LMR without local write",
 		old: "\tcase priv&api.MemPrivRemoteWrite != 0 && l.Region.Priv&api.MemPrivLocalWrite == 0:", new: "\tcase false:"},
-	{id: "in-evd-resize", area: "internal", file: "internal/eventq/queue.go", desc: "an EVD shrinks to one below the events it holds",
+	{id: "in-evd-resize", area: "kit", file: "provider/kit/eventq/queue.go", desc: "an EVD shrinks to one below the events it holds",
 		old: "\tcase qlen < q.n:", new: "\tcase qlen < q.n-1:"},
 }

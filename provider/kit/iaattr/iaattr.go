@@ -11,7 +11,7 @@ package iaattr
 
 import (
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/epattr"
+	"github.com/godat/godat/provider/kit/epattr"
 )
 
 // Limits are the largest values a provider reports and enforces.

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/eventq"
 )
 
 var (

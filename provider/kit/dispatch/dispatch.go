@@ -21,7 +21,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/eventq"
 )
 
 // Streams is every event stream an EVD may accept.

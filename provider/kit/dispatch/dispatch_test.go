@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/eventq"
+	"github.com/godat/godat/provider/kit/eventq"
 )
 
 func TestCheckCreate(t *testing.T) {

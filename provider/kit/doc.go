@@ -1,0 +1,56 @@
+// Package kit is what a software DAT provider is built from: the parts
+// godat's own providers (loopback, tcp, the plugin server, and where it
+// applies verbs) share, published so that a provider in another module can
+// be written the same way. It plays the role of libfabric's prov/util and
+// of rdma-core's verbs_dummy_ops: bases a provider embeds or calls, so that
+// it writes only what is its own (how data moves, how a connection request
+// travels, how memory is resolved).
+//
+// Stability: kit is less stable than package api. api is the contract
+// between consumers and providers and changes only with the DAT pages;
+// kit is a toolbox and may change shape between godat releases. A
+// provider that uses it pins a godat version, as it does anyway for api.
+//
+// # What a provider gets from the registry
+//
+// Read api's package doc first: the registry's guard checks handles,
+// freed objects, in-use rules of PZ/EVD/CNO/SRQ, IOV limits, completion
+// flags, private-data sizes and more before a call reaches a provider.
+// The kit does not repeat those checks; it holds what needs a provider's
+// own state.
+//
+// # The parts
+//
+// In this package:
+//
+//   - Set, a table of one kind of object of an IA, and InUse, which decides
+//     a graceful dat_ia_close(3DAT) from them once for every provider;
+//   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
+//     whose methods answer ErrModelNotSupported for the optional calls a
+//     provider leaves out (SRQs, RSPs, RMRs, CNOs with a descriptor, ...).
+//     A provider embeds them in its objects and defines what it supports;
+//     its own method wins over the base's.
+//
+// In the packages below it:
+//
+//   - eventq: the bounded, allocation-free event queue behind an EVD, with
+//     overflow accounting, thresholds and CNO notification;
+//   - dispatch: the EVD and CNO objects' shared half (creation and resize
+//     checks, delivery with the overflow report on the async EVD, the EVD
+//     to CNO link, CNOObject, a complete CNO);
+//   - completion: the events that complete DTOs and receives under the
+//     rules for suppressed, unsignalled and solicited completions;
+//   - connreq: connection-management argument checks and the choice of the
+//     EP an accept connects;
+//   - iaattr, epattr, srqattr: a provider's limits stated once, the IA,
+//     provider and EP attributes made from them, and the checks of EP
+//     attributes, watermarks and SRQ sizes against them;
+//   - memreg: the LMR and RMR tables of an IA, with the triplet checks
+//     every DTO makes before it touches memory, RMR binding and contexts;
+//   - ring and sgl: a reusing FIFO for queued work requests, and copies
+//     between scatter/gather lists.
+//
+// godat's loopback provider (providers/loopback) is built from these parts
+// and is the example to read beside examples/minimal-provider, a provider
+// in its own module that uses only public packages.
+package kit

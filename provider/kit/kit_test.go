@@ -1,0 +1,83 @@
+package kit_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
+)
+
+func TestSetLimitAndInUse(t *testing.T) {
+	eps := kit.NewSet[*int](api.HandleEP, 2)
+	pzs := kit.NewSet[*int](api.HandlePZ, 0)
+	if err := kit.InUse(&eps, &pzs); err != nil {
+		t.Fatalf("InUse of empty tables: %v", err)
+	}
+	a, b, c := new(int), new(int), new(int)
+	for _, x := range []*int{a, b} {
+		if err := eps.Add(x); err != nil {
+			t.Fatalf("Add: %v", err)
+		}
+	}
+	err := eps.Add(c)
+	if !errors.Is(err, api.ErrInsufficientResources) || !strings.Contains(err.Error(), "EPs (2)") {
+		t.Fatalf("Add past the limit: %v, want ErrInsufficientResources naming EPs (2)", err)
+	}
+	if err := pzs.Add(c); err != nil {
+		t.Fatalf("Add without a limit: %v", err)
+	}
+	err = kit.InUse(&eps, &pzs)
+	var de *api.Error
+	if !errors.As(err, &de) || de.Type != api.InvalidState || de.Sub != api.SubStateIAInUse {
+		t.Fatalf("InUse: %v, want ErrInvalidState/SubStateIAInUse", err)
+	}
+	if !strings.Contains(err.Error(), "3 object(s): 2 EP, 1 PZ") {
+		t.Fatalf("InUse message %q does not say what is left", err)
+	}
+	if !eps.Remove(a) || eps.Remove(a) || eps.Has(a) || !eps.Has(b) || eps.Len() != 1 {
+		t.Fatal("Remove/Has/Len disagree")
+	}
+	n := 0
+	eps.All(func(x *int) { eps.Remove(x); n++ })
+	pzs.Clear()
+	if n != 1 || kit.InUse(&eps, &pzs) != nil {
+		t.Fatalf("All visited %d, InUse after emptying: %v", n, kit.InUse(&eps, &pzs))
+	}
+}
+
+// A provider that embeds the bases answers the optional calls it leaves
+// out with DAT_MODEL_NOT_SUPPORTED, and its own methods win.
+type ownSRQ struct{ kit.UnsupportedIA }
+
+func (ownSRQ) CreateSRQ(api.PZ, api.SRQAttr) (api.SRQ, error) { return nil, nil }
+
+func TestUnsupportedBases(t *testing.T) {
+	var ia ownSRQ
+	if _, err := ia.CreateSRQ(nil, api.SRQAttr{}); err != nil {
+		t.Fatalf("the provider's own CreateSRQ lost to the base: %v", err)
+	}
+	_, fd, err := ia.CreateCNOFD()
+	calls := map[string]error{
+		"CreateCNOFD": err,
+		"CreateRSP":   func() error { _, err := ia.CreateRSP(1, nil, nil); return err }(),
+		"CreateEPWithSRQ": func() error {
+			_, err := ia.CreateEPWithSRQ(nil, nil, nil, nil, nil, nil)
+			return err
+		}(),
+		"CreateRMR":              func() error { _, err := kit.UnsupportedPZ{}.CreateRMR(); return err }(),
+		"DupConnect":             kit.UnsupportedEP{}.DupConnect(nil, 0, nil, 0),
+		"PostSendWithInvalidate": kit.UnsupportedEP{}.PostSendWithInvalidate(nil, 0, 0, true, 0),
+		"PostRDMAReadToRMR":      kit.UnsupportedEP{}.PostRDMAReadToRMR(api.RMRTriplet{}, 0, api.RMRTriplet{}, 0),
+		"Handoff":                kit.UnsupportedCR{}.Handoff(1),
+	}
+	if fd != -1 {
+		t.Errorf("CreateCNOFD returned descriptor %d, want -1", fd)
+	}
+	for name, err := range calls {
+		if !errors.Is(err, api.ErrModelNotSupported) {
+			t.Errorf("%s: %v, want ErrModelNotSupported", name, err)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package kit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/godat/godat/api"
+)
+
+// Set is the table of one kind of object of an IA: the provider keeps one
+// per kind it creates, under the lock that guards its IA. Its limit is
+// the number of objects the IA reports it can hold (IAAttr.MaxEPs, say);
+// 0 means no limit. A Set is not safe for concurrent use.
+type Set[T comparable] struct {
+	kind  api.HandleType
+	limit int
+	m     map[T]struct{}
+}
+
+// NewSet returns an empty table of objects of kind, holding at most limit
+// (0: no limit).
+func NewSet[T comparable](kind api.HandleType, limit int) Set[T] {
+	return Set[T]{kind: kind, limit: limit, m: map[T]struct{}{}}
+}
+
+// Add puts x in the table, or fails with ErrInsufficientResources when
+// the table is full.
+func (s *Set[T]) Add(x T) error {
+	if s.limit > 0 && len(s.m) >= s.limit {
+		return api.Errorf(api.InsufficientResources, api.NoSubtype,
+			fmt.Sprintf("the IA has the maximum number of %ss (%d)", s.kind, s.limit))
+	}
+	s.m[x] = struct{}{}
+	return nil
+}
+
+// Remove takes x out of the table; it reports whether x was in it.
+func (s *Set[T]) Remove(x T) bool {
+	_, ok := s.m[x]
+	delete(s.m, x)
+	return ok
+}
+
+// Has reports whether x is in the table.
+func (s *Set[T]) Has(x T) bool {
+	_, ok := s.m[x]
+	return ok
+}
+
+// Len returns how many objects the table holds.
+func (s *Set[T]) Len() int { return len(s.m) }
+
+// Kind returns the handle type of the table's objects.
+func (s *Set[T]) Kind() api.HandleType { return s.kind }
+
+// All calls f for each object, in no particular order; f may Remove the
+// object it is given.
+func (s *Set[T]) All(f func(T)) {
+	for x := range s.m {
+		f(x)
+	}
+}
+
+// Clear empties the table.
+func (s *Set[T]) Clear() { clear(s.m) }
+
+// Counted is what InUse reads of a table: a Set of any object type.
+type Counted interface {
+	Len() int
+	Kind() api.HandleType
+}
+
+// InUse decides a graceful dat_ia_close(3DAT): nil when every table is
+// empty, otherwise ErrInvalidState with SubStateIAInUse and a message that
+// says what the IA still holds ("2 EP, 1 PZ"). The async EVD, which the IA
+// owns, belongs in none of the tables.
+func InUse(tables ...Counted) error {
+	var parts []string
+	n := 0
+	for _, t := range tables {
+		if k := t.Len(); k > 0 {
+			n += k
+			parts = append(parts, fmt.Sprintf("%d %s", k, t.Kind()))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return api.Errorf(api.InvalidState, api.SubStateIAInUse,
+		fmt.Sprintf("the IA still has %d object(s): %s", n, strings.Join(parts, ", ")))
+}

@@ -1,0 +1,72 @@
+package kit
+
+import "github.com/godat/godat/api"
+
+// The Unsupported bases fill in the optional calls of the provider
+// interface table, the way rdma-core's verbs_dummy_ops does: a provider
+// embeds the base in its object type and defines the calls it supports;
+// Go's method promotion lets its own definitions win. Every call left to
+// a base fails with ErrModelNotSupported and says what is missing.
+//
+// The provider's attributes must agree with what it leaves out (for
+// instance ProviderAttr.SRQSupported false, IAAttr.MaxRMRs 0), so that
+// consumers and the conformance suite know not to ask for it.
+
+func unsupported(what string) error {
+	return api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider does not support "+what)
+}
+
+// UnsupportedIA answers the IA's optional calls: CNOs with a descriptor,
+// shared receive queues and reserved service points.
+type UnsupportedIA struct{}
+
+// CreateCNOFD fails: no CNOs with a file descriptor.
+func (UnsupportedIA) CreateCNOFD() (api.CNO, int, error) {
+	return nil, -1, unsupported("CNOs with a file descriptor")
+}
+
+// CreateEPWithSRQ fails: no shared receive queues.
+func (UnsupportedIA) CreateEPWithSRQ(api.PZ, api.EVD, api.EVD, api.EVD, api.SRQ, *api.EPAttr) (api.EP, error) {
+	return nil, unsupported("shared receive queues")
+}
+
+// CreateSRQ fails: no shared receive queues.
+func (UnsupportedIA) CreateSRQ(api.PZ, api.SRQAttr) (api.SRQ, error) {
+	return nil, unsupported("shared receive queues")
+}
+
+// CreateRSP fails: no reserved service points.
+func (UnsupportedIA) CreateRSP(api.ConnQual, api.EP, api.EVD) (api.RSP, error) {
+	return nil, unsupported("reserved service points")
+}
+
+// UnsupportedPZ answers the PZ's optional call: RMRs.
+type UnsupportedPZ struct{}
+
+// CreateRMR fails: no remote memory regions.
+func (UnsupportedPZ) CreateRMR() (api.RMR, error) { return nil, unsupported("RMRs") }
+
+// UnsupportedEP answers the EP's optional calls: duplicate connections,
+// sends that invalidate an RMR, and RDMA reads into an RMR.
+type UnsupportedEP struct{}
+
+// DupConnect fails: no dat_ep_dup_connect.
+func (UnsupportedEP) DupConnect(api.EP, api.Timeout, []byte, api.QOS) error {
+	return unsupported("dat_ep_dup_connect")
+}
+
+// PostSendWithInvalidate fails: no remote invalidation.
+func (UnsupportedEP) PostSendWithInvalidate([]api.LMRTriplet, api.Cookie, api.CompletionFlags, bool, api.RMRContext) error {
+	return unsupported("sends with invalidate")
+}
+
+// PostRDMAReadToRMR fails: no RDMA reads into an RMR.
+func (UnsupportedEP) PostRDMAReadToRMR(api.RMRTriplet, api.Cookie, api.RMRTriplet, api.CompletionFlags) error {
+	return unsupported("RDMA reads into an RMR")
+}
+
+// UnsupportedCR answers the CR's optional call: handing a request off.
+type UnsupportedCR struct{}
+
+// Handoff fails: no dat_cr_handoff.
+func (UnsupportedCR) Handoff(api.ConnQual) error { return unsupported("dat_cr_handoff") }
