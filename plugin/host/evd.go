@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
+	pb "github.com/godat/godat/plugin/proto"
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/eventq"
-	pb "github.com/godat/godat/plugin/proto"
 )
 
 // proxyEVD is an EVD: the plugin's EVD feeds this host queue.

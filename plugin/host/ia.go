@@ -5,9 +5,9 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/eventq"
 	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
+	"github.com/godat/godat/provider/kit/eventq"
 )
 
 // proxyIA is the host's proxy of an IA in the plugin.

@@ -17,17 +17,19 @@ func TestSetLimitAndInUse(t *testing.T) {
 	}
 	a, b, c := new(int), new(int), new(int)
 	for _, x := range []*int{a, b} {
-		if err := eps.Add(x); err != nil {
-			t.Fatalf("Add: %v", err)
+		if err := eps.Room(); err != nil {
+			t.Fatalf("Room before Add: %v", err)
 		}
+		eps.Add(x)
 	}
-	err := eps.Add(c)
+	err := eps.Room()
 	if !errors.Is(err, api.ErrInsufficientResources) || !strings.Contains(err.Error(), "EPs (2)") {
-		t.Fatalf("Add past the limit: %v, want ErrInsufficientResources naming EPs (2)", err)
+		t.Fatalf("Room at the limit: %v, want ErrInsufficientResources naming EPs (2)", err)
 	}
-	if err := pzs.Add(c); err != nil {
-		t.Fatalf("Add without a limit: %v", err)
+	if err := pzs.Room(); err != nil {
+		t.Fatalf("Room without a limit: %v", err)
 	}
+	pzs.Add(c)
 	err = kit.InUse(&eps, &pzs)
 	var de *api.Error
 	if !errors.As(err, &de) || de.Type != api.InvalidState || de.Sub != api.SubStateIAInUse {
@@ -40,7 +42,10 @@ func TestSetLimitAndInUse(t *testing.T) {
 		t.Fatal("Remove/Has/Len disagree")
 	}
 	n := 0
-	eps.All(func(x *int) { eps.Remove(x); n++ })
+	for x := range eps.All() {
+		eps.Remove(x)
+		n++
+	}
 	pzs.Clear()
 	if n != 1 || kit.InUse(&eps, &pzs) != nil {
 		t.Fatalf("All visited %d, InUse after emptying: %v", n, kit.InUse(&eps, &pzs))

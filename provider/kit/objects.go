@@ -2,6 +2,7 @@ package kit
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/godat/godat/api"
@@ -23,16 +24,18 @@ func NewSet[T comparable](kind api.HandleType, limit int) Set[T] {
 	return Set[T]{kind: kind, limit: limit, m: map[T]struct{}{}}
 }
 
-// Add puts x in the table, or fails with ErrInsufficientResources when
-// the table is full.
-func (s *Set[T]) Add(x T) error {
+// Room fails with ErrInsufficientResources when the table is full: a
+// create asks it before it makes anything, and Adds the object once made.
+func (s *Set[T]) Room() error {
 	if s.limit > 0 && len(s.m) >= s.limit {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype,
 			fmt.Sprintf("the IA has the maximum number of %ss (%d)", s.kind, s.limit))
 	}
-	s.m[x] = struct{}{}
 	return nil
 }
+
+// Add puts x in the table. It does not look at the limit: Room does.
+func (s *Set[T]) Add(x T) { s.m[x] = struct{}{} }
 
 // Remove takes x out of the table; it reports whether x was in it.
 func (s *Set[T]) Remove(x T) bool {
@@ -53,11 +56,15 @@ func (s *Set[T]) Len() int { return len(s.m) }
 // Kind returns the handle type of the table's objects.
 func (s *Set[T]) Kind() api.HandleType { return s.kind }
 
-// All calls f for each object, in no particular order; f may Remove the
-// object it is given.
-func (s *Set[T]) All(f func(T)) {
-	for x := range s.m {
-		f(x)
+// All yields each object, in no particular order; the loop may Remove
+// the object it is given.
+func (s *Set[T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for x := range s.m {
+			if !yield(x) {
+				return
+			}
+		}
 	}
 }
 

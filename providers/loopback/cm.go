@@ -212,8 +212,8 @@ func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
 	if e == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
 	}
-	if len(i.psps) >= maxObjects {
-		return nil, tooMany("PSPs")
+	if err := i.psps.Room(); err != nil {
+		return nil, err
 	}
 	return &psp{ia: i, evd: e, flags: flags}, nil
 }
@@ -222,7 +222,7 @@ func (s *psp) list(q api.ConnQual) {
 	s.qual = q
 	fabric.quals[q] = s
 	s.evd.use(1)
-	s.ia.psps[s] = struct{}{}
+	s.ia.psps.Add(s)
 }
 
 func (s *psp) unlist() {
@@ -247,7 +247,7 @@ func (s *psp) arrive(c *cr) bool {
 		}
 		return false
 	}
-	s.ia.crs[c] = struct{}{}
+	s.ia.crs.Add(c)
 	return true
 }
 
@@ -276,7 +276,7 @@ func (s *psp) Free() error {
 	s.unlist()
 	s.freed = true
 	s.evd.use(-1)
-	delete(s.ia.psps, s)
+	s.ia.psps.Remove(s)
 	return nil
 }
 
@@ -324,14 +324,14 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	if fabric.quals[q] != nil {
 		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
 	}
-	if len(i.rsps) >= maxObjects {
-		return nil, tooMany("RSPs")
+	if err := i.rsps.Room(); err != nil {
+		return nil, err
 	}
 	r := &rsp{ia: i, qual: q, ep: p, evd: e}
 	fabric.quals[q] = r
 	p.state = api.EPReserved
 	e.use(1)
-	i.rsps[r] = struct{}{}
+	i.rsps.Add(r)
 	return r, nil
 }
 
@@ -347,7 +347,7 @@ func (r *rsp) arrive(c *cr) bool {
 	r.unlist()
 	r.consumed = true
 	r.ep.state = api.EPPassiveConnectionPending
-	r.ia.crs[c] = struct{}{}
+	r.ia.crs.Add(c)
 	return true
 }
 
@@ -389,7 +389,7 @@ func (r *rsp) Free() error {
 	}
 	r.freed = true
 	r.evd.use(-1)
-	delete(r.ia.rsps, r)
+	r.ia.rsps.Remove(r)
 	return nil
 }
 
@@ -437,7 +437,7 @@ func (c *cr) pending() bool {
 // finish destroys the CR. fabric.mu is held.
 func (c *cr) finish() {
 	c.done = true
-	delete(c.ia.crs, c)
+	c.ia.crs.Remove(c)
 }
 
 // releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a

@@ -108,8 +108,8 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
 		}
 	}
-	if len(i.eps) >= maxObjects {
-		return nil, tooMany("EPs")
+	if err := i.eps.Room(); err != nil {
+		return nil, err
 	}
 	p := &ep{ia: i, pz: z, recvEVD: evds[0], reqEVD: evds[1], cnEVD: evds[2], srq: s, attr: a,
 		state: api.EPUnconnected}
@@ -117,7 +117,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	if s != nil {
 		s.eps = append(s.eps, p)
 	}
-	i.eps[p] = struct{}{}
+	i.eps.Add(p)
 	return p, nil
 }
 
@@ -130,7 +130,7 @@ func (i *ia) newProviderEP(active *ep) *ep {
 	a := withDefaults(active.attr)
 	a.MaxRDMAReadIn, a.MaxRDMAReadOut = a.MaxRDMAReadOut, a.MaxRDMAReadIn
 	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true}
-	i.eps[p] = struct{}{}
+	i.eps.Add(p)
 	return p
 }
 
@@ -301,7 +301,7 @@ func (p *ep) destroy() func() {
 	if s := p.srq; s != nil {
 		s.eps = slices.DeleteFunc(s.eps, func(x *ep) bool { return x == p })
 	}
-	delete(p.ia.eps, p)
+	p.ia.eps.Remove(p)
 	return p.twg.Wait
 }
 

@@ -45,11 +45,11 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err != nil {
 		return nil, err
 	}
-	if len(i.evds) >= maxObjects {
-		return nil, tooMany("EVDs")
+	if err := i.evds.Room(); err != nil {
+		return nil, err
 	}
 	e := newEVD(i, qlen, flags)
-	i.evds[e] = struct{}{}
+	i.evds.Add(e)
 	e.cno = dispatch.Attach(e.Q, nil, c)
 	return e, nil
 }
@@ -151,7 +151,7 @@ func (e *evd) Free() error {
 	e.cno = dispatch.Attach(e.Q, e.cno, nil)
 	e.freed = true
 	e.Q.Close()
-	delete(e.ia.evds, e)
+	e.ia.evds.Remove(e)
 	return nil
 }
 
@@ -202,13 +202,13 @@ func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	if i.closed {
 		return nil, errIAClosed
 	}
-	if len(i.cnos) >= maxObjects {
-		return nil, tooMany("CNOs")
+	if err := i.cnos.Room(); err != nil {
+		return nil, err
 	}
-	c, err := dispatch.NewCNOObject(agent, fd, i, &fabric.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
+	c, err := dispatch.NewCNOObject(agent, fd, i, &fabric.mu, func(c *dispatch.CNOObject) { i.cnos.Remove(c) })
 	if err != nil {
 		return nil, err
 	}
-	i.cnos[c] = struct{}{}
+	i.cnos.Add(c)
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider/kit/memreg"
@@ -17,26 +18,33 @@ type ia struct {
 	closed bool
 	async  *evd
 
-	pzs  map[*pz]struct{}
-	evds map[*evd]struct{} // without the async EVD
-	cnos map[*dispatch.CNOObject]struct{}
-	eps  map[*ep]struct{}
-	psps map[*psp]struct{}
-	rsps map[*rsp]struct{}
-	crs  map[*cr]struct{} // pending connection requests
-	lmrs map[*lmr]struct{}
-	rmrs map[*rmr]struct{}
-	srqs map[*srq]struct{}
+	pzs  kit.Set[*pz]
+	evds kit.Set[*evd] // without the async EVD
+	cnos kit.Set[*dispatch.CNOObject]
+	eps  kit.Set[*ep]
+	psps kit.Set[*psp]
+	rsps kit.Set[*rsp]
+	crs  kit.Set[*cr] // pending connection requests
+	lmrs kit.Set[*lmr]
+	rmrs kit.Set[*rmr]
+	srqs kit.Set[*srq]
 	mem  *memreg.Table[*pz, *ep] // LMR and RMR contexts
 }
 
 func newIA(a Addr) *ia {
 	return &ia{
 		addr: a,
-		pzs:  map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*dispatch.CNOObject]struct{}{},
-		eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{},
-		crs: map[*cr]struct{}{}, lmrs: map[*lmr]struct{}{}, rmrs: map[*rmr]struct{}{},
-		srqs: map[*srq]struct{}{}, mem: memreg.New[*pz, *ep](),
+		pzs:  kit.NewSet[*pz](api.HandlePZ, maxObjects),
+		evds: kit.NewSet[*evd](api.HandleEVD, maxObjects),
+		cnos: kit.NewSet[*dispatch.CNOObject](api.HandleCNO, maxObjects),
+		eps:  kit.NewSet[*ep](api.HandleEP, maxObjects),
+		psps: kit.NewSet[*psp](api.HandlePSP, maxObjects),
+		rsps: kit.NewSet[*rsp](api.HandleRSP, maxObjects),
+		crs:  kit.NewSet[*cr](api.HandleCR, 0),
+		lmrs: kit.NewSet[*lmr](api.HandleLMR, maxObjects),
+		rmrs: kit.NewSet[*rmr](api.HandleRMR, maxObjects),
+		srqs: kit.NewSet[*srq](api.HandleSRQ, maxObjects),
+		mem:  memreg.New[*pz, *ep](),
 	}
 }
 
@@ -76,11 +84,10 @@ func (i *ia) AsyncEVD() (api.EVD, error) {
 	return i.async, nil
 }
 
-// objectCount returns how many consumer-visible objects other than the
-// async EVD the IA has.
-func (i *ia) objectCount() int {
-	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.eps) + len(i.psps) + len(i.rsps) +
-		len(i.crs) + len(i.lmrs) + len(i.rmrs) + len(i.srqs)
+// inUse says what keeps a graceful Close from closing the IA: its
+// objects other than the async EVD, pending connection requests included.
+func (i *ia) inUse() error {
+	return kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs)
 }
 
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful fails with
@@ -96,10 +103,11 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		fabric.mu.Unlock()
 		return errIAClosed
 	}
-	if flags == api.CloseGraceful && i.objectCount() > 0 {
-		n := i.objectCount()
-		fabric.mu.Unlock()
-		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
+	if flags == api.CloseGraceful {
+		if err := i.inUse(); err != nil {
+			fabric.mu.Unlock()
+			return err
+		}
 	}
 	waits := i.teardown()
 	fabric.mu.Unlock()
@@ -115,52 +123,52 @@ func (i *ia) teardown() []func() {
 	i.closed = true
 	delete(fabric.ias, i.addr)
 	var waits []func()
-	for s := range i.psps {
+	for s := range i.psps.All() {
 		s.unlist()
 		s.freed = true
 	}
-	for r := range i.rsps {
+	for r := range i.rsps.All() {
 		r.unlist()
 		r.freed = true
 	}
-	for c := range i.crs {
+	for c := range i.crs.All() {
 		c.abort()
 	}
-	for e := range i.eps {
+	for e := range i.eps.All() {
 		waits = append(waits, e.destroy())
 	}
-	for r := range i.rmrs {
+	for r := range i.rmrs.All() {
 		r.freed = true
 	}
-	for l := range i.lmrs {
+	for l := range i.lmrs.All() {
 		l.freed = true
 	}
-	for s := range i.srqs {
+	for s := range i.srqs.All() {
 		s.freed = true
 	}
-	for z := range i.pzs {
+	for z := range i.pzs.All() {
 		z.freed = true
 	}
-	for e := range i.evds {
+	for e := range i.evds.All() {
 		e.freed = true
 		e.Q.Close()
 	}
 	i.async.freed = true
 	i.async.Q.Close()
-	for c := range i.cnos {
+	for c := range i.cnos.All() {
 		c.Close()
 		waits = append(waits, c.WaitIdle)
 	}
-	clear(i.pzs)
-	clear(i.evds)
-	clear(i.cnos)
-	clear(i.eps)
-	clear(i.psps)
-	clear(i.rsps)
-	clear(i.crs)
-	clear(i.lmrs)
-	clear(i.rmrs)
-	clear(i.srqs)
+	i.pzs.Clear()
+	i.evds.Clear()
+	i.cnos.Clear()
+	i.eps.Clear()
+	i.psps.Clear()
+	i.rsps.Clear()
+	i.crs.Clear()
+	i.lmrs.Clear()
+	i.rmrs.Clear()
+	i.srqs.Clear()
 	i.mem.Clear()
 	return waits
 }
@@ -194,16 +202,12 @@ func (i *ia) CreatePZ() (api.PZ, error) {
 	if i.closed {
 		return nil, errIAClosed
 	}
-	if len(i.pzs) >= maxObjects {
-		return nil, tooMany("PZs")
+	if err := i.pzs.Room(); err != nil {
+		return nil, err
 	}
 	z := &pz{ia: i}
-	i.pzs[z] = struct{}{}
+	i.pzs.Add(z)
 	return z, nil
-}
-
-func tooMany(what string) error {
-	return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the IA has the maximum number of %s (%d)", what, maxObjects))
 }
 
 // pz is a protection zone (dat_pz_create(3DAT)).
@@ -241,7 +245,7 @@ func (z *pz) Free() error {
 		return api.Errorf(api.InvalidState, api.SubStatePZInUse, fmt.Sprintf("%d object(s) use the PZ", z.users))
 	}
 	z.freed = true
-	delete(z.ia.pzs, z)
+	z.ia.pzs.Remove(z)
 	return nil
 }
 

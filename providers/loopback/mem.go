@@ -76,12 +76,12 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if err != nil {
 		return nil, err
 	}
-	if len(i.lmrs) >= maxObjects {
-		return nil, tooMany("LMRs")
+	if err := i.lmrs.Room(); err != nil {
+		return nil, err
 	}
 	l := &lmr{ia: i, pz: z}
 	i.mem.Register(&l.reg, mem, region.Type, priv, va, z)
-	i.lmrs[l] = struct{}{}
+	i.lmrs.Add(l)
 	z.users++
 	return l, nil
 }
@@ -114,7 +114,7 @@ func (l *lmr) Free() error {
 		return err
 	}
 	l.freed = true
-	delete(l.ia.lmrs, l)
+	l.ia.lmrs.Remove(l)
 	l.pz.users--
 	return nil
 }
@@ -138,11 +138,11 @@ func (z *pz) CreateRMR() (api.RMR, error) {
 	if z.freed {
 		return nil, errPZFreed
 	}
-	if len(z.ia.rmrs) >= maxObjects {
-		return nil, tooMany("RMRs")
+	if err := z.ia.rmrs.Room(); err != nil {
+		return nil, err
 	}
 	r := &rmr{ia: z.ia, pz: z}
-	z.ia.rmrs[r] = struct{}{}
+	z.ia.rmrs.Add(r)
 	z.users++
 	return r, nil
 }
@@ -271,7 +271,7 @@ func (r *rmr) Free() error {
 	}
 	r.unbind()
 	r.freed = true
-	delete(r.ia.rmrs, r)
+	r.ia.rmrs.Remove(r)
 	r.pz.users--
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/iaattr"
 )
 
 func init() { provider.Register("loopback", Provider{}) }

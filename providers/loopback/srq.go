@@ -45,11 +45,11 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	if z == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
-	if len(i.srqs) >= maxObjects {
-		return nil, tooMany("SRQs")
+	if err := i.srqs.Room(); err != nil {
+		return nil, err
 	}
 	s := &srq{ia: i, pz: z, max: attr.MaxRecvDTOs, maxIOV: attr.MaxRecvIOV}
-	i.srqs[s] = struct{}{}
+	i.srqs.Add(s)
 	z.users++
 	s.setLW(attr.LowWatermark)
 	return s, nil
@@ -180,6 +180,6 @@ func (s *srq) Free() error {
 	s.freed = true
 	s.recvs.Clear()
 	s.pz.users--
-	delete(s.ia.srqs, s)
+	s.ia.srqs.Remove(s)
 	return nil
 }

@@ -249,15 +249,15 @@ func (i *ia) createPSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (*psp
 	if e == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
 	}
-	if len(i.psps) >= maxObjects {
-		return nil, tooMany("PSPs")
+	if err := i.psps.Room(); err != nil {
+		return nil, err
 	}
 	l, err := i.listen(q)
 	if err != nil {
 		return nil, err
 	}
 	s := &psp{ia: i, l: l, evd: e, flags: flags}
-	i.psps[s] = struct{}{}
+	i.psps.Add(s)
 	i.wg.Add(1)
 	go i.acceptLoop(&s.l, s)
 	return s, nil
@@ -282,7 +282,7 @@ func (s *psp) arrive(pr *pendingReq) bool {
 		return false
 	}
 	pr.cr = c
-	s.ia.crs[c] = struct{}{}
+	s.ia.crs.Add(c)
 	return true
 }
 
@@ -303,7 +303,7 @@ func (s *psp) Free() error {
 	s.ia.mu.Lock()
 	defer s.ia.mu.Unlock()
 	s.stop()
-	delete(s.ia.psps, s)
+	s.ia.psps.Remove(s)
 	return nil
 }
 
@@ -334,8 +334,8 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	if p.state != api.EPUnconnected {
 		return nil, p.stateErr("CreateRSP")
 	}
-	if len(i.rsps) >= maxObjects {
-		return nil, tooMany("RSPs")
+	if err := i.rsps.Room(); err != nil {
+		return nil, err
 	}
 	l, err := i.listen(q)
 	if err != nil {
@@ -343,7 +343,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	}
 	r := &rsp{ia: i, l: l, ep: p, evd: e}
 	p.state = api.EPReserved
-	i.rsps[r] = struct{}{}
+	i.rsps.Add(r)
 	i.wg.Add(1)
 	go i.acceptLoop(&r.l, r)
 	return r, nil
@@ -365,7 +365,7 @@ func (r *rsp) arrive(pr *pendingReq) bool {
 	r.consumed = true
 	r.ep.state = api.EPPassiveConnectionPending
 	pr.cr = c
-	r.ia.crs[c] = struct{}{}
+	r.ia.crs.Add(c)
 	return true
 }
 
@@ -394,7 +394,7 @@ func (r *rsp) Free() error {
 	if !r.consumed && r.ep.state == api.EPReserved {
 		r.ep.state = api.EPUnconnected
 	}
-	delete(r.ia.rsps, r)
+	r.ia.rsps.Remove(r)
 	return nil
 }
 
@@ -437,7 +437,7 @@ func (c *cr) remoteAddr() net.Addr {
 
 func (c *cr) finish() {
 	c.done = true
-	delete(c.ia.crs, c)
+	c.ia.crs.Remove(c)
 }
 
 // releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
@@ -524,12 +524,12 @@ func (c *cr) Handoff(q api.ConnQual) error {
 		return errCRDone
 	}
 	var sp servicePoint
-	for s := range c.ia.psps {
+	for s := range c.ia.psps.All() {
 		if s.l.qual == q && !s.l.stopped {
 			sp = s
 		}
 	}
-	for r := range c.ia.rsps {
+	for r := range c.ia.rsps.All() {
 		if r.l.qual == q && !r.l.stopped {
 			sp = r
 		}

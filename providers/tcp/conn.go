@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/ring"
 	"github.com/godat/godat/internal/sock"
 )
 
@@ -42,10 +41,7 @@ type conn struct {
 	discardQueued  bool   // the closing writer discards queued frames
 	sendDisconnect bool   // the closing writer sends DISCONNECT
 	fullClose      bool   // the closing writer closes the socket instead of half-closing it
-	wexited        bool
-	live           int // goroutines running
-	wdone          chan struct{}
-	cond           *sync.Cond // wakes the writer
+	live           int    // goroutines running
 
 	// Negotiated limits.
 	lim       limits // what this side accepts
@@ -57,82 +53,11 @@ type conn struct {
 	requester        // the state of this side's requests
 	responder        // the state of the peer's requests
 
-	tx     ring.Ring[txItem]
-	txsegs [][]byte // scratch of pump, under ia.mu
-
-	// The send side. Whoever sets wbusy (under ia.mu) owns the socket's
-	// send side and the scratch below until it clears wbusy: the writer
-	// goroutine, or a goroutine that posts, or the reader (direct writes,
-	// see flush).
-	rc            syscall.RawConn // nil: no direct writes
-	wbusy         bool            // a goroutine is writing
-	directRest    bool            // wvec holds the unwritten rest of a direct write
-	txPend        atomic.Bool     // directRest, for pollers to see without the lock
-	deferWake     int             // goroutines that flush before they release ia.mu
-	wstage        [wstageLen]byte // one batch's headers and small payloads, packed (stage)
-	wpos          int             // wstage[:wpos] is in use
-	stageSliceIdx int             // index in wvec of the slice of wstage that ends at wpos; -1: none
-	wvec          [][]byte
-	wvec0         [][]byte // wvec's full backing array
-	wbufs         net.Buffers
-	wiov          []syscall.Iovec
-	wrFn          func(uintptr) // writeNB's callback (made once: no allocation)
-	wrN           int
-	wrErr         syscall.Errno
-	credTimer     *time.Timer // sends a credit update or ACK that nothing carried
-	credArmed     bool
-	rxWoke        bool          // the reader completed a receive with a notification
-	rxBulk        uint64        // payload bytes received since the last quick ACK (quickAck)
-	qaFn          func(uintptr) // quickAck's callback (made once: no allocation)
-
-	// The last frames, the ACK owed and DISCONNECT (lastFrames).
-	wlast [2 * frameLen]byte
-
-	// Reader scratch: only the reader goroutine uses these.
-	rhdr           [frameLen]byte
-	rsegs          [][]byte
-	scratch        [512]byte
-	hsbuf          [hsLen + maxPrivateData]byte
-	rb             [rxBufLen]byte // read-ahead: rb[rbStart:rbEnd] is read and not yet consumed
-	rbStart, rbEnd int
-
-	// The receive side's ownership (see "Polling" in the package
-	// documentation). rxTok is 1 while a goroutine consumes the stream:
-	// the reader, or a consumer polling an EVD the connection feeds. The
-	// reader scratch above belongs to the token's holder.
-	pollable  bool               // pollers may drive the receive side (set by begin)
-	rxFn      func(uintptr) bool // waitRx's callback (made once: no allocation)
-	pollDirFn func(uintptr)      // readNB's read on a net.TCPConn
-	rxN       int
-	rxErr     error
-	rxDst     []byte
-	rxPayload payload
-	rxTok     atomic.Int32
-	rxMissed  atomic.Int32 // the reader found data while a poller held the token
-	rxKick    atomic.Bool  // a poller left the end of the stream to the reader: pollers keep off
-	rxClosed  atomic.Bool  // the connection is closing: pollers keep off
-
-	// Quiet mode (see "Polling" in the package documentation).
-	sk      *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
-	polled  atomic.Bool   // a poller tried to drive the connection since the reader last looked
-	ackAt   atomic.Int64  // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none
-	ackPoll atomic.Int32  // polls since ackAt was last looked at
-	rxCalls int           // waitFD calls in the current wait (reader scratch)
-	waitErr error         // waitFD's read error (reader scratch: pollers have rxErr)
-	goQuiet bool          // waitFD found pollers at work (reader scratch)
-	quietIn time.Duration // how long until the quiet check looks again (under ia.mu)
+	sender   // the socket's send side (conn_write.go)
+	acks     // ACK and credit updates nothing else carried (conn_ack.go)
+	receiver // the socket's receive side (conn_read.go)
+	quiet    // the socket unwatched while consumers poll (conn_quiet.go)
 }
-
-// A quiet connection's reader looks whether pollers still drive it
-// quietCheck after it went quiet, then twice as long after each look
-// that finds them at work, up to quietMax; when they stopped, it watches
-// the socket again. (Each look wakes a runtime thread, which on a small
-// machine preempts the very consumer that polls; the doubling keeps
-// steady polling down to a few looks a second.)
-const (
-	quietCheck = time.Millisecond
-	quietMax   = 16 * time.Millisecond
-)
 
 // requester is the sending side's sequence and credit state.
 type requester struct {
@@ -162,7 +87,8 @@ type responder struct {
 }
 
 func newConn(i *ia) *conn {
-	c := &conn{ia: i, wdone: make(chan struct{})}
+	c := &conn{ia: i}
+	c.wdone = make(chan struct{})
 	c.cond = sync.NewCond(&i.mu)
 	c.wvec0 = make([][]byte, 0, maxBatchSegs+maxIOV+2)
 	c.wvec = c.wvec0

@@ -2,9 +2,9 @@ package tcp
 
 import (
 	"errors"
-	"io"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,6 +15,31 @@ import (
 // payload arrive with one read system call. Payload bytes beyond it are
 // read straight into their destination.
 const rxBufLen = 16 << 10
+
+// receiver is a connection's receive side. Its scratch belongs to the
+// goroutine that holds rxTok (see "Polling" in the package
+// documentation): the reader goroutine, or a consumer polling an EVD the
+// connection feeds.
+type receiver struct {
+	rhdr           [frameLen]byte
+	rsegs          [][]byte
+	scratch        [512]byte
+	hsbuf          [hsLen + maxPrivateData]byte
+	rb             [rxBufLen]byte // read-ahead: rb[rbStart:rbEnd] is read and not yet consumed
+	rbStart, rbEnd int
+
+	pollable  bool               // pollers may drive the receive side (set by begin)
+	rxFn      func(uintptr) bool // waitRx's callback (made once: no allocation)
+	pollDirFn func(uintptr)      // readNB's read on a net.TCPConn
+	rxN       int
+	rxErr     error
+	rxDst     []byte
+	rxPayload payload
+	rxTok     atomic.Int32 // 1 while a goroutine consumes the stream
+	rxMissed  atomic.Int32 // the reader found data while a poller held the token
+	rxKick    atomic.Bool  // a poller left the end of the stream to the reader: pollers keep off
+	rxClosed  atomic.Bool  // the connection is closing: pollers keep off
+}
 
 // handBack ends quiet mode and gives the connection back to its reader
 // and writer goroutines: input is watched again, and the rest of a direct
@@ -146,39 +171,6 @@ func (c *conn) kicked(err error) bool {
 	return true
 }
 
-// enterQuiet stops watching the socket for input: pollers drive the
-// connection, and the reader looks every quietCheck whether they still do.
-// Called by the reader, without the receive token.
-func (c *conn) enterQuiet() {
-	if changed, err := c.sk.Watch(false); err == nil && changed {
-		c.polled.Store(false)
-		if testHookQuiet != nil {
-			testHookQuiet(true)
-		}
-	}
-	c.ia.mu.Lock()
-	if !c.closing {
-		c.quietIn = quietCheck
-		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
-	}
-	c.ia.mu.Unlock()
-}
-
-// watchOn ends quiet mode: input is watched again (a waiter is woken at
-// once if input is already there). Any goroutine may call it.
-func (c *conn) watchOn() {
-	if !c.isQuiet() {
-		return
-	}
-	if changed, err := c.sk.Watch(true); err == nil && changed && testHookQuiet != nil {
-		testHookQuiet(false)
-	}
-}
-
-// isQuiet reports whether the connection is in quiet mode: its socket's
-// input is not watched (pollers, or a driven wait, drive it).
-func (c *conn) isQuiet() bool { return c.sk != nil && !c.sk.Watching() }
-
 // testHookQuiet, set by tests only, sees connections enter (true) and
 // leave (false) quiet mode.
 var testHookQuiet func(entered bool)
@@ -226,53 +218,6 @@ func (c *conn) waitRx() error {
 			return nil
 		}
 	}
-}
-
-// waitFD is waitRx's callback: it takes the receive token and reads
-// without waiting; false (wait for the socket) if there is nothing to
-// read or a poller has the stream. Finding pollers at work (they polled
-// since the reader last looked, hold the token, or took what woke the
-// reader) it returns true without the token and sets goQuiet; in quiet
-// mode it leaves the stream alone (false), and the quiet check decides.
-func (c *conn) waitFD(fd uintptr) bool {
-	c.rxCalls++
-	if c.sk != nil && !c.rxKick.Load() {
-		if c.isQuiet() {
-			return false // pollers drive the stream: wait for the quiet check
-		}
-		if c.polled.Load() {
-			c.goQuiet = true // pollers are at work: leave the stream to them
-			return true
-		}
-	}
-	if !c.rxTok.CompareAndSwap(0, 1) {
-		// A poller has the stream. It looks at rxMissed after it lets
-		// go, so data that woke us is not left unread.
-		c.rxMissed.Store(1)
-		if !c.rxTok.CompareAndSwap(0, 1) {
-			if c.sk != nil && !c.isQuiet() {
-				c.goQuiet = true
-				return true
-			}
-			return false
-		}
-	}
-	if c.rbStart != c.rbEnd || c.rxPayload.active {
-		return true // a poller left part of a frame
-	}
-	k, e := sock.RecvNB(fd, c.rb[:])
-	switch {
-	case e == syscall.EAGAIN || e == syscall.EINTR:
-		c.rxTok.Store(0)
-		return false
-	case e != 0:
-		c.waitErr = e
-	case k == 0:
-		c.waitErr = io.EOF
-	default:
-		c.rbStart, c.rbEnd = 0, k
-	}
-	return true
 }
 
 // pollDirFD is readNB's read on a net.TCPConn, into rxDst.
@@ -423,14 +368,6 @@ func (c *conn) poll() bool {
 		if c.rxMissed.Load() == 0 || !c.rxTok.CompareAndSwap(0, 1) {
 			return true
 		}
-	}
-}
-
-// markPolled records that a poller is at work, for the reader's quiet
-// check.
-func (c *conn) markPolled() {
-	if !c.polled.Load() {
-		c.polled.Store(true)
 	}
 }
 

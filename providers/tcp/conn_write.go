@@ -1,16 +1,53 @@
 package tcp
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"encoding/binary"
 	"net"
 	"syscall"
 	"time"
 
+	"github.com/godat/godat/provider/kit/ring"
+
 	"golang.org/x/sys/unix"
 
-	"github.com/godat/godat/provider/kit/sgl"
 	"github.com/godat/godat/internal/sock"
+	"github.com/godat/godat/provider/kit/sgl"
 )
+
+// sender is a connection's send side. Whoever sets wbusy (under ia.mu)
+// owns the socket's send side and the scratch below until it clears
+// wbusy: the writer goroutine, or a goroutine that posts, or the reader
+// (direct writes, see flush). Fields are guarded by ia.mu unless noted.
+type sender struct {
+	tx     ring.Ring[txItem]
+	txsegs [][]byte // scratch of pump, under ia.mu
+
+	cond    *sync.Cond // wakes the writer
+	wdone   chan struct{}
+	wexited bool
+
+	rc            syscall.RawConn // nil: no direct writes
+	wbusy         bool            // a goroutine is writing
+	directRest    bool            // wvec holds the unwritten rest of a direct write
+	txPend        atomic.Bool     // directRest, for pollers to see without the lock
+	deferWake     int             // goroutines that flush before they release ia.mu
+	wstage        [wstageLen]byte // one batch's headers and small payloads, packed (stage)
+	wpos          int             // wstage[:wpos] is in use
+	stageSliceIdx int             // index in wvec of the slice of wstage that ends at wpos; -1: none
+	wvec          [][]byte
+	wvec0         [][]byte // wvec's full backing array
+	wbufs         net.Buffers
+	wiov          []syscall.Iovec
+	wrFn          func(uintptr) // writeNB's callback (made once: no allocation)
+	wrN           int
+	wrErr         syscall.Errno
+
+	// The last frames, the ACK owed and DISCONNECT (lastFrames).
+	wlast [2 * frameLen]byte
+}
 
 // txItem is a frame waiting for the writer: its header and the memory its
 // payload comes from.
@@ -33,9 +70,6 @@ func (c *conn) enqueue(f *frame, segs [][]byte) *txItem {
 	c.wake()
 	return t
 }
-
-// ackDue reports whether an ACK (or a credit update) is owed.
-func (c *conn) ackDue() bool { return c.placed != c.ackSent || c.recvPosted != c.credSent }
 
 // writeLoop is the connection's writer: it sends queued frames in order,
 // several per writev, straight from their memory, with an ACK if one is
@@ -291,30 +325,6 @@ const ackRideMax = 4 << 10
 // credits) or the ACK of a polled receive waits for a frame to ride on.
 const credDelay = 20 * time.Microsecond
 
-// armCredit schedules the owed ACK and credit update. ia.mu is held.
-func (c *conn) armCredit() {
-	if !c.credArmed {
-		c.credArmed = true
-		c.credTimer.Reset(credDelay)
-	}
-}
-
-// deferAck lets an owed ACK or credit update wait for a frame to ride on,
-// for credDelay at most: on a quiet connection its pollers (or the
-// reader's quiet check) send it late, so that no timer is armed per
-// message (arming one wakes a runtime thread); otherwise the credit timer
-// does. ia.mu is held.
-func (c *conn) deferAck() {
-	if c.isQuiet() {
-		if c.ackAt.Load() == 0 {
-			c.ackPoll.Store(0)
-			c.ackAt.Store(ackOwed) // timed by the pollers, later (lateAck)
-		}
-		return
-	}
-	c.armCredit()
-}
-
 // ackOwed is ackAt for an ACK whose wait has not been timed yet.
 const ackOwed = 1
 
@@ -322,77 +332,6 @@ const ackOwed = 1
 // ACK is left to pollers (reading the clock costs more than a poll that
 // finds nothing).
 const ackPolls = 32
-
-// lateAck sends an ACK left to pollers once it has waited credDelay (or at
-// once when force is set). Pollers call it after each poll: it reads the
-// clock every ackPolls calls only, and times the wait from the first such
-// reading, so the ACK waits between credDelay and credDelay plus ackPolls
-// polls.
-func (c *conn) lateAck(force bool) {
-	at := c.ackAt.Load()
-	if at == 0 {
-		return
-	}
-	if !force {
-		if c.ackPoll.Add(1) < ackPolls {
-			return
-		}
-		c.ackPoll.Store(0)
-		now := time.Now().UnixNano()
-		if at == ackOwed {
-			c.ackAt.CompareAndSwap(ackOwed, now)
-			return
-		}
-		if now-at < int64(credDelay) {
-			return
-		}
-	}
-	c.ia.mu.Lock()
-	if c.up && !c.closing && c.ackAt.Load() != 0 {
-		if c.ackDue() {
-			c.flush(true)
-		} else {
-			c.ackAt.Store(0)
-		}
-	}
-	c.ia.mu.Unlock()
-}
-
-// creditDue sends the credit update owed, if nothing carried it.
-func (c *conn) creditDue() {
-	c.ia.mu.Lock()
-	defer c.ia.mu.Unlock()
-	c.credArmed = false
-	if c.up && !c.closing && c.ackDue() {
-		c.flush(true)
-	}
-}
-
-// appendAck adds the ACK owed to the batch as an ACK frame. ia.mu is held.
-func (c *conn) appendAck() {
-	placed, posted := c.takeAck()
-	h := c.stageHdr(zeroFrame[:])
-	encodeFrame(h[:], &frame{Type: frAck, Flags: frFlagAck, Ack: placed, Credits: posted})
-}
-
-// carryAck puts the ACK owed into the header h of a frame about to be
-// written. ia.mu is held.
-func (c *conn) carryAck(h *[frameLen]byte) {
-	placed, posted := c.takeAck()
-	putAck(h[:], true, placed, posted)
-}
-
-// takeAck records the ACK owed as sent and returns what it says: the
-// requests placed and the receives posted. ia.mu is held.
-func (c *conn) takeAck() (placed, posted uint64) {
-	if c.credArmed {
-		c.credArmed = false
-		c.credTimer.Stop()
-	}
-	c.ackSent, c.credSent = c.placed, c.recvPosted
-	c.ackAt.Store(0)
-	return c.placed, c.recvPosted
-}
 
 // flush sends what is queued, and the ACK if one is owed and ack is set,
 // from the calling goroutine with non-blocking writes, if no other

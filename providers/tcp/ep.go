@@ -77,15 +77,15 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
 		}
 	}
-	if len(i.eps) >= maxObjects {
-		return nil, tooMany("EPs")
+	if err := i.eps.Room(); err != nil {
+		return nil, err
 	}
 	p := &ep{ia: i, pz: pzOf(pzArg), recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD),
 		srq: s, attr: a, state: api.EPUnconnected}
 	if s != nil {
 		s.eps++
 	}
-	i.eps[p] = struct{}{}
+	i.eps.Add(p)
 	return p, nil
 }
 
@@ -100,7 +100,7 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a.MaxRDMAReadOut = int(min(h.ReadsIn, maxRDMAReadPerEP))
 	a = withDefaults(a)
 	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true}
-	i.eps[p] = struct{}{}
+	i.eps.Add(p)
 	return p
 }
 
@@ -252,7 +252,7 @@ func (p *ep) destroy() []*conn {
 	if s := p.srq; s != nil {
 		s.eps--
 	}
-	delete(p.ia.eps, p)
+	p.ia.eps.Remove(p)
 	conns := p.conns
 	p.conns = nil
 	return conns

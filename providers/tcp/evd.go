@@ -82,11 +82,11 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err != nil {
 		return nil, err
 	}
-	if len(i.evds) >= maxObjects {
-		return nil, tooMany("EVDs")
+	if err := i.evds.Room(); err != nil {
+		return nil, err
 	}
 	e := newEVD(i, qlen, flags)
-	i.evds[e] = struct{}{}
+	i.evds.Add(e)
 	e.cno = dispatch.Attach(e.Q, nil, c)
 	return e, nil
 }
@@ -198,7 +198,7 @@ func (e *evd) Free() error {
 	e.cno = dispatch.Attach(e.Q, e.cno, nil)
 	e.Q.Close()
 	e.closeDriver()
-	delete(e.ia.evds, e)
+	e.ia.evds.Remove(e)
 	return nil
 }
 
@@ -235,15 +235,15 @@ func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 	if i.closed {
 		return nil, errIAClosed // (the guard refuses it first; this is for callers without the guard: no descriptor may outlive the IA)
 	}
-	if len(i.cnos) >= maxObjects {
-		return nil, tooMany("CNOs")
+	if err := i.cnos.Room(); err != nil {
+		return nil, err
 	}
-	c, err := dispatch.NewCNOObject(agent, fd, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
+	c, err := dispatch.NewCNOObject(agent, fd, i, &i.mu, func(c *dispatch.CNOObject) { i.cnos.Remove(c) })
 	if err != nil {
 		return nil, err
 	}
 	c.BeforeWait = func() { i.handBackFeeds(c.State()) }
-	i.cnos[c] = struct{}{}
+	i.cnos.Add(c)
 	return c, nil
 }
 
@@ -255,7 +255,7 @@ func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
 func (i *ia) handBackFeeds(cno *dispatch.CNO) {
 	var feeds []*conn
 	i.mu.Lock()
-	for e := range i.evds {
+	for e := range i.evds.All() {
 		if e.cno != cno {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider/kit/memreg"
@@ -26,26 +27,33 @@ type ia struct {
 
 	srqCond *sync.Cond // readers waiting for an SRQ receive; on mu
 
-	pzs  map[*pz]struct{}
-	evds map[*evd]struct{} // without the async EVD
-	cnos map[*dispatch.CNOObject]struct{}
-	eps  map[*ep]struct{}
-	psps map[*psp]struct{}
-	rsps map[*rsp]struct{}
-	crs  map[*cr]struct{}
-	lmrs map[*lmr]struct{}
-	rmrs map[*rmr]struct{}
-	srqs map[*srq]struct{}
+	pzs  kit.Set[*pz]
+	evds kit.Set[*evd] // without the async EVD
+	cnos kit.Set[*dispatch.CNOObject]
+	eps  kit.Set[*ep]
+	psps kit.Set[*psp]
+	rsps kit.Set[*rsp]
+	crs  kit.Set[*cr]
+	lmrs kit.Set[*lmr]
+	rmrs kit.Set[*rmr]
+	srqs kit.Set[*srq]
 	mem  *memreg.Table[*pz, *ep]
 }
 
 func newIA(ip net.IP) *ia {
 	i := &ia{
 		ip: ip, addr: &net.IPAddr{IP: ip},
-		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*dispatch.CNOObject]struct{}{},
-		eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{},
-		crs: map[*cr]struct{}{}, lmrs: map[*lmr]struct{}{}, rmrs: map[*rmr]struct{}{},
-		srqs: map[*srq]struct{}{}, mem: memreg.New[*pz, *ep](),
+		pzs:  kit.NewSet[*pz](api.HandlePZ, maxObjects),
+		evds: kit.NewSet[*evd](api.HandleEVD, maxObjects),
+		cnos: kit.NewSet[*dispatch.CNOObject](api.HandleCNO, maxObjects),
+		eps:  kit.NewSet[*ep](api.HandleEP, maxObjects),
+		psps: kit.NewSet[*psp](api.HandlePSP, maxObjects),
+		rsps: kit.NewSet[*rsp](api.HandleRSP, maxObjects),
+		crs:  kit.NewSet[*cr](api.HandleCR, 0),
+		lmrs: kit.NewSet[*lmr](api.HandleLMR, maxObjects),
+		rmrs: kit.NewSet[*rmr](api.HandleRMR, maxObjects),
+		srqs: kit.NewSet[*srq](api.HandleSRQ, maxObjects),
+		mem:  memreg.New[*pz, *ep](),
 	}
 	i.srqCond = sync.NewCond(&i.mu)
 	return i
@@ -87,9 +95,10 @@ func (i *ia) AsyncEVD() (api.EVD, error) {
 	return i.async, nil
 }
 
-func (i *ia) objectCount() int {
-	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.eps) + len(i.psps) + len(i.rsps) +
-		len(i.crs) + len(i.lmrs) + len(i.rmrs) + len(i.srqs)
+// inUse says what keeps a graceful Close from closing the IA: its
+// objects other than the async EVD, pending connection requests included.
+func (i *ia) inUse() error {
+	return kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs)
 }
 
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful fails with
@@ -105,45 +114,46 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		i.mu.Unlock()
 		return errIAClosed
 	}
-	if flags == api.CloseGraceful && i.objectCount() > 0 {
-		n := i.objectCount()
-		i.mu.Unlock()
-		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
+	if flags == api.CloseGraceful {
+		if err := i.inUse(); err != nil {
+			i.mu.Unlock()
+			return err
+		}
 	}
 	i.closed = true
-	for s := range i.psps {
+	for s := range i.psps.All() {
 		s.stop()
 	}
-	for r := range i.rsps {
+	for r := range i.rsps.All() {
 		r.stop()
 	}
-	for c := range i.crs {
+	for c := range i.crs.All() {
 		c.abort()
 	}
-	for p := range i.eps {
+	for p := range i.eps.All() {
 		p.destroy()
 	}
-	for e := range i.evds {
+	for e := range i.evds.All() {
 		e.Q.Close()
 		e.closeDriver()
 	}
 	i.async.Q.Close()
 	var cnos []*dispatch.CNOObject
-	for c := range i.cnos {
+	for c := range i.cnos.All() {
 		c.Close()
 		cnos = append(cnos, c)
 	}
 	i.srqCond.Broadcast()
-	clear(i.pzs)
-	clear(i.evds)
-	clear(i.cnos)
-	clear(i.eps)
-	clear(i.psps)
-	clear(i.rsps)
-	clear(i.crs)
-	clear(i.lmrs)
-	clear(i.rmrs)
-	clear(i.srqs)
+	i.pzs.Clear()
+	i.evds.Clear()
+	i.cnos.Clear()
+	i.eps.Clear()
+	i.psps.Clear()
+	i.rsps.Clear()
+	i.crs.Clear()
+	i.lmrs.Clear()
+	i.rmrs.Clear()
+	i.srqs.Clear()
 	i.mem.Clear()
 	i.mu.Unlock()
 	i.wg.Wait()
@@ -166,19 +176,15 @@ func (i *ia) checkSegments(segs []api.LMRTriplet) error {
 	return i.mem.CheckSegments(segs)
 }
 
-func tooMany(what string) error {
-	return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the IA has the maximum number of %s (%d)", what, maxObjects))
-}
-
 // CreatePZ creates a protection zone (dat_pz_create(3DAT)).
 func (i *ia) CreatePZ() (api.PZ, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if len(i.pzs) >= maxObjects {
-		return nil, tooMany("PZs")
+	if err := i.pzs.Room(); err != nil {
+		return nil, err
 	}
 	z := &pz{ia: i}
-	i.pzs[z] = struct{}{}
+	i.pzs.Add(z)
 	return z, nil
 }
 
@@ -199,7 +205,7 @@ func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
 func (z *pz) Free() error {
 	z.ia.mu.Lock()
 	defer z.ia.mu.Unlock()
-	delete(z.ia.pzs, z)
+	z.ia.pzs.Remove(z)
 	return nil
 }
 

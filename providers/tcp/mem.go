@@ -42,12 +42,12 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if err != nil {
 		return nil, err
 	}
-	if len(i.lmrs) >= maxObjects {
-		return nil, tooMany("LMRs")
+	if err := i.lmrs.Room(); err != nil {
+		return nil, err
 	}
 	l := &lmr{ia: i, pz: z}
 	i.mem.Register(&l.reg, mem, region.Type, priv, va, z)
-	i.lmrs[l] = struct{}{}
+	i.lmrs.Add(l)
 	return l, nil
 }
 
@@ -70,7 +70,7 @@ func (l *lmr) Free() error {
 	if err := l.ia.mem.Deregister(&l.reg); err != nil {
 		return err
 	}
-	delete(l.ia.lmrs, l)
+	l.ia.lmrs.Remove(l)
 	return nil
 }
 
@@ -87,11 +87,11 @@ type rmr struct {
 func (z *pz) CreateRMR() (api.RMR, error) {
 	z.ia.mu.Lock()
 	defer z.ia.mu.Unlock()
-	if len(z.ia.rmrs) >= maxObjects {
-		return nil, tooMany("RMRs")
+	if err := z.ia.rmrs.Room(); err != nil {
+		return nil, err
 	}
 	r := &rmr{ia: z.ia, pz: z}
-	z.ia.rmrs[r] = struct{}{}
+	z.ia.rmrs.Add(r)
 	return r, nil
 }
 
@@ -201,7 +201,7 @@ func (r *rmr) Free() error {
 	defer r.ia.mu.Unlock()
 	r.unbind()
 	r.freed = true
-	delete(r.ia.rmrs, r)
+	r.ia.rmrs.Remove(r)
 	return nil
 }
 

@@ -9,8 +9,8 @@ import (
 	"unicode"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/iaattr"
 )
 
 func init() { provider.Register("tcp", Provider{}) }

@@ -34,11 +34,11 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if len(i.srqs) >= maxObjects {
-		return nil, tooMany("SRQs")
+	if err := i.srqs.Room(); err != nil {
+		return nil, err
 	}
 	s := &srq{ia: i, pz: z, max: attr.MaxRecvDTOs, maxIOV: attr.MaxRecvIOV}
-	i.srqs[s] = struct{}{}
+	i.srqs.Add(s)
 	s.setLW(attr.LowWatermark)
 	return s, nil
 }
@@ -134,6 +134,6 @@ func (s *srq) Free() error {
 		return api.Errorf(api.InvalidState, api.SubStateSRQInUse, fmt.Sprintf("%d EP(s) use the SRQ", s.eps))
 	}
 	s.recvs.Clear()
-	delete(s.ia.srqs, s)
+	s.ia.srqs.Remove(s)
 	return nil
 }

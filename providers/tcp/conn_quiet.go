@@ -1,0 +1,121 @@
+package tcp
+
+import (
+	"io"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/godat/godat/internal/sock"
+)
+
+// quiet is a connection's quiet-mode state (see "Polling" in the package
+// documentation): while consumers poll the EVDs it feeds, its socket
+// leaves the runtime's poller and the pollers drive it.
+type quiet struct {
+	sk      *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
+	polled  atomic.Bool   // a poller tried to drive the connection since the reader last looked
+	rxCalls int           // waitFD calls in the current wait (reader scratch)
+	waitErr error         // waitFD's read error (reader scratch: pollers have rxErr)
+	goQuiet bool          // waitFD found pollers at work (reader scratch)
+	quietIn time.Duration // how long until the quiet check looks again (under ia.mu)
+}
+
+// A quiet connection's reader looks whether pollers still drive it
+// quietCheck after it went quiet, then twice as long after each look
+// that finds them at work, up to quietMax; when they stopped, it watches
+// the socket again. (Each look wakes a runtime thread, which on a small
+// machine preempts the very consumer that polls; the doubling keeps
+// steady polling down to a few looks a second.)
+const (
+	quietCheck = time.Millisecond
+	quietMax   = 16 * time.Millisecond
+)
+
+// enterQuiet stops watching the socket for input: pollers drive the
+// connection, and the reader looks every quietCheck whether they still do.
+// Called by the reader, without the receive token.
+func (c *conn) enterQuiet() {
+	if changed, err := c.sk.Watch(false); err == nil && changed {
+		c.polled.Store(false)
+		if testHookQuiet != nil {
+			testHookQuiet(true)
+		}
+	}
+	c.ia.mu.Lock()
+	if !c.closing {
+		c.quietIn = quietCheck
+		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
+	}
+	c.ia.mu.Unlock()
+}
+
+// watchOn ends quiet mode: input is watched again (a waiter is woken at
+// once if input is already there). Any goroutine may call it.
+func (c *conn) watchOn() {
+	if !c.isQuiet() {
+		return
+	}
+	if changed, err := c.sk.Watch(true); err == nil && changed && testHookQuiet != nil {
+		testHookQuiet(false)
+	}
+}
+
+// isQuiet reports whether the connection is in quiet mode: its socket's
+// input is not watched (pollers, or a driven wait, drive it).
+func (c *conn) isQuiet() bool { return c.sk != nil && !c.sk.Watching() }
+
+// waitFD is waitRx's callback: it takes the receive token and reads
+// without waiting; false (wait for the socket) if there is nothing to
+// read or a poller has the stream. Finding pollers at work (they polled
+// since the reader last looked, hold the token, or took what woke the
+// reader) it returns true without the token and sets goQuiet; in quiet
+// mode it leaves the stream alone (false), and the quiet check decides.
+func (c *conn) waitFD(fd uintptr) bool {
+	c.rxCalls++
+	if c.sk != nil && !c.rxKick.Load() {
+		if c.isQuiet() {
+			return false // pollers drive the stream: wait for the quiet check
+		}
+		if c.polled.Load() {
+			c.goQuiet = true // pollers are at work: leave the stream to them
+			return true
+		}
+	}
+	if !c.rxTok.CompareAndSwap(0, 1) {
+		// A poller has the stream. It looks at rxMissed after it lets
+		// go, so data that woke us is not left unread.
+		c.rxMissed.Store(1)
+		if !c.rxTok.CompareAndSwap(0, 1) {
+			if c.sk != nil && !c.isQuiet() {
+				c.goQuiet = true
+				return true
+			}
+			return false
+		}
+	}
+	if c.rbStart != c.rbEnd || c.rxPayload.active {
+		return true // a poller left part of a frame
+	}
+	k, e := sock.RecvNB(fd, c.rb[:])
+	switch {
+	case e == syscall.EAGAIN || e == syscall.EINTR:
+		c.rxTok.Store(0)
+		return false
+	case e != 0:
+		c.waitErr = e
+	case k == 0:
+		c.waitErr = io.EOF
+	default:
+		c.rbStart, c.rbEnd = 0, k
+	}
+	return true
+}
+
+// markPolled records that a poller is at work, for the reader's quiet
+// check.
+func (c *conn) markPolled() {
+	if !c.polled.Load() {
+		c.polled.Store(true)
+	}
+}
