@@ -1,34 +1,34 @@
 package loopback
 
 import (
-	"context"
-
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/eventq"
 )
 
-// evd is an Event Dispatcher over an eventq.Queue. The hot calls (Dequeue,
-// Wait, PostSE) go to the queue without taking fabric.mu; the fields after
-// the queue are guarded by fabric.mu.
+// evd is an Event Dispatcher: the kit's EVD (queue, CNO link, freed mark
+// and the calls on them) and the EPs and service points that report to
+// it. The hot calls (Dequeue, Wait, PostSE) go to the queue
+// without taking fabric.mu; the fields here are guarded by fabric.mu.
 type evd struct {
 	api.ContextSlot
-	dispatch.QueueControl // Q, the event queue
+	dispatch.EVD
 
 	ia    *ia
-	flags api.EVDFlags
-	cno   *dispatch.CNO // the CNO it feeds, or nil
-	users int           // EPs, PSPs and RSPs that report to it
-	freed bool
+	users int // EPs, PSPs and RSPs that report to it
 }
 
-func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
-	e := &evd{ia: i, flags: flags}
-	e.Q = eventq.New(qlen, e)
+// newEVD makes an EVD of i; async is the IA's async EVD, nil when this is
+// it. fabric.mu is held (or i is not yet visible).
+func newEVD(i *ia, qlen int, flags api.EVDFlags, async *evd) *evd {
+	e := &evd{ia: i}
+	var aq *eventq.Queue
+	if async != nil {
+		aq = async.Q
+	}
+	e.Init(e, i, &fabric.mu, qlen, maxEVDQLen, flags, aq)
 	return e
 }
-
-var errEVDFreed = api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD was freed")
 
 // CreateEVD creates an EVD of qlen events accepting the streams in flags,
 // feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
@@ -48,9 +48,9 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err := i.evds.Room(); err != nil {
 		return nil, err
 	}
-	e := newEVD(i, qlen, flags)
+	e := newEVD(i, qlen, flags, i.async)
 	i.evds.Add(e)
-	e.cno = dispatch.Attach(e.Q, nil, c)
+	e.SetCNO(c)
 	return e, nil
 }
 
@@ -59,10 +59,9 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 // time in an episode, posts ASYNC_ERROR_EVD_OVERFLOW naming this EVD to
 // the IA's async EVD (see package eventq). fabric.mu is held.
 func (e *evd) post(ev *api.Event, notify bool) {
-	if e == nil {
-		return
+	if e != nil {
+		e.Post(ev, notify)
 	}
-	dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
 }
 
 // postAsync posts an asynchronous error event about obj to the IA's async
@@ -72,85 +71,18 @@ func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
 	i.async.post(&ev, true)
 }
 
-// HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
-func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
-
-// Query returns the EVD's queue length, state, CNO and stream flags
-// (dat_evd_query(3DAT)).
-func (e *evd) Query() (api.EVDParam, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if e.freed {
-		return api.EVDParam{}, errEVDFreed
-	}
-	p := dispatch.Param(e.Q, e.flags, e.cno)
-	p.IA = e.ia
-	return p, nil
-}
-
-// Resize changes the queue length without losing events
-// (dat_evd_resize(3DAT)); ErrInvalidState if more events are queued.
-func (e *evd) Resize(qlen int) error {
-	return dispatch.Resize(e.Q, qlen, maxEVDQLen)
-}
-
-// PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull
-// when full, without an overflow event; ErrInvalidParameter if the EVD was
-// not created with EVDSoftware.
-func (e *evd) PostSE(ev *api.Event) error {
-	return dispatch.PostSE(e.Q, e.flags, ev)
-}
-
-var errNilEvent = api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-
-// Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
-func (e *evd) Dequeue(ev *api.Event) error {
-	if ev == nil {
-		return errNilEvent
-	}
-	return e.Q.Dequeue(ev)
-}
-
-// Wait blocks until threshold events are queued and removes the first
-// (dat_evd_wait(3DAT)); see eventq.Queue.Wait for the error cases.
-func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
-	if ev == nil || ctx == nil {
-		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
-	}
-	return e.Q.Wait(ctx, threshold, ev)
-}
-
-// ModifyCNO changes the CNO the EVD feeds; nil detaches it
-// (dat_evd_modify_cno(3DAT)).
-func (e *evd) ModifyCNO(cnoArg api.CNO) error {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if e.freed {
-		return errEVDFreed
-	}
-	c, err := dispatch.AsCNO(cnoArg, e.ia)
-	if err != nil {
-		return err
-	}
-	e.cno = dispatch.Attach(e.Q, e.cno, c)
-	return nil
-}
-
 // Free destroys the EVD and its queued events (dat_evd_free(3DAT)):
 // ErrInvalidState (SubStateEVDInUse) while an EP, PSP or RSP reports to it,
 // and always for the async EVD. A blocked waiter returns ErrAbort.
 func (e *evd) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if e.freed {
-		return errEVDFreed
-	}
-	if e.users > 0 || e == e.ia.async {
+	if !e.Released() && (e.users > 0 || e == e.ia.async) {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the EVD is in use")
 	}
-	e.cno = dispatch.Attach(e.Q, e.cno, nil)
-	e.freed = true
-	e.Q.Close()
+	if err := e.Release(); err != nil {
+		return err
+	}
 	e.ia.evds.Remove(e)
 	return nil
 }
@@ -161,7 +93,7 @@ func asEVD(x api.EVD, i *ia) (*evd, error) {
 		return nil, nil
 	}
 	e, ok := x.(*evd)
-	if !ok || e == nil || e.freed || e.ia != i {
+	if !ok || e == nil || e.Released() || e.ia != i {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "not a live EVD of this IA")
 	}
 	return e, nil
@@ -184,31 +116,9 @@ func (e *evd) use(d int) {
 
 // CreateCNO creates a CNO with wait agent agent, nil for none
 // (dat_cno_create(3DAT)); see dispatch.CNOObject.
-func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
-	return dispatch.CNOResult(i.newCNO(agent, false))
-}
+func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) { return i.cnos.Create(agent) }
 
 // CreateCNOFD creates a CNO that owns a file descriptor, readable while
 // it holds a trigger (dat_cno_fd_create, DAT 2.0); see
 // dispatch.NewCNOObject.
-func (i *ia) CreateCNOFD() (api.CNO, int, error) {
-	return dispatch.FDCNOResult(i.newCNO(nil, true))
-}
-
-// newCNO creates a CNO of the IA, with a file descriptor if fd is set.
-func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
-	}
-	if err := i.cnos.Room(); err != nil {
-		return nil, err
-	}
-	c, err := dispatch.NewCNOObject(agent, fd, i, &fabric.mu, func(c *dispatch.CNOObject) { i.cnos.Remove(c) })
-	if err != nil {
-		return nil, err
-	}
-	i.cnos.Add(c)
-	return c, nil
-}
+func (i *ia) CreateCNOFD() (api.CNO, int, error) { return i.cnos.CreateFD() }

@@ -20,7 +20,7 @@ type ia struct {
 
 	pzs  kit.Set[*pz]
 	evds kit.Set[*evd] // without the async EVD
-	cnos kit.Set[*dispatch.CNOObject]
+	cnos dispatch.CNOs
 	eps  kit.Set[*ep]
 	psps kit.Set[*psp]
 	rsps kit.Set[*rsp]
@@ -32,11 +32,10 @@ type ia struct {
 }
 
 func newIA(a Addr) *ia {
-	return &ia{
+	i := &ia{
 		addr: a,
 		pzs:  kit.NewSet[*pz](api.HandlePZ, maxObjects),
 		evds: kit.NewSet[*evd](api.HandleEVD, maxObjects),
-		cnos: kit.NewSet[*dispatch.CNOObject](api.HandleCNO, maxObjects),
 		eps:  kit.NewSet[*ep](api.HandleEP, maxObjects),
 		psps: kit.NewSet[*psp](api.HandlePSP, maxObjects),
 		rsps: kit.NewSet[*rsp](api.HandleRSP, maxObjects),
@@ -46,6 +45,8 @@ func newIA(a Addr) *ia {
 		srqs: kit.NewSet[*srq](api.HandleSRQ, maxObjects),
 		mem:  memreg.New[*pz, *ep](),
 	}
+	i.cnos = dispatch.NewCNOs(i, &fabric.mu, maxObjects)
+	return i
 }
 
 var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
@@ -150,18 +151,12 @@ func (i *ia) teardown() []func() {
 		z.freed = true
 	}
 	for e := range i.evds.All() {
-		e.freed = true
-		e.Q.Close()
+		e.Release()
 	}
-	i.async.freed = true
-	i.async.Q.Close()
-	for c := range i.cnos.All() {
-		c.Close()
-		waits = append(waits, c.WaitIdle)
-	}
+	i.async.Release()
+	waits = append(waits, i.cnos.CloseAll())
 	i.pzs.Clear()
 	i.evds.Clear()
-	i.cnos.Clear()
 	i.eps.Clear()
 	i.psps.Clear()
 	i.rsps.Clear()

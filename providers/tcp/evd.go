@@ -11,15 +11,14 @@ import (
 	"github.com/godat/godat/provider/kit/eventq"
 )
 
-// evd is an Event Dispatcher over an eventq.Queue (dat_evd_wait(3DAT)).
+// evd is an Event Dispatcher: the kit's EVD, with a Dequeue and a Wait of
+// its own that drive the connections whose completions come here.
 // Dequeue, Wait and PostSE go to the queue without the IA's lock.
 type evd struct {
 	api.ContextSlot
-	dispatch.QueueControl // Q, the event queue
+	dispatch.EVD
 
-	ia    *ia
-	flags api.EVDFlags
-	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
+	ia *ia
 
 	// feeds lists the pollable connections whose completions come here,
 	// for Dequeue to drive; replaced (under ia.mu) when one starts or
@@ -64,9 +63,15 @@ func (e *evd) dropFeed(c *conn) {
 	e.feeds.Store(&l)
 }
 
-func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
-	e := &evd{ia: i, flags: flags}
-	e.Q = eventq.New(qlen, e)
+// newEVD makes an EVD of i; async is the IA's async EVD, nil when this is
+// it.
+func newEVD(i *ia, qlen int, flags api.EVDFlags, async *evd) *evd {
+	e := &evd{ia: i}
+	var aq *eventq.Queue
+	if async != nil {
+		aq = async.Q
+	}
+	e.Init(e, i, &i.mu, qlen, maxEVDQLen, flags, aq)
 	return e
 }
 
@@ -85,19 +90,18 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err := i.evds.Room(); err != nil {
 		return nil, err
 	}
-	e := newEVD(i, qlen, flags)
+	e := newEVD(i, qlen, flags, i.async)
 	i.evds.Add(e)
-	e.cno = dispatch.Attach(e.Q, nil, c)
+	e.SetCNO(c)
 	return e, nil
 }
 
 // post delivers a provider event; a nil EVD discards it. An overflow is
 // reported once per episode on the async EVD (package eventq).
 func (e *evd) post(ev *api.Event, notify bool) {
-	if e == nil {
-		return
+	if e != nil {
+		e.Post(ev, notify)
 	}
-	dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
 }
 
 // postAsync posts an asynchronous event about obj to the async EVD.
@@ -106,37 +110,9 @@ func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
 	i.async.post(&ev, true)
 }
 
-// HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
-func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
-
-// Query returns the EVD's queue length, state, CNO and flags
-// (dat_evd_query(3DAT)).
-func (e *evd) Query() (api.EVDParam, error) {
-	e.ia.mu.Lock()
-	defer e.ia.mu.Unlock()
-	p := dispatch.Param(e.Q, e.flags, e.cno)
-	p.IA = e.ia
-	return p, nil
-}
-
-// Resize changes the queue length without losing events
-// (dat_evd_resize(3DAT)).
-func (e *evd) Resize(qlen int) error {
-	return dispatch.Resize(e.Q, qlen, maxEVDQLen)
-}
-
-// PostSE queues a software event (dat_evd_post_se(3DAT)): ErrQueueFull on
-// a full queue, without an overflow event.
-func (e *evd) PostSE(ev *api.Event) error {
-	return dispatch.PostSE(e.Q, e.flags, ev)
-}
-
 // Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
 func (e *evd) Dequeue(ev *api.Event) error {
-	if ev == nil {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-	}
-	err := e.Q.Dequeue(ev)
+	err := e.EVD.Dequeue(ev)
 	if err == nil || !eventq.IsEmpty(err) {
 		return err
 	}
@@ -174,29 +150,17 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	return e.Q.Wait(ctx, threshold, ev)
 }
 
-// ModifyCNO changes the CNO the EVD feeds; nil detaches it
-// (dat_evd_modify_cno(3DAT)).
-func (e *evd) ModifyCNO(cnoArg api.CNO) error {
-	e.ia.mu.Lock()
-	defer e.ia.mu.Unlock()
-	c, err := dispatch.AsCNO(cnoArg, e.ia)
-	if err != nil {
-		return err
-	}
-	e.cno = dispatch.Attach(e.Q, e.cno, c)
-	return nil
-}
-
 // Free destroys the EVD (dat_evd_free(3DAT)); the guard refuses it while
 // in use. The async EVD cannot be freed (ErrInvalidState).
 func (e *evd) Free() error {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	if e == e.ia.async {
+	if e == e.ia.async && !e.Released() {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
-	e.cno = dispatch.Attach(e.Q, e.cno, nil)
-	e.Q.Close()
+	if err := e.Release(); err != nil {
+		return err
+	}
 	e.closeDriver()
 	e.ia.evds.Remove(e)
 	return nil
@@ -217,35 +181,12 @@ func evdOrNil(e *evd) api.EVD {
 
 // CreateCNO creates a CNO with wait agent agent, nil for none
 // (dat_cno_create(3DAT)); see dispatch.CNOObject.
-func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
-	return dispatch.CNOResult(i.newCNO(agent, false))
-}
+func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) { return i.cnos.Create(agent) }
 
 // CreateCNOFD creates a CNO that owns a file descriptor, readable while
 // it holds a trigger (dat_cno_fd_create, DAT 2.0); see
 // dispatch.NewCNOObject.
-func (i *ia) CreateCNOFD() (api.CNO, int, error) {
-	return dispatch.FDCNOResult(i.newCNO(nil, true))
-}
-
-// newCNO creates a CNO of the IA, with a file descriptor if fd is set.
-func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed // (the guard refuses it first; this is for callers without the guard: no descriptor may outlive the IA)
-	}
-	if err := i.cnos.Room(); err != nil {
-		return nil, err
-	}
-	c, err := dispatch.NewCNOObject(agent, fd, i, &i.mu, func(c *dispatch.CNOObject) { i.cnos.Remove(c) })
-	if err != nil {
-		return nil, err
-	}
-	c.BeforeWait = func() { i.handBackFeeds(c.State()) }
-	i.cnos.Add(c)
-	return c, nil
-}
+func (i *ia) CreateCNOFD() (api.CNO, int, error) { return i.cnos.CreateFD() }
 
 // handBackFeeds gives the connections feeding the EVDs attached to cno
 // back to their reader goroutines, as a Wait on one of those EVDs does:
@@ -256,7 +197,7 @@ func (i *ia) handBackFeeds(cno *dispatch.CNO) {
 	var feeds []*conn
 	i.mu.Lock()
 	for e := range i.evds.All() {
-		if e.cno != cno {
+		if e.CNO() != cno {
 			continue
 		}
 		if l := e.feeds.Load(); l != nil {

@@ -29,7 +29,7 @@ type ia struct {
 
 	pzs  kit.Set[*pz]
 	evds kit.Set[*evd] // without the async EVD
-	cnos kit.Set[*dispatch.CNOObject]
+	cnos dispatch.CNOs
 	eps  kit.Set[*ep]
 	psps kit.Set[*psp]
 	rsps kit.Set[*rsp]
@@ -45,7 +45,6 @@ func newIA(ip net.IP) *ia {
 		ip: ip, addr: &net.IPAddr{IP: ip},
 		pzs:  kit.NewSet[*pz](api.HandlePZ, maxObjects),
 		evds: kit.NewSet[*evd](api.HandleEVD, maxObjects),
-		cnos: kit.NewSet[*dispatch.CNOObject](api.HandleCNO, maxObjects),
 		eps:  kit.NewSet[*ep](api.HandleEP, maxObjects),
 		psps: kit.NewSet[*psp](api.HandlePSP, maxObjects),
 		rsps: kit.NewSet[*rsp](api.HandleRSP, maxObjects),
@@ -56,6 +55,8 @@ func newIA(ip net.IP) *ia {
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.srqCond = sync.NewCond(&i.mu)
+	i.cnos = dispatch.NewCNOs(i, &i.mu, maxObjects)
+	i.cnos.Prepare = func(c *dispatch.CNOObject) { c.BeforeWait = func() { i.handBackFeeds(c.State()) } }
 	return i
 }
 
@@ -134,19 +135,14 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		p.destroy()
 	}
 	for e := range i.evds.All() {
-		e.Q.Close()
+		e.Release()
 		e.closeDriver()
 	}
-	i.async.Q.Close()
-	var cnos []*dispatch.CNOObject
-	for c := range i.cnos.All() {
-		c.Close()
-		cnos = append(cnos, c)
-	}
+	i.async.Release()
+	cnosIdle := i.cnos.CloseAll()
 	i.srqCond.Broadcast()
 	i.pzs.Clear()
 	i.evds.Clear()
-	i.cnos.Clear()
 	i.eps.Clear()
 	i.psps.Clear()
 	i.rsps.Clear()
@@ -157,9 +153,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.mem.Clear()
 	i.mu.Unlock()
 	i.wg.Wait()
-	for _, c := range cnos {
-		c.WaitIdle()
-	}
+	cnosIdle()
 	return nil
 }
 

@@ -51,7 +51,7 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	}
 	i := newIA(ip)
 	i.opts = opts
-	i.async = newEVD(i, qlen, api.EVDAsync)
+	i.async = newEVD(i, qlen, api.EVDAsync, nil)
 	return i, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/eventq"
 )
 
@@ -180,3 +181,76 @@ func (o *CNOObject) Close() {
 // WaitIdle returns once no call of the wait agent runs. The caller holds
 // no lock that the agent may need.
 func (o *CNOObject) WaitIdle() { o.n.C.WaitIdle() }
+
+// CNOs is the table of an IA's CNOs, with the two calls that make them
+// (dat_cno_create(3DAT), dat_cno_fd_create). A provider keeps one in its
+// IA, made with NewCNOs, and answers IA.CreateCNO and IA.CreateCNOFD with
+// Create and CreateFD. Its IA's Close calls CloseAll. The table is
+// guarded by the provider lock; Create and CreateFD take it.
+type CNOs struct {
+	kit.Set[*CNOObject]
+	ia     api.IA
+	mu     sync.Locker
+	closed bool
+	// Prepare, when set, runs under the provider lock on each new CNO
+	// before it is handed out (to set BeforeWait, say).
+	Prepare func(*CNOObject)
+}
+
+// NewCNOs returns an empty table of the CNOs of ia, at most limit of them
+// (0: no limit); mu is the lock that guards the IA's objects.
+func NewCNOs(ia api.IA, mu sync.Locker, limit int) CNOs {
+	return CNOs{Set: kit.NewSet[*CNOObject](api.HandleCNO, limit), ia: ia, mu: mu}
+}
+
+var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
+
+// Create makes a CNO with wait agent agent, nil for none.
+func (t *CNOs) Create(agent api.WaitAgent) (api.CNO, error) {
+	return CNOResult(t.create(agent, false))
+}
+
+// CreateFD makes a CNO without agent that owns a file descriptor,
+// readable while it holds a trigger (see NewCNOObject).
+func (t *CNOs) CreateFD() (api.CNO, int, error) { return FDCNOResult(t.create(nil, true)) }
+
+func (t *CNOs) create(agent api.WaitAgent, fd bool) (*CNOObject, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// (The guard refuses creates once Close has begun; this is for callers
+	// without it: no descriptor may outlive the IA.)
+	if t.closed {
+		return nil, errIAClosed
+	}
+	if err := t.Room(); err != nil {
+		return nil, err
+	}
+	c, err := NewCNOObject(agent, fd, t.ia, t.mu, func(c *CNOObject) { t.Remove(c) })
+	if err != nil {
+		return nil, err
+	}
+	if t.Prepare != nil {
+		t.Prepare(c)
+	}
+	t.Add(c)
+	return c, nil
+}
+
+// CloseAll closes every CNO along with the IA (see CNOObject.Close),
+// empties the table and refuses new CNOs. The provider lock is held; once
+// it has released it, the provider calls the function CloseAll returns,
+// which waits for the CNOs' agents.
+func (t *CNOs) CloseAll() (waitIdle func()) {
+	t.closed = true
+	var cnos []*CNOObject
+	for c := range t.All() {
+		c.Close()
+		cnos = append(cnos, c)
+	}
+	t.Clear()
+	return func() {
+		for _, c := range cnos {
+			c.WaitIdle()
+		}
+	}
+}

@@ -6,14 +6,15 @@
 // CNO it feeds with the count that dat_cno_free(3DAT) and
 // dat_cno_wait(3DAT) depend on.
 //
-// A provider keeps, in its EVD object, a QueueControl with the
-// eventq.Queue, the stream flags and a *CNO (nil when the EVD feeds none);
-// the functions here work on those fields. Its CNO objects are CNOObjects, made with the lock that
-// guards the provider's objects; each holds a CNO, and AsCNO turns a CNO
-// argument into that CNO. The EVD link and the counts are not safe for
-// concurrent use: the provider calls Attach and AsCNO under that lock, and
-// CNOObject.Free takes it. Post takes only the queues' locks, so it
-// allocates nothing and blocks nobody.
+// A provider's EVD type embeds EVD, which holds the eventq.Queue, the
+// stream flags and the link to the CNO the EVD feeds, and implements every
+// EVD call but Free; the provider adds Free and, if its completions need
+// the consumer's calls to move, its own Dequeue or Wait. Its CNO objects
+// are CNOObjects, made with the lock that guards the provider's objects;
+// each holds a CNO, and AsCNO turns a CNO argument into that CNO. The EVD
+// link and the counts are not safe for concurrent use: the provider calls
+// SetCNO and AsCNO under that lock, and CNOObject.Free takes it. Post
+// takes only the queues' locks, so it allocates nothing and blocks nobody.
 package dispatch
 
 import (
