@@ -35,16 +35,18 @@
 //
 //   - eventq: the bounded, allocation-free event queue behind an EVD, with
 //     overflow accounting, thresholds and CNO notification;
-//   - dispatch: the EVD and CNO objects' shared half (creation and resize
-//     checks, delivery with the overflow report on the async EVD, the EVD
-//     to CNO link, CNOObject, a complete CNO);
+//   - dispatch: the EVD base a provider's EVD embeds (every EVD call but
+//     Free), CNOObject, a complete CNO, and CNOs, the table that creates an
+//     IA's CNOs and closes them with it; CheckOpen, the start of Open;
 //   - completion: the events that complete DTOs and receives under the
 //     rules for suppressed, unsignalled and solicited completions;
 //   - connreq: connection-management argument checks and the choice of the
 //     EP an accept connects;
 //   - iaattr, epattr, srqattr: a provider's limits stated once, the IA,
 //     provider and EP attributes made from them, and the checks of EP
-//     attributes, watermarks and SRQ sizes against them;
+//     attributes, watermarks and SRQ sizes against them; epattr.Endpoint,
+//     the EP state every provider records alike (attributes, state,
+//     connection ends, watermarks), for a provider's EP to embed;
 //   - memreg: the LMR and RMR tables of an IA, with the triplet checks
 //     every DTO makes before it touches memory, RMR binding and contexts;
 //   - ring and sgl: a reusing FIFO for queued work requests, and copies

@@ -47,8 +47,8 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if p.freed {
 		return errEPFreed
 	}
-	if p.state != api.EPUnconnected {
-		return p.stateErr("Connect")
+	if p.State != api.EPUnconnected {
+		return p.StateErr("Connect")
 	}
 	p.startConnect(addr, q, timeout, privateData)
 	return nil
@@ -70,14 +70,14 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 	if err != nil || dup == nil {
 		return api.Errorf(api.InvalidHandle, api.SubHandle2, "duplicate EP is not a live EP of this IA")
 	}
-	if p.state != api.EPUnconnected {
-		return p.stateErr("DupConnect")
+	if p.State != api.EPUnconnected {
+		return p.StateErr("DupConnect")
 	}
-	if dup.state != api.EPConnected {
-		return api.Errorf(api.InvalidState, dup.state.StateSubtype(), "the EP to duplicate is not connected")
+	if dup.State != api.EPConnected {
+		return api.Errorf(api.InvalidState, dup.State.StateSubtype(), "the EP to duplicate is not connected")
 	}
-	addr, _ := addrOf(dup.remoteAddr)
-	p.startConnect(addr, dup.remotePort, timeout, privateData)
+	addr, _ := addrOf(dup.RemoteAddr)
+	p.startConnect(addr, dup.RemotePort, timeout, privateData)
 	return nil
 }
 
@@ -89,14 +89,14 @@ func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
 // request; failures are reported as events. fabric.mu is held.
 func (p *ep) startConnect(addr Addr, q api.ConnQual, timeout api.Timeout, pd []byte) {
 	fabric.nextPort++
-	p.state = api.EPActiveConnectionPending
-	p.localPort, p.remoteAddr, p.remotePort, p.peerPD = fabric.nextPort, addr, q, nil
+	p.State = api.EPActiveConnectionPending
+	p.LocalPort, p.RemoteAddr, p.RemotePort, p.PeerPD = fabric.nextPort, addr, q, nil
 	if t := fabric.ias[addr]; t == nil {
 		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
 		return
 	}
 	sp := fabric.quals[q]
-	c := &cr{active: p, pd: bytes.Clone(pd), remoteAddr: p.ia.addr, remotePort: p.localPort}
+	c := &cr{active: p, pd: bytes.Clone(pd), remoteAddr: p.ia.addr, remotePort: p.LocalPort}
 	if sp == nil || !sp.arrive(c) {
 		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
 		return
@@ -119,7 +119,7 @@ func (p *ep) armTimer(d time.Duration) {
 			return // stopped, or a later attempt's timer
 		}
 		p.timer = nil
-		if p.state == api.EPActiveConnectionPending {
+		if p.State == api.EPActiveConnectionPending {
 			p.abandonRequest()
 			p.toDisconnected(api.ConnectionTimedOutEvent, nil)
 		}
@@ -318,8 +318,8 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	if e == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
 	}
-	if p.state != api.EPUnconnected {
-		return nil, p.stateErr("CreateRSP")
+	if p.State != api.EPUnconnected {
+		return nil, p.StateErr("CreateRSP")
 	}
 	if fabric.quals[q] != nil {
 		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
@@ -329,7 +329,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	}
 	r := &rsp{ia: i, qual: q, ep: p, evd: e}
 	fabric.quals[q] = r
-	p.state = api.EPReserved
+	p.State = api.EPReserved
 	e.use(1)
 	i.rsps.Add(r)
 	return r, nil
@@ -346,7 +346,7 @@ func (r *rsp) arrive(c *cr) bool {
 	}
 	r.unlist()
 	r.consumed = true
-	r.ep.state = api.EPPassiveConnectionPending
+	r.ep.State = api.EPPassiveConnectionPending
 	r.ia.crs.Add(c)
 	return true
 }
@@ -384,8 +384,8 @@ func (r *rsp) Free() error {
 		return errRSPFreed
 	}
 	r.unlist()
-	if !r.consumed && r.ep.state == api.EPReserved {
-		r.ep.state = api.EPUnconnected
+	if !r.consumed && r.ep.State == api.EPReserved {
+		r.ep.State = api.EPUnconnected
 	}
 	r.freed = true
 	r.evd.use(-1)
@@ -431,7 +431,7 @@ func (c *cr) Query() (api.CRParam, error) {
 // pending reports whether the requester still waits for this request.
 func (c *cr) pending() bool {
 	a := c.active
-	return a != nil && a.cr == c && a.state == api.EPActiveConnectionPending
+	return a != nil && a.cr == c && a.State == api.EPActiveConnectionPending
 }
 
 // finish destroys the CR. fabric.mu is held.
@@ -448,10 +448,10 @@ func (c *cr) releaseLocal() {
 	c.local = nil
 	switch {
 	case p == nil || p.freed:
-	case p.providerOwned:
+	case p.ProviderOwned:
 		p.destroy()
-	case p.state == api.EPPassiveConnectionPending:
-		p.state = api.EPUnconnected
+	case p.State == api.EPPassiveConnectionPending:
+		p.State = api.EPUnconnected
 	}
 }
 
@@ -479,14 +479,14 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if err != nil {
 		return err
 	}
-	if p.state != want {
-		return p.stateErr("accepting a connection request")
+	if p.State != want {
+		return p.StateErr("accepting a connection request")
 	}
 	c.finish()
 	c.local = nil
-	p.providerOwned = false
-	p.state = api.EPCompletionPending
-	p.localPort, p.remoteAddr, p.remotePort = c.qual, c.remoteAddr, c.remotePort
+	p.ProviderOwned = false
+	p.State = api.EPCompletionPending
+	p.LocalPort, p.RemoteAddr, p.RemotePort = c.qual, c.remoteAddr, c.remotePort
 	if !c.pending() {
 		p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
 		return nil
@@ -494,12 +494,12 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	a := c.active
 	a.cr = nil
 	a.stopTimer()
-	a.peerPD = bytes.Clone(privateData)
-	a.remoteAddr = c.ia.addr // the acceptor's IA, whichever address was dialled
+	a.PeerPD = bytes.Clone(privateData)
+	a.RemoteAddr = c.ia.addr // the acceptor's IA, whichever address was dialled
 	a.peer, p.peer = p, a
-	a.state, p.state = api.EPConnected, api.EPConnected
+	a.State, p.State = api.EPConnected, api.EPConnected
 	p.connEvent(api.ConnectionEstablishedEvent, nil)
-	a.connEvent(api.ConnectionEstablishedEvent, a.peerPD)
+	a.connEvent(api.ConnectionEstablishedEvent, a.PeerPD)
 	// The hard watermarks are watched from now on
 	// (dat_ep_set_watermark(3DAT)).
 	ph, ah := p.watermarks(p.recvs.Len()), a.watermarks(a.recvs.Len())
@@ -525,8 +525,8 @@ func (c *cr) Reject(privateData []byte) error {
 	if c.pending() {
 		a := c.active
 		a.abandonRequest()
-		a.peerPD = bytes.Clone(privateData)
-		a.toDisconnected(api.ConnectionPeerRejectedEvent, a.peerPD)
+		a.PeerPD = bytes.Clone(privateData)
+		a.toDisconnected(api.ConnectionPeerRejectedEvent, a.PeerPD)
 	}
 	c.releaseLocal()
 	return nil

@@ -103,13 +103,13 @@ func (p *ep) post(w *reqWR) error {
 }
 
 func (p *ep) postLocked(w *reqWR) error {
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 	case api.EPDisconnected:
 		p.complete(w, api.DTOErrFlushed, 0)
 		return nil
 	default:
-		return p.stateErr(w.kind.Posting())
+		return p.StateErr(w.kind.Posting())
 	}
 	if p.reqs.Len() == 0 && p.exec(w, false) {
 		return nil
@@ -119,7 +119,7 @@ func (p *ep) postLocked(w *reqWR) error {
 
 // enqueue appends a copy of w, IOV included, to the request queue.
 func (p *ep) enqueue(w *reqWR) error {
-	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+	if p.reqs.Len() >= p.Attr.MaxRequestDTOs {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype,
 			fmt.Sprintf("%d requests already wait for receives at the peer", p.reqs.Len()))
 	}
@@ -134,12 +134,12 @@ func (p *ep) enqueue(w *reqWR) error {
 // posted a receive; it completes a graceful disconnect waiting for them.
 // fabric.mu is held.
 func (p *ep) pump() {
-	for p.reqs.Len() > 0 && (p.state == api.EPConnected || p.state == api.EPDisconnectPending) {
+	for p.reqs.Len() > 0 && (p.State == api.EPConnected || p.State == api.EPDisconnectPending) {
 		if !p.exec(p.reqs.Front(), true) {
 			return
 		}
 	}
-	if p.state == api.EPDisconnectPending && p.reqs.Len() == 0 {
+	if p.State == api.EPDisconnectPending && p.reqs.Len() == 0 {
 		p.disconnectPair()
 	}
 }
@@ -179,7 +179,7 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 	switch {
 	case !ok:
 		st = api.DTOErrLocalProtection
-	case n > uint64(p.attr.MaxMessageSize):
+	case n > uint64(p.Attr.MaxMessageSize):
 		st = api.DTOErrLocalLength
 	}
 	q := p.peer
@@ -232,7 +232,7 @@ func (p *ep) execWrite(w *reqWR) {
 	switch {
 	case !ok:
 		p.fail(w, api.DTOErrLocalProtection)
-	case n > uint64(p.attr.MaxRDMASize):
+	case n > uint64(p.Attr.MaxRDMASize):
 		p.fail(w, api.DTOErrLocalLength)
 	default:
 		dst, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteWrite)
@@ -252,7 +252,7 @@ func (p *ep) execRead(w *reqWR) {
 	switch {
 	case !ok:
 		p.fail(w, api.DTOErrLocalProtection)
-	case n > uint64(p.attr.MaxRDMASize):
+	case n > uint64(p.Attr.MaxRDMASize):
 		p.fail(w, api.DTOErrLocalLength)
 	default:
 		src, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteRead)
@@ -271,7 +271,7 @@ func (p *ep) execReadToRMR(w *reqWR) {
 	switch {
 	case !ok:
 		p.fail(w, api.DTOErrLocalProtection)
-	case n > uint64(p.attr.MaxRDMASize):
+	case n > uint64(p.Attr.MaxRDMASize):
 		p.fail(w, api.DTOErrLocalLength)
 	default:
 		src, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteRead)
@@ -317,11 +317,11 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 		return errEPFreed
 	case p.srq != nil:
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
-	case p.state == api.EPDisconnected:
+	case p.State == api.EPDisconnected:
 		rw := recvWR{cookie: cookie, flags: flags}
 		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 		return nil
-	case p.recvs.Len() >= p.attr.MaxRecvDTOs:
+	case p.recvs.Len() >= p.Attr.MaxRecvDTOs:
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
 	}
 	s := p.recvs.PushBack()
@@ -370,7 +370,7 @@ func (p *ep) recvPZ() *pz {
 // solicited. fabric.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 }
 

@@ -1,8 +1,6 @@
 package loopback
 
 import (
-	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"time"
@@ -17,13 +15,11 @@ import (
 // documentation for the transitions.
 type ep struct {
 	api.ContextSlot
+	epattr.Endpoint        // attributes, state, connection ends, watermarks
 	ia                     *ia
 	pz                     *pz
 	recvEVD, reqEVD, cnEVD *evd
 	srq                    *srq
-	attr                   api.EPAttr
-	state                  api.EPState
-	providerOwned          bool // created for a PSPProvider request and not yet accepted
 	freed                  bool
 	recvs                  ring.Ring[recvWR] // posted receives (not with an SRQ)
 	reqs                   ring.Ring[reqWR]  // requests waiting behind a send with no receive at the peer
@@ -31,10 +27,6 @@ type ep struct {
 	cr                     *cr               // active side: the pending request
 	timer                  *time.Timer       // active side: connection timeout
 	twg                    sync.WaitGroup    // the timer's callback
-	localPort, remotePort  api.ConnQual
-	remoteAddr             net.Addr
-	peerPD                 []byte // private data of the ESTABLISHED or PEER_REJECTED event
-	wm                     epattr.Watermarks
 }
 
 // recvWR is a posted receive.
@@ -46,11 +38,7 @@ type recvWR struct {
 
 var errEPFreed = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
 
-// stateErr is the error for a call the EP's state does not allow.
-func (p *ep) stateErr(what string) error {
-	return api.Errorf(api.InvalidState, p.state.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, p.state))
-}
-
+// StateErr is the error for a call the EP's state does not allow.
 // CreateEP creates an Endpoint in the UNCONNECTED state
 // (dat_ep_create(3DAT)). Any EVD may be nil (its events are then
 // discarded); pz may be nil, but the EP cannot move data until it has one.
@@ -111,8 +99,8 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, pz: z, recvEVD: evds[0], reqEVD: evds[1], cnEVD: evds[2], srq: s, attr: a,
-		state: api.EPUnconnected}
+	p := &ep{ia: i, pz: z, recvEVD: evds[0], reqEVD: evds[1], cnEVD: evds[2], srq: s,
+		Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
 	p.addRefs(1)
 	if s != nil {
 		s.eps = append(s.eps, p)
@@ -127,9 +115,9 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 // requester's (its outstanding RDMA reads in and out swapped)
 // (dat_psp_create(3DAT)). fabric.mu is held.
 func (i *ia) newProviderEP(active *ep) *ep {
-	a := withDefaults(active.attr)
+	a := withDefaults(active.Attr)
 	a.MaxRDMAReadIn, a.MaxRDMAReadOut = a.MaxRDMAReadOut, a.MaxRDMAReadIn
-	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true}
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
 	i.eps.Add(p)
 	return p
 }
@@ -165,14 +153,8 @@ func (p *ep) Query() (api.EPParam, error) {
 	if p.freed {
 		return api.EPParam{}, errEPFreed
 	}
-	prm := api.EPParam{
-		IA: p.ia, State: p.state, LocalAddr: p.ia.addr, LocalPortQual: p.localPort,
-		RemoteAddr: p.remoteAddr, RemotePortQual: p.remotePort,
-		PZ: pzOrNil(p.pz), RecvEVD: evdOrNil(p.recvEVD), RequestEVD: evdOrNil(p.reqEVD),
-		ConnectEVD: evdOrNil(p.cnEVD), Attr: p.attr,
-	}
-	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
-	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
+	prm := p.Param(p.ia, p.ia.addr)
+	prm.PZ, prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = pzOrNil(p.pz), evdOrNil(p.recvEVD), evdOrNil(p.reqEVD), evdOrNil(p.cnEVD)
 	if p.srq != nil {
 		prm.SRQ = p.srq
 	}
@@ -188,7 +170,7 @@ func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 	if p.freed {
 		return 0, false, false, errEPFreed
 	}
-	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
+	return p.State, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
 }
 
 // Modify changes the parameters mask selects (dat_ep_modify(3DAT)). The
@@ -206,8 +188,8 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if p.freed {
 		return errEPFreed
 	}
-	if !epattr.Modifiable(p.state, mask) {
-		return p.stateErr("modifying these EP parameters")
+	if !epattr.Modifiable(p.State, mask) {
+		return p.StateErr("modifying these EP parameters")
 	}
 	z, err := p.pz, error(nil)
 	if mask&api.EPFieldPZ != 0 {
@@ -225,13 +207,13 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 			return err
 		}
 	}
-	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, epLimits, p.recvs.Len())
+	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits, p.recvs.Len())
 	if err != nil {
 		return err
 	}
 	p.addRefs(-1)
 	p.pz, p.recvEVD, p.reqEVD, p.cnEVD = z, evds[0], evds[1], evds[2]
-	p.attr = a
+	p.Attr = a
 	p.addRefs(1)
 	return nil
 }
@@ -245,13 +227,13 @@ func (p *ep) Reset() error {
 	if p.freed {
 		return errEPFreed
 	}
-	switch p.state {
+	switch p.State {
 	case api.EPUnconnected:
 	case api.EPDisconnected:
-		p.state = api.EPUnconnected
-		p.localPort, p.remotePort, p.remoteAddr, p.peerPD = 0, 0, nil, nil
+		p.State = api.EPUnconnected
+		p.LocalPort, p.RemotePort, p.RemoteAddr, p.PeerPD = 0, 0, nil, nil
 	default:
-		return p.stateErr("Reset")
+		return p.StateErr("Reset")
 	}
 	return nil
 }
@@ -268,9 +250,9 @@ func (p *ep) Free() error {
 		fabric.mu.Unlock()
 		return errEPFreed
 	}
-	switch p.state {
+	switch p.State {
 	case api.EPReserved, api.EPPassiveConnectionPending, api.EPTentativeConnectionPending:
-		err := p.stateErr("Free")
+		err := p.StateErr("Free")
 		fabric.mu.Unlock()
 		return err
 	}
@@ -283,7 +265,7 @@ func (p *ep) Free() error {
 // destroy tears the EP down and returns what to wait for once fabric.mu is
 // released. fabric.mu is held.
 func (p *ep) destroy() func() {
-	switch p.state {
+	switch p.State {
 	case api.EPConnected, api.EPDisconnectPending:
 		if q := p.peer; q != nil {
 			p.peer = nil
@@ -293,7 +275,7 @@ func (p *ep) destroy() func() {
 		p.abandonRequest()
 	}
 	p.stopTimer()
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 	p.freed = true
 	p.recvs.Clear()
 	p.reqs.Clear()
@@ -315,7 +297,7 @@ func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 // flushed (in post order, requests then receives) and event n, carrying
 // pd, is posted to its connect EVD. fabric.mu is held.
 func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 	p.peer = nil
 	p.stopTimer()
 	p.flush()
@@ -357,10 +339,10 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 	if p.freed {
 		return errEPFreed
 	}
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
-			p.state = api.EPDisconnectPending
+			p.State = api.EPDisconnectPending
 			return nil
 		}
 		p.disconnectPair()
@@ -373,7 +355,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
 	case api.EPDisconnected:
 	default:
-		return p.stateErr("Disconnect")
+		return p.StateErr("Disconnect")
 	}
 	return nil
 }
@@ -406,8 +388,8 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	if p.freed {
 		return errEPFreed
 	}
-	p.attr.SRQSoftHighWatermark = soft
-	p.wm.Set(soft, hard)
+	p.Attr.SRQSoftHighWatermark = soft
+	p.WM.Set(soft, hard)
 	if p.watermarks(p.recvs.Len()) {
 		p.breakConnection()
 	}
@@ -421,11 +403,11 @@ func (p *ep) SetWatermark(soft, hard int) error {
 // exceeded while connected, for the caller to break the connection.
 // fabric.mu is held.
 func (p *ep) watermarks(held int) bool {
-	soft, hard := p.wm.Check(held)
+	soft, hard := p.WM.Check(held)
 	if soft {
 		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
 	}
-	return hard && p.state == api.EPConnected
+	return hard && p.State == api.EPConnected
 }
 
 // asEP converts an EP argument; nil stays nil.

@@ -207,9 +207,9 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
 	}
 	w := reqWR{kind: reqBind, cookie: cookie, flags: flags, rmr: r}
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
-		if p.reqs.Len() > 0 && p.reqs.Len() >= p.attr.MaxRequestDTOs {
+		if p.reqs.Len() > 0 && p.reqs.Len() >= p.Attr.MaxRequestDTOs {
 			return 0, api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
 		}
 	case api.EPDisconnected:
@@ -219,7 +219,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		p.complete(&w, api.DTOErrFlushed, 0)
 		return w.rctx, nil
 	default:
-		return 0, p.stateErr("binding an RMR")
+		return 0, p.StateErr("binding an RMR")
 	}
 	r.ia.mem.Unbind(&r.reg)
 	r.reg.VA = va

@@ -10,6 +10,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/iaattr"
 )
 
@@ -26,15 +27,9 @@ type Provider struct{}
 // an address of its own, even under a name already open. p.Params and
 // p.PlatformParams are ignored. It fails only when ctx has ended.
 func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
-	if ctx.Err() != nil {
-		return nil, api.ContextError(ctx)
-	}
-	qlen := p.AsyncEVDQLen
-	if qlen < 1 {
-		qlen = 1
-	}
-	if qlen > maxEVDQLen {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxEVDQLen))
+	qlen, err := dispatch.CheckOpen(ctx, p, maxEVDQLen)
+	if err != nil {
+		return nil, err
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()

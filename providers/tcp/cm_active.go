@@ -44,8 +44,8 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.state != api.EPUnconnected {
-		return p.stateErr("Connect")
+	if p.State != api.EPUnconnected {
+		return p.StateErr("Connect")
 	}
 	p.startConnect(ip, q, timeout, privateData)
 	return nil
@@ -63,14 +63,14 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.state != api.EPUnconnected {
-		return p.stateErr("DupConnect")
+	if p.State != api.EPUnconnected {
+		return p.StateErr("DupConnect")
 	}
-	if dup.state != api.EPConnected {
-		return api.Errorf(api.InvalidState, dup.state.StateSubtype(), "the EP to duplicate is not connected")
+	if dup.State != api.EPConnected {
+		return api.Errorf(api.InvalidState, dup.State.StateSubtype(), "the EP to duplicate is not connected")
 	}
-	ip, _ := remoteIP(dup.remoteAddr)
-	p.startConnect(ip, dup.remotePort, timeout, privateData)
+	ip, _ := remoteIP(dup.RemoteAddr)
+	p.startConnect(ip, dup.RemotePort, timeout, privateData)
 	return nil
 }
 
@@ -78,8 +78,8 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 // connection's goroutine, which dials, shakes hands and becomes the
 // reader. ia.mu is held.
 func (p *ep) startConnect(ip net.IP, q api.ConnQual, timeout api.Timeout, pd []byte) {
-	p.state = api.EPActiveConnectionPending
-	p.localPort, p.remoteAddr, p.remotePort, p.peerPD = nextPortQual(), &net.IPAddr{IP: ip}, q, nil
+	p.State = api.EPActiveConnectionPending
+	p.LocalPort, p.RemoteAddr, p.RemotePort, p.PeerPD = nextPortQual(), &net.IPAddr{IP: ip}, q, nil
 	c := newConn(p.ia)
 	c.ep = p
 	p.adopt(c)
@@ -169,17 +169,17 @@ func (c *conn) dial(ctx context.Context, deadline time.Time, local net.IP, addr 
 	_, err = nc.Write(ready[:])
 	mu.Lock()
 	p := c.ep
-	if err != nil || c.aborted || p.c != c || p.state != api.EPActiveConnectionPending {
+	if err != nil || c.aborted || p.c != c || p.State != api.EPActiveConnectionPending {
 		c.failConnect(api.ConnectionNonPeerRejectedEvent, nil)
 		mu.Unlock()
 		_ = nc.Close()
 		return
 	}
 	_ = nc.SetDeadline(time.Time{})
-	c.negotiate(&p.attr, &c.hs)
-	p.state = api.EPConnected
-	p.peerPD = c.pd
-	c.begin(p, p.peerPD)
+	c.negotiate(&p.Attr, &c.hs)
+	p.State = api.EPConnected
+	p.PeerPD = c.pd
+	c.begin(p, p.PeerPD)
 	mu.Unlock()
 	c.readLoop()
 }
@@ -207,10 +207,10 @@ func dialEvent(ctx context.Context, err error) api.EventNumber {
 // abandoned. ia.mu is held.
 func (c *conn) failConnect(ev api.EventNumber, pd []byte) {
 	p := c.ep
-	if c.aborted || p.c != c || p.state != api.EPActiveConnectionPending {
+	if c.aborted || p.c != c || p.State != api.EPActiveConnectionPending {
 		return
 	}
 	c.aborted = true
-	p.peerPD = pd
+	p.PeerPD = pd
 	p.toDisconnected(ev, pd)
 }

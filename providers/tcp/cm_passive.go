@@ -180,8 +180,8 @@ func (c *conn) passive(sp servicePoint) {
 		}
 		mu.Lock()
 		p := c.ep
-		if err != nil || r.Type != hsReady || c.aborted || p.c != c || p.state != api.EPCompletionPending {
-			if p.c == c && p.state == api.EPCompletionPending {
+		if err != nil || r.Type != hsReady || c.aborted || p.c != c || p.State != api.EPCompletionPending {
+			if p.c == c && p.State == api.EPCompletionPending {
 				p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
 			}
 			mu.Unlock()
@@ -189,8 +189,8 @@ func (c *conn) passive(sp servicePoint) {
 			return
 		}
 		_ = nc.SetDeadline(time.Time{})
-		c.negotiate(&p.attr, &c.hs)
-		p.state = api.EPConnected
+		c.negotiate(&p.Attr, &c.hs)
+		p.State = api.EPConnected
 		c.begin(p, nil)
 		mu.Unlock()
 		c.readLoop()
@@ -331,8 +331,8 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if p.state != api.EPUnconnected {
-		return nil, p.stateErr("CreateRSP")
+	if p.State != api.EPUnconnected {
+		return nil, p.StateErr("CreateRSP")
 	}
 	if err := i.rsps.Room(); err != nil {
 		return nil, err
@@ -342,7 +342,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 		return nil, err
 	}
 	r := &rsp{ia: i, l: l, ep: p, evd: e}
-	p.state = api.EPReserved
+	p.State = api.EPReserved
 	i.rsps.Add(r)
 	i.wg.Add(1)
 	go i.acceptLoop(&r.l, r)
@@ -352,7 +352,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 func (r *rsp) port() api.ConnQual { return r.l.qual }
 
 func (r *rsp) arrive(pr *pendingReq) bool {
-	if r.l.stopped || r.consumed || r.ep.state != api.EPReserved {
+	if r.l.stopped || r.consumed || r.ep.State != api.EPReserved {
 		return false
 	}
 	c := &cr{ia: r.ia, rsp: r, qual: r.l.qual, pr: pr, local: r.ep}
@@ -363,7 +363,7 @@ func (r *rsp) arrive(pr *pendingReq) bool {
 	}
 	r.stop()
 	r.consumed = true
-	r.ep.state = api.EPPassiveConnectionPending
+	r.ep.State = api.EPPassiveConnectionPending
 	pr.cr = c
 	r.ia.crs.Add(c)
 	return true
@@ -391,8 +391,8 @@ func (r *rsp) Free() error {
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
 	r.stop()
-	if !r.consumed && r.ep.state == api.EPReserved {
-		r.ep.state = api.EPUnconnected
+	if !r.consumed && r.ep.State == api.EPReserved {
+		r.ep.State = api.EPUnconnected
 	}
 	r.ia.rsps.Remove(r)
 	return nil
@@ -447,10 +447,10 @@ func (c *cr) releaseLocal() {
 	c.local = nil
 	switch {
 	case p == nil || p.freed:
-	case p.providerOwned:
+	case p.ProviderOwned:
 		p.destroy()
-	case p.state == api.EPPassiveConnectionPending:
-		p.state = api.EPUnconnected
+	case p.State == api.EPPassiveConnectionPending:
+		p.State = api.EPUnconnected
 	}
 }
 
@@ -477,15 +477,15 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if err != nil {
 		return err
 	}
-	if p.state != want {
-		return p.stateErr("accepting a connection request")
+	if p.State != want {
+		return p.StateErr("accepting a connection request")
 	}
 	c.finish()
 	c.local = nil
 	k := c.pr.c
-	p.providerOwned = false
-	p.state = api.EPCompletionPending
-	p.localPort, p.remoteAddr, p.remotePort = c.qual, c.remoteAddr(), api.ConnQual(k.hs.PortQual)
+	p.ProviderOwned = false
+	p.State = api.EPCompletionPending
+	p.LocalPort, p.RemoteAddr, p.RemotePort = c.qual, c.remoteAddr(), api.ConnQual(k.hs.PortQual)
 	k.ep = p
 	p.adopt(k)
 	k.out = helloFor(p, hsAccept, 0)

@@ -126,9 +126,9 @@ func (c *conn) negotiate(a *api.EPAttr, peer *hsMsg) {
 // hello builds this side's handshake message for EP p. ia.mu is held.
 func helloFor(p *ep, typ uint16, pdLen int) hsMsg {
 	m := hsMsg{Version: wireVersion, Type: typ, PDLen: uint16(pdLen),
-		MaxMsg: p.attr.MaxMessageSize, MaxRDMA: p.attr.MaxRDMASize,
-		ReadsIn: uint32(max(1, p.attr.MaxRDMAReadIn)), ReadsOut: uint32(max(1, p.attr.MaxRDMAReadOut)),
-		PortQual: uint64(p.localPort), QOS: uint32(p.attr.QOS)}
+		MaxMsg: p.Attr.MaxMessageSize, MaxRDMA: p.Attr.MaxRDMASize,
+		ReadsIn: uint32(max(1, p.Attr.MaxRDMAReadIn)), ReadsOut: uint32(max(1, p.Attr.MaxRDMAReadOut)),
+		PortQual: uint64(p.LocalPort), QOS: uint32(p.Attr.QOS)}
 	if p.srq != nil {
 		m.Flags |= hsFlagSRQ
 	}

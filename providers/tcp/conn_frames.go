@@ -379,7 +379,7 @@ func (c *conn) ackIn(f *frame, late bool) bool {
 		p.lost(c)
 		return false
 	}
-	if late && p.state == api.EPConnected && c.nextTx == p.reqs.Len() && c.isQuiet() {
+	if late && p.State == api.EPConnected && c.nextTx == p.reqs.Len() && c.isQuiet() {
 		// Nothing waits to start: only completions are due, and they
 		// can wait for the consumer's answer (reapLate).
 		if !p.ackMark(c, f.Ack) {

@@ -140,13 +140,13 @@ func (p *ep) post(w *reqWR) error {
 
 // postLocked queues w and starts what can start. ia.mu is held.
 func (p *ep) postLocked(w *reqWR) error {
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 	case api.EPDisconnected:
 		p.complete(w, api.DTOErrFlushed)
 		return nil
 	default:
-		return p.stateErr(w.kind.Posting())
+		return p.StateErr(w.kind.Posting())
 	}
 	if p.reqsFull() {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype,
@@ -164,10 +164,10 @@ func (p *ep) postLocked(w *reqWR) error {
 // outstanding; requests a late ACK finished are completed first, as they
 // hold no room. ia.mu is held.
 func (p *ep) reqsFull() bool {
-	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+	if p.reqs.Len() >= p.Attr.MaxRequestDTOs {
 		p.settleLate()
 	}
-	return p.reqs.Len() >= p.attr.MaxRequestDTOs
+	return p.reqs.Len() >= p.Attr.MaxRequestDTOs
 }
 
 // settleLate completes the requests a late ACK on the EP's connection
@@ -352,7 +352,7 @@ func (p *ep) reap() {
 			c.nextTx--
 		}
 	}
-	if p.state == api.EPDisconnectPending && p.reqs.Len() == 0 {
+	if p.State == api.EPDisconnectPending && p.reqs.Len() == 0 {
 		p.disconnectNow()
 	}
 }
@@ -388,11 +388,11 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	switch {
 	case p.srq != nil:
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
-	case p.state == api.EPDisconnected:
+	case p.State == api.EPDisconnected:
 		rw := recvWR{cookie: cookie, flags: flags}
 		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 		return nil
-	case p.recvs.Len() >= p.attr.MaxRecvDTOs:
+	case p.recvs.Len() >= p.Attr.MaxRecvDTOs:
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
 	}
 	s := p.recvs.PushBack()
@@ -428,7 +428,7 @@ func (p *ep) recvPZ() *pz {
 // and the send was not solicited. ia.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 	if notify && p.c != nil {
 		p.c.rxWoke = true

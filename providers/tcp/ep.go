@@ -1,7 +1,6 @@
 package tcp
 
 import (
-	"fmt"
 	"net"
 	"slices"
 
@@ -14,26 +13,16 @@ import (
 // ia.mu. See the package documentation for the state machine.
 type ep struct {
 	api.ContextSlot
+	epattr.Endpoint        // attributes, state, connection ends, watermarks
 	ia                     *ia
 	pz                     *pz
 	recvEVD, reqEVD, cnEVD *evd
 	srq                    *srq
-	attr                   api.EPAttr
-	state                  api.EPState
-	providerOwned          bool
 	freed                  bool
 	recvs                  ring.Ring[recvWR]
 	reqs                   ring.Ring[reqWR]
 	c                      *conn   // the current connection or attempt
 	conns                  []*conn // every connection whose goroutines may still run
-	localPort, remotePort  api.ConnQual
-	remoteAddr             net.Addr
-	peerPD                 []byte
-	wm                     epattr.Watermarks
-}
-
-func (p *ep) stateErr(what string) error {
-	return api.Errorf(api.InvalidState, p.state.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, p.state))
 }
 
 // CreateEP creates an Endpoint in the UNCONNECTED state
@@ -81,7 +70,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 		return nil, err
 	}
 	p := &ep{ia: i, pz: pzOf(pzArg), recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD),
-		srq: s, attr: a, state: api.EPUnconnected}
+		srq: s, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
 	if s != nil {
 		s.eps++
 	}
@@ -99,7 +88,7 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a.MaxRDMAReadIn = int(min(h.ReadsOut, maxRDMAReadPerEP))
 	a.MaxRDMAReadOut = int(min(h.ReadsIn, maxRDMAReadPerEP))
 	a = withDefaults(a)
-	p := &ep{ia: i, attr: a, state: api.EPTentativeConnectionPending, providerOwned: true}
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
 	i.eps.Add(p)
 	return p
 }
@@ -127,14 +116,8 @@ func (p *ep) Query() (api.EPParam, error) {
 	if p.freed {
 		return api.EPParam{}, errEPFreed
 	}
-	prm := api.EPParam{
-		IA: p.ia, State: p.state, LocalAddr: &net.IPAddr{IP: p.ia.ip}, LocalPortQual: p.localPort,
-		RemoteAddr: p.remoteAddr, RemotePortQual: p.remotePort,
-		PZ: pzOrNil(p.pz), RecvEVD: evdOrNil(p.recvEVD), RequestEVD: evdOrNil(p.reqEVD),
-		ConnectEVD: evdOrNil(p.cnEVD), Attr: p.attr,
-	}
-	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
-	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
+	prm := p.Param(p.ia, &net.IPAddr{IP: p.ia.ip})
+	prm.PZ, prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = pzOrNil(p.pz), evdOrNil(p.recvEVD), evdOrNil(p.reqEVD), evdOrNil(p.cnEVD)
 	if p.srq != nil {
 		prm.SRQ = p.srq
 	}
@@ -150,7 +133,7 @@ func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 		return 0, false, false, errEPFreed
 	}
 	p.settleLate()
-	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
+	return p.State, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
 }
 
 // Modify changes the parameters mask selects (dat_ep_modify(3DAT)), with
@@ -165,10 +148,10 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if !epattr.Modifiable(p.state, mask) {
-		return p.stateErr("modifying these EP parameters")
+	if !epattr.Modifiable(p.State, mask) {
+		return p.StateErr("modifying these EP parameters")
 	}
-	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, epLimits, p.recvs.Len())
+	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits, p.recvs.Len())
 	if err != nil {
 		return err
 	}
@@ -184,7 +167,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if mask&api.EPFieldConnectEVD != 0 {
 		p.cnEVD = evdOf(prm.ConnectEVD)
 	}
-	p.attr = a
+	p.Attr = a
 	return nil
 }
 
@@ -193,14 +176,14 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 func (p *ep) Reset() error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	switch p.state {
+	switch p.State {
 	case api.EPUnconnected:
 	case api.EPDisconnected:
-		p.state = api.EPUnconnected
-		p.localPort, p.remotePort, p.remoteAddr, p.peerPD = 0, 0, nil, nil
+		p.State = api.EPUnconnected
+		p.LocalPort, p.RemotePort, p.RemoteAddr, p.PeerPD = 0, 0, nil, nil
 		p.c = nil
 	default:
-		return p.stateErr("Reset")
+		return p.StateErr("Reset")
 	}
 	return nil
 }
@@ -211,9 +194,9 @@ func (p *ep) Reset() error {
 // the EP's connections have ended.
 func (p *ep) Free() error {
 	p.ia.mu.Lock()
-	switch p.state {
+	switch p.State {
 	case api.EPReserved, api.EPPassiveConnectionPending, api.EPTentativeConnectionPending:
-		err := p.stateErr("Free")
+		err := p.StateErr("Free")
 		p.ia.mu.Unlock()
 		return err
 	}
@@ -228,7 +211,7 @@ func (p *ep) Free() error {
 // destroy tears the EP down and returns the connections to wait for.
 // ia.mu is held.
 func (p *ep) destroy() []*conn {
-	switch p.state {
+	switch p.State {
 	case api.EPConnected, api.EPDisconnectPending:
 		p.c.shutdown(true, true, true, true)
 	case api.EPActiveConnectionPending, api.EPCompletionPending:
@@ -241,7 +224,7 @@ func (p *ep) destroy() []*conn {
 			c.abort()
 		}
 	}
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 	p.freed = true
 	p.recvs.Clear()
 	for p.reqs.Len() > 0 {
@@ -275,14 +258,14 @@ func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 // toDisconnected moves the EP to DISCONNECTED, flushes its outstanding
 // DTOs and posts event n. ia.mu is held.
 func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 	p.flush()
 	p.connEvent(n, pd)
 }
 
 // live reports whether c is p's connection in the data transfer phase.
 func (p *ep) live(c *conn) bool {
-	return p.c == c && (p.state == api.EPConnected || p.state == api.EPDisconnectPending)
+	return p.c == c && (p.State == api.EPConnected || p.State == api.EPDisconnectPending)
 }
 
 // breakConn ends the connection after a DTO error: BROKEN, and the peer
@@ -332,11 +315,11 @@ func (p *ep) disconnectNow() {
 func (p *ep) Disconnect(flags api.CloseFlags) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 		p.settleLate()
 		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
-			p.state = api.EPDisconnectPending
+			p.State = api.EPDisconnectPending
 			return nil
 		}
 		p.disconnectNow()
@@ -349,7 +332,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
 	case api.EPDisconnected:
 	default:
-		return p.stateErr("Disconnect")
+		return p.StateErr("Disconnect")
 	}
 	return nil
 }
@@ -374,8 +357,8 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	p.attr.SRQSoftHighWatermark = soft
-	p.wm.Set(soft, hard)
+	p.Attr.SRQSoftHighWatermark = soft
+	p.WM.Set(soft, hard)
 	if p.watermarks(p.heldRecvs()) {
 		p.breakConn(p.c, false)
 	}
@@ -398,9 +381,9 @@ func (p *ep) heldRecvs() int {
 // whether the hard one is exceeded on a connection that is up, for the
 // caller to break it. ia.mu is held.
 func (p *ep) watermarks(held int) bool {
-	soft, hard := p.wm.Check(held)
+	soft, hard := p.WM.Check(held)
 	if soft {
 		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
 	}
-	return hard && p.state == api.EPConnected && p.c != nil
+	return hard && p.State == api.EPConnected && p.c != nil
 }

@@ -143,7 +143,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
 	}
 	w := reqWR{kind: reqBind, cookie: cookie, flags: flags, rmr: r}
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 		if p.reqsFull() {
 			return 0, api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
@@ -155,7 +155,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		p.complete(&w, api.DTOErrFlushed)
 		return w.rctx, nil
 	default:
-		return 0, p.stateErr("binding an RMR")
+		return 0, p.StateErr("binding an RMR")
 	}
 	r.unbind()
 	r.reg.VA = va

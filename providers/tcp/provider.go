@@ -10,6 +10,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/iaattr"
 )
 
@@ -31,15 +32,9 @@ type Provider struct{}
 // anything else there, or a bad value, is ErrInvalidParameter. Each call
 // opens a new, independent IA.
 func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
-	if ctx.Err() != nil {
-		return nil, api.ContextError(ctx)
-	}
-	qlen := p.AsyncEVDQLen
-	if qlen < 1 {
-		qlen = 1
-	}
-	if qlen > maxEVDQLen {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxEVDQLen))
+	qlen, err := dispatch.CheckOpen(ctx, p, maxEVDQLen)
+	if err != nil {
+		return nil, err
 	}
 	opts, err := parseOptions(p.PlatformParams)
 	if err != nil {

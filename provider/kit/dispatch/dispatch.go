@@ -166,3 +166,18 @@ func (c *CNO) Free() error {
 	c.C.Close()
 	return nil
 }
+
+// CheckOpen is the start of a software provider's Open
+// (dat_ia_open(3DAT)): it fails if ctx has ended, and returns the length
+// of the async EVD's queue, p.AsyncEVDQLen but at least 1; more than
+// maxQLen is ErrInvalidParameter.
+func CheckOpen(ctx context.Context, p api.OpenParams, maxQLen int) (qlen int, err error) {
+	if ctx.Err() != nil {
+		return 0, api.ContextError(ctx)
+	}
+	qlen = max(p.AsyncEVDQLen, 1)
+	if qlen > maxQLen {
+		return 0, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("async EVD queue length %d exceeds %d", qlen, maxQLen))
+	}
+	return qlen, nil
+}

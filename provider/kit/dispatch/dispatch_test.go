@@ -257,3 +257,20 @@ func TestCNOResults(t *testing.T) {
 		t.Fatal("a freed CNO still reports a descriptor")
 	}
 }
+
+func TestCheckOpen(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if n, err := CheckOpen(ctx, api.OpenParams{}, 8); err != nil || n != 1 {
+		t.Errorf("no queue length asked: %d, %v; want 1", n, err)
+	}
+	if n, err := CheckOpen(ctx, api.OpenParams{AsyncEVDQLen: 8}, 8); err != nil || n != 8 {
+		t.Errorf("the largest queue length: %d, %v", n, err)
+	}
+	if _, err := CheckOpen(ctx, api.OpenParams{AsyncEVDQLen: 9}, 8); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("too long a queue: %v", err)
+	}
+	cancel()
+	if _, err := CheckOpen(ctx, api.OpenParams{}, 8); err == nil {
+		t.Error("an ended context opens")
+	}
+}

@@ -95,3 +95,22 @@ func TestWatermarks(t *testing.T) {
 		t.Errorf("infinite watermarks fired: soft %v hard %v", s, h)
 	}
 }
+
+func TestEndpoint(t *testing.T) {
+	e := Endpoint{State: api.EPDisconnected, LocalPort: 7, RemotePort: 9}
+	e.Attr.MaxMessageSize = 64
+	e.Attr.ProviderSpecific = []api.NamedAttr{{Name: "a", Value: "1"}}
+	err := e.StateErr("posting a send")
+	var de *api.Error
+	if !errors.As(err, &de) || de.Type != api.InvalidState || de.Sub != api.EPDisconnected.StateSubtype() {
+		t.Fatalf("StateErr: %v", err)
+	}
+	prm := e.Param(nil, nil)
+	if prm.State != api.EPDisconnected || prm.LocalPortQual != 7 || prm.RemotePortQual != 9 || prm.Attr.MaxMessageSize != 64 {
+		t.Fatalf("Param: %+v", prm)
+	}
+	prm.Attr.ProviderSpecific[0].Value = "changed"
+	if e.Attr.ProviderSpecific[0].Value != "1" {
+		t.Fatal("Param hands out the EP's own attribute list")
+	}
+}

@@ -1,0 +1,49 @@
+package epattr
+
+import (
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/godat/godat/api"
+)
+
+// Endpoint is what a software provider records of an EP alike, whatever
+// moves its data: attributes, state, the two ends of its connection, the
+// private data of its last connection event, and its receive watermarks.
+// A provider's EP type embeds it and guards it with the lock that guards
+// the EP.
+type Endpoint struct {
+	Attr  api.EPAttr
+	State api.EPState
+	// ProviderOwned marks an EP a PSPProvider service point created for a
+	// connection request and that is not yet accepted
+	// (dat_psp_create(3DAT)).
+	ProviderOwned bool
+
+	LocalPort, RemotePort api.ConnQual
+	RemoteAddr            net.Addr
+	PeerPD                []byte // private data of the ESTABLISHED or PEER_REJECTED event
+	WM                    Watermarks
+}
+
+// StateErr is the error for a call, described by what ("posting a
+// send"), that the EP's state does not allow: ErrInvalidState with the
+// state's subtype.
+func (e *Endpoint) StateErr(what string) error {
+	return api.Errorf(api.InvalidState, e.State.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, e.State))
+}
+
+// Param returns the EP's parameters as dat_ep_query(3DAT) reports them,
+// with ia and the local address local filled in; the provider adds the
+// PZ, the EVDs and the SRQ, whose objects it holds. The attributes' named
+// lists are copies.
+func (e *Endpoint) Param(ia api.IA, local net.Addr) api.EPParam {
+	prm := api.EPParam{
+		IA: ia, State: e.State, LocalAddr: local, LocalPortQual: e.LocalPort,
+		RemoteAddr: e.RemoteAddr, RemotePortQual: e.RemotePort, Attr: e.Attr,
+	}
+	prm.Attr.TransportSpecific = slices.Clone(e.Attr.TransportSpecific)
+	prm.Attr.ProviderSpecific = slices.Clone(e.Attr.ProviderSpecific)
+	return prm
+}
