@@ -194,7 +194,7 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 		return true
 	}
 	rw := q.takeRecv()
-	dst, room, ok := q.ia.gather(fabric.segB[:0], rw.iov, q.recvPZ(), api.MemPrivLocalWrite)
+	dst, room, ok := q.ia.gather(fabric.segB[:0], rw.IOV, q.recvPZ(), api.MemPrivLocalWrite)
 	defer clear(dst)
 	switch {
 	case !ok:
@@ -318,15 +318,15 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	case p.srq != nil:
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	case p.State == api.EPDisconnected:
-		rw := recvWR{cookie: cookie, flags: flags}
+		rw := recvWR{Cookie: cookie, Flags: flags}
 		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 		return nil
 	case p.recvs.Len() >= p.Attr.MaxRecvDTOs:
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
 	}
 	s := p.recvs.PushBack()
-	s.cookie, s.flags = cookie, flags
-	s.iov = append(s.iov[:0], iov...)
+	s.Cookie, s.Flags = cookie, flags
+	s.IOV = append(s.IOV[:0], iov...)
 	if p.watermarks(p.recvs.Len()) {
 		p.breakConnection()
 		return nil
@@ -340,7 +340,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 // nextRecv returns the receive the next message to p would use, or nil.
 func (p *ep) nextRecv() *recvWR {
 	if p.srq != nil {
-		return p.srq.recvs.Front()
+		return p.srq.Front()
 	}
 	return p.recvs.Front()
 }
@@ -349,7 +349,7 @@ func (p *ep) nextRecv() *recvWR {
 // result stays valid until the next receive is posted.
 func (p *ep) takeRecv() *recvWR {
 	if s := p.srq; s != nil {
-		return s.take()
+		return s.Take()
 	}
 	rw := p.recvs.Front()
 	p.recvs.PopFront()
@@ -370,7 +370,7 @@ func (p *ep) recvPZ() *pz {
 // solicited. fabric.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := completion.Receive(&ev, p, rw.Cookie, rw.Flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -30,11 +31,7 @@ type ep struct {
 }
 
 // recvWR is a posted receive.
-type recvWR struct {
-	cookie api.Cookie
-	flags  api.CompletionFlags
-	iov    []api.LMRTriplet
-}
+type recvWR = completion.Recv
 
 var errEPFreed = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/ring"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -12,15 +11,12 @@ import (
 // guarded by fabric.mu.
 type srq struct {
 	api.ContextSlot
-	ia     *ia
-	pz     *pz
-	max    int
-	maxIOV int
-	lw     int
-	armed  bool // the low-watermark event has not fired since SetLW
-	recvs  ring.Ring[recvWR]
-	eps    []*ep // EPs taking receives from it, in creation order
-	freed  bool
+	srqattr.Queue // the posted receives, size and low watermark
+
+	ia    *ia
+	pz    *pz
+	eps   []*ep // EPs taking receives from it, in creation order
+	freed bool
 }
 
 var errSRQFreed = api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ was freed")
@@ -48,10 +44,10 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	if err := i.srqs.Room(); err != nil {
 		return nil, err
 	}
-	s := &srq{ia: i, pz: z, max: attr.MaxRecvDTOs, maxIOV: attr.MaxRecvIOV}
+	s := &srq{ia: i, pz: z}
 	i.srqs.Add(s)
 	z.users++
-	s.setLW(attr.LowWatermark)
+	s.Init(attr, maxRecvPerSRQ, func() { i.postAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	return s, nil
 }
 
@@ -68,9 +64,9 @@ func (s *srq) Query() (api.SRQParam, error) {
 	if s.freed {
 		return api.SRQParam{}, errSRQFreed
 	}
-	n := s.recvs.Len()
-	return api.SRQParam{IA: s.ia, State: api.SRQStateOperational, PZ: s.pz, MaxRecvDTOs: s.max,
-		MaxRecvIOV: s.maxIOV, LowWatermark: s.lw, AvailableDTOCount: n, OutstandingDTOCount: n}, nil
+	prm := s.Param()
+	prm.IA, prm.PZ = s.ia, s.pz
+	return prm, nil
 }
 
 // PostRecv adds a receive buffer (dat_srq_post_recv(3DAT)); it completes
@@ -79,24 +75,18 @@ func (s *srq) Query() (api.SRQParam, error) {
 // is ErrInsufficientResources. Sends waiting for a receive at EPs on the
 // SRQ are delivered now.
 func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
-	if len(iov) > maxIOV {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("%d segments exceed %d", len(iov), maxIOV))
-	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	if s.freed {
 		return errSRQFreed
 	}
-	if s.recvs.Len() >= s.max {
-		return api.Errorf(api.InsufficientResources, api.SubResourceSRQ, fmt.Sprintf("the SRQ holds its maximum of %d receives", s.max))
+	if err := s.Post(iov, cookie); err != nil {
+		return err
 	}
-	w := s.recvs.PushBack()
-	w.cookie, w.flags = cookie, 0
-	w.iov = append(w.iov[:0], iov...)
 	for _, p := range s.eps {
 		if q := p.peer; q != nil && q.reqs.Len() > 0 {
 			q.pump()
-			if s.recvs.Len() == 0 {
+			if s.Len() == 0 {
 				break
 			}
 		}
@@ -104,47 +94,16 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	return nil
 }
 
-// take removes the next receive for an EP's incoming message and fires
-// the low-watermark event if the count dropped below it. The result stays
-// valid until the next PostRecv. fabric.mu is held.
-func (s *srq) take() *recvWR {
-	w := s.recvs.Front()
-	s.recvs.PopFront()
-	s.checkLW()
-	return w
-}
-
-// checkLW fires the armed low-watermark event when fewer receives than
-// the watermark are available.
-func (s *srq) checkLW() {
-	if s.armed && s.recvs.Len() < s.lw {
-		s.armed = false
-		s.ia.postAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark)
-	}
-}
-
-func (s *srq) setLW(lw int) {
-	s.lw, s.armed = lw, lw > 0
-	s.checkLW()
-}
-
 // Resize changes the maximum number of receives (dat_srq_resize(3DAT)):
 // ErrInvalidState if more receives are posted, or the new size is below
 // the low watermark.
 func (s *srq) Resize(n int) error {
-	if err := srqattr.CheckSize(n, maxRecvPerSRQ); err != nil {
-		return err
-	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	if s.freed {
 		return errSRQFreed
 	}
-	if err := srqattr.CheckResize(n, s.recvs.Len(), s.lw); err != nil {
-		return err
-	}
-	s.max = n
-	return nil
+	return s.Queue.Resize(n)
 }
 
 // SetLW sets the low watermark and arms its one-shot event, which fires at
@@ -159,11 +118,7 @@ func (s *srq) SetLW(lw int) error {
 	if s.freed {
 		return errSRQFreed
 	}
-	if err := srqattr.CheckLW(lw, s.max); err != nil {
-		return err
-	}
-	s.setLW(lw)
-	return nil
+	return s.Queue.SetLW(lw)
 }
 
 // Free destroys the SRQ and the receives on it (dat_srq_free(3DAT)):
@@ -178,7 +133,7 @@ func (s *srq) Free() error {
 		return api.Errorf(api.InvalidState, api.SubStateSRQInUse, fmt.Sprintf("%d EP(s) use the SRQ", len(s.eps)))
 	}
 	s.freed = true
-	s.recvs.Clear()
+	s.Clear()
 	s.pz.users--
 	s.ia.srqs.Remove(s)
 	return nil

@@ -158,16 +158,16 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 	}
 	var rw *recvWR
 	if s := p.srq; s != nil {
-		if s.recvs.Len() == 0 && c.ackDue() {
+		if s.Len() == 0 && c.ackDue() {
 			c.cond.Signal() // the ACK owed must not wait for the SRQ
 		}
-		for s.recvs.Len() == 0 && !c.closing {
+		for s.Len() == 0 && !c.closing {
 			c.ia.srqCond.Wait()
 		}
 		if c.closing {
 			return nil, false
 		}
-		rw = s.take()
+		rw = s.Take()
 	} else {
 		if p.recvs.Len() == 0 {
 			p.lost(c) // the peer sent without a credit
@@ -176,8 +176,8 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 		rw = p.recvs.Front()
 		p.recvs.PopFront()
 	}
-	c.cur.cookie, c.cur.flags = rw.cookie, rw.flags
-	dst, room, ok := p.ia.mem.Gather(c.rsegs[:0], rw.iov, p.recvPZ(), api.MemPrivLocalWrite)
+	c.cur.Cookie, c.cur.Flags = rw.Cookie, rw.Flags
+	dst, room, ok := p.ia.mem.Gather(c.rsegs[:0], rw.IOV, p.recvPZ(), api.MemPrivLocalWrite)
 	c.rsegs = dst[:0]
 	inval := f.Type == frSendInv
 	var bad api.DTOStatus

@@ -50,11 +50,7 @@ type reqWR struct {
 }
 
 // recvWR is a posted receive.
-type recvWR struct {
-	cookie api.Cookie
-	flags  api.CompletionFlags
-	iov    []api.LMRTriplet
-}
+type recvWR = completion.Recv
 
 // PostSend sends the bytes iov names (dat_ep_post_send(3DAT)). Valid in
 // CONNECTED; in DISCONNECTED the send is flushed at once; otherwise
@@ -389,15 +385,15 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	case p.srq != nil:
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	case p.State == api.EPDisconnected:
-		rw := recvWR{cookie: cookie, flags: flags}
+		rw := recvWR{Cookie: cookie, Flags: flags}
 		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 		return nil
 	case p.recvs.Len() >= p.Attr.MaxRecvDTOs:
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
 	}
 	s := p.recvs.PushBack()
-	s.cookie, s.flags = cookie, flags
-	s.iov = append(s.iov[:0], iov...)
+	s.Cookie, s.Flags = cookie, flags
+	s.IOV = append(s.IOV[:0], iov...)
 	if p.watermarks(p.heldRecvs()) {
 		p.breakConn(p.c, false)
 		return nil
@@ -428,7 +424,7 @@ func (p *ep) recvPZ() *pz {
 // and the send was not solicited. ia.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := completion.Receive(&ev, p, rw.Cookie, rw.Flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 	if notify && p.c != nil {
 		p.c.rxWoke = true

@@ -11,6 +11,15 @@ package completion
 
 import "github.com/godat/godat/api"
 
+// Recv is a posted receive buffer, on an EP's receive queue or an SRQ
+// (dat_ep_post_recv(3DAT), dat_srq_post_recv(3DAT)): what its completion
+// reports and the memory a message fills.
+type Recv struct {
+	Cookie api.Cookie
+	Flags  api.CompletionFlags
+	IOV    []api.LMRTriplet
+}
+
 // Kind is the kind of a request on an EP's request queue.
 type Kind uint8
 

@@ -1,7 +1,8 @@
-// Package srqattr holds the argument and state checks of a shared receive
-// queue that godat's software providers share (dat_srq_create(3DAT),
-// dat_srq_resize(3DAT), dat_srq_set_lw(3DAT)). The queue itself, and how
-// receives leave it, stay in the provider.
+// Package srqattr holds what godat's software providers share of a shared
+// receive queue: the argument and state checks of dat_srq_create(3DAT),
+// dat_srq_resize(3DAT) and dat_srq_set_lw(3DAT), and Queue, the posted
+// receives with the size and low-watermark rules. How receives reach the
+// EPs that use the SRQ stays in the provider.
 package srqattr
 
 import (
