@@ -8,12 +8,10 @@ package main
 
 const (
 	lbDTO = "providers/loopback/dto.go"
-	lbSRQ = "providers/loopback/srq.go"
 	lbEP  = "providers/loopback/ep.go"
 	lbMem = "providers/loopback/mem.go"
 	lbCM  = "providers/loopback/cm.go"
 	tcDTO = "providers/tcp/dto.go"
-	tcSRQ = "providers/tcp/srq.go"
 	tcMem = "providers/tcp/mem.go"
 	tcFrm = "providers/tcp/conn_frames.go"
 	gHdr  = "registry/guard.go"
@@ -81,14 +79,6 @@ var mutants = []mutant{
 		new: "q.completeRecv(rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)"},
 	{id: "lb-solicited", area: "loopback", file: lbDTO, desc: "every message is taken as solicited",
 		old: "w.flags&api.CompletionSolicitedWait != 0)", new: "true)"},
-	{id: "lb-srq-max", area: "loopback", file: lbSRQ, desc: "an SRQ takes one receive more than its size",
-		old: "\tif s.recvs.Len() >= s.max {", new: "\tif s.recvs.Len() > s.max {"},
-	{id: "lb-srq-lw", area: "loopback", file: lbSRQ, desc: "the SRQ low watermark fires at the watermark, not below",
-		old: "s.armed && s.recvs.Len() < s.lw", new: "s.armed && s.recvs.Len() <= s.lw"},
-	{id: "lb-srq-resize", area: "loopback", file: lbSRQ, desc: "an SRQ shrinks to one below the receives it holds",
-		old: "srqattr.CheckResize(n, s.recvs.Len(), s.lw)", new: "srqattr.CheckResize(n, s.recvs.Len()-1, s.lw)"},
-	{id: "lb-srq-take-lw", area: "loopback", file: lbSRQ, desc: "taking a receive never fires the low watermark",
-		old: "\ts.recvs.PopFront()\n\ts.checkLW()\n", new: "\ts.recvs.PopFront()\n"},
 	{id: "lb-graceful", area: "loopback", file: lbEP, desc: "a graceful disconnect flushes waiting sends",
 		old: "flags == api.CloseGraceful && p.reqs.Len() > 0", new: "false && flags == api.CloseGraceful"},
 	{id: "lb-recv-idle", area: "loopback", file: lbEP, desc: "recv_idle ignores one posted receive",
@@ -129,14 +119,6 @@ var mutants = []mutant{
 		old: "\tp.recvEVD.post(&ev, notify)", new: "\tp.recvEVD.post(&ev, notify || rw.flags&api.CompletionUnsignalled != 0)"},
 	{id: "tcp-fence", area: "tcp", file: tcDTO, desc: "a barrier fence does not wait for reads in flight",
 		old: "w.flags&api.CompletionBarrierFence != 0 && c.inFlight > 0", new: "w.flags&api.CompletionBarrierFence != 0 && c.inFlight > 1"},
-	{id: "tcp-srq-max", area: "tcp", file: tcSRQ, desc: "an SRQ takes one receive more than its size",
-		old: "\tif s.recvs.Len() >= s.max {", new: "\tif s.recvs.Len() > s.max {"},
-	{id: "tcp-srq-lw", area: "tcp", file: tcSRQ, desc: "the SRQ low watermark fires at the watermark, not below",
-		old: "s.armed && s.recvs.Len() < s.lw", new: "s.armed && s.recvs.Len() <= s.lw"},
-	{id: "tcp-srq-resize", area: "tcp", file: tcSRQ, desc: "an SRQ shrinks to one below the receives it holds",
-		old: "srqattr.CheckResize(n, s.recvs.Len(), s.lw)", new: "srqattr.CheckResize(n, s.recvs.Len()-1, s.lw)"},
-	{id: "tcp-srq-take-lw", area: "tcp", file: tcSRQ, desc: "taking a receive never fires the low watermark",
-		old: "\ts.recvs.PopFront()\n\ts.checkLW()\n", new: "\ts.recvs.PopFront()\n"},
 	{id: "tcp-recv-room", area: "tcp", file: tcFrm, desc: "a message one byte longer than the receive is accepted",
 		old: "\tcase uint64(f.Len) > room:", new: "\tcase uint64(f.Len) > room+1:"},
 	{id: "tcp-recv-len", area: "tcp", file: tcFrm, desc: "a receive's completion reports the length less one",
@@ -235,6 +217,14 @@ var mutants = []mutant{
 		old: "\tif g.flags&need == 0 {", new: "\tif false && g.flags&need == 0 {"},
 
 	// --- internal packages shared by loopback and tcp ---
+	{id: "kit-srq-max", area: "kit", file: "provider/kit/srqattr/queue.go", desc: "an SRQ takes one receive more than its size",
+		old: "\tif q.recvs.Len() >= q.max {", new: "\tif q.recvs.Len() > q.max {"},
+	{id: "kit-srq-lw", area: "kit", file: "provider/kit/srqattr/queue.go", desc: "the SRQ low watermark fires at the watermark, not below",
+		old: "q.armed && q.recvs.Len() < q.lw", new: "q.armed && q.recvs.Len() <= q.lw"},
+	{id: "kit-srq-resize", area: "kit", file: "provider/kit/srqattr/queue.go", desc: "an SRQ shrinks to one below the receives it holds",
+		old: "CheckResize(n, q.recvs.Len(), q.lw)", new: "CheckResize(n, q.recvs.Len()-1, q.lw)"},
+	{id: "kit-srq-take-lw", area: "kit", file: "provider/kit/srqattr/queue.go", desc: "taking a receive never fires the low watermark",
+		old: "\tq.recvs.PopFront()\n\tq.checkLW()\n", new: "\tq.recvs.PopFront()\n"},
 	{id: "in-span", area: "kit", file: "provider/kit/memreg/memreg.go", desc: "a remote range one byte past its window is accepted",
 		old: "n > uint64(len(mem))-off {", new: "n > uint64(len(mem))-off+1 {"},
 	{id: "in-overflow-again", area: "kit", file: "provider/kit/eventq/queue.go", desc: "an overflow is reported only once per EVD",
