@@ -27,7 +27,8 @@
 //     a graceful dat_ia_close(3DAT) from them once for every provider;
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
 //     whose methods answer ErrModelNotSupported for the optional calls a
-//     provider leaves out (SRQs, RSPs, RMRs, CNOs with a descriptor, ...).
+//     provider leaves out (SRQs and the receive counts that go with them,
+//     RSPs, RMRs, CNOs with a descriptor, ...).
 //     A provider embeds them in its objects and defines what it supports;
 //     its own method wins over the base's.
 //

@@ -76,6 +76,7 @@ func TestUnsupportedBases(t *testing.T) {
 		"PostSendWithInvalidate": kit.UnsupportedEP{}.PostSendWithInvalidate(nil, 0, 0, true, 0),
 		"PostRDMAReadToRMR":      kit.UnsupportedEP{}.PostRDMAReadToRMR(api.RMRTriplet{}, 0, api.RMRTriplet{}, 0),
 		"Handoff":                kit.UnsupportedCR{}.Handoff(1),
+		"RecvQuery":              func() error { _, _, err := kit.UnsupportedEP{}.RecvQuery(); return err }(),
 	}
 	if fd != -1 {
 		t.Errorf("CreateCNOFD returned descriptor %d, want -1", fd)

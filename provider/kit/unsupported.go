@@ -47,8 +47,16 @@ type UnsupportedPZ struct{}
 func (UnsupportedPZ) CreateRMR() (api.RMR, error) { return nil, unsupported("RMRs") }
 
 // UnsupportedEP answers the EP's optional calls: duplicate connections,
-// sends that invalidate an RMR, and RDMA reads into an RMR.
+// sends that invalidate an RMR, RDMA reads into an RMR, and the receive
+// counts of dat_ep_recv_query(3DAT), which come with SRQs (the page allows
+// DAT_MODEL_NOT_SUPPORTED; the provider then reports
+// ProviderAttr.EPRecvInfoSupported as 0).
 type UnsupportedEP struct{}
+
+// RecvQuery fails: no receive buffer counts.
+func (UnsupportedEP) RecvQuery() (int, int, error) {
+	return 0, 0, unsupported("dat_ep_recv_query")
+}
 
 // DupConnect fails: no dat_ep_dup_connect.
 func (UnsupportedEP) DupConnect(api.EP, api.Timeout, []byte, api.QOS) error {
