@@ -1,0 +1,357 @@
+package minimal
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/connreq"
+)
+
+// Connection management. Connection qualifiers are process-wide, as ports
+// are on a host: the remote address of Connect must be an open IA's, and
+// any service point on the qualifier answers.
+
+// Connect starts a connection to the service point on q
+// (dat_ep_connect(3DAT)); the outcome arrives on the connect EVD.
+func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []byte, _ api.QOS, flags api.ConnectFlags) error {
+	a, ok := remote.(Addr)
+	if !ok {
+		return api.Errorf(api.InvalidAddress, api.SubAddressUnsupported, remote.String()+" is not a minimal address")
+	}
+	if err := connreq.CheckConnectFlags(flags, "minimal"); err != nil {
+		return err
+	}
+	fab.Lock()
+	defer fab.Unlock()
+	if p.state != api.EPUnconnected {
+		return p.stateErr("Connect")
+	}
+	p.connect(a, q, timeout, pd)
+	return nil
+}
+
+// DupConnect connects to where the connected EP dup is connected
+// (dat_ep_dup_connect(3DAT)).
+func (p *ep) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, _ api.QOS) error {
+	fab.Lock()
+	defer fab.Unlock()
+	d := dup.(*ep)
+	if p.state != api.EPUnconnected {
+		return p.stateErr("DupConnect")
+	}
+	if d.state != api.EPConnected {
+		return api.Errorf(api.InvalidState, d.state.StateSubtype(), "the EP to duplicate is not connected")
+	}
+	p.connect(d.raddr.(Addr), d.rport, timeout, pd)
+	return nil
+}
+
+// connect moves p to ACTIVE_CONNECTION_PENDING and delivers its request.
+func (p *ep) connect(a Addr, q api.ConnQual, timeout api.Timeout, pd []byte) {
+	fab.next++
+	p.state, p.lport, p.raddr, p.rport = api.EPActiveConnectionPending, api.ConnQual(fab.next), a, q
+	if fab.ias[a] == nil {
+		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
+		return
+	}
+	c := &cr{active: p, pd: bytes.Clone(pd), from: p.ia.addr, port: p.lport}
+	if pt := fab.quals[q]; pt == nil || !pt.arrive(c) {
+		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
+		return
+	}
+	p.cr = c
+	if timeout != api.TimeoutInfinite {
+		p.twg.Add(1)
+		var t *time.Timer
+		t = time.AfterFunc(timeout, func() {
+			defer p.twg.Done()
+			fab.Lock()
+			defer fab.Unlock()
+			if p.timer == t && p.state == api.EPActiveConnectionPending {
+				p.abandon()
+				p.toDisconnected(api.ConnectionTimedOutEvent, nil)
+			}
+		})
+		p.timer = t
+	}
+}
+
+func (p *ep) stopTimer() {
+	if p.timer != nil && p.timer.Stop() {
+		p.twg.Done()
+	}
+	p.timer = nil
+}
+
+// abandon detaches the active EP from its request: accepting it later
+// gives the acceptor ACCEPT_COMPLETION_ERROR.
+func (p *ep) abandon() {
+	if p.cr != nil {
+		p.cr.active, p.cr = nil, nil
+	}
+	p.stopTimer()
+}
+
+// point is what PSPs and RSPs share: a listener on a connection qualifier.
+type point struct {
+	api.ContextSlot
+	ia   *ia
+	self api.Object // the *psp or *rsp
+	qual api.ConnQual
+	evd  *evd
+	ep   *ep  // an RSP's EP
+	used bool // an RSP's request arrived
+}
+
+type psp struct{ point }
+type rsp struct{ point }
+
+// arrive delivers request c; false when the EVD is full (the backlog).
+func (pt *point) arrive(c *cr) bool {
+	c.pt, c.local = pt, pt.ep
+	ev := api.Event{Number: api.ConnectionRequestEvent,
+		CR: api.CRArrivalData{LocalAddr: pt.ia.addr, ConnQual: pt.qual, CR: c}}
+	ev.CR.PSP, _ = pt.self.(api.PSP)
+	ev.CR.RSP, _ = pt.self.(api.RSP)
+	if !pt.evd.Q.TryPost(&ev, true) {
+		return false
+	}
+	if pt.ep != nil {
+		pt.unlist()
+		pt.used, pt.ep.state = true, api.EPPassiveConnectionPending
+	}
+	pt.ia.crs.Add(c)
+	return true
+}
+
+func (pt *point) list(q api.ConnQual) error {
+	if fab.quals[q] != nil {
+		return api.Errorf(api.ConnQualInUse, api.NoSubtype, "connection qualifier "+strconv.FormatUint(uint64(q), 10)+" is in use")
+	}
+	pt.qual, fab.quals[q] = q, pt
+	return nil
+}
+
+func (pt *point) unlist() {
+	if fab.quals[pt.qual] == pt {
+		delete(fab.quals, pt.qual)
+	}
+}
+
+// CreatePSP listens on q (dat_psp_create(3DAT)). PSPs that create EPs
+// are not supported; the guard refuses them, as ProviderAttr says.
+func (i *ia) CreatePSP(q api.ConnQual, e api.EVD, _ api.PSPFlags) (api.PSP, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	return i.newPSP(q, e)
+}
+
+// CreatePSPAny listens on a free qualifier from 0xC000 up
+// (dat_psp_create_any(3DAT)).
+func (i *ia) CreatePSPAny(e api.EVD, _ api.PSPFlags) (api.PSP, api.ConnQual, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	for range limits.MaxObjects {
+		q := fab.any
+		if fab.any++; fab.any == 0 {
+			fab.any = 0xC000
+		}
+		if fab.quals[q] == nil {
+			s, err := i.newPSP(q, e)
+			return s, q, err
+		}
+	}
+	return nil, 0, api.Errorf(api.ConnQualUnavailable, api.NoSubtype, "no free connection qualifier")
+}
+
+func (i *ia) newPSP(q api.ConnQual, e api.EVD) (api.PSP, error) {
+	s := &psp{point{ia: i, evd: e.(*evd)}}
+	s.self = s
+	if err := s.list(q); err != nil {
+		return nil, err
+	}
+	if err := i.psps.Add(s); err != nil {
+		s.unlist()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
+
+func (s *psp) Query() (api.PSPParam, error) {
+	return api.PSPParam{IA: s.ia, ConnQual: s.qual, EVD: s.evd, Flags: api.PSPConsumer}, nil
+}
+
+// Free stops listening; requests already delivered stay.
+func (s *psp) Free() error {
+	fab.Lock()
+	defer fab.Unlock()
+	s.unlist()
+	s.ia.psps.Remove(s)
+	return nil
+}
+
+// CreateRSP listens on q for one request for ep, which becomes RESERVED
+// (dat_rsp_create(3DAT)).
+func (i *ia) CreateRSP(q api.ConnQual, e api.EP, ev api.EVD) (api.RSP, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	p := e.(*ep)
+	if p.state != api.EPUnconnected {
+		return nil, p.stateErr("CreateRSP")
+	}
+	r := &rsp{point{ia: i, evd: ev.(*evd), ep: p}}
+	r.self = r
+	if err := r.list(q); err != nil {
+		return nil, err
+	}
+	if err := i.rsps.Add(r); err != nil {
+		r.unlist()
+		return nil, err
+	}
+	p.state = api.EPReserved
+	return r, nil
+}
+
+func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
+
+func (r *rsp) Query() (api.RSPParam, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	prm := api.RSPParam{IA: r.ia, ConnQual: r.qual, EVD: r.evd}
+	if !r.ep.freed {
+		prm.EP = r.ep
+	}
+	return prm, nil
+}
+
+// Free destroys the RSP; an EP still RESERVED returns to UNCONNECTED.
+func (r *rsp) Free() error {
+	fab.Lock()
+	defer fab.Unlock()
+	r.unlist()
+	if !r.used && r.ep.state == api.EPReserved {
+		r.ep.state = api.EPUnconnected
+	}
+	r.ia.rsps.Remove(r)
+	return nil
+}
+
+// cr is a pending connection request.
+type cr struct {
+	api.ContextSlot
+	pt     *point // where it arrived
+	active *ep    // the requester; nil once it gave up
+	local  *ep    // an RSP's EP
+	pd     []byte
+	from   Addr
+	port   api.ConnQual
+}
+
+func (c *cr) HandleType() api.HandleType { return api.HandleCR }
+
+func (c *cr) Query() (api.CRParam, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	prm := api.CRParam{RemoteAddr: c.from, RemotePortQual: c.port, PrivateData: c.pd}
+	if c.local != nil {
+		prm.LocalEP = c.local
+	}
+	return prm, nil
+}
+
+// pending reports whether the requester still waits for c.
+func (c *cr) pending() bool {
+	return c.active != nil && c.active.cr == c && c.active.state == api.EPActiveConnectionPending
+}
+
+// done destroys the CR; an RSP's EP still waiting returns to UNCONNECTED.
+func (c *cr) done() {
+	c.pt.ia.crs.Remove(c)
+	if p := c.local; p != nil && p.state == api.EPPassiveConnectionPending {
+		p.state = api.EPUnconnected
+	}
+	c.local = nil
+}
+
+// Accept connects the request to e, or to the RSP's EP (dat_cr_accept(3DAT)).
+// A requester that gave up gives the acceptor ACCEPT_COMPLETION_ERROR.
+func (c *cr) Accept(e api.EP, pd []byte) error {
+	fab.Lock()
+	defer fab.Unlock()
+	given, _ := e.(*ep)
+	p, want, err := connreq.AcceptEP(c.local, given, c.local != nil)
+	if err != nil {
+		return err
+	}
+	if p.state != want {
+		return p.stateErr("accepting a connection request")
+	}
+	c.local = nil
+	c.done()
+	p.lport, p.raddr, p.rport = c.pt.qual, c.from, c.port
+	if !c.pending() {
+		p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
+		return nil
+	}
+	a := c.active
+	a.cr = nil
+	a.stopTimer()
+	a.raddr = c.pt.ia.addr
+	a.peer, p.peer = p, a
+	a.state, p.state = api.EPConnected, api.EPConnected
+	p.connEvent(api.ConnectionEstablishedEvent, nil)
+	a.connEvent(api.ConnectionEstablishedEvent, bytes.Clone(pd))
+	p.watermarks() // the hard watermark is watched from now on
+	if p.state == api.EPConnected {
+		a.watermarks()
+	}
+	return nil
+}
+
+// Reject refuses the request: the requester gets PEER_REJECTED with pd
+// (dat_cr_reject(3DAT)).
+func (c *cr) Reject(pd []byte) error {
+	fab.Lock()
+	defer fab.Unlock()
+	if c.pending() {
+		a := c.active
+		a.abandon()
+		a.toDisconnected(api.ConnectionPeerRejectedEvent, bytes.Clone(pd))
+	}
+	c.done()
+	return nil
+}
+
+// Handoff passes the request to the IA's service point on q as a new
+// request (dat_cr_handoff(3DAT)); a full backlog there is
+// ErrInsufficientResources.
+func (c *cr) Handoff(q api.ConnQual) error {
+	fab.Lock()
+	defer fab.Unlock()
+	pt := fab.quals[q]
+	if pt == nil || pt.ia != c.pt.ia {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, "no service point of this IA listens on "+strconv.FormatUint(uint64(q), 10))
+	}
+	if c.pending() {
+		n := &cr{active: c.active, pd: c.pd, from: c.from, port: c.port}
+		if !pt.arrive(n) {
+			return api.Errorf(api.InsufficientResources, api.NoSubtype, "the backlog of the target service point is full")
+		}
+		c.active.cr = n
+	}
+	c.done()
+	return nil
+}
+
+// abort ends a request whose IA closes: the requester gets NON_PEER_REJECTED.
+func (c *cr) abort() {
+	if a := c.active; c.pending() {
+		a.abandon()
+		a.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
+	}
+}

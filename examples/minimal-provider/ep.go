@@ -1,0 +1,248 @@
+package minimal
+
+import (
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/epattr"
+	"github.com/godat/godat/provider/kit/ring"
+)
+
+// ep is an endpoint. Its state follows dat_ep_create(3DAT) and the pages
+// it names; a call the state does not allow is ErrInvalidState with the
+// state's subtype and changes nothing.
+type ep struct {
+	api.ContextSlot
+	kit.UnsupportedEP // no receive counts (they belong with SRQs)
+	ia                *ia
+	pz                *pz
+	recvEVD           *evd
+	reqEVD            *evd
+	connEVD           *evd
+	attr              api.EPAttr
+	state             api.EPState
+	freed             bool
+	recvs             ring.Ring[recvWR]
+	reqs              ring.Ring[reqWR] // requests behind a send that waits for a receive
+	peer              *ep              // while CONNECTED or DISCONNECT_PENDING
+	cr                *cr              // the active side's pending request
+	timer             *time.Timer      // the active side's connection timeout
+	twg               sync.WaitGroup   // the timer's callback
+	lport, rport      api.ConnQual
+	raddr             net.Addr
+	wm                epattr.Watermarks
+}
+
+func (p *ep) stateErr(what string) error {
+	return api.Errorf(api.InvalidState, p.state.StateSubtype(), what+" is not allowed in state "+p.state.String())
+}
+
+func asEVD(e api.EVD) *evd {
+	v, _ := e.(*evd)
+	return v
+}
+
+// CreateEP creates an UNCONNECTED EP (dat_ep_create(3DAT)); limits its
+// attributes leave at zero get the provider's defaults.
+func (i *ia) CreateEP(z api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.EP, error) {
+	a := defaultEPAttr
+	if attr != nil {
+		a = epattr.WithDefaults(*attr, defaultEPAttr)
+	}
+	fab.Lock()
+	defer fab.Unlock()
+	p := &ep{ia: i, recvEVD: asEVD(recv), reqEVD: asEVD(req), connEVD: asEVD(conn), attr: a, state: api.EPUnconnected}
+	p.pz, _ = z.(*pz)
+	if err := i.eps.Add(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *ep) HandleType() api.HandleType { return api.HandleEP }
+
+// handle returns e as an api.EVD: nil for no EVD.
+func (e *evd) handle() api.EVD {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+func (p *ep) Query() (api.EPParam, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	prm := api.EPParam{IA: p.ia, State: p.state, LocalAddr: p.ia.addr, LocalPortQual: p.lport,
+		RemoteAddr: p.raddr, RemotePortQual: p.rport, Attr: p.attr}
+	if p.pz != nil {
+		prm.PZ = p.pz
+	}
+	prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = p.recvEVD.handle(), p.reqEVD.handle(), p.connEVD.handle()
+	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
+	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
+	return prm, nil
+}
+
+func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
+}
+
+// Modify changes what mask selects, in the states dat_ep_modify(3DAT)
+// allows it.
+func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
+	if err := epattr.CheckModify(mask, prm); err != nil {
+		return err
+	}
+	fab.Lock()
+	defer fab.Unlock()
+	if !epattr.Modifiable(p.state, mask) {
+		return p.stateErr("modifying these EP parameters")
+	}
+	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, limits.EP(), p.recvs.Len())
+	if err != nil {
+		return err
+	}
+	p.attr = a
+	if mask&api.EPFieldPZ != 0 {
+		p.pz, _ = prm.PZ.(*pz)
+	}
+	if mask&api.EPFieldRecvEVD != 0 {
+		p.recvEVD = asEVD(prm.RecvEVD)
+	}
+	if mask&api.EPFieldRequestEVD != 0 {
+		p.reqEVD = asEVD(prm.RequestEVD)
+	}
+	if mask&api.EPFieldConnectEVD != 0 {
+		p.connEVD = asEVD(prm.ConnectEVD)
+	}
+	return nil
+}
+
+// Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)).
+func (p *ep) Reset() error {
+	fab.Lock()
+	defer fab.Unlock()
+	switch p.state {
+	case api.EPUnconnected:
+	case api.EPDisconnected:
+		p.state, p.lport, p.rport, p.raddr = api.EPUnconnected, 0, 0, nil
+	default:
+		return p.stateErr("Reset")
+	}
+	return nil
+}
+
+// Free destroys the EP (dat_ep_free(3DAT)); its peer sees DISCONNECTED.
+// Outstanding work is dropped without completions.
+func (p *ep) Free() error {
+	fab.Lock()
+	switch p.state {
+	case api.EPReserved, api.EPPassiveConnectionPending:
+		fab.Unlock()
+		return p.stateErr("Free")
+	}
+	wait := p.destroy()
+	fab.Unlock()
+	wait()
+	return nil
+}
+
+// destroy tears the EP down and returns what to wait for once fab is
+// unlocked.
+func (p *ep) destroy() func() {
+	switch p.state {
+	case api.EPConnected, api.EPDisconnectPending:
+		if q := p.peer; q != nil {
+			p.peer = nil
+			q.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+		}
+	case api.EPActiveConnectionPending:
+		p.abandon()
+	}
+	p.stopTimer()
+	p.state, p.freed = api.EPDisconnected, true
+	p.recvs.Clear()
+	p.reqs.Clear()
+	p.ia.eps.Remove(p)
+	return p.twg.Wait
+}
+
+func (p *ep) connEvent(n api.EventNumber, pd []byte) {
+	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
+	p.connEVD.post(&ev, true)
+}
+
+// toDisconnected flushes the EP's outstanding DTOs, in post order,
+// requests first, then posts event n.
+func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
+	p.state, p.peer = api.EPDisconnected, nil
+	p.stopTimer()
+	p.flush()
+	p.connEvent(n, pd)
+}
+
+// endPair ends the connection on both sides with event n.
+func (p *ep) endPair(n api.EventNumber) {
+	q := p.peer
+	p.toDisconnected(n, nil)
+	if q != nil {
+		q.toDisconnected(n, nil)
+	}
+}
+
+// Disconnect ends the connection or the attempt (dat_ep_disconnect(3DAT)).
+// A graceful one with requests still waiting for receives at the peer
+// waits in DISCONNECT_PENDING until they have run.
+func (p *ep) Disconnect(flags api.CloseFlags) error {
+	fab.Lock()
+	defer fab.Unlock()
+	switch p.state {
+	case api.EPConnected:
+		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
+			p.state = api.EPDisconnectPending
+			return nil
+		}
+		p.endPair(api.ConnectionDisconnectedEvent)
+	case api.EPDisconnectPending:
+		if flags != api.CloseGraceful {
+			p.endPair(api.ConnectionDisconnectedEvent)
+		}
+	case api.EPActiveConnectionPending:
+		p.abandon()
+		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
+	case api.EPDisconnected:
+	default:
+		return p.stateErr("Disconnect")
+	}
+	return nil
+}
+
+// SetWatermark sets the high watermarks on the receives the EP holds
+// (dat_ep_set_watermark(3DAT)); EP.Query reports the soft one.
+func (p *ep) SetWatermark(soft, hard int) error {
+	fab.Lock()
+	defer fab.Unlock()
+	p.attr.SRQSoftHighWatermark = soft
+	p.wm.Set(soft, hard)
+	p.watermarks()
+	return nil
+}
+
+// watermarks posts the soft watermark's event when it is due and breaks
+// the connection when the hard one is exceeded.
+func (p *ep) watermarks() {
+	soft, hard := p.wm.Check(p.recvs.Len())
+	if soft {
+		ev := api.Event{Number: epattr.SoftHighWatermarkEvent, Async: api.AsyncErrorData{Object: p, Reason: api.ReasonEPSoftHighWater}}
+		p.ia.async.post(&ev, true)
+	}
+	if hard && p.state == api.EPConnected {
+		p.endPair(api.ConnectionBrokenEvent)
+	}
+}

@@ -1,0 +1,147 @@
+package minimal
+
+import (
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/completion"
+	"github.com/godat/godat/provider/kit/memreg"
+)
+
+// lmr is a local memory region; its contexts live in the IA's memreg table.
+type lmr struct {
+	api.ContextSlot
+	ia  *ia
+	pz  *pz
+	reg memreg.LMR[*pz]
+}
+
+// CreateLMR registers region's memory (dat_lmr_create(3DAT)); an LMR with
+// a remote privilege gets an RMR context reaching all of it.
+func (i *ia) CreateLMR(z api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	var src *memreg.LMR[*pz]
+	if l, ok := region.LMR.(*lmr); ok {
+		src = &l.reg
+	}
+	mem, err := memreg.Memory(region, src)
+	if err != nil {
+		return nil, err
+	}
+	l := &lmr{ia: i, pz: z.(*pz)}
+	if err := i.lmrs.Add(l); err != nil {
+		return nil, err
+	}
+	i.mem.Register(&l.reg, mem, region.Type, priv, va, l.pz)
+	return l, nil
+}
+
+func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
+
+func (l *lmr) Query() (api.LMRParam, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	p := l.reg.Param()
+	p.IA, p.PZ = l.ia, l.pz
+	return p, nil
+}
+
+// Free deregisters the LMR; ErrInvalidState while an RMR is bound to it.
+func (l *lmr) Free() error {
+	fab.Lock()
+	defer fab.Unlock()
+	if err := l.ia.mem.Deregister(&l.reg); err != nil {
+		return err
+	}
+	l.ia.lmrs.Remove(l)
+	return nil
+}
+
+// rmr is a remote memory region, bound to one EP at a time.
+type rmr struct {
+	api.ContextSlot
+	ia    *ia
+	pz    *pz
+	reg   memreg.RMR[*pz, *ep]
+	freed bool // a bind still queued then fails
+}
+
+func (z *pz) CreateRMR() (api.RMR, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	r := &rmr{ia: z.ia, pz: z}
+	if err := z.ia.rmrs.Add(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
+
+func (r *rmr) Query() (api.RMRParam, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	p := r.reg.Param()
+	p.IA, p.PZ = r.ia, r.pz
+	return p, nil
+}
+
+// Bind binds the RMR to the window t of the LMR for ep's connection, or
+// unbinds it for an empty t (dat_rmr_bind(3DAT)). The old context stops
+// working at once; the new one works from the bind's completion, which
+// is a request on ep's queue like any DTO.
+func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, e api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
+	fab.Lock()
+	defer fab.Unlock()
+	p := e.(*ep)
+	var l *lmr
+	if t.Length > 0 {
+		l = lm.(*lmr)
+		if err := memreg.CheckBind(&l.reg, r.pz, t, priv); err != nil {
+			return 0, err
+		}
+	}
+	if p.pz != r.pz {
+		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
+	}
+	w := reqWR{kind: completion.Bind, cookie: cookie, flags: flags, rmr: r}
+	switch p.state {
+	case api.EPConnected:
+	case api.EPDisconnected:
+		if l != nil {
+			w.rctx = r.ia.mem.StaleContext()
+		}
+		p.complete(&w, api.DTOErrFlushed, 0)
+		return w.rctx, nil
+	default:
+		return 0, p.stateErr("binding an RMR")
+	}
+	r.ia.mem.Unbind(&r.reg)
+	r.reg.VA = va
+	if l != nil {
+		w.bind, w.rctx = r.ia.mem.NewBinding(&l.reg, t, priv, va, r.pz, p, r)
+	}
+	if err := p.postLocked(&w); err != nil {
+		w.drop(r.ia)
+		return 0, err
+	}
+	return w.rctx, nil
+}
+
+// drop releases what a bind that does not run holds: its context and its
+// count on the LMR.
+func (w *reqWR) drop(i *ia) {
+	if w.bind != nil {
+		i.mem.Drop(w.bind, w.rctx)
+		w.bind = nil
+	}
+}
+
+// Free unbinds and destroys the RMR.
+func (r *rmr) Free() error {
+	fab.Lock()
+	defer fab.Unlock()
+	r.ia.mem.Unbind(&r.reg)
+	r.freed = true
+	r.ia.rmrs.Remove(r)
+	return nil
+}

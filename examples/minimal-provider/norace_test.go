@@ -1,0 +1,5 @@
+//go:build !race
+
+package minimal_test
+
+const raceEnabled = false

@@ -1,0 +1,107 @@
+// Package minimal is a small DAT provider written the way a third-party
+// vendor writes one: in a module of its own, from godat's public packages
+// only (api, provider, provider/kit and plugin). It is the example of
+// godat's provider kit; README.md beside it walks through writing it.
+//
+// Its transport is the simplest there is: IAs of one process find each
+// other through a process-wide table and move data by memory copy. All
+// the IAs a program opens through the plugin executable (cmd/minimal-plugin)
+// live in that one plugin process, so they connect to each other too.
+//
+// It supports IAs, PZs, EVDs, CNOs (with and without a descriptor), EPs
+// that connect, accept, reject, disconnect and duplicate connections, PSPs
+// (PSPAny too), RSPs, CRs with hand-off, LMRs, RMRs, sends, receives and
+// RDMA writes and reads. It leaves out, as its attributes say and with
+// ErrModelNotSupported from the kit's Unsupported bases: shared receive
+// queues, the EP watermarks and receive counts that go with them
+// (dat_ep_set_watermark, dat_ep_recv_query), and PSPs that create EPs.
+//
+// It relies on the registry's guard (see package api) for every check of
+// handles, freed objects, objects in use and the arguments the guard
+// checks, so it makes none of them. Its choices, where the pages leave
+// one: one process-wide mutex guards every object (EVD queues have their
+// own locks); a DTO runs when it is posted, except that a send that finds
+// no receive at the peer waits at the head of the EP's request queue,
+// with the requests posted after it, until the peer posts one; a service
+// point's backlog is the free space of its EVD.
+package minimal
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/iaattr"
+)
+
+func init() { provider.Register("minimal", Provider{}) }
+
+// Provider opens minimal IAs; the package registers it as "minimal".
+type Provider struct{}
+
+// Addr is the address of a minimal IA: a number unique in the process.
+type Addr uint64
+
+// Network returns "minimal".
+func (Addr) Network() string { return "minimal" }
+
+// String returns the address as "minimal#N".
+func (a Addr) String() string { return "minimal#" + strconv.FormatUint(uint64(a), 10) }
+
+// limits are the provider's limits, reported by IA.Query and enforced by
+// the registry's guard.
+var limits = iaattr.Limits{
+	MaxObjects: 1 << 14, MaxEVDQLen: 1 << 16, MaxIOV: 16, MaxDTOPerEP: 1 << 12,
+	MaxMessageSize: 1 << 30, MaxRDMASize: 1 << 30, MaxPrivateData: 256, MaxRDMAReadPerEP: 16,
+	QOS: api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium,
+	Flags: api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
+		api.CompletionBarrierFence | api.CompletionEVDThreshold,
+}
+
+// defaultEPAttr fills the limits an EP's attributes leave at zero.
+var defaultEPAttr = api.EPAttr{
+	ServiceType: api.ServiceRC, MaxMessageSize: 1 << 30, MaxRDMASize: 1 << 30,
+	MaxRecvDTOs: 256, MaxRequestDTOs: 256, MaxRecvIOV: 16, MaxRequestIOV: 16,
+	MaxRDMAReadIn: 16, MaxRDMAReadOut: 16, MaxRDMAReadIOV: 16, MaxRDMAWriteIOV: 16,
+}
+
+// fab is the process-wide state: the open IAs, the listening service
+// points by connection qualifier, and the one lock over every object.
+var fab = struct {
+	sync.Mutex
+	ias   map[Addr]*ia
+	quals map[api.ConnQual]*point
+	next  uint64 // IA addresses and active port qualifiers
+	any   api.ConnQual
+}{ias: map[Addr]*ia{}, quals: map[api.ConnQual]*point{}, any: 0xC000}
+
+// Open opens a new IA with an address of its own (dat_ia_open(3DAT)).
+// The parameters of the configuration entry are ignored.
+func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	if ctx.Err() != nil {
+		return nil, api.ContextError(ctx)
+	}
+	fab.Lock()
+	defer fab.Unlock()
+	fab.next++
+	i := newIA(Addr(fab.next))
+	i.async = newEVD(i, max(p.AsyncEVDQLen, 1), api.EVDAsync)
+	fab.ias[i.addr] = i
+	return i, nil
+}
+
+// Query reports the limits and what the provider leaves out
+// (dat_ia_query(3DAT)).
+func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
+	a := iaattr.IA(limits)
+	a.AdapterName, a.Address = "minimal", i.addr
+	a.MaxSRQs, a.MaxEPPerSRQ, a.MaxRecvPerSRQ = 0, 0, 0
+	p := iaattr.Provider(limits)
+	p.ProviderName, p.ProviderVersionMajor = "minimal", 1
+	p.EPCreator = api.PSPCreatesEPNever
+	p.SRQSupported, p.SRQEPPZDifferenceSupported = false, false
+	p.SRQWatermarksSupported, p.SRQInfoSupported, p.EPRecvInfoSupported = 0, 0, 0
+	return a, p, nil
+}
