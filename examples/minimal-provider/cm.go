@@ -24,59 +24,52 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []
 	if err := connreq.CheckConnectFlags(flags, "minimal"); err != nil {
 		return err
 	}
-	fab.Lock()
-	defer fab.Unlock()
-	if p.state != api.EPUnconnected {
-		return p.stateErr("Connect")
-	}
-	p.connect(a, q, timeout, pd)
-	return nil
+	defer lock()()
+	return p.connect(a, q, timeout, pd)
 }
 
 // DupConnect connects to where the connected EP dup is connected
 // (dat_ep_dup_connect(3DAT)).
 func (p *ep) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, _ api.QOS) error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	d := dup.(*ep)
-	if p.state != api.EPUnconnected {
-		return p.stateErr("DupConnect")
-	}
 	if d.state != api.EPConnected {
 		return api.Errorf(api.InvalidState, d.state.StateSubtype(), "the EP to duplicate is not connected")
 	}
-	p.connect(d.raddr.(Addr), d.rport, timeout, pd)
-	return nil
+	return p.connect(d.raddr.(Addr), d.rport, timeout, pd)
 }
 
-// connect moves p to ACTIVE_CONNECTION_PENDING and delivers its request.
-func (p *ep) connect(a Addr, q api.ConnQual, timeout api.Timeout, pd []byte) {
+// connect moves an UNCONNECTED p to ACTIVE_CONNECTION_PENDING and
+// delivers its request; failures come as events.
+func (p *ep) connect(a Addr, q api.ConnQual, timeout api.Timeout, pd []byte) error {
+	if p.state != api.EPUnconnected {
+		return p.stateErr("connecting")
+	}
 	fab.next++
 	p.state, p.lport, p.raddr, p.rport = api.EPActiveConnectionPending, api.ConnQual(fab.next), a, q
-	if fab.ias[a] == nil {
-		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
-		return
-	}
 	c := &cr{active: p, pd: bytes.Clone(pd), from: p.ia.addr, port: p.lport}
-	if pt := fab.quals[q]; pt == nil || !pt.arrive(c) {
+	switch pt := fab.quals[q]; {
+	case fab.ias[a] == nil:
+		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
+	case pt == nil || !pt.arrive(c):
 		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
-		return
-	}
-	p.cr = c
-	if timeout != api.TimeoutInfinite {
+	case timeout != api.TimeoutInfinite:
+		p.cr = c
 		p.twg.Add(1)
 		var t *time.Timer
 		t = time.AfterFunc(timeout, func() {
 			defer p.twg.Done()
-			fab.Lock()
-			defer fab.Unlock()
+			defer lock()()
 			if p.timer == t && p.state == api.EPActiveConnectionPending {
 				p.abandon()
 				p.toDisconnected(api.ConnectionTimedOutEvent, nil)
 			}
 		})
 		p.timer = t
+	default:
+		p.cr = c
 	}
+	return nil
 }
 
 func (p *ep) stopTimer() {
@@ -123,15 +116,15 @@ func (pt *point) arrive(c *cr) bool {
 		pt.unlist()
 		pt.used, pt.ep.state = true, api.EPPassiveConnectionPending
 	}
-	pt.ia.crs.Add(c)
+	pt.ia.crs.Add(c) // (without a limit)
 	return true
 }
 
-func (pt *point) list(q api.ConnQual) error {
+// free fails unless no service point listens on q.
+func free(q api.ConnQual) error {
 	if fab.quals[q] != nil {
 		return api.Errorf(api.ConnQualInUse, api.NoSubtype, "connection qualifier "+strconv.FormatUint(uint64(q), 10)+" is in use")
 	}
-	pt.qual, fab.quals[q] = q, pt
 	return nil
 }
 
@@ -144,16 +137,14 @@ func (pt *point) unlist() {
 // CreatePSP listens on q (dat_psp_create(3DAT)). PSPs that create EPs
 // are not supported; the guard refuses them, as ProviderAttr says.
 func (i *ia) CreatePSP(q api.ConnQual, e api.EVD, _ api.PSPFlags) (api.PSP, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	return i.newPSP(q, e)
 }
 
 // CreatePSPAny listens on a free qualifier from 0xC000 up
 // (dat_psp_create_any(3DAT)).
 func (i *ia) CreatePSPAny(e api.EVD, _ api.PSPFlags) (api.PSP, api.ConnQual, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	for range limits.MaxObjects {
 		q := fab.any
 		if fab.any++; fab.any == 0 {
@@ -167,17 +158,15 @@ func (i *ia) CreatePSPAny(e api.EVD, _ api.PSPFlags) (api.PSP, api.ConnQual, err
 	return nil, 0, api.Errorf(api.ConnQualUnavailable, api.NoSubtype, "no free connection qualifier")
 }
 
-func (i *ia) newPSP(q api.ConnQual, e api.EVD) (api.PSP, error) {
-	s := &psp{point{ia: i, evd: e.(*evd)}}
-	s.self = s
-	if err := s.list(q); err != nil {
+func (i *ia) newPSP(q api.ConnQual, e api.EVD) (*psp, error) {
+	if err := free(q); err != nil {
 		return nil, err
 	}
-	if err := i.psps.Add(s); err != nil {
-		s.unlist()
-		return nil, err
+	s, err := add(&i.psps, &psp{point{ia: i, evd: e.(*evd), qual: q}})
+	if err == nil {
+		s.self, fab.quals[q] = s, &s.point
 	}
-	return s, nil
+	return s, err
 }
 
 func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
@@ -187,41 +176,30 @@ func (s *psp) Query() (api.PSPParam, error) {
 }
 
 // Free stops listening; requests already delivered stay.
-func (s *psp) Free() error {
-	fab.Lock()
-	defer fab.Unlock()
-	s.unlist()
-	s.ia.psps.Remove(s)
-	return nil
-}
+func (s *psp) Free() error { defer lock()(); s.unlist(); s.ia.psps.Remove(s); return nil }
 
 // CreateRSP listens on q for one request for ep, which becomes RESERVED
 // (dat_rsp_create(3DAT)).
 func (i *ia) CreateRSP(q api.ConnQual, e api.EP, ev api.EVD) (api.RSP, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	p := e.(*ep)
 	if p.state != api.EPUnconnected {
 		return nil, p.stateErr("CreateRSP")
 	}
-	r := &rsp{point{ia: i, evd: ev.(*evd), ep: p}}
-	r.self = r
-	if err := r.list(q); err != nil {
+	if err := free(q); err != nil {
 		return nil, err
 	}
-	if err := i.rsps.Add(r); err != nil {
-		r.unlist()
-		return nil, err
+	r, err := add(&i.rsps, &rsp{point{ia: i, evd: ev.(*evd), ep: p, qual: q}})
+	if err == nil {
+		r.self, fab.quals[q], p.state = r, &r.point, api.EPReserved
 	}
-	p.state = api.EPReserved
-	return r, nil
+	return r, err
 }
 
 func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
 
 func (r *rsp) Query() (api.RSPParam, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	prm := api.RSPParam{IA: r.ia, ConnQual: r.qual, EVD: r.evd}
 	if !r.ep.freed {
 		prm.EP = r.ep
@@ -231,8 +209,7 @@ func (r *rsp) Query() (api.RSPParam, error) {
 
 // Free destroys the RSP; an EP still RESERVED returns to UNCONNECTED.
 func (r *rsp) Free() error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	r.unlist()
 	if !r.used && r.ep.state == api.EPReserved {
 		r.ep.state = api.EPUnconnected
@@ -241,7 +218,7 @@ func (r *rsp) Free() error {
 	return nil
 }
 
-// cr is a pending connection request.
+// cr is a pending connection request. Its fields do not change.
 type cr struct {
 	api.ContextSlot
 	pt     *point // where it arrived
@@ -255,8 +232,6 @@ type cr struct {
 func (c *cr) HandleType() api.HandleType { return api.HandleCR }
 
 func (c *cr) Query() (api.CRParam, error) {
-	fab.Lock()
-	defer fab.Unlock()
 	prm := api.CRParam{RemoteAddr: c.from, RemotePortQual: c.port, PrivateData: c.pd}
 	if c.local != nil {
 		prm.LocalEP = c.local
@@ -269,20 +244,19 @@ func (c *cr) pending() bool {
 	return c.active != nil && c.active.cr == c && c.active.state == api.EPActiveConnectionPending
 }
 
-// done destroys the CR; an RSP's EP still waiting returns to UNCONNECTED.
+// done destroys the CR; an RSP's EP still waiting returns to UNCONNECTED
+// (unless Accept connects it).
 func (c *cr) done() {
 	c.pt.ia.crs.Remove(c)
 	if p := c.local; p != nil && p.state == api.EPPassiveConnectionPending {
 		p.state = api.EPUnconnected
 	}
-	c.local = nil
 }
 
 // Accept connects the request to e, or to the RSP's EP (dat_cr_accept(3DAT)).
 // A requester that gave up gives the acceptor ACCEPT_COMPLETION_ERROR.
 func (c *cr) Accept(e api.EP, pd []byte) error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	given, _ := e.(*ep)
 	p, want, err := connreq.AcceptEP(c.local, given, c.local != nil)
 	if err != nil {
@@ -291,17 +265,15 @@ func (c *cr) Accept(e api.EP, pd []byte) error {
 	if p.state != want {
 		return p.stateErr("accepting a connection request")
 	}
-	c.local = nil
 	c.done()
 	p.lport, p.raddr, p.rport = c.pt.qual, c.from, c.port
+	a := c.active
 	if !c.pending() {
 		p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
 		return nil
 	}
-	a := c.active
-	a.cr = nil
+	a.cr, a.raddr = nil, c.pt.ia.addr
 	a.stopTimer()
-	a.raddr = c.pt.ia.addr
 	a.peer, p.peer = p, a
 	a.state, p.state = api.EPConnected, api.EPConnected
 	p.connEvent(api.ConnectionEstablishedEvent, nil)
@@ -316,23 +288,28 @@ func (c *cr) Accept(e api.EP, pd []byte) error {
 // Reject refuses the request: the requester gets PEER_REJECTED with pd
 // (dat_cr_reject(3DAT)).
 func (c *cr) Reject(pd []byte) error {
-	fab.Lock()
-	defer fab.Unlock()
-	if c.pending() {
-		a := c.active
+	defer lock()()
+	c.end(api.ConnectionPeerRejectedEvent, bytes.Clone(pd))
+	return nil
+}
+
+// abort ends a request whose IA closes: the requester gets NON_PEER_REJECTED.
+func (c *cr) abort() { c.end(api.ConnectionNonPeerRejectedEvent, nil) }
+
+// end destroys the CR, ending a requester that still waits with event n.
+func (c *cr) end(n api.EventNumber, pd []byte) {
+	if a := c.active; c.pending() {
 		a.abandon()
-		a.toDisconnected(api.ConnectionPeerRejectedEvent, bytes.Clone(pd))
+		a.toDisconnected(n, pd)
 	}
 	c.done()
-	return nil
 }
 
 // Handoff passes the request to the IA's service point on q as a new
 // request (dat_cr_handoff(3DAT)); a full backlog there is
 // ErrInsufficientResources.
 func (c *cr) Handoff(q api.ConnQual) error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	pt := fab.quals[q]
 	if pt == nil || pt.ia != c.pt.ia {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "no service point of this IA listens on "+strconv.FormatUint(uint64(q), 10))
@@ -346,12 +323,4 @@ func (c *cr) Handoff(q api.ConnQual) error {
 	}
 	c.done()
 	return nil
-}
-
-// abort ends a request whose IA closes: the requester gets NON_PEER_REJECTED.
-func (c *cr) abort() {
-	if a := c.active; c.pending() {
-		a.abandon()
-		a.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
-	}
 }

@@ -56,11 +56,7 @@ func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote a
 	return p.post(&reqWR{kind: completion.ReadToRMR, cookie: cookie, flags: flags, local: local, remote: remote})
 }
 
-func (p *ep) post(w *reqWR) error {
-	fab.Lock()
-	defer fab.Unlock()
-	return p.postLocked(w)
-}
+func (p *ep) post(w *reqWR) error { defer lock()(); return p.postLocked(w) }
 
 // postLocked runs w, queues it, or flushes it on a DISCONNECTED EP.
 func (p *ep) postLocked(w *reqWR) error {
@@ -130,15 +126,12 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 	return true
 }
 
-// send delivers a message into the peer's next receive.
+// send delivers a message into the peer's next receive. A receive that
+// cannot take it fails, and the send with it.
 func (p *ep) send(w *reqWR) {
 	src, n, ok := p.ia.mem.Gather(nil, w.iov, p.pz, api.MemPrivLocalRead)
-	switch {
-	case !ok:
-		p.fail(w, api.DTOErrLocalProtection)
-		return
-	case n > uint64(p.attr.MaxMessageSize):
-		p.fail(w, api.DTOErrLocalLength)
+	if !ok || n > uint64(p.attr.MaxMessageSize) {
+		p.fail(w, localErr(ok))
 		return
 	}
 	q := p.peer
@@ -149,26 +142,28 @@ func (p *ep) send(w *reqWR) {
 	if w.inval {
 		target, _ = q.ia.mem.Invalidatable(w.rctx, q.pz, q).(*rmr)
 	}
+	rst, st := api.DTOSuccess, api.DTOErrRemoteResponder
 	switch {
 	case !ok:
-		q.completeRecv(&rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)
-		p.fail(w, api.DTOErrRemoteResponder)
+		rst = api.DTOErrLocalProtection
 	case n > room:
-		q.completeRecv(&rw, api.DTOErrLocalLength, 0, api.OpReceive, 0, true)
-		p.fail(w, api.DTOErrRemoteResponder)
+		rst = api.DTOErrLocalLength
 	case w.inval && target == nil:
-		q.completeRecv(&rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)
-		p.fail(w, api.DTOErrRemoteAccess)
-	default:
-		sgl.Copy(dst, src)
-		op, rctx := api.OpReceive, api.RMRContext(0)
-		if w.inval {
-			q.ia.mem.Unbind(&target.reg)
-			op, rctx = api.OpReceiveWithInvalidate, w.rctx
-		}
-		q.completeRecv(&rw, api.DTOSuccess, n, op, rctx, w.flags&api.CompletionSolicitedWait != 0)
-		p.complete(w, api.DTOSuccess, n)
+		rst, st = api.DTOErrLocalProtection, api.DTOErrRemoteAccess
 	}
+	if rst != api.DTOSuccess {
+		q.completeRecv(&rw, rst, 0, api.OpReceive, 0, true)
+		p.fail(w, st)
+		return
+	}
+	sgl.Copy(dst, src)
+	op, rctx := api.OpReceive, api.RMRContext(0)
+	if w.inval {
+		q.ia.mem.Unbind(&target.reg)
+		op, rctx = api.OpReceiveWithInvalidate, w.rctx
+	}
+	q.completeRecv(&rw, api.DTOSuccess, n, op, rctx, w.flags&api.CompletionSolicitedWait != 0)
+	p.complete(w, api.DTOSuccess, n)
 }
 
 // rdma runs an RDMA write or read: the remote window must be one the
@@ -180,23 +175,18 @@ func (p *ep) rdma(w *reqWR) {
 	}
 	var segs [][]byte
 	ok := true
-	if w.kind == completion.ReadToRMR {
+	if w.kind == completion.ReadToRMR { // into a window of this IA
 		var dst []byte
 		dst, ok = p.ia.mem.Remote(w.local, n, api.MemPrivRemoteWrite, p.pz, p)
 		segs = [][]byte{dst}
 	} else {
 		var m uint64
-		segs, m, ok = p.ia.mem.Gather(nil, w.iov, p.pz, local)
-		if w.kind == completion.Write {
+		if segs, m, ok = p.ia.mem.Gather(nil, w.iov, p.pz, local); w.kind == completion.Write {
 			n = m
 		}
 	}
-	if !ok {
-		p.fail(w, api.DTOErrLocalProtection)
-		return
-	}
-	if n > uint64(p.attr.MaxRDMASize) {
-		p.fail(w, api.DTOErrLocalLength)
+	if !ok || n > uint64(p.attr.MaxRDMASize) {
+		p.fail(w, localErr(ok))
 		return
 	}
 	span, ok := p.peer.ia.mem.Remote(w.remote, n, need, p.peer.pz, p.peer)
@@ -210,6 +200,15 @@ func (p *ep) rdma(w *reqWR) {
 		sgl.Scatter(segs, span)
 	}
 	p.complete(w, api.DTOSuccess, n)
+}
+
+// localErr is the status of a DTO whose local side fails: a protection
+// error if its triplets did not pass (ok false), else a length error.
+func localErr(ok bool) api.DTOStatus {
+	if !ok {
+		return api.DTOErrLocalProtection
+	}
+	return api.DTOErrLocalLength
 }
 
 // fail completes w with st and breaks the connection on both sides.
@@ -231,8 +230,7 @@ func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 // DISCONNECTED EP it is flushed at once; otherwise a send waiting at the
 // peer runs into it now.
 func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	if p.state == api.EPDisconnected {
 		p.completeRecv(&recvWR{cookie: cookie, flags: flags}, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 		return nil

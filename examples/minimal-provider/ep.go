@@ -49,47 +49,32 @@ func asEVD(e api.EVD) *evd {
 // CreateEP creates an UNCONNECTED EP (dat_ep_create(3DAT)); limits its
 // attributes leave at zero get the provider's defaults.
 func (i *ia) CreateEP(z api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.EP, error) {
-	a := defaultEPAttr
+	defer lock()()
+	p := &ep{ia: i, recvEVD: asEVD(recv), reqEVD: asEVD(req), connEVD: asEVD(conn), attr: defaultEPAttr}
 	if attr != nil {
-		a = epattr.WithDefaults(*attr, defaultEPAttr)
+		p.attr = epattr.WithDefaults(*attr, defaultEPAttr)
 	}
-	fab.Lock()
-	defer fab.Unlock()
-	p := &ep{ia: i, recvEVD: asEVD(recv), reqEVD: asEVD(req), connEVD: asEVD(conn), attr: a, state: api.EPUnconnected}
 	p.pz, _ = z.(*pz)
-	if err := i.eps.Add(p); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return add(&i.eps, p)
 }
 
 func (p *ep) HandleType() api.HandleType { return api.HandleEP }
 
-// handle returns e as an api.EVD: nil for no EVD.
-func (e *evd) handle() api.EVD {
-	if e == nil {
-		return nil
-	}
-	return e
-}
-
 func (p *ep) Query() (api.EPParam, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	prm := api.EPParam{IA: p.ia, State: p.state, LocalAddr: p.ia.addr, LocalPortQual: p.lport,
-		RemoteAddr: p.raddr, RemotePortQual: p.rport, Attr: p.attr}
+		RemoteAddr: p.raddr, RemotePortQual: p.rport, Attr: p.attr,
+		RecvEVD: p.recvEVD.handle(), RequestEVD: p.reqEVD.handle(), ConnectEVD: p.connEVD.handle()}
 	if p.pz != nil {
 		prm.PZ = p.pz
 	}
-	prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = p.recvEVD.handle(), p.reqEVD.handle(), p.connEVD.handle()
 	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
 	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
 	return prm, nil
 }
 
 func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
 }
 
@@ -99,8 +84,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if err := epattr.CheckModify(mask, prm); err != nil {
 		return err
 	}
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	if !epattr.Modifiable(p.state, mask) {
 		return p.stateErr("modifying these EP parameters")
 	}
@@ -126,15 +110,11 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 
 // Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)).
 func (p *ep) Reset() error {
-	fab.Lock()
-	defer fab.Unlock()
-	switch p.state {
-	case api.EPUnconnected:
-	case api.EPDisconnected:
-		p.state, p.lport, p.rport, p.raddr = api.EPUnconnected, 0, 0, nil
-	default:
+	defer lock()()
+	if p.state != api.EPUnconnected && p.state != api.EPDisconnected {
 		return p.stateErr("Reset")
 	}
+	p.state, p.lport, p.rport, p.raddr = api.EPUnconnected, 0, 0, nil
 	return nil
 }
 
@@ -142,9 +122,8 @@ func (p *ep) Reset() error {
 // Outstanding work is dropped without completions.
 func (p *ep) Free() error {
 	fab.Lock()
-	switch p.state {
-	case api.EPReserved, api.EPPassiveConnectionPending:
-		fab.Unlock()
+	if p.state == api.EPReserved || p.state == api.EPPassiveConnectionPending {
+		defer fab.Unlock()
 		return p.stateErr("Free")
 	}
 	wait := p.destroy()
@@ -200,24 +179,16 @@ func (p *ep) endPair(n api.EventNumber) {
 // A graceful one with requests still waiting for receives at the peer
 // waits in DISCONNECT_PENDING until they have run.
 func (p *ep) Disconnect(flags api.CloseFlags) error {
-	fab.Lock()
-	defer fab.Unlock()
-	switch p.state {
-	case api.EPConnected:
-		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
-			p.state = api.EPDisconnectPending
-			return nil
-		}
+	defer lock()()
+	switch {
+	case p.state == api.EPConnected && flags == api.CloseGraceful && p.reqs.Len() > 0:
+		p.state = api.EPDisconnectPending
+	case p.state == api.EPConnected || p.state == api.EPDisconnectPending && flags != api.CloseGraceful:
 		p.endPair(api.ConnectionDisconnectedEvent)
-	case api.EPDisconnectPending:
-		if flags != api.CloseGraceful {
-			p.endPair(api.ConnectionDisconnectedEvent)
-		}
-	case api.EPActiveConnectionPending:
+	case p.state == api.EPActiveConnectionPending:
 		p.abandon()
 		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
-	case api.EPDisconnected:
-	default:
+	case p.state != api.EPDisconnected && p.state != api.EPDisconnectPending:
 		return p.stateErr("Disconnect")
 	}
 	return nil
@@ -226,8 +197,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 // SetWatermark sets the high watermarks on the receives the EP holds
 // (dat_ep_set_watermark(3DAT)); EP.Query reports the soft one.
 func (p *ep) SetWatermark(soft, hard int) error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	p.attr.SRQSoftHighWatermark = soft
 	p.wm.Set(soft, hard)
 	p.watermarks()

@@ -40,9 +40,18 @@ func newIA(a Addr) *ia {
 	}
 }
 
+// add puts a new object in its table and returns it, or fails when the
+// table is full.
+func add[T comparable](s *kit.Set[T], x T) (T, error) {
+	if err := s.Add(x); err != nil {
+		var none T
+		return none, err
+	}
+	return x, nil
+}
+
 func (i *ia) HandleType() api.HandleType { return api.HandleIA }
 
-// AsyncEVD returns the EVD Open made for asynchronous events.
 func (i *ia) AsyncEVD() (api.EVD, error) { return i.async, nil }
 
 // Close closes the IA (dat_ia_close(3DAT)). A graceful close fails while
@@ -52,11 +61,10 @@ func (i *ia) AsyncEVD() (api.EVD, error) { return i.async, nil }
 // goroutine of the IA runs.
 func (i *ia) Close(flags api.CloseFlags) error {
 	fab.Lock()
-	if flags == api.CloseGraceful {
-		if err := kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs); err != nil {
-			fab.Unlock()
-			return err
-		}
+	tables := []kit.Counted{&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs}
+	if err := kit.InUse(tables...); err != nil && flags == api.CloseGraceful {
+		fab.Unlock()
+		return err
 	}
 	delete(fab.ias, i.addr)
 	var waits []func()
@@ -67,9 +75,10 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.evds.All(func(e *evd) { e.Q.Close() })
 	i.async.Q.Close()
 	i.cnos.All(func(c *dispatch.CNOObject) { c.Close(); waits = append(waits, c.WaitIdle) })
-	for _, s := range []interface{ Clear() }{&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, i.mem} {
-		s.Clear()
+	for _, t := range tables {
+		t.(interface{ Clear() }).Clear()
 	}
+	i.mem.Clear()
 	fab.Unlock()
 	for _, w := range waits {
 		w()
@@ -79,12 +88,9 @@ func (i *ia) Close(flags api.CloseFlags) error {
 
 // SyncRDMARead and SyncRDMAWrite only check the segments: copies by the
 // processor need no synchronisation (dat_lmr_sync_rdma_read(3DAT)).
-func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error  { return i.checkSegments(segs) }
-func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
-
-func (i *ia) checkSegments(segs []api.LMRTriplet) error {
-	fab.Lock()
-	defer fab.Unlock()
+func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error { return i.SyncRDMAWrite(segs) }
+func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error {
+	defer lock()()
 	return i.mem.CheckSegments(segs)
 }
 
@@ -94,25 +100,10 @@ type pz struct {
 	ia *ia
 }
 
-func (i *ia) CreatePZ() (api.PZ, error) {
-	fab.Lock()
-	defer fab.Unlock()
-	z := &pz{ia: i}
-	if err := i.pzs.Add(z); err != nil {
-		return nil, err
-	}
-	return z, nil
-}
-
+func (i *ia) CreatePZ() (api.PZ, error)   { defer lock()(); return add(&i.pzs, &pz{ia: i}) }
 func (z *pz) HandleType() api.HandleType  { return api.HandlePZ }
 func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
-
-func (z *pz) Free() error {
-	fab.Lock()
-	defer fab.Unlock()
-	z.ia.pzs.Remove(z)
-	return nil
-}
+func (z *pz) Free() error                 { defer lock()(); z.ia.pzs.Remove(z); return nil }
 
 // evd is an event dispatcher: an eventq.Queue with the dispatch helpers.
 type evd struct {
@@ -130,18 +121,12 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
 }
 
 func (i *ia) CreateEVD(qlen int, c api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	fab.Lock()
-	defer fab.Unlock()
-	cno, err := dispatch.AsCNO(c, i)
-	if err != nil {
-		return nil, err
+	defer lock()()
+	e, err := add(&i.evds, newEVD(i, qlen, flags))
+	if err == nil {
+		err = e.attach(c) // the guard has checked c
 	}
-	e := newEVD(i, qlen, flags)
-	if err := i.evds.Add(e); err != nil {
-		return nil, err
-	}
-	e.cno = dispatch.Attach(e.Q, nil, cno)
-	return e, nil
+	return e, err
 }
 
 // post delivers a provider event; an EP without this EVD (nil) drops it.
@@ -152,11 +137,18 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	}
 }
 
+// handle returns e as an api.EVD: nil for no EVD.
+func (e *evd) handle() api.EVD {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
 func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
 
 func (e *evd) Query() (api.EVDParam, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	p := dispatch.Param(e.Q, e.flags, e.cno)
 	p.IA = e.ia
 	return p, nil
@@ -169,20 +161,19 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	return e.Q.Wait(ctx, threshold, ev)
 }
 
-func (e *evd) ModifyCNO(c api.CNO) error {
-	fab.Lock()
-	defer fab.Unlock()
+func (e *evd) ModifyCNO(c api.CNO) error { defer lock()(); return e.attach(c) }
+
+// attach makes the EVD feed c, or no CNO for nil.
+func (e *evd) attach(c api.CNO) error {
 	cno, err := dispatch.AsCNO(c, e.ia)
-	if err != nil {
-		return err
+	if err == nil {
+		e.cno = dispatch.Attach(e.Q, e.cno, cno)
 	}
-	e.cno = dispatch.Attach(e.Q, e.cno, cno)
-	return nil
+	return err
 }
 
 func (e *evd) Free() error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	e.cno = dispatch.Attach(e.Q, e.cno, nil)
 	e.Q.Close()
 	e.ia.evds.Remove(e)
@@ -198,15 +189,12 @@ func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
 func (i *ia) CreateCNOFD() (api.CNO, int, error) { return dispatch.FDCNOResult(i.newCNO(nil, true)) }
 
 func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	c, err := dispatch.NewCNOObject(agent, fd, i, &fab.Mutex, func(c *dispatch.CNOObject) { i.cnos.Remove(c) })
-	if err != nil {
-		return nil, err
+	if err == nil {
+		if err = i.cnos.Add(c); err != nil {
+			c.Close()
+		}
 	}
-	if err := i.cnos.Add(c); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
+	return c, err
 }

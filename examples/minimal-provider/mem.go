@@ -17,8 +17,7 @@ type lmr struct {
 // CreateLMR registers region's memory (dat_lmr_create(3DAT)); an LMR with
 // a remote privilege gets an RMR context reaching all of it.
 func (i *ia) CreateLMR(z api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	var src *memreg.LMR[*pz]
 	if l, ok := region.LMR.(*lmr); ok {
 		src = &l.reg
@@ -27,33 +26,29 @@ func (i *ia) CreateLMR(z api.PZ, region api.Region, priv api.MemPriv, va api.VAT
 	if err != nil {
 		return nil, err
 	}
-	l := &lmr{ia: i, pz: z.(*pz)}
-	if err := i.lmrs.Add(l); err != nil {
-		return nil, err
+	l, err := add(&i.lmrs, &lmr{ia: i, pz: z.(*pz)})
+	if err == nil {
+		i.mem.Register(&l.reg, mem, region.Type, priv, va, l.pz)
 	}
-	i.mem.Register(&l.reg, mem, region.Type, priv, va, l.pz)
-	return l, nil
+	return l, err
 }
 
 func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
 
 func (l *lmr) Query() (api.LMRParam, error) {
-	fab.Lock()
-	defer fab.Unlock()
-	p := l.reg.Param()
+	p := l.reg.Param() // (fixed at creation)
 	p.IA, p.PZ = l.ia, l.pz
 	return p, nil
 }
 
 // Free deregisters the LMR; ErrInvalidState while an RMR is bound to it.
 func (l *lmr) Free() error {
-	fab.Lock()
-	defer fab.Unlock()
-	if err := l.ia.mem.Deregister(&l.reg); err != nil {
-		return err
+	defer lock()()
+	err := l.ia.mem.Deregister(&l.reg)
+	if err == nil {
+		l.ia.lmrs.Remove(l)
 	}
-	l.ia.lmrs.Remove(l)
-	return nil
+	return err
 }
 
 // rmr is a remote memory region, bound to one EP at a time.
@@ -66,20 +61,13 @@ type rmr struct {
 }
 
 func (z *pz) CreateRMR() (api.RMR, error) {
-	fab.Lock()
-	defer fab.Unlock()
-	r := &rmr{ia: z.ia, pz: z}
-	if err := z.ia.rmrs.Add(r); err != nil {
-		return nil, err
-	}
-	return r, nil
+	defer lock()()
+	return add(&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
 }
-
 func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 
 func (r *rmr) Query() (api.RMRParam, error) {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	p := r.reg.Param()
 	p.IA, p.PZ = r.ia, r.pz
 	return p, nil
@@ -90,10 +78,8 @@ func (r *rmr) Query() (api.RMRParam, error) {
 // working at once; the new one works from the bind's completion, which
 // is a request on ep's queue like any DTO.
 func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, e api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
-	fab.Lock()
-	defer fab.Unlock()
-	p := e.(*ep)
-	var l *lmr
+	defer lock()()
+	p, l := e.(*ep), (*lmr)(nil)
 	if t.Length > 0 {
 		l = lm.(*lmr)
 		if err := memreg.CheckBind(&l.reg, r.pz, t, priv); err != nil {
@@ -106,7 +92,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 	w := reqWR{kind: completion.Bind, cookie: cookie, flags: flags, rmr: r}
 	switch p.state {
 	case api.EPConnected:
-	case api.EPDisconnected:
+	case api.EPDisconnected: // flushed: a new context would never work
 		if l != nil {
 			w.rctx = r.ia.mem.StaleContext()
 		}
@@ -136,10 +122,8 @@ func (w *reqWR) drop(i *ia) {
 	}
 }
 
-// Free unbinds and destroys the RMR.
 func (r *rmr) Free() error {
-	fab.Lock()
-	defer fab.Unlock()
+	defer lock()()
 	r.ia.mem.Unbind(&r.reg)
 	r.freed = true
 	r.ia.rmrs.Remove(r)

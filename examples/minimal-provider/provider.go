@@ -77,14 +77,10 @@ var fab = struct {
 	any   api.ConnQual
 }{ias: map[Addr]*ia{}, quals: map[api.ConnQual]*point{}, any: 0xC000}
 
-// Open opens a new IA with an address of its own (dat_ia_open(3DAT)).
-// The parameters of the configuration entry are ignored.
-func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
-	if ctx.Err() != nil {
-		return nil, api.ContextError(ctx)
-	}
-	fab.Lock()
-	defer fab.Unlock()
+// Open opens a new IA with an address of its own (dat_ia_open(3DAT)); it
+// never blocks. The parameters of the configuration entry are ignored.
+func (Provider) Open(_ context.Context, p api.OpenParams) (api.IA, error) {
+	defer lock()()
 	fab.next++
 	i := newIA(Addr(fab.next))
 	i.async = newEVD(i, max(p.AsyncEVDQLen, 1), api.EVDAsync)
@@ -104,4 +100,10 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	p.SRQSupported, p.SRQEPPZDifferenceSupported = false, false
 	p.SRQWatermarksSupported, p.SRQInfoSupported, p.EPRecvInfoSupported = 0, 0, 0
 	return a, p, nil
+}
+
+// lock takes fab's lock and returns its unlock: defer lock()().
+func lock() func() {
+	fab.Lock()
+	return fab.Unlock
 }
