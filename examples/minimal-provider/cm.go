@@ -158,15 +158,16 @@ func (i *ia) CreatePSPAny(e api.EVD, _ api.PSPFlags) (api.PSP, api.ConnQual, err
 	return nil, 0, api.Errorf(api.ConnQualUnavailable, api.NoSubtype, "no free connection qualifier")
 }
 
-func (i *ia) newPSP(q api.ConnQual, e api.EVD) (*psp, error) {
+func (i *ia) newPSP(q api.ConnQual, e api.EVD) (api.PSP, error) {
 	if err := free(q); err != nil {
 		return nil, err
 	}
-	s, err := add(&i.psps, &psp{point{ia: i, evd: e.(*evd), qual: q}})
+	s := &psp{point{ia: i, evd: e.(*evd), qual: q}}
+	v, err := add[api.PSP](&i.psps, s)
 	if err == nil {
 		s.self, fab.quals[q] = s, &s.point
 	}
-	return s, err
+	return v, err
 }
 
 func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
@@ -189,11 +190,12 @@ func (i *ia) CreateRSP(q api.ConnQual, e api.EP, ev api.EVD) (api.RSP, error) {
 	if err := free(q); err != nil {
 		return nil, err
 	}
-	r, err := add(&i.rsps, &rsp{point{ia: i, evd: ev.(*evd), ep: p, qual: q}})
+	r := &rsp{point{ia: i, evd: ev.(*evd), ep: p, qual: q}}
+	v, err := add[api.RSP](&i.rsps, r)
 	if err == nil {
 		r.self, fab.quals[q], p.state = r, &r.point, api.EPReserved
 	}
-	return r, err
+	return v, err
 }
 
 func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }

@@ -261,7 +261,7 @@ func (p *ep) flush() {
 		p.reqs.PopFront()
 		w.drop(p.ia)
 		p.complete(w, api.DTOErrFlushed, 0)
-		w.rmr, w.bind = nil, nil
+		w.rmr = nil
 	}
 	for p.recvs.Len() > 0 {
 		rw := p.recvs.Front()

@@ -55,7 +55,7 @@ func (i *ia) CreateEP(z api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.
 		p.attr = epattr.WithDefaults(*attr, defaultEPAttr)
 	}
 	p.pz, _ = z.(*pz)
-	return add(&i.eps, p)
+	return add[api.EP](&i.eps, p)
 }
 
 func (p *ep) HandleType() api.HandleType { return api.HandleEP }

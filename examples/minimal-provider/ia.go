@@ -40,14 +40,15 @@ func newIA(a Addr) *ia {
 	}
 }
 
-// add puts a new object in its table and returns it, or fails when the
-// table is full.
-func add[T comparable](s *kit.Set[T], x T) (T, error) {
+// add puts a new object in its table and returns it as the api type I;
+// when the table is full it returns no object (a nil I, not a nil
+// pointer) and the error.
+func add[I any, T comparable](s *kit.Set[T], x T) (I, error) {
 	if err := s.Add(x); err != nil {
-		var none T
+		var none I
 		return none, err
 	}
-	return x, nil
+	return any(x).(I), nil
 }
 
 func (i *ia) HandleType() api.HandleType { return api.HandleIA }
@@ -100,7 +101,7 @@ type pz struct {
 	ia *ia
 }
 
-func (i *ia) CreatePZ() (api.PZ, error)   { defer lock()(); return add(&i.pzs, &pz{ia: i}) }
+func (i *ia) CreatePZ() (api.PZ, error)   { defer lock()(); return add[api.PZ](&i.pzs, &pz{ia: i}) }
 func (z *pz) HandleType() api.HandleType  { return api.HandlePZ }
 func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
 func (z *pz) Free() error                 { defer lock()(); z.ia.pzs.Remove(z); return nil }
@@ -122,11 +123,12 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
 
 func (i *ia) CreateEVD(qlen int, c api.CNO, flags api.EVDFlags) (api.EVD, error) {
 	defer lock()()
-	e, err := add(&i.evds, newEVD(i, qlen, flags))
+	e := newEVD(i, qlen, flags)
+	v, err := add[api.EVD](&i.evds, e)
 	if err == nil {
-		err = e.attach(c) // the guard has checked c
+		e.attach(c)
 	}
-	return e, err
+	return v, err
 }
 
 // post delivers a provider event; an EP without this EVD (nil) drops it.
@@ -161,20 +163,18 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 	return e.Q.Wait(ctx, threshold, ev)
 }
 
-func (e *evd) ModifyCNO(c api.CNO) error { defer lock()(); return e.attach(c) }
+func (e *evd) ModifyCNO(c api.CNO) error { defer lock()(); e.attach(c); return nil }
 
-// attach makes the EVD feed c, or no CNO for nil.
-func (e *evd) attach(c api.CNO) error {
-	cno, err := dispatch.AsCNO(c, e.ia)
-	if err == nil {
-		e.cno = dispatch.Attach(e.Q, e.cno, cno)
-	}
-	return err
+// attach makes the EVD feed c, or no CNO for nil; the guard has checked
+// that c is a CNO of this IA.
+func (e *evd) attach(c api.CNO) {
+	cno, _ := dispatch.AsCNO(c, e.ia)
+	e.cno = dispatch.Attach(e.Q, e.cno, cno)
 }
 
 func (e *evd) Free() error {
 	defer lock()()
-	e.cno = dispatch.Attach(e.Q, e.cno, nil)
+	e.attach(nil)
 	e.Q.Close()
 	e.ia.evds.Remove(e)
 	return nil

@@ -26,11 +26,12 @@ func (i *ia) CreateLMR(z api.PZ, region api.Region, priv api.MemPriv, va api.VAT
 	if err != nil {
 		return nil, err
 	}
-	l, err := add(&i.lmrs, &lmr{ia: i, pz: z.(*pz)})
+	l := &lmr{ia: i, pz: z.(*pz)}
+	v, err := add[api.LMR](&i.lmrs, l)
 	if err == nil {
 		i.mem.Register(&l.reg, mem, region.Type, priv, va, l.pz)
 	}
-	return l, err
+	return v, err
 }
 
 func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
@@ -62,7 +63,7 @@ type rmr struct {
 
 func (z *pz) CreateRMR() (api.RMR, error) {
 	defer lock()()
-	return add(&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
+	return add[api.RMR](&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
 }
 func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 

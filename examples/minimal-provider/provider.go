@@ -9,12 +9,14 @@
 // live in that one plugin process, so they connect to each other too.
 //
 // It supports IAs, PZs, EVDs, CNOs (with and without a descriptor), EPs
-// that connect, accept, reject, disconnect and duplicate connections, PSPs
-// (PSPAny too), RSPs, CRs with hand-off, LMRs, RMRs, sends, receives and
-// RDMA writes and reads. It leaves out, as its attributes say and with
-// ErrModelNotSupported from the kit's Unsupported bases: shared receive
-// queues, the EP watermarks and receive counts that go with them
-// (dat_ep_set_watermark, dat_ep_recv_query), and PSPs that create EPs.
+// that connect, accept, reject, disconnect and duplicate connections, with
+// watermarks, PSPs (PSPAny too), RSPs, CRs with hand-off, LMRs, RMRs,
+// sends, receives and RDMA writes and reads: the conformance suite checks
+// each of them. It leaves out, as its attributes say, shared receive
+// queues with the receive counts of dat_ep_recv_query(3DAT) (answered
+// with ErrModelNotSupported by the kit's Unsupported bases) and PSPs that
+// create EPs (which the guard refuses, since ProviderAttr.EPCreator says
+// never).
 //
 // It relies on the registry's guard (see package api) for every check of
 // handles, freed objects, objects in use and the arguments the guard
