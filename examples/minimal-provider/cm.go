@@ -33,21 +33,21 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []
 func (p *ep) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, _ api.QOS) error {
 	defer lock()()
 	d := dup.(*ep)
-	if d.state != api.EPConnected {
-		return api.Errorf(api.InvalidState, d.state.StateSubtype(), "the EP to duplicate is not connected")
+	if d.State != api.EPConnected {
+		return api.Errorf(api.InvalidState, d.State.StateSubtype(), "the EP to duplicate is not connected")
 	}
-	return p.connect(d.raddr.(Addr), d.rport, timeout, pd)
+	return p.connect(d.RemoteAddr.(Addr), d.RemotePort, timeout, pd)
 }
 
 // connect moves an UNCONNECTED p to ACTIVE_CONNECTION_PENDING and
 // delivers its request; failures come as events.
 func (p *ep) connect(a Addr, q api.ConnQual, timeout api.Timeout, pd []byte) error {
-	if p.state != api.EPUnconnected {
-		return p.stateErr("connecting")
+	if p.State != api.EPUnconnected {
+		return p.StateErr("connecting")
 	}
 	fab.next++
-	p.state, p.lport, p.raddr, p.rport = api.EPActiveConnectionPending, api.ConnQual(fab.next), a, q
-	c := &cr{active: p, pd: bytes.Clone(pd), from: p.ia.addr, port: p.lport}
+	p.State, p.LocalPort, p.RemoteAddr, p.RemotePort = api.EPActiveConnectionPending, api.ConnQual(fab.next), a, q
+	c := &cr{active: p, pd: bytes.Clone(pd), from: p.ia.addr, port: p.LocalPort}
 	switch pt := fab.quals[q]; {
 	case fab.ias[a] == nil:
 		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
@@ -60,7 +60,7 @@ func (p *ep) connect(a Addr, q api.ConnQual, timeout api.Timeout, pd []byte) err
 		t = time.AfterFunc(timeout, func() {
 			defer p.twg.Done()
 			defer lock()()
-			if p.timer == t && p.state == api.EPActiveConnectionPending {
+			if p.timer == t && p.State == api.EPActiveConnectionPending {
 				p.abandon()
 				p.toDisconnected(api.ConnectionTimedOutEvent, nil)
 			}
@@ -114,7 +114,7 @@ func (pt *point) arrive(c *cr) bool {
 	}
 	if pt.ep != nil {
 		pt.unlist()
-		pt.used, pt.ep.state = true, api.EPPassiveConnectionPending
+		pt.used, pt.ep.State = true, api.EPPassiveConnectionPending
 	}
 	pt.ia.crs.Add(c) // (without a limit)
 	return true
@@ -184,8 +184,8 @@ func (s *psp) Free() error { defer lock()(); s.unlist(); s.ia.psps.Remove(s); re
 func (i *ia) CreateRSP(q api.ConnQual, e api.EP, ev api.EVD) (api.RSP, error) {
 	defer lock()()
 	p := e.(*ep)
-	if p.state != api.EPUnconnected {
-		return nil, p.stateErr("CreateRSP")
+	if p.State != api.EPUnconnected {
+		return nil, p.StateErr("CreateRSP")
 	}
 	if err := free(q); err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (i *ia) CreateRSP(q api.ConnQual, e api.EP, ev api.EVD) (api.RSP, error) {
 	r := &rsp{point{ia: i, evd: ev.(*evd), ep: p, qual: q}}
 	v, err := add[api.RSP](&i.rsps, r)
 	if err == nil {
-		r.self, fab.quals[q], p.state = r, &r.point, api.EPReserved
+		r.self, fab.quals[q], p.State = r, &r.point, api.EPReserved
 	}
 	return v, err
 }
@@ -213,8 +213,8 @@ func (r *rsp) Query() (api.RSPParam, error) {
 func (r *rsp) Free() error {
 	defer lock()()
 	r.unlist()
-	if !r.used && r.ep.state == api.EPReserved {
-		r.ep.state = api.EPUnconnected
+	if !r.used && r.ep.State == api.EPReserved {
+		r.ep.State = api.EPUnconnected
 	}
 	r.ia.rsps.Remove(r)
 	return nil
@@ -243,15 +243,15 @@ func (c *cr) Query() (api.CRParam, error) {
 
 // pending reports whether the requester still waits for c.
 func (c *cr) pending() bool {
-	return c.active != nil && c.active.cr == c && c.active.state == api.EPActiveConnectionPending
+	return c.active != nil && c.active.cr == c && c.active.State == api.EPActiveConnectionPending
 }
 
 // done destroys the CR; an RSP's EP still waiting returns to UNCONNECTED
 // (unless Accept connects it).
 func (c *cr) done() {
 	c.pt.ia.crs.Remove(c)
-	if p := c.local; p != nil && p.state == api.EPPassiveConnectionPending {
-		p.state = api.EPUnconnected
+	if p := c.local; p != nil && p.State == api.EPPassiveConnectionPending {
+		p.State = api.EPUnconnected
 	}
 }
 
@@ -264,24 +264,24 @@ func (c *cr) Accept(e api.EP, pd []byte) error {
 	if err != nil {
 		return err
 	}
-	if p.state != want {
-		return p.stateErr("accepting a connection request")
+	if p.State != want {
+		return p.StateErr("accepting a connection request")
 	}
 	c.done()
-	p.lport, p.raddr, p.rport = c.pt.qual, c.from, c.port
+	p.LocalPort, p.RemoteAddr, p.RemotePort = c.pt.qual, c.from, c.port
 	a := c.active
 	if !c.pending() {
 		p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)
 		return nil
 	}
-	a.cr, a.raddr = nil, c.pt.ia.addr
+	a.cr, a.RemoteAddr = nil, c.pt.ia.addr
 	a.stopTimer()
 	a.peer, p.peer = p, a
-	a.state, p.state = api.EPConnected, api.EPConnected
+	a.State, p.State = api.EPConnected, api.EPConnected
 	p.connEvent(api.ConnectionEstablishedEvent, nil)
 	a.connEvent(api.ConnectionEstablishedEvent, bytes.Clone(pd))
 	p.watermarks() // the hard watermark is watched from now on
-	if p.state == api.EPConnected {
+	if p.State == api.EPConnected {
 		a.watermarks()
 	}
 	return nil

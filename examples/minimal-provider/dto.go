@@ -60,18 +60,18 @@ func (p *ep) post(w *reqWR) error { defer lock()(); return p.postLocked(w) }
 
 // postLocked runs w, queues it, or flushes it on a DISCONNECTED EP.
 func (p *ep) postLocked(w *reqWR) error {
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 	case api.EPDisconnected:
 		p.complete(w, api.DTOErrFlushed, 0)
 		return nil
 	default:
-		return p.stateErr(w.kind.Posting())
+		return p.StateErr(w.kind.Posting())
 	}
 	if p.reqs.Len() == 0 && p.exec(w, false) {
 		return nil
 	}
-	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+	if p.reqs.Len() >= p.Attr.MaxRequestDTOs {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
 	}
 	s := p.reqs.PushBack()
@@ -84,12 +84,12 @@ func (p *ep) postLocked(w *reqWR) error {
 // pump runs queued requests until one waits again, and finishes a
 // graceful disconnect once none is left.
 func (p *ep) pump() {
-	for p.reqs.Len() > 0 && (p.state == api.EPConnected || p.state == api.EPDisconnectPending) {
+	for p.reqs.Len() > 0 && (p.State == api.EPConnected || p.State == api.EPDisconnectPending) {
 		if !p.exec(p.reqs.Front(), true) {
 			return
 		}
 	}
-	if p.state == api.EPDisconnectPending && p.reqs.Len() == 0 {
+	if p.State == api.EPDisconnectPending && p.reqs.Len() == 0 {
 		p.endPair(api.ConnectionDisconnectedEvent)
 	}
 }
@@ -99,7 +99,7 @@ func (p *ep) pump() {
 func (p *ep) exec(w *reqWR, queued bool) bool {
 	if w.kind == completion.Send && p.peer.recvs.Len() == 0 {
 		// A send that would fail locally fails now; a good one waits.
-		if _, n, ok := p.ia.mem.Gather(nil, w.iov, p.pz, api.MemPrivLocalRead); ok && n <= uint64(p.attr.MaxMessageSize) {
+		if _, n, ok := p.ia.mem.Gather(nil, w.iov, p.pz, api.MemPrivLocalRead); ok && n <= uint64(p.Attr.MaxMessageSize) {
 			return false
 		}
 	}
@@ -130,7 +130,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 // cannot take it fails, and the send with it.
 func (p *ep) send(w *reqWR) {
 	src, n, ok := p.ia.mem.Gather(nil, w.iov, p.pz, api.MemPrivLocalRead)
-	if !ok || n > uint64(p.attr.MaxMessageSize) {
+	if !ok || n > uint64(p.Attr.MaxMessageSize) {
 		p.fail(w, localErr(ok))
 		return
 	}
@@ -185,7 +185,7 @@ func (p *ep) rdma(w *reqWR) {
 			n = m
 		}
 	}
-	if !ok || n > uint64(p.attr.MaxRDMASize) {
+	if !ok || n > uint64(p.Attr.MaxRDMASize) {
 		p.fail(w, localErr(ok))
 		return
 	}
@@ -231,11 +231,11 @@ func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 // peer runs into it now.
 func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	defer lock()()
-	if p.state == api.EPDisconnected {
+	if p.State == api.EPDisconnected {
 		p.completeRecv(&recvWR{cookie: cookie, flags: flags}, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 		return nil
 	}
-	if p.recvs.Len() >= p.attr.MaxRecvDTOs {
+	if p.recvs.Len() >= p.Attr.MaxRecvDTOs {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP has MaxRecvDTOs receives posted")
 	}
 	s := p.recvs.PushBack()
@@ -249,7 +249,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 }
 

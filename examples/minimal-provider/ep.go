@@ -1,8 +1,6 @@
 package minimal
 
 import (
-	"net"
-	"slices"
 	"sync"
 	"time"
 
@@ -18,13 +16,12 @@ import (
 type ep struct {
 	api.ContextSlot
 	kit.UnsupportedEP // no receive counts (they belong with SRQs)
+	epattr.Endpoint   // attributes, state, connection ends, watermarks
 	ia                *ia
 	pz                *pz
 	recvEVD           *evd
 	reqEVD            *evd
 	connEVD           *evd
-	attr              api.EPAttr
-	state             api.EPState
 	freed             bool
 	recvs             ring.Ring[recvWR]
 	reqs              ring.Ring[reqWR] // requests behind a send that waits for a receive
@@ -32,13 +29,6 @@ type ep struct {
 	cr                *cr              // the active side's pending request
 	timer             *time.Timer      // the active side's connection timeout
 	twg               sync.WaitGroup   // the timer's callback
-	lport, rport      api.ConnQual
-	raddr             net.Addr
-	wm                epattr.Watermarks
-}
-
-func (p *ep) stateErr(what string) error {
-	return api.Errorf(api.InvalidState, p.state.StateSubtype(), what+" is not allowed in state "+p.state.String())
 }
 
 func asEVD(e api.EVD) *evd {
@@ -50,9 +40,9 @@ func asEVD(e api.EVD) *evd {
 // attributes leave at zero get the provider's defaults.
 func (i *ia) CreateEP(z api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.EP, error) {
 	defer lock()()
-	p := &ep{ia: i, recvEVD: asEVD(recv), reqEVD: asEVD(req), connEVD: asEVD(conn), attr: defaultEPAttr}
+	p := &ep{ia: i, recvEVD: asEVD(recv), reqEVD: asEVD(req), connEVD: asEVD(conn), Endpoint: epattr.Endpoint{Attr: defaultEPAttr}}
 	if attr != nil {
-		p.attr = epattr.WithDefaults(*attr, defaultEPAttr)
+		p.Attr = epattr.WithDefaults(*attr, defaultEPAttr)
 	}
 	p.pz, _ = z.(*pz)
 	return add[api.EP](&i.eps, p)
@@ -62,20 +52,17 @@ func (p *ep) HandleType() api.HandleType { return api.HandleEP }
 
 func (p *ep) Query() (api.EPParam, error) {
 	defer lock()()
-	prm := api.EPParam{IA: p.ia, State: p.state, LocalAddr: p.ia.addr, LocalPortQual: p.lport,
-		RemoteAddr: p.raddr, RemotePortQual: p.rport, Attr: p.attr,
-		RecvEVD: p.recvEVD.handle(), RequestEVD: p.reqEVD.handle(), ConnectEVD: p.connEVD.handle()}
+	prm := p.Param(p.ia, p.ia.addr)
+	prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = p.recvEVD.handle(), p.reqEVD.handle(), p.connEVD.handle()
 	if p.pz != nil {
 		prm.PZ = p.pz
 	}
-	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
-	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
 	return prm, nil
 }
 
 func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 	defer lock()()
-	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
+	return p.State, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
 }
 
 // Modify changes what mask selects, in the states dat_ep_modify(3DAT)
@@ -85,14 +72,14 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 		return err
 	}
 	defer lock()()
-	if !epattr.Modifiable(p.state, mask) {
-		return p.stateErr("modifying these EP parameters")
+	if !epattr.Modifiable(p.State, mask) {
+		return p.StateErr("modifying these EP parameters")
 	}
-	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, limits.EP(), p.recvs.Len())
+	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, limits.EP(), p.recvs.Len())
 	if err != nil {
 		return err
 	}
-	p.attr = a
+	p.Attr = a
 	if mask&api.EPFieldPZ != 0 {
 		p.pz, _ = prm.PZ.(*pz)
 	}
@@ -111,10 +98,10 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 // Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)).
 func (p *ep) Reset() error {
 	defer lock()()
-	if p.state != api.EPUnconnected && p.state != api.EPDisconnected {
-		return p.stateErr("Reset")
+	if p.State != api.EPUnconnected && p.State != api.EPDisconnected {
+		return p.StateErr("Reset")
 	}
-	p.state, p.lport, p.rport, p.raddr = api.EPUnconnected, 0, 0, nil
+	p.State, p.LocalPort, p.RemotePort, p.RemoteAddr = api.EPUnconnected, 0, 0, nil
 	return nil
 }
 
@@ -122,9 +109,9 @@ func (p *ep) Reset() error {
 // Outstanding work is dropped without completions.
 func (p *ep) Free() error {
 	fab.Lock()
-	if p.state == api.EPReserved || p.state == api.EPPassiveConnectionPending {
+	if p.State == api.EPReserved || p.State == api.EPPassiveConnectionPending {
 		defer fab.Unlock()
-		return p.stateErr("Free")
+		return p.StateErr("Free")
 	}
 	wait := p.destroy()
 	fab.Unlock()
@@ -135,7 +122,7 @@ func (p *ep) Free() error {
 // destroy tears the EP down and returns what to wait for once fab is
 // unlocked.
 func (p *ep) destroy() func() {
-	switch p.state {
+	switch p.State {
 	case api.EPConnected, api.EPDisconnectPending:
 		if q := p.peer; q != nil {
 			p.peer = nil
@@ -145,7 +132,7 @@ func (p *ep) destroy() func() {
 		p.abandon()
 	}
 	p.stopTimer()
-	p.state, p.freed = api.EPDisconnected, true
+	p.State, p.freed = api.EPDisconnected, true
 	p.recvs.Clear()
 	p.reqs.Clear()
 	p.ia.eps.Remove(p)
@@ -160,7 +147,7 @@ func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 // toDisconnected flushes the EP's outstanding DTOs, in post order,
 // requests first, then posts event n.
 func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
-	p.state, p.peer = api.EPDisconnected, nil
+	p.State, p.peer = api.EPDisconnected, nil
 	p.stopTimer()
 	p.flush()
 	p.connEvent(n, pd)
@@ -181,15 +168,15 @@ func (p *ep) endPair(n api.EventNumber) {
 func (p *ep) Disconnect(flags api.CloseFlags) error {
 	defer lock()()
 	switch {
-	case p.state == api.EPConnected && flags == api.CloseGraceful && p.reqs.Len() > 0:
-		p.state = api.EPDisconnectPending
-	case p.state == api.EPConnected || p.state == api.EPDisconnectPending && flags != api.CloseGraceful:
+	case p.State == api.EPConnected && flags == api.CloseGraceful && p.reqs.Len() > 0:
+		p.State = api.EPDisconnectPending
+	case p.State == api.EPConnected || p.State == api.EPDisconnectPending && flags != api.CloseGraceful:
 		p.endPair(api.ConnectionDisconnectedEvent)
-	case p.state == api.EPActiveConnectionPending:
+	case p.State == api.EPActiveConnectionPending:
 		p.abandon()
 		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
-	case p.state != api.EPDisconnected && p.state != api.EPDisconnectPending:
-		return p.stateErr("Disconnect")
+	case p.State != api.EPDisconnected && p.State != api.EPDisconnectPending:
+		return p.StateErr("Disconnect")
 	}
 	return nil
 }
@@ -198,8 +185,8 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 // (dat_ep_set_watermark(3DAT)); EP.Query reports the soft one.
 func (p *ep) SetWatermark(soft, hard int) error {
 	defer lock()()
-	p.attr.SRQSoftHighWatermark = soft
-	p.wm.Set(soft, hard)
+	p.Attr.SRQSoftHighWatermark = soft
+	p.WM.Set(soft, hard)
 	p.watermarks()
 	return nil
 }
@@ -207,12 +194,12 @@ func (p *ep) SetWatermark(soft, hard int) error {
 // watermarks posts the soft watermark's event when it is due and breaks
 // the connection when the hard one is exceeded.
 func (p *ep) watermarks() {
-	soft, hard := p.wm.Check(p.recvs.Len())
+	soft, hard := p.WM.Check(p.recvs.Len())
 	if soft {
 		ev := api.Event{Number: epattr.SoftHighWatermarkEvent, Async: api.AsyncErrorData{Object: p, Reason: api.ReasonEPSoftHighWater}}
 		p.ia.async.post(&ev, true)
 	}
-	if hard && p.state == api.EPConnected {
+	if hard && p.State == api.EPConnected {
 		p.endPair(api.ConnectionBrokenEvent)
 	}
 }

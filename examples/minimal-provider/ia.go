@@ -1,12 +1,9 @@
 package minimal
 
 import (
-	"context"
-
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
-	"github.com/godat/godat/provider/kit/eventq"
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
@@ -19,7 +16,7 @@ type ia struct {
 	async             *evd
 	pzs               kit.Set[*pz]
 	evds              kit.Set[*evd]
-	cnos              kit.Set[*dispatch.CNOObject]
+	cnos              dispatch.CNOs
 	eps               kit.Set[*ep]
 	psps              kit.Set[*psp]
 	rsps              kit.Set[*rsp]
@@ -31,23 +28,26 @@ type ia struct {
 
 func newIA(a Addr) *ia {
 	n := limits.MaxObjects
-	return &ia{addr: a,
+	i := &ia{addr: a,
 		pzs: kit.NewSet[*pz](api.HandlePZ, n), evds: kit.NewSet[*evd](api.HandleEVD, n),
-		cnos: kit.NewSet[*dispatch.CNOObject](api.HandleCNO, n), eps: kit.NewSet[*ep](api.HandleEP, n),
-		psps: kit.NewSet[*psp](api.HandlePSP, n), rsps: kit.NewSet[*rsp](api.HandleRSP, n),
-		crs: kit.NewSet[*cr](api.HandleCR, 0), lmrs: kit.NewSet[*lmr](api.HandleLMR, n),
-		rmrs: kit.NewSet[*rmr](api.HandleRMR, n), mem: memreg.New[*pz, *ep](),
+		eps: kit.NewSet[*ep](api.HandleEP, n), psps: kit.NewSet[*psp](api.HandlePSP, n),
+		rsps: kit.NewSet[*rsp](api.HandleRSP, n), crs: kit.NewSet[*cr](api.HandleCR, 0),
+		lmrs: kit.NewSet[*lmr](api.HandleLMR, n), rmrs: kit.NewSet[*rmr](api.HandleRMR, n),
+		mem: memreg.New[*pz, *ep](),
 	}
+	i.cnos = dispatch.NewCNOs(i, &fab.Mutex, n)
+	return i
 }
 
 // add puts a new object in its table and returns it as the api type I;
 // when the table is full it returns no object (a nil I, not a nil
 // pointer) and the error.
 func add[I any, T comparable](s *kit.Set[T], x T) (I, error) {
-	if err := s.Add(x); err != nil {
+	if err := s.Room(); err != nil {
 		var none I
 		return none, err
 	}
+	s.Add(x)
 	return any(x).(I), nil
 }
 
@@ -62,23 +62,29 @@ func (i *ia) AsyncEVD() (api.EVD, error) { return i.async, nil }
 // goroutine of the IA runs.
 func (i *ia) Close(flags api.CloseFlags) error {
 	fab.Lock()
-	tables := []kit.Counted{&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs}
-	if err := kit.InUse(tables...); err != nil && flags == api.CloseGraceful {
+	if err := kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs); err != nil && flags == api.CloseGraceful {
 		fab.Unlock()
 		return err
 	}
 	delete(fab.ias, i.addr)
 	var waits []func()
-	i.psps.All(func(s *psp) { s.unlist() })
-	i.rsps.All(func(r *rsp) { r.unlist() })
-	i.crs.All(func(c *cr) { c.abort() })
-	i.eps.All(func(p *ep) { waits = append(waits, p.destroy()) })
-	i.evds.All(func(e *evd) { e.Q.Close() })
-	i.async.Q.Close()
-	i.cnos.All(func(c *dispatch.CNOObject) { c.Close(); waits = append(waits, c.WaitIdle) })
-	for _, t := range tables {
-		t.(interface{ Clear() }).Clear()
+	for s := range i.psps.All() {
+		s.unlist()
 	}
+	for r := range i.rsps.All() {
+		r.unlist()
+	}
+	for c := range i.crs.All() {
+		c.abort()
+	}
+	for p := range i.eps.All() {
+		waits = append(waits, p.destroy())
+	}
+	for e := range i.evds.All() {
+		e.Release()
+	}
+	i.async.Release()
+	waits = append(waits, i.cnos.CloseAll())
 	i.mem.Clear()
 	fab.Unlock()
 	for _, w := range waits {
@@ -106,36 +112,34 @@ func (z *pz) HandleType() api.HandleType  { return api.HandlePZ }
 func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
 func (z *pz) Free() error                 { defer lock()(); z.ia.pzs.Remove(z); return nil }
 
-// evd is an event dispatcher: an eventq.Queue with the dispatch helpers.
+// evd is an event dispatcher: the kit's EVD base does all but Free.
 type evd struct {
 	api.ContextSlot
-	dispatch.QueueControl
-	ia    *ia
-	flags api.EVDFlags
-	cno   *dispatch.CNO
+	dispatch.EVD
+	ia *ia
 }
 
-func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
-	e := &evd{ia: i, flags: flags}
-	e.Q = eventq.New(qlen, e)
+func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
+	e := &evd{ia: i}
+	e.Init(e, i, &fab.Mutex, qlen, limits.MaxEVDQLen, flags, async)
 	return e
 }
 
 func (i *ia) CreateEVD(qlen int, c api.CNO, flags api.EVDFlags) (api.EVD, error) {
 	defer lock()()
-	e := newEVD(i, qlen, flags)
+	e := newEVD(i, qlen, flags, &i.async.EVD)
 	v, err := add[api.EVD](&i.evds, e)
 	if err == nil {
-		e.attach(c)
+		cno, _ := dispatch.AsCNO(c, i) // the guard has checked c
+		e.SetCNO(cno)
 	}
 	return v, err
 }
 
 // post delivers a provider event; an EP without this EVD (nil) drops it.
-// An overflow is reported on the async EVD.
 func (e *evd) post(ev *api.Event, notify bool) {
 	if e != nil {
-		dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
+		e.Post(ev, notify)
 	}
 }
 
@@ -147,54 +151,12 @@ func (e *evd) handle() api.EVD {
 	return e
 }
 
-func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
-
-func (e *evd) Query() (api.EVDParam, error) {
-	defer lock()()
-	p := dispatch.Param(e.Q, e.flags, e.cno)
-	p.IA = e.ia
-	return p, nil
-}
-
-func (e *evd) Resize(qlen int) error       { return dispatch.Resize(e.Q, qlen, limits.MaxEVDQLen) }
-func (e *evd) PostSE(ev *api.Event) error  { return dispatch.PostSE(e.Q, e.flags, ev) }
-func (e *evd) Dequeue(ev *api.Event) error { return e.Q.Dequeue(ev) }
-func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
-	return e.Q.Wait(ctx, threshold, ev)
-}
-
-func (e *evd) ModifyCNO(c api.CNO) error { defer lock()(); e.attach(c); return nil }
-
-// attach makes the EVD feed c, or no CNO for nil; the guard has checked
-// that c is a CNO of this IA.
-func (e *evd) attach(c api.CNO) {
-	cno, _ := dispatch.AsCNO(c, e.ia)
-	e.cno = dispatch.Attach(e.Q, e.cno, cno)
-}
-
 func (e *evd) Free() error {
 	defer lock()()
-	e.attach(nil)
-	e.Q.Close()
 	e.ia.evds.Remove(e)
-	return nil
+	return e.Release()
 }
 
-// CreateCNO and CreateCNOFD make CNOs of the kit (dispatch.CNOObject),
-// guarded by the provider's lock.
-func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
-	return dispatch.CNOResult(i.newCNO(agent, false))
-}
-
-func (i *ia) CreateCNOFD() (api.CNO, int, error) { return dispatch.FDCNOResult(i.newCNO(nil, true)) }
-
-func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
-	defer lock()()
-	c, err := dispatch.NewCNOObject(agent, fd, i, &fab.Mutex, func(c *dispatch.CNOObject) { i.cnos.Remove(c) })
-	if err == nil {
-		if err = i.cnos.Add(c); err != nil {
-			c.Close()
-		}
-	}
-	return c, err
-}
+// CreateCNO and CreateCNOFD make the kit's CNOs.
+func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) { return i.cnos.Create(agent) }
+func (i *ia) CreateCNOFD() (api.CNO, int, error)             { return i.cnos.CreateFD() }

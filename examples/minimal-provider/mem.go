@@ -91,7 +91,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
 	}
 	w := reqWR{kind: completion.Bind, cookie: cookie, flags: flags, rmr: r}
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 	case api.EPDisconnected: // flushed: a new context would never work
 		if l != nil {
@@ -100,7 +100,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 		p.complete(&w, api.DTOErrFlushed, 0)
 		return w.rctx, nil
 	default:
-		return 0, p.stateErr("binding an RMR")
+		return 0, p.StateErr("binding an RMR")
 	}
 	r.ia.mem.Unbind(&r.reg)
 	r.reg.VA = va

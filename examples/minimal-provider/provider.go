@@ -35,6 +35,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/iaattr"
 )
 
@@ -81,11 +82,15 @@ var fab = struct {
 
 // Open opens a new IA with an address of its own (dat_ia_open(3DAT)); it
 // never blocks. The parameters of the configuration entry are ignored.
-func (Provider) Open(_ context.Context, p api.OpenParams) (api.IA, error) {
+func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	qlen, err := dispatch.CheckOpen(ctx, p, limits.MaxEVDQLen)
+	if err != nil {
+		return nil, err
+	}
 	defer lock()()
 	fab.next++
 	i := newIA(Addr(fab.next))
-	i.async = newEVD(i, max(p.AsyncEVDQLen, 1), api.EVDAsync)
+	i.async = newEVD(i, qlen, api.EVDAsync, nil)
 	fab.ias[i.addr] = i
 	return i, nil
 }

@@ -3,7 +3,6 @@ package loopback
 import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/dispatch"
-	"github.com/godat/godat/provider/kit/eventq"
 )
 
 // evd is an Event Dispatcher: the kit's EVD (queue, CNO link, freed mark
@@ -20,13 +19,9 @@ type evd struct {
 
 // newEVD makes an EVD of i; async is the IA's async EVD, nil when this is
 // it. fabric.mu is held (or i is not yet visible).
-func newEVD(i *ia, qlen int, flags api.EVDFlags, async *evd) *evd {
+func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
 	e := &evd{ia: i}
-	var aq *eventq.Queue
-	if async != nil {
-		aq = async.Q
-	}
-	e.Init(e, i, &fabric.mu, qlen, maxEVDQLen, flags, aq)
+	e.Init(e, i, &fabric.mu, qlen, maxEVDQLen, flags, async)
 	return e
 }
 
@@ -48,7 +43,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err := i.evds.Room(); err != nil {
 		return nil, err
 	}
-	e := newEVD(i, qlen, flags, i.async)
+	e := newEVD(i, qlen, flags, &i.async.EVD)
 	i.evds.Add(e)
 	e.SetCNO(c)
 	return e, nil

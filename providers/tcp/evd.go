@@ -65,13 +65,9 @@ func (e *evd) dropFeed(c *conn) {
 
 // newEVD makes an EVD of i; async is the IA's async EVD, nil when this is
 // it.
-func newEVD(i *ia, qlen int, flags api.EVDFlags, async *evd) *evd {
+func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
 	e := &evd{ia: i}
-	var aq *eventq.Queue
-	if async != nil {
-		aq = async.Q
-	}
-	e.Init(e, i, &i.mu, qlen, maxEVDQLen, flags, aq)
+	e.Init(e, i, &i.mu, qlen, maxEVDQLen, flags, async)
 	return e
 }
 
@@ -90,7 +86,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err := i.evds.Room(); err != nil {
 		return nil, err
 	}
-	e := newEVD(i, qlen, flags, i.async)
+	e := newEVD(i, qlen, flags, &i.async.EVD)
 	i.evds.Add(e)
 	e.SetCNO(c)
 	return e, nil

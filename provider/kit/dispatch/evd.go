@@ -40,14 +40,14 @@ var errEVDFreed = api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "EVD wa
 // Init makes the EVD's queue of qlen events (at most maxQLen after a
 // Resize) for the streams in flags. self is the provider's EVD object,
 // ia its IA, mu the lock that guards the IA's objects, and async the
-// queue of the IA's async EVD, where overflows are reported (nil: this is
-// the async EVD).
-func (e *EVD) Init(self api.EVD, ia api.IA, mu sync.Locker, qlen, maxQLen int, flags api.EVDFlags, async *eventq.Queue) {
+// IA's async EVD, where overflows are reported (nil: this is the async
+// EVD).
+func (e *EVD) Init(self api.EVD, ia api.IA, mu sync.Locker, qlen, maxQLen int, flags api.EVDFlags, async *EVD) {
 	e.Q = eventq.New(qlen, self)
 	e.flags, e.maxQLen, e.mu, e.ia, e.self = flags, maxQLen, mu, ia, self
-	e.async = async
-	if async == nil {
-		e.async = e.Q
+	e.async = e.Q
+	if async != nil {
+		e.async = async.Q
 	}
 }
 

@@ -23,7 +23,7 @@ func TestEVDBase(t *testing.T) {
 	async := &testEVD{}
 	async.Init(async, nil, &mu, 4, 8, api.EVDAsync, nil)
 	e := &testEVD{}
-	e.Init(e, nil, &mu, 1, 8, api.EVDDTO|api.EVDSoftware, async.Q)
+	e.Init(e, nil, &mu, 1, 8, api.EVDDTO|api.EVDSoftware, &async.EVD)
 	var _ api.EVD = e
 
 	// Events come out in order; an overflow names the EVD on the async EVD.
