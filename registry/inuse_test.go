@@ -49,7 +49,7 @@ func TestProviderInUseNamesObjects(t *testing.T) {
 	check(err)
 	evd, err := ia.CreateEVD(4, nil, api.EVDDTO)
 	check(err)
-	refused(ia.Close(api.CloseGraceful), api.SubStateIAInUse, fmt.Sprintf("%s still has 2 object(s): %s, %s (provider: the IA still has 2 object(s))",
+	refused(ia.Close(api.CloseGraceful), api.SubStateIAInUse, fmt.Sprintf("%s still has 2 object(s): %s, %s (provider: the IA still has 2 object(s): 1 PZ, 1 EVD)",
 		name(ia), name(pz), name(evd)))
 	check(evd.Free())
 	check(pz.Free())
