@@ -48,15 +48,9 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 // CreateEPWithSRQ creates an Endpoint that takes its receive buffers from
 // srq (dat_ep_create_with_srq(3DAT)). The SRQ may be in another PZ than
 // the EP: receive buffers are checked against the SRQ's PZ, RDMA against
-// the EP's. attr may not be nil (ErrInvalidParameter), as the page says;
-// its zero limits are replaced by the defaults.
+// the EP's. The guard has refused a nil srq or attr (the page requires
+// both); the attributes' zero limits are replaced by the defaults.
 func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	if srqArg == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ handle is nil")
-	}
-	if attr == nil {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, "an EP on an SRQ needs attributes")
-	}
 	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, srqArg, attr)
 }
 

@@ -34,15 +34,10 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 }
 
 // CreateEPWithSRQ creates an Endpoint that takes its receive buffers from
-// srq (dat_ep_create_with_srq(3DAT)); attr may not be nil. Its peer sends
-// without receive credits (see the package documentation).
+// srq (dat_ep_create_with_srq(3DAT)); the guard has refused a nil srq or
+// attr. Its peer sends without receive credits (see the package
+// documentation).
 func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	if srqArg == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ handle is nil")
-	}
-	if attr == nil {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, "an EP on an SRQ needs attributes")
-	}
 	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, srqArg, attr)
 }
 
