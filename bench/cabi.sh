@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 REPS=${REPS:-5}
 work=$(mktemp -d /tmp/godat-cabi-bench.XXXXXX)
-[ -f build/libdat2.so.2 ] || ./cabi/build >/dev/null
+./cabi/build >/dev/null # always: a library left from another tree would be measured instead
 go build -o "$work/dattest" ./cmd/dattest
 conf="$work/dat.conf"
 printf '[[ia]]\nname = "tcp"\nprovider = "tcp"\napi_version = "u2.0"\nthreadsafe = true\nia_params = "127.0.0.1"\n' > "$conf"
@@ -42,19 +42,31 @@ dtestrow() {
 srv=$!
 trap 'kill -INT $srv 2>/dev/null; wait $srv 2>/dev/null; rm -rf "$work"' EXIT
 sleep 0.5
-nat() { "$work/dattest" -h 127.0.0.1 -p 18650 -d tcp "$@" 2>&1; }
+nat() { "$work/dattest" -h 127.0.0.1 -p 18650 -d tcp "$@" 2>/dev/null; }
+# us ROW OP MODE / mbs ROW OP MODE: the godat column of dattest's table
+# row for OP in MODE, in µs or MB/s whatever unit dattest chose.
+us() {
+	awk -v row="$1" -v op="$2" -v mode="$3" '$1 == op && $3 == mode {
+		f = ($5 == "ns") ? 0.001 : ($5 == "ms") ? 1000 : ($5 == "s") ? 1e6 : ($5 == "us") ? 1 : 0
+		if (f) print row "\tnative\t" $4 * f }'
+}
+mbs() {
+	awk -v row="$1" -v op="$2" -v mode="$3" '$1 == op && $3 == mode {
+		f = ($5 == "GB/s") ? 1000 : ($5 == "MB/s") ? 1 : ($5 == "kB/s") ? 0.001 : 0
+		if (f) print row "\tnative\t" $4 * f }'
+}
 
 res="$work/results.tsv"
 for r in $(seq 1 "$REPS"); do
 	echo "repetition $r of $REPS" >&2
 	dtestrow -p -b 64 -B 1000 | awk '/Message PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "pp-poll\tcabi\t" $(i+1) }' >> "$res"
-	nat -bench lat -size 64 -iters 2000 -mode poll | awk '$1 == "lat" && $3 == "poll" { print "pp-poll\tnative\t" $4 }' >> "$res"
+	nat -bench lat -size 64 -iters 2000 -mode poll | us pp-poll lat poll >> "$res"
 	dtestrow -b 64 -B 1000 | awk '/Message PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "pp-wait\tcabi\t" $(i+1) }' >> "$res"
-	nat -bench lat -size 64 -iters 2000 -mode wait | awk '$1 == "lat" && $3 == "wait" { print "pp-wait\tnative\t" $4 }' >> "$res"
+	nat -bench lat -size 64 -iters 2000 -mode wait | us pp-wait lat wait >> "$res"
 	dtestrow -W -b 64 -B 1000 | awk '/RDMA write PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "wpp\tcabi\t" $(i+1) }' >> "$res"
-	nat -bench wlat -size 64 -iters 2000 -mode poll | awk '$1 == "wlat" { print "wpp\tnative\t" $4 }' >> "$res"
+	nat -bench wlat -size 64 -iters 2000 -mode poll | us wpp wlat poll >> "$res"
 	dtestrow -w -b 65536 -B 1000 | awk '/RDMA write \(bi-direction\)/ { for (i = 1; i <= NF; i++) if ($i == "MB/sec") print "bw\tcabi\t" $(i-1) }' >> "$res"
-	nat -bench bw -size 64K -iters 2000 -mode wait | awk '$1 == "bw" { print "bw\tnative\t" $4 * 1000 }' >> "$res"
+	nat -bench bw -size 64K -iters 2000 -mode wait | mbs bw bw wait >> "$res"
 done
 
 echo

@@ -288,10 +288,11 @@
 // Driven waits. A consumer blocked in EVD.Wait drives the connections
 // feeding the EVD itself too, when there are at most maxDriven (8) of
 // them: it polls them, and when what it waits for is not there it blocks
-// in the runtime's poller on an epoll instance of the EVD's, in which
-// their sockets are armed one-shot (and from which they are removed when
-// the wait ends: see driver.disarm), while their readers stay quiet. A
-// message then wakes the waiting goroutine and nothing else, which reads
+// in epoll_wait(2), in its own thread, on an epoll instance of the EVD's,
+// in which their sockets are armed one-shot (and from which they are
+// removed when the wait ends: see driver.disarm), while their readers
+// stay quiet. A message then wakes the waiting thread and nothing else,
+// which reads
 // it, completes it and returns: one wake-up per message, as a blocking
 // read of a plain socket costs, instead of the reader's wake-up followed
 // by the consumer's. Anything else the waiter must see kicks it through an
@@ -300,9 +301,12 @@
 // unwaitable or freed, the IA closed, the end of the waiter's context
 // (context.AfterFunc, registered once per context, not per wait). A
 // connection whose stream another goroutine holds is left to its reader,
-// which watches it again. The sockets are armed inside the wait (after
-// the runtime has reset the epoll instance's readiness), so input that is
-// already there wakes it at once and no read precedes the block.
+// which watches it again. The sockets are armed right before the block,
+// and arming a socket that has input queues its event, so input that is
+// already there wakes it at once and no read precedes the block. The
+// block is an ordinary system call, so the thread gives up its P while
+// it lasts; a goroutine locked to its thread (a C program's) is woken in
+// that thread, with no hand-over from the thread that polls the network.
 //
 // System calls that cannot block (reads and writes on the non-blocking
 // sockets, epoll calls with a zero timeout) are raw: they skip the

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/internal/sock"
 )
 
 // maxDriven is the most connections an EVD may be fed by for its waiter to
@@ -26,35 +25,41 @@ const maxDriven = 8
 // waking up, completing, and waking the consumer in turn (two wake-ups per
 // message, and a hand-off between threads).
 //
-// The waiter blocks in the runtime's poller on an epoll instance of the
-// EVD's own, which holds the feeding sockets (armed one-shot while the
-// waiter is blocked) and an eventfd that kicks it: the queue kicks when
-// something else posts an event the waiter wants (a reader goroutine, a
-// connection event, PostSE), when the EVD becomes unwaitable or is freed,
-// and when the waiter's context ends.
+// The waiter blocks in epoll_wait(2), in its own thread, on an epoll
+// instance of the EVD's own, which holds the feeding sockets (armed
+// one-shot while the waiter is blocked) and an eventfd that kicks it: the
+// queue kicks when something else posts an event the waiter wants (a
+// reader goroutine, a connection event, PostSE), when the EVD becomes
+// unwaitable or is freed, and when the waiter's context ends. Blocking in
+// the thread, not in the runtime's poller, means that a message wakes
+// that thread and no other: a goroutine parked in the poller is woken by
+// whichever thread polls the network, and one that is locked to its
+// thread (a C program's, calling through godat's C ABI) is then handed
+// over to its own thread, a second wake-up.
 type driver struct {
 	mu     sync.Mutex // guards closed and kickFD against kicks racing a close
 	closed bool
-	ep     *os.File // the epoll instance, watched by the runtime's poller
+	ep     *os.File // the epoll instance (blocking: outside the runtime's poller)
 	rc     syscall.RawConn
 	epfd   int
 	kickFD int // eventfd in ep
 
 	parked atomic.Bool // the waiter is (about to be) blocked: kick it
+	dead   atomic.Bool // closed: a blocked waiter returns
 
 	// The waiter's own state (one waiter at a time: the queue refuses a
 	// second).
-	reg    []*conn // connections whose sockets were added to ep
-	arm    []*conn // connections to arm before blocking
-	armOut []bool  // arm[i] waits for room to write too
-	busy   []*conn // connections another goroutine was reading: not armed
-	drop   []*conn // connections to take out of ep (dropAll)
-	dropFn func(uintptr)
-	calls  int
-	parkFn func(uintptr) bool
-	evs    [maxDriven + 1]unix.EpollEvent
-	ctx    context.Context // the context whose end kicks (AfterFunc)
-	stop   func() bool
+	reg     []*conn // connections whose sockets were added to ep
+	arm     []*conn // connections to arm before blocking
+	armOut  []bool  // arm[i] waits for room to write too
+	busy    []*conn // connections another goroutine was reading: not armed
+	drop    []*conn // connections to take out of ep (dropAll)
+	dropFn  func(uintptr)
+	blockFn func(uintptr)
+	blocked error // blockCB's result
+	evs     [maxDriven + 1]unix.EpollEvent
+	ctx     context.Context // the context whose end kicks (AfterFunc)
+	stop    func() bool
 }
 
 func newDriver() (*driver, error) {
@@ -73,18 +78,13 @@ func newDriver() (*driver, error) {
 		unix.Close(kfd)
 		return nil, err
 	}
-	if err := unix.SetNonblock(ep, true); err != nil {
-		unix.Close(ep)
-		unix.Close(kfd)
-		return nil, err
-	}
 	d := &driver{ep: os.NewFile(uintptr(ep), "evd-epoll"), epfd: ep, kickFD: kfd}
 	if d.rc, err = d.ep.SyscallConn(); err != nil {
 		d.ep.Close()
 		unix.Close(kfd)
 		return nil, err
 	}
-	d.parkFn, d.dropFn = d.parkCB, d.dropCB
+	d.blockFn, d.dropFn = d.blockCB, d.dropCB
 	return d, nil
 }
 
@@ -112,6 +112,9 @@ func (d *driver) close() {
 		return
 	}
 	d.closed = true
+	d.dead.Store(true)
+	var one = [8]byte{1}
+	_, _ = unix.Write(d.kickFD, one[:]) // wakes a blocked waiter
 	unix.Close(d.kickFD)
 	d.mu.Unlock()
 	if d.stop != nil {
@@ -160,35 +163,40 @@ func (d *driver) armCB(uintptr) {
 	}
 }
 
-// parkCB arms the sockets of d.arm on its first call (made after the
-// runtime reset the epoll instance's readiness, so that input already
-// there when they are armed wakes the wait at once instead of being
-// forgotten) and returns false: block, unless a kick came since the
-// waiter set parked. That kick's notification may have reached the
-// runtime before the reset and be forgotten with it; and since the kick
-// cleared parked, no later kick would come. After a wake it collects the
-// notifications, which disarms the sockets that fired, and reports
-// whether there were any.
-func (d *driver) parkCB(ep uintptr) bool {
-	d.calls++
-	if d.calls == 1 {
-		d.armCB(ep)
-		return !d.parked.Load()
-	}
-	for {
-		n, e := sock.EpollWaitNB(ep, d.evs[:])
-		if e == unix.EINTR {
+// closeCheck bounds how long a blocked waiter may miss the close of its
+// driver: close kicks it, but a kick that lands between the waiter's last
+// look and its epoll_wait(2) may be dropped with the eventfd it closes.
+const closeCheck = 50 // milliseconds
+
+// blockCB arms the sockets of d.arm and blocks until one fires or a kick
+// comes; a kick that came since the waiter set parked means no block at
+// all (its notification may have come before the arming). Arming a socket
+// that already has input queues its event, so none is forgotten.
+func (d *driver) blockCB(ep uintptr) {
+	d.armCB(ep)
+	for d.parked.Load() && !d.dead.Load() {
+		n, err := unix.EpollWait(int(ep), d.evs[:], closeCheck)
+		switch {
+		case err == unix.EINTR || err == nil && n == 0:
 			continue
+		case err != nil:
+			d.blocked = err
 		}
-		return e == 0 && n > 0
+		return
 	}
 }
 
-// park arms the sockets of d.arm and blocks until one has input (or room
-// to write, if asked) or a kick comes.
+// park arms the sockets of d.arm and blocks in this thread until one has
+// input (or room to write, if asked) or a kick comes.
 func (d *driver) park() error {
-	d.calls = 0
-	return d.rc.Read(d.parkFn)
+	d.blocked = nil
+	if err := d.rc.Control(d.blockFn); err != nil {
+		return err
+	}
+	if d.dead.Load() {
+		return os.ErrClosed
+	}
+	return d.blocked
 }
 
 // prune takes out of the epoll instance the connections that no longer

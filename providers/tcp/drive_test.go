@@ -263,9 +263,7 @@ func TestDriverKickBeforePark(t *testing.T) {
 	defer d.close()
 	d.parked.Store(true)
 	d.kick()
-	// Let the runtime's poller see the epoll instance readable, so that
-	// the block's reset of its readiness meets a notification already
-	// taken.
+	// Let the kick's notification be queued well before the block.
 	time.Sleep(50 * time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- d.park() }()
