@@ -173,13 +173,13 @@ func (i *ia) deviceEvent(ev *C.struct_gd_async_event) {
 			i.postAsync(api.AsyncEPBrokenEvent, p, api.ReasonEPTransferToError)
 		}
 	case C.IBV_EVENT_CQ_ERR:
-		for e := range i.evds {
+		for e := range i.evds.All() {
 			if e.cq != nil && ev.obj == unsafe.Pointer(e.cq.cq) {
 				i.postAsync(api.AsyncEVDOverflowEvent, e, api.ReasonEVDOverflow)
 			}
 		}
 	case C.IBV_EVENT_SRQ_ERR:
-		for s := range i.srqs {
+		for s := range i.srqs.All() {
 			if s.srq != nil && ev.obj == unsafe.Pointer(s.srq) {
 				i.postAsync(api.AsyncProviderInternalErrorEvent, s, api.ReasonSRQTransferToError)
 			}

@@ -471,7 +471,7 @@ func (i *ia) listen(q api.ConnQual, e *evd) (*psp, error) {
 	}
 	s := &psp{ia: i, id: id, q: api.ConnQual(C.gd_cm_local_port(id)), evd: e}
 	i.owners[id] = s
-	i.psps[s] = struct{}{}
+	i.psps.Add(s)
 	return s, nil
 }
 
@@ -488,7 +488,7 @@ func (s *psp) Free() error {
 	s.ia.mu.Lock()
 	defer s.ia.mu.Unlock()
 	s.stop()
-	delete(s.ia.psps, s)
+	s.ia.psps.Remove(s)
 	return nil
 }
 
@@ -509,7 +509,7 @@ func (s *psp) cmEvent(ev *C.struct_gd_cm_event) {
 	}
 	c := &cr{ia: s.ia, id: ev.id, psp: s, q: s.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
 	s.ia.owners[ev.id] = c
-	s.ia.crs[c] = struct{}{}
+	s.ia.crs.Add(c)
 	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: s, LocalAddr: s.ia.addr, ConnQual: s.q, CR: c}}
 	s.evd.post(&out, true)
 }
@@ -587,7 +587,7 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	}
 	i.owners[c.id] = p
 	c.id = nil
-	delete(i.crs, c)
+	i.crs.Remove(c)
 	p.state = api.EPCompletionPending
 	return nil
 }
@@ -625,7 +625,7 @@ func (c *cr) drop() {
 		C.rdma_destroy_id(c.id)
 		c.id = nil
 	}
-	delete(c.ia.crs, c)
+	c.ia.crs.Remove(c)
 }
 
 // Handoff passes the request to the PSP on q (dat_cr_handoff(3DAT)). An
@@ -640,7 +640,7 @@ func (c *cr) Handoff(q api.ConnQual) error {
 		return api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request is gone")
 	}
 	var to *psp
-	for s := range i.psps {
+	for s := range i.psps.All() {
 		if s.q == q && s.id != nil {
 			to = s
 		}
@@ -650,9 +650,9 @@ func (c *cr) Handoff(q api.ConnQual) error {
 	}
 	n := &cr{ia: i, id: c.id, psp: to, q: q, pd: c.pd, remote: c.remote, rport: c.rport}
 	i.owners[c.id] = n
-	i.crs[n] = struct{}{}
+	i.crs.Add(n)
 	c.id = nil
-	delete(i.crs, c)
+	i.crs.Remove(c)
 	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: to, LocalAddr: i.addr, ConnQual: q, CR: n}}
 	to.evd.post(&out, true)
 	return nil
@@ -689,10 +689,10 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 		return nil, err
 	}
 	// The listener belongs to the RSP, not to a PSP.
-	delete(i.psps, s)
+	i.psps.Remove(s)
 	r := &rsp{ia: i, id: s.id, q: s.q, evd: evdOf(evdArg), ep: p}
 	i.owners[r.id] = r
-	i.rsps[r] = struct{}{}
+	i.rsps.Add(r)
 	p.state, p.rsp = api.EPReserved, r
 	return r, nil
 }
@@ -717,7 +717,7 @@ func (r *rsp) Free() error {
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
 	r.stop()
-	delete(r.ia.rsps, r)
+	r.ia.rsps.Remove(r)
 	return nil
 }
 
@@ -755,7 +755,7 @@ func (r *rsp) cmEvent(ev *C.struct_gd_cm_event) {
 	}
 	c := &cr{ia: r.ia, id: ev.id, rsp: r, local: p, q: r.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
 	r.ia.owners[ev.id] = c
-	r.ia.crs[c] = struct{}{}
+	r.ia.crs.Add(c)
 	p.state = api.EPPassiveConnectionPending
 	r.unlisten()
 	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.q, CR: c}}

@@ -116,14 +116,14 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 	defer func() { made.armCQs() }() // after the unlock
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if len(i.eps) >= i.dev.attr.MaxQP {
-		return nil, tooMany("EPs")
+	if err := i.eps.Room(); err != nil {
+		return nil, err
 	}
 	p := &ep{ia: i, pz: z, recvEVD: re, reqEVD: qe, cnEVD: ce, attr: a, state: api.EPUnconnected}
 	if err := p.makeQP(); err != nil {
 		return nil, err
 	}
-	i.eps[p] = struct{}{}
+	i.eps.Add(p)
 	i.qps[p.qpn] = p
 	made = p
 	return p, nil
@@ -391,7 +391,7 @@ func (p *ep) Free() error {
 	if p.srq != nil {
 		p.srq.eps--
 	}
-	delete(p.ia.eps, p)
+	p.ia.eps.Remove(p)
 	return nil
 }
 

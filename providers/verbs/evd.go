@@ -48,8 +48,8 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err != nil {
 		return nil, err
 	}
-	if len(i.evds) >= i.dev.attr.MaxCQ {
-		return nil, tooMany("EVDs")
+	if err := i.evds.Room(); err != nil {
+		return nil, err
 	}
 	e := newEVD(i, qlen, flags)
 	if flags&(api.EVDDTO|api.EVDRMRBind) != 0 {
@@ -59,7 +59,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 		}
 		e.cq = c
 	}
-	i.evds[e] = struct{}{}
+	i.evds.Add(e)
 	e.attachCNO(cn)
 	return e, nil
 }
@@ -172,7 +172,7 @@ func (e *evd) Free() error {
 	}
 	e.attachCNO(nil)
 	e.Q.Close()
-	delete(e.ia.evds, e)
+	e.ia.evds.Remove(e)
 	if c := e.cq; c != nil {
 		// The watcher takes ia.mu to deliver: stop it without the lock.
 		e.ia.mu.Unlock()
@@ -184,28 +184,9 @@ func (e *evd) Free() error {
 
 // CreateCNO creates a CNO with wait agent agent, nil for none
 // (dat_cno_create(3DAT)); see dispatch.CNOObject.
-func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
-	return dispatch.CNOResult(i.newCNO(agent, false))
-}
+func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) { return i.cnos.Create(agent) }
 
 // CreateCNOFD creates a CNO that owns a file descriptor, readable while
 // it holds a trigger (dat_cno_fd_create, DAT 2.0); see
 // dispatch.NewCNOObject.
-func (i *ia) CreateCNOFD() (api.CNO, int, error) {
-	return dispatch.FDCNOResult(i.newCNO(nil, true))
-}
-
-// newCNO creates a CNO of the IA, with a file descriptor if fd is set.
-func (i *ia) newCNO(agent api.WaitAgent, fd bool) (*dispatch.CNOObject, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed // (the guard refuses it first; this is for callers without the guard: no descriptor may outlive the IA)
-	}
-	c, err := dispatch.NewCNOObject(agent, fd, i, &i.mu, func(c *dispatch.CNOObject) { delete(i.cnos, c) })
-	if err != nil {
-		return nil, err
-	}
-	i.cnos[c] = struct{}{}
-	return c, nil
-}
+func (i *ia) CreateCNOFD() (api.CNO, int, error) { return i.cnos.CreateFD() }

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
 )
 
@@ -41,16 +42,16 @@ type ia struct {
 	sink    *cq
 	sinkEVD *evd
 
-	pzs  map[*pz]struct{}
-	evds map[*evd]struct{} // without the async EVD
-	cnos map[*dispatch.CNOObject]struct{}
-	lmrs map[*lmr]struct{}
-	rmrs map[*rmr]struct{}
-	eps  map[*ep]struct{}
-	psps map[*psp]struct{}
-	rsps map[*rsp]struct{}
-	srqs map[*srq]struct{}
-	crs  map[*cr]struct{}
+	pzs  kit.Set[*pz]
+	evds kit.Set[*evd] // without the async EVD
+	cnos dispatch.CNOs
+	lmrs kit.Set[*lmr]
+	rmrs kit.Set[*rmr]
+	eps  kit.Set[*ep]
+	psps kit.Set[*psp]
+	rsps kit.Set[*rsp]
+	srqs kit.Set[*srq]
+	crs  kit.Set[*cr]
 }
 
 var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
@@ -80,10 +81,20 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	}
 	i := &ia{
 		devs: devs, dev: dev, addr: &net.IPAddr{IP: dev.ip, Zone: ""},
-		pzs: map[*pz]struct{}{}, evds: map[*evd]struct{}{}, cnos: map[*dispatch.CNOObject]struct{}{},
-		lmrs: map[*lmr]struct{}{}, eps: map[*ep]struct{}{}, psps: map[*psp]struct{}{}, rsps: map[*rsp]struct{}{}, srqs: map[*srq]struct{}{}, crs: map[*cr]struct{}{},
-		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{}, lkeys: map[uint32]*lmr{}, rkeys: map[uint32]*rmr{}, rmrs: map[*rmr]struct{}{},
+		owners: map[*C.struct_rdma_cm_id]cmOwner{}, qps: map[uint32]*ep{}, lkeys: map[uint32]*lmr{}, rkeys: map[uint32]*rmr{},
+		// Each kind is bounded by what the device holds of the resource
+		// it takes (a QP an EP, a CQ an EVD, ...).
+		pzs:  kit.NewSet[*pz](api.HandlePZ, dev.attr.MaxPD),
+		evds: kit.NewSet[*evd](api.HandleEVD, dev.attr.MaxCQ),
+		lmrs: kit.NewSet[*lmr](api.HandleLMR, dev.attr.MaxMR),
+		rmrs: kit.NewSet[*rmr](api.HandleRMR, dev.attr.MaxMW),
+		eps:  kit.NewSet[*ep](api.HandleEP, dev.attr.MaxQP),
+		psps: kit.NewSet[*psp](api.HandlePSP, 0),
+		rsps: kit.NewSet[*rsp](api.HandleRSP, 0),
+		srqs: kit.NewSet[*srq](api.HandleSRQ, dev.attr.MaxSRQ),
+		crs:  kit.NewSet[*cr](api.HandleCR, 0),
 	}
+	i.cnos = dispatch.NewCNOs(i, &i.mu, 0)
 	i.async = newEVD(i, qlen, api.EVDAsync)
 	i.sinkEVD = &evd{ia: i}
 	if i.cm, err = newCMChannel(i); err != nil {
@@ -126,8 +137,10 @@ func (i *ia) AsyncEVD() (api.EVD, error) {
 	return i.async, nil
 }
 
-func (i *ia) objectCount() int {
-	return len(i.pzs) + len(i.evds) + len(i.cnos) + len(i.lmrs) + len(i.rmrs) + len(i.eps) + len(i.psps) + len(i.rsps) + len(i.srqs) + len(i.crs)
+// inUse says what keeps a graceful Close from closing the IA: its
+// objects other than the async EVD, pending connection requests included.
+func (i *ia) inUse() error {
+	return kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.lmrs, &i.rmrs, &i.eps, &i.psps, &i.rsps, &i.srqs, &i.crs)
 }
 
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful refuses while
@@ -139,31 +152,33 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		i.mu.Unlock()
 		return errIAClosed
 	}
-	if n := i.objectCount(); flags == api.CloseGraceful && n > 0 {
-		i.mu.Unlock()
-		return api.Errorf(api.InvalidState, api.SubStateIAInUse, fmt.Sprintf("the IA still has %d object(s)", n))
+	if flags == api.CloseGraceful {
+		if err := i.inUse(); err != nil {
+			i.mu.Unlock()
+			return err
+		}
 	}
 	i.closed = true
 	// Children before parents: requests, listeners and connections, QPs,
 	// then CQs, MRs and PDs.
-	for c := range i.crs {
+	for c := range i.crs.All() {
 		C.rdma_reject(c.id, nil, 0)
 		c.drop()
 	}
-	for s := range i.psps {
+	for s := range i.psps.All() {
 		s.stop()
 	}
-	for r := range i.rsps {
+	for r := range i.rsps.All() {
 		r.stop()
 	}
-	for r := range i.rmrs {
+	for r := range i.rmrs.All() {
 		r.destroy()
 	}
-	for p := range i.eps {
+	for p := range i.eps.All() {
 		p.destroy()
 	}
 	var cqs []*cq
-	for e := range i.evds {
+	for e := range i.evds.All() {
 		e.Q.Close()
 		if e.cq != nil {
 			cqs = append(cqs, e.cq)
@@ -172,33 +187,28 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	if i.sink != nil {
 		cqs = append(cqs, i.sink)
 	}
-	for s := range i.srqs {
+	for s := range i.srqs.All() {
 		s.destroy()
 	}
-	for l := range i.lmrs {
+	for l := range i.lmrs.All() {
 		l.rmrs = 0
 		l.destroy()
 	}
-	for z := range i.pzs {
+	for z := range i.pzs.All() {
 		z.destroy()
 	}
 	i.async.Q.Close()
-	var cnos []*dispatch.CNOObject
-	for c := range i.cnos {
-		c.Close()
-		cnos = append(cnos, c)
-	}
-	clear(i.lmrs)
-	clear(i.rmrs)
+	cnosIdle := i.cnos.CloseAll()
+	i.lmrs.Clear()
+	i.rmrs.Clear()
 	clear(i.rkeys)
-	clear(i.pzs)
-	clear(i.evds)
-	clear(i.cnos)
-	clear(i.eps)
-	clear(i.psps)
-	clear(i.rsps)
-	clear(i.srqs)
-	clear(i.crs)
+	i.pzs.Clear()
+	i.evds.Clear()
+	i.eps.Clear()
+	i.psps.Clear()
+	i.rsps.Clear()
+	i.srqs.Clear()
+	i.crs.Clear()
 	clear(i.owners)
 	i.mu.Unlock()
 	// The watchers take ia.mu: stop them without it.
@@ -208,9 +218,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.cm.close()
 	i.leaveAsync()
 	i.devs.free()
-	for _, c := range cnos {
-		c.WaitIdle()
-	}
+	cnosIdle()
 	return nil
 }
 
@@ -233,10 +241,6 @@ func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.SyncRDMARead(
 func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
 	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
 	i.async.post(&ev, true)
-}
-
-func tooMany(what string) error {
-	return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the IA has the most "+what+" it allows")
 }
 
 // deviceText is the device, port and address in one phrase, for messages.

@@ -27,15 +27,15 @@ type pz struct {
 func (i *ia) CreatePZ() (api.PZ, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if len(i.pzs) >= i.dev.attr.MaxPD {
-		return nil, tooMany("PZs")
+	if err := i.pzs.Room(); err != nil {
+		return nil, err
 	}
 	pd, err := C.ibv_alloc_pd(i.dev.ctx)
 	if pd == nil {
 		return nil, api.Errorf(api.InsufficientResources, api.SubResourceProtectionDomain, "ibv_alloc_pd: "+errnoText(err))
 	}
 	z := &pz{ia: i, pd: pd}
-	i.pzs[z] = struct{}{}
+	i.pzs.Add(z)
 	return z, nil
 }
 
@@ -53,7 +53,7 @@ func (z *pz) Free() error {
 	if err := z.destroy(); err != nil {
 		return err
 	}
-	delete(z.ia.pzs, z)
+	z.ia.pzs.Remove(z)
 	return nil
 }
 
@@ -152,8 +152,8 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if z.ia != i || z.pd == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ is not a live PZ of this IA")
 	}
-	if len(i.lmrs) >= i.dev.attr.MaxMR {
-		return nil, tooMany("LMRs")
+	if err := i.lmrs.Room(); err != nil {
+		return nil, err
 	}
 	addr := api.AddrOf(mem)
 	iova := uint64(addr)
@@ -172,7 +172,7 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if priv&(api.MemPrivRemoteRead|api.MemPrivRemoteWrite) != 0 {
 		l.param.RMRContext = api.RMRContext(mr.rkey)
 	}
-	i.lmrs[l] = struct{}{}
+	i.lmrs.Add(l)
 	i.lkeys[uint32(mr.lkey)] = l
 	return l, nil
 }
@@ -194,7 +194,7 @@ func (l *lmr) Free() error {
 	if err := l.destroy(); err != nil {
 		return err
 	}
-	delete(l.ia.lmrs, l)
+	l.ia.lmrs.Remove(l)
 	return nil
 }
 

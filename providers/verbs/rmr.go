@@ -46,15 +46,15 @@ func (z *pz) CreateRMR() (api.RMR, error) {
 	if z.pd == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ is freed")
 	}
-	if len(i.rmrs) >= i.dev.attr.MaxMW {
-		return nil, tooMany("RMRs")
+	if err := i.rmrs.Room(); err != nil {
+		return nil, err
 	}
 	mw, err := C.ibv_alloc_mw(z.pd, C.IBV_MW_TYPE_2)
 	if mw == nil {
 		return nil, api.Errorf(api.InsufficientResources, api.SubResourceMemoryRegion, "ibv_alloc_mw: "+errnoText(err))
 	}
 	r := &rmr{ia: i, pz: z, mw: mw}
-	i.rmrs[r] = struct{}{}
+	i.rmrs.Add(r)
 	return r, nil
 }
 
@@ -203,7 +203,7 @@ func (r *rmr) Free() error {
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
 	r.destroy()
-	delete(r.ia.rmrs, r)
+	r.ia.rmrs.Remove(r)
 	return nil
 }
 
@@ -222,7 +222,7 @@ func (r *rmr) destroy() {
 // for the window (for tens of seconds) otherwise. Their contexts stop
 // working, as the connection they were bound for is gone. ia.mu is held.
 func (i *ia) releaseEP(p *ep) {
-	for r := range i.rmrs {
+	for r := range i.rmrs.All() {
 		if r.bound && r.ep == p {
 			if r.renew() != nil {
 				r.destroy() // no new window: the RMR is left without one

@@ -63,8 +63,8 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if len(i.srqs) >= d.MaxSRQ {
-		return nil, tooMany("SRQs")
+	if err := i.srqs.Room(); err != nil {
+		return nil, err
 	}
 	var cerr C.int
 	q := C.gd_srq_create(z.pd, C.uint32_t(attr.MaxRecvDTOs), C.uint32_t(attr.MaxRecvIOV), &cerr)
@@ -75,7 +75,7 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	s.sgeC = (*C.struct_ibv_sge)(C.calloc(C.size_t(attr.MaxRecvIOV), C.size_t(unsafe.Sizeof(C.struct_ibv_sge{}))))
 	s.sges = unsafe.Slice(s.sgeC, attr.MaxRecvIOV)
 	s.setLW(attr.LowWatermark)
-	i.srqs[s] = struct{}{}
+	i.srqs.Add(s)
 	return s, nil
 }
 
@@ -199,7 +199,7 @@ func (s *srq) Free() error {
 		return api.Errorf(api.InvalidState, api.SubStateSRQInUse, fmt.Sprintf("%d EP(s) use the SRQ", s.eps))
 	}
 	s.destroy()
-	delete(s.ia.srqs, s)
+	s.ia.srqs.Remove(s)
 	return nil
 }
 
@@ -239,15 +239,15 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	if s.srq == nil {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ is freed")
 	}
-	if len(i.eps) >= i.dev.attr.MaxQP {
-		return nil, tooMany("EPs")
+	if err := i.eps.Room(); err != nil {
+		return nil, err
 	}
 	p := &ep{ia: i, pz: z, recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD), attr: a, state: api.EPUnconnected, srq: s}
 	if err := p.makeQP(); err != nil {
 		return nil, err
 	}
 	s.eps++
-	i.eps[p] = struct{}{}
+	i.eps.Add(p)
 	made = p
 	return p, nil
 }
