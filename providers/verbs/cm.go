@@ -186,8 +186,8 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	i := p.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if p.state != api.EPUnconnected {
-		return p.stateErr("Connect")
+	if p.State != api.EPUnconnected {
+		return p.StateErr("Connect")
 	}
 	if (ip.To4() == nil) != (i.dev.ip.To4() == nil) {
 		return api.Errorf(api.InvalidAddress, api.SubAddressUnsupported, fmt.Sprintf("%s and the IA's address %s are of different families", ip, i.dev.ip))
@@ -212,8 +212,8 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	}
 	p.id, p.pdata = id, encodePD(privateData)
 	i.owners[id] = p
-	p.remote, p.rport, p.lport = &net.IPAddr{IP: ip}, q, api.ConnQual(C.gd_cm_local_port(id))
-	p.state = api.EPActiveConnectionPending
+	p.RemoteAddr, p.RemotePort, p.LocalPort = &net.IPAddr{IP: ip}, q, api.ConnQual(C.gd_cm_local_port(id))
+	p.State = api.EPActiveConnectionPending
 	p.attempt++
 	if timeout > 0 {
 		attempt := p.attempt
@@ -228,12 +228,12 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 func (p *ep) timedOut(attempt uint64) {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.attempt != attempt || p.state != api.EPActiveConnectionPending || p.qp == nil {
+	if p.attempt != attempt || p.State != api.EPActiveConnectionPending || p.qp == nil {
 		return
 	}
 	p.dropID()
 	p.shutdown()
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 	p.connEvent(api.ConnectionTimedOutEvent, nil)
 }
 
@@ -254,7 +254,7 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 		}
 	case C.RDMA_CM_EVENT_ROUTE_RESOLVED:
 		pd := (*C.uint8_t)(C.CBytes(p.pdata))
-		rc := C.gd_cm_connect(p.id, C.uint32_t(p.qpn), pd, C.int(len(p.pdata)), C.int(p.attr.MaxRDMAReadOut), C.int(p.attr.MaxRDMAReadIn))
+		rc := C.gd_cm_connect(p.id, C.uint32_t(p.qpn), pd, C.int(len(p.pdata)), C.int(p.Attr.MaxRDMAReadOut), C.int(p.Attr.MaxRDMAReadIn))
 		C.free(unsafe.Pointer(pd))
 		if rc != 0 {
 			p.failConnect(api.ConnectionUnreachableEvent, nil)
@@ -267,14 +267,14 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 			p.failConnect(api.ConnectionNonPeerRejectedEvent, nil)
 			return
 		}
-		p.peerPD = eventPD(ev)
-		p.state = api.EPConnected
-		p.connEvent(api.ConnectionEstablishedEvent, p.peerPD)
+		p.PeerPD = eventPD(ev)
+		p.State = api.EPConnected
+		p.connEvent(api.ConnectionEstablishedEvent, p.PeerPD)
 		p.watchHard()
 	case C.RDMA_CM_EVENT_ESTABLISHED:
-		if p.state == api.EPCompletionPending || p.state == api.EPActiveConnectionPending {
-			p.state = api.EPConnected
-			p.connEvent(api.ConnectionEstablishedEvent, p.peerPD)
+		if p.State == api.EPCompletionPending || p.State == api.EPActiveConnectionPending {
+			p.State = api.EPConnected
+			p.connEvent(api.ConnectionEstablishedEvent, p.PeerPD)
 			p.watchHard()
 		}
 	case C.RDMA_CM_EVENT_REJECTED:
@@ -285,7 +285,7 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 		// reject when the request has timed out there meanwhile, where
 		// other times it sends nothing and the reply's retries end in
 		// CONNECT_ERROR (dat_cr_accept(3DAT)).
-		if p.state == api.EPCompletionPending {
+		if p.State == api.EPCompletionPending {
 			p.failConnect(api.ConnectionAcceptCompletionErrorEvent, nil)
 		} else if ev.status == 28 {
 			p.failConnect(api.ConnectionPeerRejectedEvent, eventPD(ev))
@@ -299,17 +299,17 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 			p.failConnect(api.ConnectionUnreachableEvent, nil)
 		}
 	case C.RDMA_CM_EVENT_CONNECT_ERROR:
-		if p.state == api.EPCompletionPending {
+		if p.State == api.EPCompletionPending {
 			p.failConnect(api.ConnectionAcceptCompletionErrorEvent, nil)
 		} else {
 			p.failConnect(api.ConnectionUnreachableEvent, nil)
 		}
 	case C.RDMA_CM_EVENT_DISCONNECTED, C.RDMA_CM_EVENT_DEVICE_REMOVAL:
-		switch p.state {
+		switch p.State {
 		case api.EPConnected, api.EPDisconnectPending:
 			p.endDiscWait()
 			p.shutdown()
-			p.state = api.EPDisconnected
+			p.State = api.EPDisconnected
 			if ev.event == C.RDMA_CM_EVENT_DEVICE_REMOVAL {
 				p.connEvent(api.ConnectionBrokenEvent, nil)
 			} else {
@@ -321,12 +321,12 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 
 // failConnect ends a connection attempt with event n. ia.mu is held.
 func (p *ep) failConnect(n api.EventNumber, pd []byte) {
-	if p.state != api.EPActiveConnectionPending && p.state != api.EPCompletionPending {
+	if p.State != api.EPActiveConnectionPending && p.State != api.EPCompletionPending {
 		return
 	}
 	p.stopTimer()
 	C.gd_qp_error(p.qp)
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 	p.connEvent(n, pd)
 }
 
@@ -345,9 +345,9 @@ const gracefulWait = 5 * time.Second
 func (p *ep) Disconnect(flags api.CloseFlags) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
-		p.state = api.EPDisconnectPending
+		p.State = api.EPDisconnectPending
 		if flags == api.CloseGraceful && p.reqs.Len() > 0 && p.unsignalled == 0 {
 			p.discWait = true
 			p.timer = time.AfterFunc(gracefulWait, p.gracefulTimedOut)
@@ -364,12 +364,12 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 		p.stopTimer()
 		p.dropID()
 		p.shutdown()
-		p.state = api.EPDisconnected
+		p.State = api.EPDisconnected
 		p.connEvent(api.ConnectionDisconnectedEvent, nil)
 	case api.EPDisconnected:
 		return nil
 	default:
-		return p.stateErr("Disconnect")
+		return p.StateErr("Disconnect")
 	}
 	return nil
 }
@@ -564,23 +564,23 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if c.id == nil {
 		return api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request is gone")
 	}
-	if p.state != api.EPUnconnected && !(p == c.local && p.state == api.EPPassiveConnectionPending) {
-		return p.stateErr("Accept")
+	if p.State != api.EPUnconnected && !(p == c.local && p.State == api.EPPassiveConnectionPending) {
+		return p.StateErr("Accept")
 	}
 	if rc := C.gd_qp_connect(c.id, p.qp); rc != 0 {
 		return api.Errorf(api.InternalError, api.NoSubtype, "bringing up the QP: "+errnoText(syscallErrno(rc)))
 	}
 	wire := encodePD(privateData)
 	pd := (*C.uint8_t)(C.CBytes(wire))
-	rc := C.gd_cm_accept(c.id, C.uint32_t(p.qpn), pd, C.int(len(wire)), C.int(p.attr.MaxRDMAReadOut), C.int(p.attr.MaxRDMAReadIn))
+	rc := C.gd_cm_accept(c.id, C.uint32_t(p.qpn), pd, C.int(len(wire)), C.int(p.Attr.MaxRDMAReadOut), C.int(p.Attr.MaxRDMAReadIn))
 	C.free(unsafe.Pointer(pd))
 	if rc != 0 {
 		C.gd_qp_reset(p.qp, C.uint8_t(i.dev.port.Num))
 		return api.Errorf(api.InternalError, api.NoSubtype, "rdma_accept: "+errnoText(syscallErrno(rc)))
 	}
-	p.id, p.remote, p.rport, p.lport = c.id, c.remote, c.rport, c.q
-	if c.local != nil && c.local != p && c.local.state == api.EPPassiveConnectionPending {
-		c.local.state = api.EPUnconnected
+	p.id, p.RemoteAddr, p.RemotePort, p.LocalPort = c.id, c.remote, c.rport, c.q
+	if c.local != nil && c.local != p && c.local.State == api.EPPassiveConnectionPending {
+		c.local.State = api.EPUnconnected
 	}
 	if p.rsp != nil {
 		p.rsp.ep, p.rsp = nil, nil
@@ -588,7 +588,7 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	i.owners[c.id] = p
 	c.id = nil
 	i.crs.Remove(c)
-	p.state = api.EPCompletionPending
+	p.State = api.EPCompletionPending
 	return nil
 }
 
@@ -609,8 +609,8 @@ func (c *cr) Reject(privateData []byte) error {
 	C.rdma_reject(c.id, pd, C.uint8_t(len(wire)))
 	C.free(pd)
 	c.drop()
-	if l := c.local; l != nil && l.state == api.EPPassiveConnectionPending {
-		l.state = api.EPUnconnected
+	if l := c.local; l != nil && l.State == api.EPPassiveConnectionPending {
+		l.State = api.EPUnconnected
 		if l.rsp != nil {
 			l.rsp.ep, l.rsp = nil, nil
 		}
@@ -681,8 +681,8 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if p.state != api.EPUnconnected {
-		return nil, p.stateErr("CreateRSP")
+	if p.State != api.EPUnconnected {
+		return nil, p.StateErr("CreateRSP")
 	}
 	s, err := i.listen(q, nil)
 	if err != nil {
@@ -693,7 +693,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	r := &rsp{ia: i, id: s.id, q: s.q, evd: evdOf(evdArg), ep: p}
 	i.owners[r.id] = r
 	i.rsps.Add(r)
-	p.state, p.rsp = api.EPReserved, r
+	p.State, p.rsp = api.EPReserved, r
 	return r, nil
 }
 
@@ -725,8 +725,8 @@ func (r *rsp) Free() error {
 func (r *rsp) stop() {
 	r.unlisten()
 	if p := r.ep; p != nil {
-		if p.state == api.EPReserved {
-			p.state = api.EPUnconnected
+		if p.State == api.EPReserved {
+			p.State = api.EPUnconnected
 		}
 		p.rsp, r.ep = nil, nil
 	}
@@ -748,7 +748,7 @@ func (r *rsp) cmEvent(ev *C.struct_gd_cm_event) {
 		return
 	}
 	p := r.ep
-	if p == nil || p.state != api.EPReserved {
+	if p == nil || p.State != api.EPReserved {
 		C.rdma_reject(ev.id, nil, 0)
 		C.rdma_destroy_id(ev.id)
 		return
@@ -756,7 +756,7 @@ func (r *rsp) cmEvent(ev *C.struct_gd_cm_event) {
 	c := &cr{ia: r.ia, id: ev.id, rsp: r, local: p, q: r.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
 	r.ia.owners[ev.id] = c
 	r.ia.crs.Add(c)
-	p.state = api.EPPassiveConnectionPending
+	p.State = api.EPPassiveConnectionPending
 	r.unlisten()
 	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.q, CR: c}}
 	r.evd.post(&out, true)

@@ -207,7 +207,7 @@ func (p *ep) signal(flags api.CompletionFlags) C.int {
 	sf := sendFlags(flags)
 	if sf&C.IBV_SEND_SIGNALED == 0 {
 		p.unsignalled++
-		if p.unsignalled < max(1, p.attr.MaxRequestDTOs/2) {
+		if p.unsignalled < max(1, p.Attr.MaxRequestDTOs/2) {
 			return sf
 		}
 		sf |= C.IBV_SEND_SIGNALED
@@ -221,7 +221,7 @@ func (p *ep) signal(flags api.CompletionFlags) C.int {
 func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
 	i := p.ia
 	i.mu.Lock()
-	if e := p.reqEVD; p.reqs.Len() >= p.attr.MaxRequestDTOs && e != nil {
+	if e := p.reqEVD; p.reqs.Len() >= p.Attr.MaxRequestDTOs && e != nil {
 		// Suppressed requests that succeeded hold their slots until a
 		// later completion is polled (signal), and a consumer that
 		// learns of its writes from memory may never poll: look in the
@@ -235,7 +235,7 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	if p.qp == nil {
 		return errEPGone
 	}
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 	case api.EPDisconnected:
 		// Accepted and flushed at once (dat_ep_post_send(3DAT)); the QP,
@@ -243,9 +243,9 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 		p.flushNow(p.reqEVD, op, cookie, flags)
 		return nil
 	default:
-		return api.Errorf(api.InvalidState, p.state.StateSubtype(), "a request may be posted only on a connected EP")
+		return api.Errorf(api.InvalidState, p.State.StateSubtype(), "a request may be posted only on a connected EP")
 	}
-	if p.reqs.Len() >= p.attr.MaxRequestDTOs {
+	if p.reqs.Len() >= p.Attr.MaxRequestDTOs {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the request queue is full")
 	}
 	need := api.MemPrivLocalRead
@@ -338,11 +338,11 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	if p.srq != nil {
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	}
-	if p.state == api.EPDisconnected {
+	if p.State == api.EPDisconnected {
 		p.flushNow(p.recvEVD, api.OpReceive, cookie, flags)
 		return nil
 	}
-	if p.recvs.Len() >= p.attr.MaxRecvDTOs {
+	if p.recvs.Len() >= p.Attr.MaxRecvDTOs {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the receive queue is full")
 	}
 	if _, err := i.checkIOV(iov, p.pz, api.MemPrivLocalWrite); err != nil {

@@ -9,9 +9,6 @@ package verbs
 import "C"
 
 import (
-	"fmt"
-	"net"
-	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -28,12 +25,10 @@ import (
 // ia.mu.
 type ep struct {
 	api.ContextSlot
+	epattr.Endpoint        // attributes, state, connection ends, watermarks
 	ia                     *ia
 	pz                     *pz
 	recvEVD, reqEVD, cnEVD *evd
-	attr                   api.EPAttr
-	state                  api.EPState
-	wm                     epattr.Watermarks
 
 	qp   *C.struct_ibv_qp // nil once destroyed
 	qpn  uint32
@@ -46,10 +41,6 @@ type ep struct {
 
 	id        *C.struct_rdma_cm_id // of the connection or attempt, or nil
 	pdata     []byte               // the private data Connect sends, with its header
-	peerPD    []byte
-	remote    net.Addr
-	rport     api.ConnQual
-	lport     api.ConnQual
 	reqs      ring.Ring[reqWR]
 	recvs     ring.Ring[recvWR]
 	reqSeq    uint64
@@ -119,7 +110,7 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, pz: z, recvEVD: re, reqEVD: qe, cnEVD: ce, attr: a, state: api.EPUnconnected}
+	p := &ep{ia: i, pz: z, recvEVD: re, reqEVD: qe, cnEVD: ce, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
 	if err := p.makeQP(); err != nil {
 		return nil, err
 	}
@@ -132,7 +123,7 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 // makeQP creates the EP's QP, in INIT, and its SGE array from the EP's
 // PZ, EVDs and attributes. ia.mu is held.
 func (p *ep) makeQP() error {
-	i, a := p.ia, p.attr
+	i, a := p.ia, p.Attr
 	// A QP needs a CQ for each queue; an EP without one of the EVDs gets
 	// the IA's sink CQ, whose completions are discarded.
 	scq, rcq := i.cqFor(p.reqEVD), i.cqFor(p.recvEVD)
@@ -163,7 +154,7 @@ func (p *ep) makeQP() error {
 	p.sgeC = (*C.struct_ibv_sge)(C.calloc(C.size_t(iov), C.size_t(unsafe.Sizeof(C.struct_ibv_sge{}))))
 	p.sges = unsafe.Slice(p.sgeC, iov)
 	i.qps[p.qpn] = p
-	useCQs(p.recvEVD, p.reqEVD, &p.attr, 1)
+	useCQs(p.recvEVD, p.reqEVD, &p.Attr, 1)
 	if e := p.recvEVD; p.srq != nil && e != nil && e.cq != nil {
 		e.cq.posted.Store(true) // (the SRQ's receives may be there already)
 	}
@@ -210,7 +201,7 @@ func (p *ep) dropQP() {
 		return
 	}
 	delete(p.ia.qps, p.qpn)
-	useCQs(p.recvEVD, p.reqEVD, &p.attr, -1)
+	useCQs(p.recvEVD, p.reqEVD, &p.Attr, -1)
 	C.ibv_destroy_qp(p.qp)
 	p.qp = nil
 	C.free(unsafe.Pointer(p.sgeC))
@@ -259,10 +250,8 @@ func (p *ep) HandleType() api.HandleType { return api.HandleEP }
 func (p *ep) Query() (api.EPParam, error) {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	prm := api.EPParam{
-		IA: p.ia, State: p.state, LocalAddr: p.ia.addr, LocalPortQual: p.lport,
-		RemoteAddr: p.remote, RemotePortQual: p.rport, PZ: p.pz, Attr: p.attr,
-	}
+	prm := p.Param(p.ia, p.ia.addr)
+	prm.PZ = p.pz
 	if p.recvEVD != nil {
 		prm.RecvEVD = p.recvEVD
 	}
@@ -275,12 +264,10 @@ func (p *ep) Query() (api.EPParam, error) {
 	if p.cnEVD != nil {
 		prm.ConnectEVD = p.cnEVD
 	}
-	prm.Attr.TransportSpecific = slices.Clone(p.attr.TransportSpecific)
 	if p.qp != nil {
 		prm.Attr.TransportSpecific = append(prm.Attr.TransportSpecific,
 			api.NamedAttr{Name: "max_inline_data", Value: strconv.FormatUint(uint64(p.inline), 10)})
 	}
-	prm.Attr.ProviderSpecific = slices.Clone(p.attr.ProviderSpecific)
 	return prm, nil
 }
 
@@ -296,10 +283,10 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	defer p.armCQs() // after the unlock: the QP's CQs, or their users, may have changed
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if !epattr.Modifiable(p.state, mask) {
-		return p.stateErr("modifying these EP parameters")
+	if !epattr.Modifiable(p.State, mask) {
+		return p.StateErr("modifying these EP parameters")
 	}
-	a, err := epattr.ModifyAttr(p.attr, &prm.Attr, mask, epLimits(p.ia.dev), p.recvs.Len())
+	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits(p.ia.dev), p.recvs.Len())
 	if err != nil {
 		return err
 	}
@@ -314,17 +301,17 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 		nq = evdOf(prm.RequestEVD)
 	}
 	rebuild := nz != p.pz || nr != p.recvEVD || nq != p.reqEVD ||
-		a.MaxRecvDTOs != p.attr.MaxRecvDTOs || a.MaxRequestDTOs != p.attr.MaxRequestDTOs ||
-		a.MaxRecvIOV != p.attr.MaxRecvIOV || a.MaxRequestIOV != p.attr.MaxRequestIOV ||
-		a.MaxRDMAReadIOV != p.attr.MaxRDMAReadIOV || a.MaxRDMAWriteIOV != p.attr.MaxRDMAWriteIOV
+		a.MaxRecvDTOs != p.Attr.MaxRecvDTOs || a.MaxRequestDTOs != p.Attr.MaxRequestDTOs ||
+		a.MaxRecvIOV != p.Attr.MaxRecvIOV || a.MaxRequestIOV != p.Attr.MaxRequestIOV ||
+		a.MaxRDMAReadIOV != p.Attr.MaxRDMAReadIOV || a.MaxRDMAWriteIOV != p.Attr.MaxRDMAWriteIOV
 	if rebuild {
-		if p.recvs.Len() > 0 || p.reqs.Len() > 0 || p.state != api.EPUnconnected {
-			return api.Errorf(api.InvalidState, p.state.StateSubtype(), "this change needs a new QP, which would lose the posted receives")
+		if p.recvs.Len() > 0 || p.reqs.Len() > 0 || p.State != api.EPUnconnected {
+			return api.Errorf(api.InvalidState, p.State.StateSubtype(), "this change needs a new QP, which would lose the posted receives")
 		}
-		oz, or, oq, oa, oqp, oqpn, osge, osges := p.pz, p.recvEVD, p.reqEVD, p.attr, p.qp, p.qpn, p.sgeC, p.sges
-		p.pz, p.recvEVD, p.reqEVD, p.attr = nz, nr, nq, a
+		oz, or, oq, oa, oqp, oqpn, osge, osges := p.pz, p.recvEVD, p.reqEVD, p.Attr, p.qp, p.qpn, p.sgeC, p.sges
+		p.pz, p.recvEVD, p.reqEVD, p.Attr = nz, nr, nq, a
 		if err := p.makeQP(); err != nil {
-			p.pz, p.recvEVD, p.reqEVD, p.attr, p.qp, p.qpn, p.sgeC, p.sges = oz, or, oq, oa, oqp, oqpn, osge, osges
+			p.pz, p.recvEVD, p.reqEVD, p.Attr, p.qp, p.qpn, p.sgeC, p.sges = oz, or, oq, oa, oqp, oqpn, osge, osges
 			p.ia.qps[p.qpn] = p
 			return err
 		}
@@ -337,11 +324,11 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if mask&api.EPFieldConnectEVD != 0 {
 		p.cnEVD = evdOf(prm.ConnectEVD)
 	}
-	if !rebuild && p.qp != nil && (a.RecvCompletionFlags^p.attr.RecvCompletionFlags)&api.CompletionSolicitedWait != 0 {
-		useCQs(p.recvEVD, p.reqEVD, &p.attr, -1)
+	if !rebuild && p.qp != nil && (a.RecvCompletionFlags^p.Attr.RecvCompletionFlags)&api.CompletionSolicitedWait != 0 {
+		useCQs(p.recvEVD, p.reqEVD, &p.Attr, -1)
 		useCQs(p.recvEVD, p.reqEVD, &a, 1)
 	}
-	p.attr = a
+	p.Attr = a
 	return nil
 }
 
@@ -350,11 +337,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	return p.state, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
-}
-
-func (p *ep) stateErr(what string) error {
-	return api.Errorf(api.InvalidState, p.state.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, p.state))
+	return p.State, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
 }
 
 // Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)): its
@@ -362,12 +345,12 @@ func (p *ep) stateErr(what string) error {
 func (p *ep) Reset() error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	switch p.state {
+	switch p.State {
 	case api.EPUnconnected:
 		return nil // a no-op that keeps the posted receives
 	case api.EPDisconnected:
 	default:
-		return p.stateErr("Reset")
+		return p.StateErr("Reset")
 	}
 	p.dropID()
 	if rc := C.gd_qp_reset(p.qp, C.uint8_t(p.ia.dev.port.Num)); rc != 0 {
@@ -375,7 +358,7 @@ func (p *ep) Reset() error {
 	}
 	p.reqs.Clear()
 	p.recvs.Clear()
-	p.state, p.remote, p.rport, p.lport, p.peerPD = api.EPUnconnected, nil, 0, 0, nil
+	p.State, p.RemoteAddr, p.RemotePort, p.LocalPort, p.PeerPD = api.EPUnconnected, nil, 0, 0, nil
 	return nil
 }
 
@@ -383,9 +366,9 @@ func (p *ep) Reset() error {
 func (p *ep) Free() error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	switch p.state {
+	switch p.State {
 	case api.EPReserved, api.EPPassiveConnectionPending:
-		return p.stateErr("Free")
+		return p.StateErr("Free")
 	}
 	p.destroy()
 	if p.srq != nil {
@@ -407,7 +390,7 @@ func (p *ep) destroy() {
 	if p.rsp != nil {
 		p.rsp.stop()
 	}
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 }
 
 // dropID destroys the EP's cm id, if it has one. ia.mu is held.
@@ -427,11 +410,11 @@ func (p *ep) dropID() {
 // whether the hard one is exceeded while connected, for the caller to
 // break the connection (broken). ia.mu is held.
 func (p *ep) watermarks(held int) bool {
-	soft, hard := p.wm.Check(held)
+	soft, hard := p.WM.Check(held)
 	if soft {
 		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
 	}
-	return hard && p.state == api.EPConnected
+	return hard && p.State == api.EPConnected
 }
 
 // watchHard checks the watermarks once the connection is up: the hard
@@ -446,11 +429,11 @@ func (p *ep) watchHard() {
 // broken ends a connection whose QP failed: the peer is told, the
 // outstanding DTOs are flushed, and the connect EVD gets BROKEN.
 func (p *ep) broken() {
-	if p.state != api.EPConnected {
+	if p.State != api.EPConnected {
 		return
 	}
 	p.shutdown()
-	p.state = api.EPDisconnected
+	p.State = api.EPDisconnected
 	p.connEvent(api.ConnectionBrokenEvent, nil)
 }
 
@@ -468,7 +451,7 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 		return api.Errorf(api.InvalidHandle, api.SubHandle2, "duplicate EP is not a live EP of this IA")
 	}
 	p.ia.mu.Lock()
-	st, remote, q := dup.state, dup.remote, dup.rport
+	st, remote, q := dup.State, dup.RemoteAddr, dup.RemotePort
 	p.ia.mu.Unlock()
 	if st != api.EPConnected {
 		return api.Errorf(api.InvalidState, st.StateSubtype(), "the EP to duplicate is not connected")

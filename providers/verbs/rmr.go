@@ -106,16 +106,16 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 			return 0, api.Errorf(api.PrivilegesViolation, api.NoSubtype, "remote write to a window of an LMR without local write")
 		}
 	}
-	switch p.state {
+	switch p.State {
 	case api.EPConnected:
 	case api.EPDisconnected:
 		ev := api.Event{Number: api.RMRBindCompletionEvent, RMRBind: api.RMRBindCompletionData{RMR: r, Cookie: cookie, Status: api.DTOErrFlushed}}
 		p.reqEVD.post(&ev, flags&api.CompletionUnsignalled == 0)
 		return 0, nil
 	default:
-		return 0, p.stateErr("RMR Bind")
+		return 0, p.StateErr("RMR Bind")
 	}
-	if p.reqs.Len()+2 > p.attr.MaxRequestDTOs {
+	if p.reqs.Len()+2 > p.Attr.MaxRequestDTOs {
 		return 0, api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the request queue is full")
 	}
 	if r.bound || t.Length == 0 {

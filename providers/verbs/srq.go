@@ -242,7 +242,7 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, pz: z, recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD), attr: a, state: api.EPUnconnected, srq: s}
+	p := &ep{ia: i, pz: z, recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD), Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}, srq: s}
 	if err := p.makeQP(); err != nil {
 		return nil, err
 	}
@@ -263,8 +263,8 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	p.attr.SRQSoftHighWatermark = soft
-	p.wm.Set(soft, hard)
+	p.Attr.SRQSoftHighWatermark = soft
+	p.WM.Set(soft, hard)
 	if p.watermarks(p.recvs.Len()) {
 		p.broken()
 	}
