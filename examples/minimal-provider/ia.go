@@ -11,6 +11,7 @@ import (
 // for dat_ia_close(3DAT), and the memory registry of its LMRs and RMRs.
 type ia struct {
 	api.ContextSlot
+	kit.IA            // handle type, async EVD, closed mark, the start of Close
 	kit.UnsupportedIA // no SRQs
 	addr              Addr
 	async             *evd
@@ -51,10 +52,6 @@ func add[I any, T comparable](s *kit.Set[T], x T) (I, error) {
 	return any(x).(I), nil
 }
 
-func (i *ia) HandleType() api.HandleType { return api.HandleIA }
-
-func (i *ia) AsyncEVD() (api.EVD, error) { return i.async, nil }
-
 // Close closes the IA (dat_ia_close(3DAT)). A graceful close fails while
 // the IA has objects, pending connection requests included; an abrupt one
 // destroys them: peers see their connections end, requesters see
@@ -62,7 +59,7 @@ func (i *ia) AsyncEVD() (api.EVD, error) { return i.async, nil }
 // goroutine of the IA runs.
 func (i *ia) Close(flags api.CloseFlags) error {
 	fab.Lock()
-	if err := kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs); err != nil && flags == api.CloseGraceful {
+	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs); err != nil {
 		fab.Unlock()
 		return err
 	}

@@ -91,6 +91,7 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	fab.next++
 	i := newIA(Addr(fab.next))
 	i.async = newEVD(i, qlen, api.EVDAsync, nil)
+	i.InitIA(&fab.Mutex, i.async)
 	fab.ias[i.addr] = i
 	return i, nil
 }

@@ -23,6 +23,8 @@
 //
 // In this package:
 //
+//   - IA, the base of a provider's IA object: its handle type, async EVD,
+//     closed mark and BeginClose, the start of dat_ia_close(3DAT);
 //   - Set, a table of one kind of object of an IA, and InUse, which decides
 //     a graceful dat_ia_close(3DAT) from them once for every provider;
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases

@@ -3,6 +3,7 @@ package kit_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/godat/godat/api"
@@ -85,5 +86,34 @@ func TestUnsupportedBases(t *testing.T) {
 		if !errors.Is(err, api.ErrModelNotSupported) {
 			t.Errorf("%s: %v, want ErrModelNotSupported", name, err)
 		}
+	}
+}
+
+type testIA struct{ kit.IA }
+
+func TestIABase(t *testing.T) {
+	var mu sync.Mutex
+	var ia testIA
+	async := new(struct{ api.EVD })
+	ia.InitIA(&mu, async)
+	if ia.HandleType() != api.HandleIA {
+		t.Fatal("HandleType")
+	}
+	if e, err := ia.AsyncEVD(); err != nil || e != api.EVD(async) {
+		t.Fatalf("AsyncEVD: %v, %v", e, err)
+	}
+	pzs := kit.NewSet[*int](api.HandlePZ, 0)
+	pzs.Add(new(int))
+	if err := ia.BeginClose(api.CloseGraceful, &pzs); !errors.Is(err, api.ErrInvalidState) || ia.Closed() {
+		t.Fatalf("graceful close with a PZ left: %v, closed %v", err, ia.Closed())
+	}
+	if err := ia.BeginClose(api.CloseAbrupt, &pzs); err != nil || !ia.Closed() {
+		t.Fatalf("abrupt close: %v, closed %v", err, ia.Closed())
+	}
+	if err := ia.BeginClose(api.CloseAbrupt); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, err := ia.AsyncEVD(); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("AsyncEVD after close: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
 
@@ -199,8 +200,8 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 
 // newPSP checks the arguments of a PSP. fabric.mu is held.
 func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
-	if i.closed {
-		return nil, errIAClosed
+	if i.Closed() {
+		return nil, kit.ErrIAClosed
 	}
 	if flags != api.PSPConsumer && flags != api.PSPProvider {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
@@ -301,8 +302,8 @@ var errRSPFreed = api.Errorf(api.InvalidHandle, api.SubHandleRSP, "RSP was freed
 func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
+	if i.Closed() {
+		return nil, kit.ErrIAClosed
 	}
 	p, err := asEP(epArg, i)
 	if err != nil {

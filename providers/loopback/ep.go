@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
@@ -64,8 +65,8 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
+	if i.Closed() {
+		return nil, kit.ErrIAClosed
 	}
 	z, err := asPZ(pzArg, i)
 	if err != nil {

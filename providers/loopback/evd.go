@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
 )
 
@@ -33,8 +34,8 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
+	if i.Closed() {
+		return nil, kit.ErrIAClosed
 	}
 	c, err := dispatch.AsCNO(cnoArg, i)
 	if err != nil {

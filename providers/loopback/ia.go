@@ -14,8 +14,8 @@ import (
 // every object created through it; all fields are guarded by fabric.mu.
 type ia struct {
 	api.ContextSlot
+	kit.IA // handle type, async EVD, closed mark, the start of Close
 	addr   Addr
-	closed bool
 	async  *evd
 
 	pzs  kit.Set[*pz]
@@ -49,19 +49,14 @@ func newIA(a Addr) *ia {
 	return i
 }
 
-var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
-
-// HandleType reports HandleIA (dat_get_handle_type(3DAT)).
-func (i *ia) HandleType() api.HandleType { return api.HandleIA }
-
 // Query returns the IA's attributes and limits, which the provider
 // enforces, and the provider's attributes (dat_ia_query(3DAT)).
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	fabric.mu.Lock()
-	closed := i.closed
+	closed := i.Closed()
 	fabric.mu.Unlock()
 	if closed {
-		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
+		return api.IAAttr{}, api.ProviderAttr{}, kit.ErrIAClosed
 	}
 	a := iaattr.IA(providerLimits)
 	a.AdapterName = "loopback"
@@ -74,23 +69,6 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	return a, p, nil
 }
 
-// AsyncEVD returns the IA's async EVD, created by Open and destroyed by
-// Close (dat_ia_open(3DAT)).
-func (i *ia) AsyncEVD() (api.EVD, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
-	}
-	return i.async, nil
-}
-
-// inUse says what keeps a graceful Close from closing the IA: its
-// objects other than the async EVD, pending connection requests included.
-func (i *ia) inUse() error {
-	return kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs)
-}
-
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful fails with
 // ErrInvalidState (SubStateIAInUse) while any object other than the async
 // EVD exists, pending connection requests included. CloseAbrupt destroys
@@ -100,15 +78,11 @@ func (i *ia) inUse() error {
 // and Close returns once no goroutine of the IA runs.
 func (i *ia) Close(flags api.CloseFlags) error {
 	fabric.mu.Lock()
-	if i.closed {
+	// Pending connection requests keep a graceful close from closing it
+	// too; the async EVD belongs to the IA.
+	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs); err != nil {
 		fabric.mu.Unlock()
-		return errIAClosed
-	}
-	if flags == api.CloseGraceful {
-		if err := i.inUse(); err != nil {
-			fabric.mu.Unlock()
-			return err
-		}
+		return err
 	}
 	waits := i.teardown()
 	fabric.mu.Unlock()
@@ -121,7 +95,6 @@ func (i *ia) Close(flags api.CloseFlags) error {
 // teardown destroys every object of the IA and returns what to wait for
 // once fabric.mu is released. fabric.mu is held.
 func (i *ia) teardown() []func() {
-	i.closed = true
 	delete(fabric.ias, i.addr)
 	var waits []func()
 	for s := range i.psps.All() {
@@ -184,8 +157,8 @@ func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments
 func (i *ia) checkSegments(segs []api.LMRTriplet) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.closed {
-		return errIAClosed
+	if i.Closed() {
+		return kit.ErrIAClosed
 	}
 	return i.mem.CheckSegments(segs)
 }
@@ -194,8 +167,8 @@ func (i *ia) checkSegments(segs []api.LMRTriplet) error {
 func (i *ia) CreatePZ() (api.PZ, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
+	if i.Closed() {
+		return nil, kit.ErrIAClosed
 	}
 	if err := i.pzs.Room(); err != nil {
 		return nil, err

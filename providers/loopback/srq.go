@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -31,8 +32,8 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
+	if i.Closed() {
+		return nil, kit.ErrIAClosed
 	}
 	z, err := asPZ(pzArg, i)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
 
@@ -33,8 +34,8 @@ func (l *listener) stop() {
 
 // listen opens a TCP listener on port q of the IA's address. ia.mu is held.
 func (i *ia) listen(q api.ConnQual) (listener, error) {
-	if i.closed {
-		return listener{}, errIAClosed // (the guard refuses it first; this is for callers without the guard: no listener may outlive the IA)
+	if i.Closed() {
+		return listener{}, kit.ErrIAClosed // (the guard refuses it first; this is for callers without the guard: no listener may outlive the IA)
 	}
 	if q > maxConnQual {
 		return listener{}, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("connection qualifier %d is not a TCP port", q))
@@ -105,7 +106,7 @@ func (i *ia) acceptLoop(l *listener, sp servicePoint) {
 			continue
 		}
 		i.mu.Lock()
-		if i.closed {
+		if i.Closed() {
 			i.mu.Unlock()
 			_ = nc.Close()
 			return

@@ -17,11 +17,11 @@ import (
 // included; each EVD has its own lock, taken after it.
 type ia struct {
 	api.ContextSlot
+	kit.IA // handle type, async EVD, closed mark, the start of Close
 	mu     sync.Mutex
 	ip     net.IP
 	addr   *net.IPAddr
 	opts   options // from platform_params; set by Open, then read-only
-	closed bool
 	async  *evd
 	wg     sync.WaitGroup // every goroutine of the IA: acceptors, readers, writers
 
@@ -60,20 +60,15 @@ func newIA(ip net.IP) *ia {
 	return i
 }
 
-var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
-
-// HandleType reports HandleIA (dat_get_handle_type(3DAT)).
-func (i *ia) HandleType() api.HandleType { return api.HandleIA }
-
 // Query returns the IA's attributes and limits, which the provider
 // enforces, and the provider's attributes (dat_ia_query(3DAT)). The
 // address is a *net.IPAddr: the IA's local IP.
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	i.mu.Lock()
-	closed := i.closed
+	closed := i.Closed()
 	i.mu.Unlock()
 	if closed {
-		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
+		return api.IAAttr{}, api.ProviderAttr{}, kit.ErrIAClosed
 	}
 	a := iaattr.IA(providerLimits)
 	a.AdapterName = "tcp"
@@ -86,22 +81,6 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	return a, p, nil
 }
 
-// AsyncEVD returns the IA's async EVD (dat_ia_open(3DAT)).
-func (i *ia) AsyncEVD() (api.EVD, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
-	}
-	return i.async, nil
-}
-
-// inUse says what keeps a graceful Close from closing the IA: its
-// objects other than the async EVD, pending connection requests included.
-func (i *ia) inUse() error {
-	return kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs)
-}
-
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful fails with
 // ErrInvalidState (SubStateIAInUse) while any object other than the async
 // EVD exists. CloseAbrupt destroys everything: listeners close, pending
@@ -111,17 +90,10 @@ func (i *ia) inUse() error {
 // returns once every goroutine of the IA has ended.
 func (i *ia) Close(flags api.CloseFlags) error {
 	i.mu.Lock()
-	if i.closed {
+	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs); err != nil {
 		i.mu.Unlock()
-		return errIAClosed
+		return err
 	}
-	if flags == api.CloseGraceful {
-		if err := i.inUse(); err != nil {
-			i.mu.Unlock()
-			return err
-		}
-	}
-	i.closed = true
 	for s := range i.psps.All() {
 		s.stop()
 	}

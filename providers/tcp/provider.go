@@ -47,6 +47,7 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	i := newIA(ip)
 	i.opts = opts
 	i.async = newEVD(i, qlen, api.EVDAsync, nil)
+	i.InitIA(&i.mu, i.async)
 	return i, nil
 }
 

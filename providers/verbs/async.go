@@ -158,7 +158,7 @@ func (r *asyncReader) run(rc syscall.RawConn) {
 func (i *ia) deviceEvent(ev *C.struct_gd_async_event) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.closed {
+	if i.Closed() {
 		return
 	}
 	switch ev._type {

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 )
 
 // Private data on the wire. The InfiniBand CM (which RoCE uses too) pads
@@ -91,7 +92,7 @@ func (c *cmChannel) watch(i *ia, rc syscall.RawConn) {
 			return
 		}
 		i.mu.Lock()
-		if !i.closed {
+		if !i.Closed() {
 			owner := i.owners[c.ev.id]
 			if c.ev.event == C.RDMA_CM_EVENT_CONNECT_REQUEST {
 				owner = i.owners[c.ev.listen_id]
@@ -447,8 +448,8 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 
 // listen creates the listening id. ia.mu is held.
 func (i *ia) listen(q api.ConnQual, e *evd) (*psp, error) {
-	if i.closed {
-		return nil, errIAClosed // (the guard refuses it first; this is for callers without the guard: no cm id may outlive the IA)
+	if i.Closed() {
+		return nil, kit.ErrIAClosed // (the guard refuses it first; this is for callers without the guard: no cm id may outlive the IA)
 	}
 	id, err := i.newID()
 	if err != nil {

@@ -25,11 +25,11 @@ import (
 // lock, taken after it.
 type ia struct {
 	api.ContextSlot
+	kit.IA // handle type, async EVD, closed mark, the start of Close
 	mu     sync.Mutex
 	devs   *deviceList // holds librdmacm's device contexts while the IA is open
 	dev    *device
 	addr   *net.IPAddr
-	closed bool
 	async  *evd
 
 	cm     *cmChannel                       // the rdma_cm event channel of every id of the IA
@@ -53,8 +53,6 @@ type ia struct {
 	srqs kit.Set[*srq]
 	crs  kit.Set[*cr]
 }
-
-var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
 
 // open opens the IA p names: it finds the device and port, and creates
 // the async EVD.
@@ -96,6 +94,7 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	}
 	i.cnos = dispatch.NewCNOs(i, &i.mu, 0)
 	i.async = newEVD(i, qlen, api.EVDAsync)
+	i.InitIA(&i.mu, i.async)
 	i.sinkEVD = &evd{ia: i}
 	if i.cm, err = newCMChannel(i); err != nil {
 		devs.free()
@@ -109,38 +108,18 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	return i, nil
 }
 
-// HandleType reports HandleIA (dat_get_handle_type(3DAT)).
-func (i *ia) HandleType() api.HandleType { return api.HandleIA }
-
 // Query returns the IA's attributes, which are the device's limits, and
 // the provider's attributes (dat_ia_query(3DAT)). The address is a
 // *net.IPAddr, the IA's local IP; TransportAttrs name the device, port,
 // link layer, GID and MTU, VendorAttrs the device's identity.
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	i.mu.Lock()
-	closed := i.closed
+	closed := i.Closed()
 	i.mu.Unlock()
 	if closed {
-		return api.IAAttr{}, api.ProviderAttr{}, errIAClosed
+		return api.IAAttr{}, api.ProviderAttr{}, kit.ErrIAClosed
 	}
 	return iaAttr(i.dev, i.addr), providerAttr(i.dev), nil
-}
-
-// AsyncEVD returns the IA's async EVD, created by Open and destroyed by
-// Close (dat_ia_open(3DAT)).
-func (i *ia) AsyncEVD() (api.EVD, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.closed {
-		return nil, errIAClosed
-	}
-	return i.async, nil
-}
-
-// inUse says what keeps a graceful Close from closing the IA: its
-// objects other than the async EVD, pending connection requests included.
-func (i *ia) inUse() error {
-	return kit.InUse(&i.pzs, &i.evds, &i.cnos, &i.lmrs, &i.rmrs, &i.eps, &i.psps, &i.rsps, &i.srqs, &i.crs)
 }
 
 // Close closes the IA (dat_ia_close(3DAT)). CloseGraceful refuses while
@@ -148,17 +127,10 @@ func (i *ia) inUse() error {
 // releasing their rdma-core resources before it returns.
 func (i *ia) Close(flags api.CloseFlags) error {
 	i.mu.Lock()
-	if i.closed {
+	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.lmrs, &i.rmrs, &i.eps, &i.psps, &i.rsps, &i.srqs, &i.crs); err != nil {
 		i.mu.Unlock()
-		return errIAClosed
+		return err
 	}
-	if flags == api.CloseGraceful {
-		if err := i.inUse(); err != nil {
-			i.mu.Unlock()
-			return err
-		}
-	}
-	i.closed = true
 	// Children before parents: requests, listeners and connections, QPs,
 	// then CQs, MRs and PDs.
 	for c := range i.crs.All() {

@@ -1,0 +1,58 @@
+package kit
+
+import (
+	"sync"
+
+	"github.com/godat/godat/api"
+)
+
+// ErrIAClosed is the error of a call on an IA that is closed.
+var ErrIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
+
+// IA is the part of an IA object every provider writes alike: its handle
+// type, its async EVD, whether it is closed, and the start of
+// dat_ia_close(3DAT). A provider's IA type embeds it and calls InitIA
+// once its async EVD exists; the provider's lock, given to InitIA, guards
+// it.
+type IA struct {
+	mu     sync.Locker
+	async  api.EVD
+	closed bool
+}
+
+// InitIA sets the lock that guards the IA and its async EVD.
+func (b *IA) InitIA(mu sync.Locker, async api.EVD) { b.mu, b.async = mu, async }
+
+// HandleType reports HandleIA (dat_get_handle_type(3DAT)).
+func (b *IA) HandleType() api.HandleType { return api.HandleIA }
+
+// AsyncEVD returns the IA's async EVD, which its Open made and its Close
+// destroys (dat_ia_open(3DAT)); ErrIAClosed once it is closed.
+func (b *IA) AsyncEVD() (api.EVD, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrIAClosed
+	}
+	return b.async, nil
+}
+
+// Closed reports whether the IA's Close has begun. The lock is held.
+func (b *IA) Closed() bool { return b.closed }
+
+// BeginClose is the start of the IA's Close, with the lock held: it fails
+// with ErrIAClosed on a closed IA, and for CloseGraceful with InUse's
+// error while any of tables holds an object; otherwise it marks the IA
+// closed, and the provider goes on to destroy what it holds.
+func (b *IA) BeginClose(flags api.CloseFlags, tables ...Counted) error {
+	if b.closed {
+		return ErrIAClosed
+	}
+	if flags == api.CloseGraceful {
+		if err := InUse(tables...); err != nil {
+			return err
+		}
+	}
+	b.closed = true
+	return nil
+}
