@@ -23,7 +23,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -71,31 +70,10 @@ func parsePluginTables(name string, doc map[string]any, idx *tomlIndex, errs *er
 	seen := map[string]Position{}
 	var out []PluginEntry
 	for i, t := range tables {
-		keyPos := func(k string) Position { return pos(idx.key(tablePlugin, i, k)) }
-		valPos := func(k string) Position { return pos(idx.value(tablePlugin, i, k)) }
-		p := PluginEntry{Pos: pos(idx.header(tablePlugin, i))}
-		for _, k := range sortedKeys(t) {
-			if !slices.Contains(pluginKeys, k) {
-				errs.addAt(keyPos(k), fmt.Sprintf("unknown key %s in [[plugin]]%s; expected one of %s",
-					toml.Key{k}, suggest(k, pluginKeys), strings.Join(pluginKeys, ", ")))
-			}
-		}
-		str := func(k string, required bool, dst *string) bool {
-			v, ok := t[k]
-			if !ok {
-				if required {
-					errs.addAt(p.Pos, fmt.Sprintf("[[plugin]] table has no %s; expected %s = \"...\" (required)", k, k))
-				}
-				return false
-			}
-			s, ok := v.(string)
-			if !ok {
-				errs.addAt(valPos(k), fmt.Sprintf("%s is %s; expected a string", k, describeTOMLValue(v)))
-				return false
-			}
-			*dst = s
-			return true
-		}
+		r := tomlTable{kind: tablePlugin, i: i, t: t, idx: idx, pos: pos, errs: errs}
+		keyPos, valPos, str := r.keyPos, r.valPos, r.str
+		p := PluginEntry{Pos: r.header()}
+		r.onlyKeys(pluginKeys)
 		if str(keyPluginName, true, &p.Name) {
 			if msg := checkProviderName(p.Name); msg != "" {
 				errs.addAt(valPos(keyPluginName), strings.Replace(msg, "provider name", "plugin name", 1))

@@ -76,44 +76,10 @@ func parseTOML(name string, data []byte, errs *errList) *Config {
 	names := duplicateChecker{}
 	var firstDefault *IAEntry
 	for i, t := range tables {
-		keyPos := func(k string) Position { return pos(idx.key(tableIA, i, k)) }
-		valPos := func(k string) Position { return pos(idx.value(tableIA, i, k)) }
-		e := IAEntry{Pos: pos(idx.header(tableIA, i))}
-		for _, k := range sortedKeys(t) {
-			if !slices.Contains(iaKeys, k) {
-				errs.addAt(keyPos(k), fmt.Sprintf("unknown key %s in [[ia]]%s; expected one of %s",
-					toml.Key{k}, suggest(k, iaKeys), strings.Join(iaKeys, ", ")))
-			}
-		}
-		str := func(k string, required bool, dst *string) bool {
-			v, ok := t[k]
-			if !ok {
-				if required {
-					errs.addAt(e.Pos, fmt.Sprintf("[[ia]] table has no %s; expected %s = \"...\" (required)", k, k))
-				}
-				return false
-			}
-			s, ok := v.(string)
-			if !ok {
-				errs.addAt(valPos(k), fmt.Sprintf("%s is %s; expected a string", k, describeTOMLValue(v)))
-				return false
-			}
-			*dst = s
-			return true
-		}
-		boolean := func(k string, dst *bool) bool {
-			v, ok := t[k]
-			if !ok {
-				return false
-			}
-			b, ok := v.(bool)
-			if !ok {
-				errs.addAt(valPos(k), fmt.Sprintf("%s is %s; expected true or false (a TOML boolean, not quoted)", k, describeTOMLValue(v)))
-				return false
-			}
-			*dst = b
-			return true
-		}
+		r := tomlTable{kind: tableIA, i: i, t: t, idx: idx, pos: pos, errs: errs}
+		keyPos, valPos, str, boolean := r.keyPos, r.valPos, r.str, r.boolean
+		e := IAEntry{Pos: r.header()}
+		r.onlyKeys(iaKeys)
 
 		if str(keyName, true, &e.Name) {
 			if msg := checkIAName(e.Name); msg != "" {
@@ -155,6 +121,67 @@ func parseTOML(name string, data []byte, errs *errList) *Config {
 		cfg.IAs = append(cfg.IAs, e)
 	}
 	return cfg
+}
+
+// tomlTable reads the i-th [[kind]] table t of a file, reporting each
+// problem at the position of the key or value it concerns.
+type tomlTable struct {
+	kind string
+	i    int
+	t    map[string]any
+	idx  *tomlIndex
+	pos  func(loc) Position
+	errs *errList
+}
+
+func (r *tomlTable) header() Position         { return r.pos(r.idx.header(r.kind, r.i)) }
+func (r *tomlTable) keyPos(k string) Position { return r.pos(r.idx.key(r.kind, r.i, k)) }
+func (r *tomlTable) valPos(k string) Position { return r.pos(r.idx.value(r.kind, r.i, k)) }
+
+// onlyKeys reports every key of the table that known does not list.
+func (r *tomlTable) onlyKeys(known []string) {
+	for _, k := range sortedKeys(r.t) {
+		if !slices.Contains(known, k) {
+			r.errs.addAt(r.keyPos(k), fmt.Sprintf("unknown key %s in [[%s]]%s; expected one of %s",
+				toml.Key{k}, r.kind, suggest(k, known), strings.Join(known, ", ")))
+		}
+	}
+}
+
+// str sets *dst to the string value of key k and reports whether there
+// was one; a value of another type, or a missing required key, is
+// reported.
+func (r *tomlTable) str(k string, required bool, dst *string) bool {
+	v, ok := r.t[k]
+	if !ok {
+		if required {
+			r.errs.addAt(r.header(), fmt.Sprintf("[[%s]] table has no %s; expected %s = \"...\" (required)", r.kind, k, k))
+		}
+		return false
+	}
+	s, ok := v.(string)
+	if !ok {
+		r.errs.addAt(r.valPos(k), fmt.Sprintf("%s is %s; expected a string", k, describeTOMLValue(v)))
+		return false
+	}
+	*dst = s
+	return true
+}
+
+// boolean sets *dst to the boolean value of key k and reports whether
+// there was one; a value of another type is reported.
+func (r *tomlTable) boolean(k string, dst *bool) bool {
+	v, ok := r.t[k]
+	if !ok {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		r.errs.addAt(r.valPos(k), fmt.Sprintf("%s is %s; expected true or false (a TOML boolean, not quoted)", k, describeTOMLValue(v)))
+		return false
+	}
+	*dst = b
+	return true
 }
 
 // parseHooks reads the hooks key of an [[ia]] table, at, an array of
