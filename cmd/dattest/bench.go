@@ -311,27 +311,12 @@ func (c *client) bw(ctx context.Context, w remoteWindow, size, warm, iters int, 
 		return 0, err
 	}
 	stream := func(count int, timed bool) error {
-		var ev api.Event
-		posted, done := 0, 0
-		for done < count {
-			for posted < count && posted-done < win {
-				if err := c.ep.PostRDMAWrite(src, api.Cookie(posted), dst, api.CompletionDefault); err != nil {
-					return fmt.Errorf("PostRDMAWrite: %w", err)
-				}
-				posted++
+		return c.pipeline(ctx, count, win, poll, timed, prog, func(k int) error {
+			if err := c.ep.PostRDMAWrite(src, api.Cookie(k), dst, api.CompletionDefault); err != nil {
+				return fmt.Errorf("PostRDMAWrite: %w", err)
 			}
-			if err := c.next(ctx, poll, &ev); err != nil {
-				return err
-			}
-			if err := c.dtoOK(&ev); err != nil {
-				return err
-			}
-			done++
-			if timed {
-				prog.add(1)
-			}
-		}
-		return nil
+			return nil
+		})
 	}
 	if err := stream(warm, false); err != nil {
 		return 0, err
@@ -405,35 +390,20 @@ func (c *client) read(ctx context.Context, w remoteWindow, dst *buf, size, win i
 	}
 	defer c.serverMode(ctx, false)
 	stream := func(count int, timed bool) error {
-		var ev api.Event
-		posted, done := 0, 0
-		for done < count {
-			for posted < count && posted-done < win {
-				r := 1
-				switch {
-				case !timed:
-				case posted == 0:
-					r = 0
-				case posted == count-1:
-					r = 2
-				}
-				if err := c.ep.PostRDMARead(regions[r:r+1], api.Cookie(posted), src, api.CompletionDefault); err != nil {
-					return fmt.Errorf("PostRDMARead: %w", err)
-				}
-				posted++
+		return c.pipeline(ctx, count, win, poll, timed, prog, func(k int) error {
+			r := 1
+			switch {
+			case !timed:
+			case k == 0:
+				r = 0
+			case k == count-1:
+				r = 2
 			}
-			if err := c.next(ctx, poll, &ev); err != nil {
-				return err
+			if err := c.ep.PostRDMARead(regions[r:r+1], api.Cookie(k), src, api.CompletionDefault); err != nil {
+				return fmt.Errorf("PostRDMARead: %w", err)
 			}
-			if err := c.dtoOK(&ev); err != nil {
-				return err
-			}
-			done++
-			if timed {
-				prog.add(1)
-			}
-		}
-		return nil
+			return nil
+		})
 	}
 	if err := stream(warm, false); err != nil {
 		return 0, err
@@ -520,4 +490,31 @@ func sizeName(n int) string {
 		}
 	}
 	return strconv.Itoa(n)
+}
+
+// pipeline runs count requests with up to win in flight: post(k) posts
+// the k-th, and each completion is reaped and checked in turn. timed
+// counts the completions as progress.
+func (c *client) pipeline(ctx context.Context, count, win int, poll, timed bool, prog *progress, post func(k int) error) error {
+	var ev api.Event
+	posted, done := 0, 0
+	for done < count {
+		for posted < count && posted-done < win {
+			if err := post(posted); err != nil {
+				return err
+			}
+			posted++
+		}
+		if err := c.next(ctx, poll, &ev); err != nil {
+			return err
+		}
+		if err := c.dtoOK(&ev); err != nil {
+			return err
+		}
+		done++
+		if timed {
+			prog.add(1)
+		}
+	}
+	return nil
 }
