@@ -789,3 +789,20 @@ ofa-v2-nic1 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "nosuchdev1 0" "
 		t.Errorf("chose %q, error %v", got, err)
 	}
 }
+
+// The progress reports run every progressEvery whatever the loop does, so
+// their number grows with a run's duration: they must allocate nothing,
+// or a slow run (a loaded machine) would count their allocations against
+// the benchmark's iterations (TestBenchLoopsAllocateNothing).
+func TestProgressReportAllocatesNothing(t *testing.T) {
+	for _, bw := range []bool{false, true} {
+		p := newProgress(io.Discard)
+		p.label, p.size, p.total, p.bw = "bw 64K wait godat", 65536, 1000, bw
+		p.report() // warming up; sizes the buffer
+		p.t0.Store(time.Now().Add(-time.Second).UnixNano())
+		p.n.Store(500)
+		if n := testing.AllocsPerRun(100, p.report); n != 0 {
+			t.Errorf("bw %v: a progress report allocates %.1f times", bw, n)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ type progress struct {
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	shown bool
+	line  []byte // report's buffer
 }
 
 func newProgress(w io.Writer) *progress {
@@ -100,24 +102,39 @@ func (p *progress) run() {
 	}
 }
 
+// report writes the progress line. It reuses one buffer, so that the
+// reports, whose number grows with the run's duration, add no allocations
+// to the process while the benchmark's own loop is measured.
 func (p *progress) report() {
 	t0, n := p.t0.Load(), p.n.Load()
-	line := fmt.Sprintf("%s: warming up", p.label)
-	if t0 != 0 {
-		rate := "-"
-		if el := time.Since(time.Unix(0, t0)); n > 0 {
-			if p.bw {
-				rate = fmt.Sprintf("%.3g GB/s", float64(n)*float64(p.size)/el.Seconds()/1e9)
-			} else {
-				rate = fmt.Sprintf("%.3g us one-way", float64(el.Microseconds())/float64(2*n))
-			}
-		}
-		line = fmt.Sprintf("%s: %d/%d iterations, %s", p.label, n, p.total, rate)
-	}
-	p.shown = true
+	b := p.line[:0]
 	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-	} else {
-		fmt.Fprintln(p.w, line)
+		b = append(b, "\r\033[K"...)
 	}
+	b = append(b, p.label...)
+	if t0 == 0 {
+		b = append(b, ": warming up"...)
+	} else {
+		b = append(b, ": "...)
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, int64(p.total), 10)
+		b = append(b, " iterations, "...)
+		switch el := time.Since(time.Unix(0, t0)); {
+		case n == 0:
+			b = append(b, '-')
+		case p.bw:
+			b = strconv.AppendFloat(b, float64(n)*float64(p.size)/el.Seconds()/1e9, 'g', 3, 64)
+			b = append(b, " GB/s"...)
+		default:
+			b = strconv.AppendFloat(b, float64(el.Microseconds())/float64(2*n), 'g', 3, 64)
+			b = append(b, " us one-way"...)
+		}
+	}
+	if !p.tty {
+		b = append(b, '\n')
+	}
+	p.line = b
+	p.shown = true
+	p.w.Write(b)
 }
