@@ -177,23 +177,64 @@ func (s *server) create(obj any, t api.HandleType, ia *servedIA, err error) (*pb
 	return &pb.CreateResp{Id: o.id, Seq: s.drainAll()}, nil
 }
 
-// argOf looks up an optional handle argument (id 0 is nil) that must be
-// of type t, as the api interface T of t's objects.
-func argOf[T any](s *server, id uint64, t api.HandleType) (T, error) {
-	var none T
-	o, err := s.opt(id, t)
-	if err != nil || o == nil {
-		return none, err
-	}
-	return o.obj.(T), nil
+// args resolves the handle arguments of a call into provider objects. It
+// keeps the first error and resolves nothing after it, so that a handler
+// names all its arguments and then checks err once: the error is the one
+// of the first bad argument, as it would be had each been checked in turn.
+type args struct {
+	s   *server
+	err error
 }
 
-// The handle arguments of the calls, by kind.
-func (s *server) evdArg(id uint64) (api.EVD, error) { return argOf[api.EVD](s, id, api.HandleEVD) }
-func (s *server) epArg(id uint64) (api.EP, error)   { return argOf[api.EP](s, id, api.HandleEP) }
-func (s *server) pzArg(id uint64) (api.PZ, error)   { return argOf[api.PZ](s, id, api.HandlePZ) }
-func (s *server) lmrArg(id uint64) (api.LMR, error) { return argOf[api.LMR](s, id, api.HandleLMR) }
-func (s *server) srqArg(id uint64) (api.SRQ, error) { return argOf[api.SRQ](s, id, api.HandleSRQ) }
+// obj resolves a handle that must name an object of type t.
+func (a *args) obj(id uint64, t api.HandleType) *servedObj {
+	if a.err != nil {
+		return nil
+	}
+	o, err := a.s.lookup(id, t)
+	a.err = err
+	return o
+}
+
+// optArg resolves a handle that may be nil (id 0) and must otherwise name
+// an object of type t, as the api interface T of t's objects.
+func optArg[T any](a *args, id uint64, t api.HandleType) T {
+	var none T
+	if a.err != nil {
+		return none
+	}
+	o, err := a.s.opt(id, t)
+	if err != nil || o == nil {
+		a.err = err
+		return none
+	}
+	return o.obj.(T)
+}
+
+// ia resolves the IA a call acts on (never nil).
+func (a *args) ia(id uint64) *servedIA {
+	if o := a.obj(id, api.HandleIA); o != nil {
+		return o.ia
+	}
+	return nil
+}
+
+// The optional handle arguments of the calls, by kind.
+func (a *args) evd(id uint64) api.EVD { return optArg[api.EVD](a, id, api.HandleEVD) }
+func (a *args) ep(id uint64) api.EP   { return optArg[api.EP](a, id, api.HandleEP) }
+func (a *args) pz(id uint64) api.PZ   { return optArg[api.PZ](a, id, api.HandlePZ) }
+func (a *args) lmr(id uint64) api.LMR { return optArg[api.LMR](a, id, api.HandleLMR) }
+func (a *args) srq(id uint64) api.SRQ { return optArg[api.SRQ](a, id, api.HandleSRQ) }
+
+// callOn answers a call that acts on the one object id names, of type t
+// (the api interface T of t's objects), with what do returns.
+func callOn[T any](s *server, id uint64, t api.HandleType, do func(T) error) (*pb.Result, error) {
+	o, err := s.lookup(id, t)
+	if err != nil {
+		return s.result(err)
+	}
+	return s.result(do(o.obj.(T)))
+}
 
 func (s *server) getObj(id uint64) (*servedObj, error) {
 	s.mu.Lock()

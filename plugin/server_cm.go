@@ -32,13 +32,10 @@ func (s *server) crLocalEP(cr api.CR) api.EP {
 }
 
 func (s *server) Accept(_ context.Context, r *pb.CRReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Cr, api.HandleCR)
-	if err != nil {
-		return s.result(err)
-	}
-	ep, err := s.epArg(r.Ep)
-	if err != nil {
-		return s.result(err)
+	a := args{s: s}
+	o, ep := a.obj(r.Cr, api.HandleCR), a.ep(r.Ep)
+	if a.err != nil {
+		return s.result(a.err)
 	}
 	if err := o.obj.(api.CR).Accept(ep, r.PrivateData); err != nil {
 		return s.result(err)
@@ -48,27 +45,23 @@ func (s *server) Accept(_ context.Context, r *pb.CRReq) (*pb.Result, error) {
 }
 
 func (s *server) Reject(_ context.Context, r *pb.CRReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Cr, api.HandleCR)
-	if err != nil {
-		return s.result(err)
-	}
-	cr := o.obj.(api.CR)
-	local := s.crLocalEP(cr)
-	if err := cr.Reject(r.PrivateData); err != nil {
-		return s.result(err)
-	}
-	s.crDone(o, local)
-	return s.result(nil)
+	return s.endCR(r.Cr, func(cr api.CR) error { return cr.Reject(r.PrivateData) })
 }
 
 func (s *server) Handoff(_ context.Context, r *pb.CRReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Cr, api.HandleCR)
+	return s.endCR(r.Cr, func(cr api.CR) error { return cr.Handoff(api.ConnQual(r.ConnQual)) })
+}
+
+// endCR answers a call that gives the CR id names back to the provider
+// (a reject or a handoff), done by end, and forgets the CR.
+func (s *server) endCR(id uint64, end func(api.CR) error) (*pb.Result, error) {
+	o, err := s.lookup(id, api.HandleCR)
 	if err != nil {
 		return s.result(err)
 	}
 	cr := o.obj.(api.CR)
 	local := s.crLocalEP(cr)
-	if err := cr.Handoff(api.ConnQual(r.ConnQual)); err != nil {
+	if err := end(cr); err != nil {
 		return s.result(err)
 	}
 	s.crDone(o, local)

@@ -137,11 +137,7 @@ func (s *server) Post(_ context.Context, r *pb.PostReq) (*pb.Result, error) {
 	iov := wire.LMRTripletsFromPB(r.Iov)
 	cookie, flags := api.Cookie(r.Cookie), api.CompletionFlags(r.Flags)
 	if r.Srq {
-		o, err := s.lookup(r.Id, api.HandleSRQ)
-		if err != nil {
-			return s.result(err)
-		}
-		return s.result(o.obj.(api.SRQ).PostRecv(iov, cookie))
+		return callOn(s, r.Id, api.HandleSRQ, func(srq api.SRQ) error { return srq.PostRecv(iov, cookie) })
 	}
 	o, err := s.lookup(r.Id, api.HandleEP)
 	if err != nil {

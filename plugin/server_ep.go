@@ -10,30 +10,25 @@ import (
 )
 
 func (s *server) ModifyEP(_ context.Context, r *pb.ModifyEPReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Ep, api.HandleEP)
-	if err != nil {
-		return s.result(err)
+	q := r.Param
+	if q == nil {
+		q = &pb.EPParam{} // nothing to change: every field zero
 	}
-	var p api.EPParam
-	if q := r.Param; q != nil {
-		if p.PZ, err = s.pzArg(q.Pz); err != nil {
-			return s.result(err)
-		}
-		for dst, id := range map[*api.EVD]uint64{&p.RecvEVD: q.RecvEvd, &p.RequestEVD: q.RequestEvd, &p.ConnectEVD: q.ConnectEvd} {
-			if *dst, err = s.evdArg(id); err != nil {
-				return s.result(err)
-			}
-		}
-		p.State, p.LocalPortQual, p.RemotePortQual = api.EPState(q.State), api.ConnQual(q.LocalPortQual), api.ConnQual(q.RemotePortQual)
-		if q.LocalAddr != nil {
-			p.LocalAddr = s.addrs.in(q.LocalAddr)
-		}
-		if q.RemoteAddr != nil {
-			p.RemoteAddr = s.addrs.in(q.RemoteAddr)
-		}
-		if a := wire.EPAttrFromPB(q.Attr); a != nil {
-			p.Attr = *a
-		}
+	a := args{s: s}
+	o := a.obj(r.Ep, api.HandleEP)
+	p := api.EPParam{PZ: a.pz(q.Pz), RecvEVD: a.evd(q.RecvEvd), RequestEVD: a.evd(q.RequestEvd), ConnectEVD: a.evd(q.ConnectEvd),
+		State: api.EPState(q.State), LocalPortQual: api.ConnQual(q.LocalPortQual), RemotePortQual: api.ConnQual(q.RemotePortQual)}
+	if a.err != nil {
+		return s.result(a.err)
+	}
+	if q.LocalAddr != nil {
+		p.LocalAddr = s.addrs.in(q.LocalAddr)
+	}
+	if q.RemoteAddr != nil {
+		p.RemoteAddr = s.addrs.in(q.RemoteAddr)
+	}
+	if attr := wire.EPAttrFromPB(q.Attr); attr != nil {
+		p.Attr = *attr
 	}
 	return s.result(o.obj.(api.EP).Modify(api.EPParamMask(r.Mask), &p))
 }
@@ -48,16 +43,17 @@ func (s *server) EPStatus(_ context.Context, r *pb.Obj) (*pb.EPStatusResp, error
 }
 
 func (s *server) Connect(_ context.Context, r *pb.ConnectReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Ep, api.HandleEP)
-	if err != nil {
-		return s.result(err)
+	a := args{s: s}
+	o := a.obj(r.Ep, api.HandleEP)
+	var dup *servedObj
+	if r.Dup != 0 {
+		dup = a.obj(r.Dup, api.HandleEP)
+	}
+	if a.err != nil {
+		return s.result(a.err)
 	}
 	ep := o.obj.(api.EP)
-	if r.Dup != 0 {
-		dup, err := s.lookup(r.Dup, api.HandleEP)
-		if err != nil {
-			return s.result(err)
-		}
+	if dup != nil {
 		return s.result(ep.DupConnect(dup.obj.(api.EP), api.Timeout(r.TimeoutNs), r.PrivateData, api.QOS(r.Qos)))
 	}
 	var remote net.Addr
@@ -68,19 +64,11 @@ func (s *server) Connect(_ context.Context, r *pb.ConnectReq) (*pb.Result, error
 }
 
 func (s *server) Disconnect(_ context.Context, r *pb.CloseReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Id, api.HandleEP)
-	if err != nil {
-		return s.result(err)
-	}
-	return s.result(o.obj.(api.EP).Disconnect(api.CloseFlags(r.Flags)))
+	return callOn(s, r.Id, api.HandleEP, func(ep api.EP) error { return ep.Disconnect(api.CloseFlags(r.Flags)) })
 }
 
 func (s *server) ResetEP(_ context.Context, r *pb.Obj) (*pb.Result, error) {
-	o, err := s.lookup(r.Id, api.HandleEP)
-	if err != nil {
-		return s.result(err)
-	}
-	return s.result(o.obj.(api.EP).Reset())
+	return callOn(s, r.Id, api.HandleEP, api.EP.Reset)
 }
 
 func (s *server) RecvQuery(_ context.Context, r *pb.Obj) (*pb.RecvQueryResp, error) {
@@ -93,9 +81,5 @@ func (s *server) RecvQuery(_ context.Context, r *pb.Obj) (*pb.RecvQueryResp, err
 }
 
 func (s *server) SetWatermark(_ context.Context, r *pb.WatermarkReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Ep, api.HandleEP)
-	if err != nil {
-		return s.result(err)
-	}
-	return s.result(o.obj.(api.EP).SetWatermark(int(r.Soft), int(r.Hard)))
+	return callOn(s, r.Ep, api.HandleEP, func(ep api.EP) error { return ep.SetWatermark(int(r.Soft), int(r.Hard)) })
 }

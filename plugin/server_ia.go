@@ -51,12 +51,11 @@ func (s *server) OpenIA(ctx context.Context, r *pb.OpenReq) (*pb.OpenResp, error
 		Attr: wire.IAAttrToPB(attr), ProviderAttr: wire.ProviderAttrToPB(pattr), Seq: s.drainAll()}, nil
 }
 
+// iaOf resolves the IA a call acts on.
 func (s *server) iaOf(id uint64) (*servedIA, error) {
-	o, err := s.lookup(id, api.HandleIA)
-	if err != nil {
-		return nil, err
-	}
-	return o.ia, nil
+	a := args{s: s}
+	ia := a.ia(id)
+	return ia, a.err
 }
 
 func (s *server) QueryIA(_ context.Context, r *pb.Obj) (*pb.IAQueryResp, error) {
@@ -199,41 +198,31 @@ func (s *server) CreateEVD(_ context.Context, r *pb.CreateEVDReq) (*pb.CreateRes
 }
 
 func (s *server) CreateEP(_ context.Context, r *pb.CreateEPReq) (*pb.CreateResp, error) {
-	ia, err := s.iaOf(r.Ia)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
+	a := args{s: s}
+	ia, pz := a.ia(r.Ia), a.pz(r.Pz)
+	recv, req, conn := a.evd(r.RecvEvd), a.evd(r.RequestEvd), a.evd(r.ConnectEvd)
+	var srq api.SRQ
+	if r.WithSrq {
+		srq = a.srq(r.Srq)
 	}
-	pz, err := s.pzArg(r.Pz)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
-	}
-	var evds [3]api.EVD
-	for i, id := range []uint64{r.RecvEvd, r.RequestEvd, r.ConnectEvd} {
-		if evds[i], err = s.evdArg(id); err != nil {
-			return s.create(nil, 0, nil, err)
-		}
+	if a.err != nil {
+		return s.create(nil, 0, nil, a.err)
 	}
 	var ep api.EP
+	var err error
 	if r.WithSrq {
-		srq, err := s.srqArg(r.Srq)
-		if err != nil {
-			return s.create(nil, 0, nil, err)
-		}
-		ep, err = ia.p.CreateEPWithSRQ(pz, evds[0], evds[1], evds[2], srq, wire.EPAttrFromPB(r.Attr))
-		return s.create(ep, api.HandleEP, ia, err)
+		ep, err = ia.p.CreateEPWithSRQ(pz, recv, req, conn, srq, wire.EPAttrFromPB(r.Attr))
+	} else {
+		ep, err = ia.p.CreateEP(pz, recv, req, conn, wire.EPAttrFromPB(r.Attr))
 	}
-	ep, err = ia.p.CreateEP(pz, evds[0], evds[1], evds[2], wire.EPAttrFromPB(r.Attr))
 	return s.create(ep, api.HandleEP, ia, err)
 }
 
 func (s *server) CreatePSP(_ context.Context, r *pb.CreatePSPReq) (*pb.CreateResp, error) {
-	ia, err := s.iaOf(r.Ia)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
-	}
-	evd, err := s.evdArg(r.Evd)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
+	a := args{s: s}
+	ia, evd := a.ia(r.Ia), a.evd(r.Evd)
+	if a.err != nil {
+		return s.create(nil, 0, nil, a.err)
 	}
 	if r.Any {
 		psp, q, err := ia.p.CreatePSPAny(evd, api.PSPFlags(r.Flags))
@@ -246,43 +235,26 @@ func (s *server) CreatePSP(_ context.Context, r *pb.CreatePSPReq) (*pb.CreateRes
 }
 
 func (s *server) CreateRSP(_ context.Context, r *pb.CreateRSPReq) (*pb.CreateResp, error) {
-	ia, err := s.iaOf(r.Ia)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
-	}
-	ep, err := s.epArg(r.Ep)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
-	}
-	evd, err := s.evdArg(r.Evd)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
+	a := args{s: s}
+	ia, ep, evd := a.ia(r.Ia), a.ep(r.Ep), a.evd(r.Evd)
+	if a.err != nil {
+		return s.create(nil, 0, nil, a.err)
 	}
 	rsp, err := ia.p.CreateRSP(api.ConnQual(r.ConnQual), ep, evd)
 	return s.create(rsp, api.HandleRSP, ia, err)
 }
 
 func (s *server) CreateLMR(_ context.Context, r *pb.CreateLMRReq) (*pb.CreateResp, error) {
-	ia, err := s.iaOf(r.Ia)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
-	}
-	pz, err := s.pzArg(r.Pz)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
-	}
+	a := args{s: s}
+	ia, pz := a.ia(r.Ia), a.pz(r.Pz)
 	region := api.Region{Type: api.MemType(r.MemType)}
 	if region.Type == api.MemTypeLMR {
-		if region.LMR, err = s.lmrArg(r.Lmr); err != nil {
-			return s.create(nil, 0, nil, err)
-		}
+		region.LMR = a.lmr(r.Lmr)
 	} else {
-		b, ok := s.mem.get(r.Mem)
-		if !ok || r.Offset > uint64(len(b)) || r.Length > uint64(len(b))-r.Offset {
-			return s.create(nil, 0, nil, api.Errorf(api.InvalidParameter, api.SubArg3,
-				fmt.Sprintf("the plugin has no shared memory %d covering %d bytes at offset %d", r.Mem, r.Length, r.Offset)))
-		}
-		region.Bytes = b[r.Offset : r.Offset+r.Length : r.Offset+r.Length]
+		region.Bytes = a.mem(r.Mem, r.Offset, r.Length)
+	}
+	if a.err != nil {
+		return s.create(nil, 0, nil, a.err)
 	}
 	lmr, err := ia.p.CreateLMR(pz, region, api.MemPriv(r.Priv), api.VAType(r.VaType))
 	if err != nil {
@@ -293,14 +265,26 @@ func (s *server) CreateLMR(_ context.Context, r *pb.CreateLMRReq) (*pb.CreateRes
 	return &pb.CreateResp{Id: o.id, Seq: s.drainAll()}, nil
 }
 
-func (s *server) CreateSRQ(_ context.Context, r *pb.CreateSRQReq) (*pb.CreateResp, error) {
-	ia, err := s.iaOf(r.Ia)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
+// mem resolves the length bytes at offset in the shared memory id that
+// the host registers an LMR on.
+func (a *args) mem(id, offset, length uint64) []byte {
+	if a.err != nil {
+		return nil
 	}
-	pz, err := s.pzArg(r.Pz)
-	if err != nil {
-		return s.create(nil, 0, nil, err)
+	b, ok := a.s.mem.get(id)
+	if !ok || offset > uint64(len(b)) || length > uint64(len(b))-offset {
+		a.err = api.Errorf(api.InvalidParameter, api.SubArg3,
+			fmt.Sprintf("the plugin has no shared memory %d covering %d bytes at offset %d", id, length, offset))
+		return nil
+	}
+	return b[offset : offset+length : offset+length]
+}
+
+func (s *server) CreateSRQ(_ context.Context, r *pb.CreateSRQReq) (*pb.CreateResp, error) {
+	a := args{s: s}
+	ia, pz := a.ia(r.Ia), a.pz(r.Pz)
+	if a.err != nil {
+		return s.create(nil, 0, nil, a.err)
 	}
 	srq, err := ia.p.CreateSRQ(pz, api.SRQAttr{MaxRecvDTOs: int(r.MaxRecvDtos), MaxRecvIOV: int(r.MaxRecvIov), LowWatermark: int(r.LowWatermark)})
 	return s.create(srq, api.HandleSRQ, ia, err)

@@ -18,43 +18,30 @@ func (s *server) CreateRMR(_ context.Context, r *pb.Obj) (*pb.CreateResp, error)
 	return s.create(rmr, api.HandleRMR, o.ia, err)
 }
 
+// freedByFree are the kinds of object the Free call frees; the IA closes,
+// CRs end by accept, reject or handoff, and the CNO is the server's own.
+var freedByFree = map[api.HandleType]bool{
+	api.HandlePZ: true, api.HandleEVD: true, api.HandleEP: true, api.HandlePSP: true,
+	api.HandleRSP: true, api.HandleLMR: true, api.HandleRMR: true, api.HandleSRQ: true,
+}
+
 func (s *server) Free(_ context.Context, r *pb.Obj) (*pb.Result, error) {
 	o, err := s.getObj(r.Id)
 	if err != nil {
 		return s.result(err)
 	}
-	var free func() error
-	switch x := o.obj.(type) {
-	case api.PZ:
-		free = x.Free
-	case api.EVD:
-		free = x.Free
-	case api.EP:
-		free = x.Free
-	case api.PSP:
-		free = x.Free
-	case api.RSP:
-		free = x.Free
-	case api.LMR:
-		free = x.Free
-	case api.RMR:
-		free = x.Free
-	case api.SRQ:
-		free = x.Free
-	default:
+	f, ok := o.obj.(interface{ Free() error })
+	if !ok || !freedByFree[o.typ] {
 		return s.result(api.Errorf(api.InvalidHandle, api.NoSubtype, fmt.Sprintf("a %s cannot be freed this way", o.typ)))
+	}
+	if err := f.Free(); err != nil {
+		return s.result(err)
 	}
 	if o.typ == api.HandleEVD {
 		// Events queued before the free are the consumer's no longer.
-		if err := free(); err != nil {
-			return s.result(err)
-		}
 		s.detachEVD(o.id)
 		s.remove(o)
 		return s.result(nil)
-	}
-	if err := free(); err != nil {
-		return s.result(err)
 	}
 	seq := s.drainAll()
 	s.remove(o)
@@ -120,25 +107,14 @@ func (s *server) Query(_ context.Context, r *pb.Obj) (*pb.QueryResp, error) {
 }
 
 func (s *server) ResizeEVD(_ context.Context, r *pb.ResizeReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Id, api.HandleEVD)
-	if err != nil {
-		return s.result(err)
-	}
-	return s.result(o.obj.(api.EVD).Resize(int(r.N)))
+	return callOn(s, r.Id, api.HandleEVD, func(evd api.EVD) error { return evd.Resize(int(r.N)) })
 }
 
 func (s *server) Bind(_ context.Context, r *pb.BindReq) (*pb.BindResp, error) {
-	o, err := s.lookup(r.Rmr, api.HandleRMR)
-	if err != nil {
-		return &pb.BindResp{Err: wire.ErrToPB(err)}, nil
-	}
-	lmr, err := s.lmrArg(r.Lmr)
-	if err != nil {
-		return &pb.BindResp{Err: wire.ErrToPB(err)}, nil
-	}
-	ep, err := s.epArg(r.Ep)
-	if err != nil {
-		return &pb.BindResp{Err: wire.ErrToPB(err)}, nil
+	a := args{s: s}
+	o, lmr, ep := a.obj(r.Rmr, api.HandleRMR), a.lmr(r.Lmr), a.ep(r.Ep)
+	if a.err != nil {
+		return &pb.BindResp{Err: wire.ErrToPB(a.err)}, nil
 	}
 	ctx, err := o.obj.(api.RMR).Bind(lmr, wire.LMRTripletFromPB(r.Triplet), api.MemPriv(r.Priv), api.VAType(r.VaType), ep,
 		api.Cookie(r.Cookie), api.CompletionFlags(r.Flags))
@@ -146,17 +122,9 @@ func (s *server) Bind(_ context.Context, r *pb.BindReq) (*pb.BindResp, error) {
 }
 
 func (s *server) ResizeSRQ(_ context.Context, r *pb.ResizeReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Id, api.HandleSRQ)
-	if err != nil {
-		return s.result(err)
-	}
-	return s.result(o.obj.(api.SRQ).Resize(int(r.N)))
+	return callOn(s, r.Id, api.HandleSRQ, func(srq api.SRQ) error { return srq.Resize(int(r.N)) })
 }
 
 func (s *server) SetLW(_ context.Context, r *pb.ResizeReq) (*pb.Result, error) {
-	o, err := s.lookup(r.Id, api.HandleSRQ)
-	if err != nil {
-		return s.result(err)
-	}
-	return s.result(o.obj.(api.SRQ).SetLW(int(r.N)))
+	return callOn(s, r.Id, api.HandleSRQ, func(srq api.SRQ) error { return srq.SetLW(int(r.N)) })
 }
