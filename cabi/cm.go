@@ -16,103 +16,65 @@ import (
 
 //export go_psp_create
 func go_psp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, anyQ *C.DAT_CONN_QUAL, evdH unsafe.Pointer, flags C.DAT_PSP_FLAGS, out *C.DAT_PSP_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if out == nil {
-		return badArg(5)
-	}
-	e := lookup(evdH, api.HandleEVD)
-	if e == nil {
-		return code(api.InvalidHandle, api.SubHandleEVDCR)
+	var a args
+	x := a.ia(h)
+	a.arg(out != nil, 5)
+	evd := a.evd(evdH, api.SubHandleEVDCR)
+	if a.r != success {
+		return a.r
 	}
 	var psp api.PSP
 	var err error
 	if anyQ != nil {
 		var got api.ConnQual
-		psp, got, err = x.ia.CreatePSPAny(e.v.(api.EVD), api.PSPFlags(flags))
+		psp, got, err = x.ia.CreatePSPAny(evd, api.PSPFlags(flags))
 		if err == nil {
 			*anyQ = C.DAT_CONN_QUAL(got)
 		}
 	} else {
 		err = withQual(q, func(q api.ConnQual) (err error) {
-			psp, err = x.ia.CreatePSP(q, e.v.(api.EVD), api.PSPFlags(flags))
+			psp, err = x.ia.CreatePSP(q, evd, api.PSPFlags(flags))
 			return err
 		})
 	}
-	if err != nil {
-		return ret(err)
-	}
-	return hand(x, api.HandlePSP, psp, func(o *obj) { *out = C.DAT_PSP_HANDLE(o.h) })
+	return hand(x, api.HandlePSP, psp, err, func(o *obj) { *out = C.DAT_PSP_HANDLE(o.h) })
 }
 
 //export go_psp_query
 func go_psp_query(h unsafe.Pointer, mask C.DAT_PSP_PARAM_MASK, p *C.DAT_PSP_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandlePSP)
-	if o == nil {
-		return badHandle(api.HandlePSP)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := o.v.(api.PSP).Query()
-	if err != nil {
-		return ret(err)
-	}
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
-	p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
-	p.psp_flags = C.DAT_PSP_FLAGS(q.Flags)
-	return success
+	return query[api.PSP](h, api.HandlePSP, p, func(o *obj, q api.PSPParam, p *C.DAT_PSP_PARAM) {
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
+		p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
+		p.psp_flags = C.DAT_PSP_FLAGS(q.Flags)
+	})
 }
 
 //export go_rsp_create
 func go_rsp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, epH, evdH unsafe.Pointer, out *C.DAT_RSP_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if out == nil {
-		return badArg(5)
-	}
-	ep := lookup(epH, api.HandleEP)
-	if ep == nil {
-		return badHandle(api.HandleEP)
-	}
-	e := lookup(evdH, api.HandleEVD)
-	if e == nil {
-		return code(api.InvalidHandle, api.SubHandleEVDCR)
+	var a args
+	x := a.ia(h)
+	a.arg(out != nil, 5)
+	ep, evd := a.obj(epH, api.HandleEP), a.evd(evdH, api.SubHandleEVDCR)
+	if a.r != success {
+		return a.r
 	}
 	var rsp api.RSP
 	err := withQual(q, func(q api.ConnQual) (err error) {
-		rsp, err = x.ia.CreateRSP(q, ep.v.(api.EP), e.v.(api.EVD))
+		rsp, err = x.ia.CreateRSP(q, ep.v.(api.EP), evd)
 		return err
 	})
-	if err != nil {
-		return ret(err)
-	}
-	return hand(x, api.HandleRSP, rsp, func(o *obj) { *out = C.DAT_RSP_HANDLE(o.h) })
+	return hand(x, api.HandleRSP, rsp, err, func(o *obj) { *out = C.DAT_RSP_HANDLE(o.h) })
 }
 
 //export go_rsp_query
 func go_rsp_query(h unsafe.Pointer, mask C.DAT_RSP_PARAM_MASK, p *C.DAT_RSP_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandleRSP)
-	if o == nil {
-		return badHandle(api.HandleRSP)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := o.v.(api.RSP).Query()
-	if err != nil {
-		return ret(err)
-	}
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
-	p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
-	p.ep_handle = C.DAT_EP_HANDLE(handleOf(q.EP))
-	return success
+	return query[api.RSP](h, api.HandleRSP, p, func(o *obj, q api.RSPParam, p *C.DAT_RSP_PARAM) {
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
+		p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
+		p.ep_handle = C.DAT_EP_HANDLE(handleOf(q.EP))
+	})
 }
 
 // withQual calls f with the connection qualifier q and, if a provider
@@ -155,17 +117,18 @@ func crHandle(x *iaObj, cr api.CR) unsafe.Pointer {
 
 //export go_cr_query
 func go_cr_query(h unsafe.Pointer, mask C.DAT_CR_PARAM_MASK, p *C.DAT_CR_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandleCR)
-	if o == nil {
-		return badHandle(api.HandleCR)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := o.v.(api.CR).Query()
-	if err != nil {
-		return ret(err)
-	}
+	return query[api.CR](h, api.HandleCR, p, func(o *obj, q api.CRParam, p *C.DAT_CR_PARAM) {
+		d := o.crData(&q)
+		p.remote_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(d.addr)
+		p.remote_port_qual = C.DAT_PORT_QUAL(q.RemotePortQual)
+		p.private_data_size = C.DAT_COUNT(d.n)
+		p.private_data = C.DAT_PVOID(d.pd)
+		p.local_ep_handle = C.DAT_EP_HANDLE(handleOf(q.LocalEP))
+	})
+}
+
+// crData returns the C memory of the CR o, made at its first query.
+func (o *obj) crData(q *api.CRParam) *crData {
 	o.mu.Lock()
 	d := o.cr
 	o.mu.Unlock()
@@ -183,52 +146,29 @@ func go_cr_query(h unsafe.Pointer, mask C.DAT_CR_PARAM_MASK, p *C.DAT_CR_PARAM) 
 		d = o.cr
 		o.mu.Unlock()
 	}
-	p.remote_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(d.addr)
-	p.remote_port_qual = C.DAT_PORT_QUAL(q.RemotePortQual)
-	p.private_data_size = C.DAT_COUNT(d.n)
-	p.private_data = C.DAT_PVOID(d.pd)
-	p.local_ep_handle = C.DAT_EP_HANDLE(handleOf(q.LocalEP))
-	return success
+	return d
 }
 
 //export go_cr_accept
 func go_cr_accept(h, epH unsafe.Pointer, n C.DAT_COUNT, pd unsafe.Pointer) C.DAT_RETURN {
-	o := lookup(h, api.HandleCR)
-	if o == nil {
-		return badHandle(api.HandleCR)
+	var a args
+	o, ep := a.obj(h, api.HandleCR), a.optEP(epH)
+	a.counted(n, pd, 3)
+	if a.r != success {
+		return a.r
 	}
-	var ep api.EP
-	if epH != nil {
-		e := lookup(epH, api.HandleEP)
-		if e == nil {
-			return badHandle(api.HandleEP)
-		}
-		ep = e.v.(api.EP)
-	}
-	if n < 0 || (n > 0 && pd == nil) {
-		return badArg(3)
-	}
-	if err := o.v.(api.CR).Accept(ep, cbytes(pd, n)); err != nil {
-		return ret(err)
-	}
-	release(o)
-	return success
+	return crEnded(o, o.v.(api.CR).Accept(ep, cbytes(pd, n)))
 }
 
 //export go_cr_reject
 func go_cr_reject(h unsafe.Pointer, n C.DAT_COUNT, pd unsafe.Pointer) C.DAT_RETURN {
-	o := lookup(h, api.HandleCR)
-	if o == nil {
-		return badHandle(api.HandleCR)
+	var a args
+	o := a.obj(h, api.HandleCR)
+	a.counted(n, pd, 2)
+	if a.r != success {
+		return a.r
 	}
-	if n < 0 || (n > 0 && pd == nil) {
-		return badArg(2)
-	}
-	if err := o.v.(api.CR).Reject(cbytes(pd, n)); err != nil {
-		return ret(err)
-	}
-	release(o)
-	return success
+	return crEnded(o, o.v.(api.CR).Reject(cbytes(pd, n)))
 }
 
 //export go_cr_handoff
@@ -237,7 +177,13 @@ func go_cr_handoff(h unsafe.Pointer, q C.DAT_CONN_QUAL) C.DAT_RETURN {
 	if o == nil {
 		return badHandle(api.HandleCR)
 	}
-	if err := withQual(q, o.v.(api.CR).Handoff); err != nil {
+	return crEnded(o, withQual(q, o.v.(api.CR).Handoff))
+}
+
+// crEnded answers a call that accepted, rejected or handed off the CR o
+// with err: the CR's handle ends with it, unless the call failed.
+func crEnded(o *obj, err error) C.DAT_RETURN {
+	if err != nil {
 		return ret(err)
 	}
 	release(o)

@@ -46,6 +46,119 @@ var handleSubtype = map[api.HandleType]api.Subtype{
 
 func badArg(n int) C.DAT_RETURN { return code(api.InvalidParameter, api.SubArg1+api.Subtype(n-1)) }
 
+// args checks the handles and pointers a call is given, in the order the
+// call names them, and keeps the return code of the first that is bad;
+// after it, it checks nothing. So a call states all its checks and then
+// tests r once, and answers as it would had it returned at the first bad
+// one. The zero value has found nothing bad. It lives on the stack and
+// allocates nothing.
+type args struct{ r C.DAT_RETURN }
+
+// obj resolves h, which must be a handle of kind k.
+func (a *args) obj(h unsafe.Pointer, k api.HandleType) *obj {
+	if a.r != success {
+		return nil
+	}
+	o := lookup(h, k)
+	if o == nil {
+		a.r = badHandle(k)
+	}
+	return o
+}
+
+// anyObj resolves h, which may be a handle of any kind.
+func (a *args) anyObj(h unsafe.Pointer) *obj {
+	if a.r != success {
+		return nil
+	}
+	o := lookupAny(h)
+	if o == nil {
+		a.r = code(api.InvalidHandle, api.NoSubtype)
+	}
+	return o
+}
+
+// ia resolves h, which must be an IA handle.
+func (a *args) ia(h unsafe.Pointer) *iaObj {
+	if o := a.obj(h, api.HandleIA); o != nil {
+		return o.ia
+	}
+	return nil
+}
+
+// arg checks argument n (counted from 1) of the call: ok says it is good.
+func (a *args) arg(ok bool, n int) {
+	if a.r == success && !ok {
+		a.r = badArg(n)
+	}
+}
+
+// optArg resolves h, nil or a handle of kind k, to the object it names
+// as the api interface T of k's objects (nil for nil).
+func optArg[T any](a *args, h unsafe.Pointer, k api.HandleType) T {
+	var v T
+	if h != nil {
+		if o := a.obj(h, k); o != nil {
+			v = o.v.(T)
+		}
+	}
+	return v
+}
+
+// The optional handle arguments, by kind.
+func (a *args) optEP(h unsafe.Pointer) api.EP   { return optArg[api.EP](a, h, api.HandleEP) }
+func (a *args) optLMR(h unsafe.Pointer) api.LMR { return optArg[api.LMR](a, h, api.HandleLMR) }
+func (a *args) optCNO(h unsafe.Pointer) api.CNO { return optArg[api.CNO](a, h, api.HandleCNO) }
+
+// evd resolves h, which must be an EVD handle; a bad one is answered with
+// sub, the subtype of the EVD's role in the call.
+func (a *args) evd(h unsafe.Pointer, sub api.Subtype) api.EVD {
+	if a.r != success {
+		return nil
+	}
+	o := lookup(h, api.HandleEVD)
+	if o == nil {
+		a.r = code(api.InvalidHandle, sub)
+		return nil
+	}
+	return o.v.(api.EVD)
+}
+
+// optEVD is evd for the EVDs of an EP, which may be nil.
+func (a *args) optEVD(h unsafe.Pointer, sub api.Subtype) api.EVD {
+	if h == nil {
+		return nil
+	}
+	return a.evd(h, sub)
+}
+
+// counted checks argument arg of a call, p, that points at n items (of
+// private data, of an I/O vector): n may not be negative, and p is nil
+// only if n is 0.
+func (a *args) counted(n C.DAT_COUNT, p unsafe.Pointer, arg int) {
+	a.arg(n >= 0 && (n == 0 || p != nil), arg)
+}
+
+// querier is an object whose parameters a dat_*_query call reads.
+type querier[Q any] interface{ Query() (Q, error) }
+
+// query answers a dat_*_query on h, a handle of kind k naming a T: fill
+// writes the parameters q that T's Query returns into the C block p.
+func query[T querier[Q], Q, P any](h unsafe.Pointer, k api.HandleType, p *P, fill func(o *obj, q Q, p *P)) C.DAT_RETURN {
+	var a args
+	o := a.obj(h, k)
+	a.arg(p != nil, 3)
+	if a.r != success {
+		return a.r
+	}
+	q, err := o.v.(T).Query()
+	if err != nil {
+		return ret(err)
+	}
+	fill(o, q, p)
+	return success
+}
+
 // timeout converts a DAT_TIMEOUT (microseconds, ~0 infinite).
 func timeout(t C.DAT_TIMEOUT) api.Timeout {
 	if t == C.DAT_TIMEOUT(^uint32(0)) {

@@ -13,17 +13,6 @@ import (
 	"github.com/godat/godat/api"
 )
 
-func optEVD(h unsafe.Pointer, sub api.Subtype) (api.EVD, C.DAT_RETURN) {
-	if h == nil {
-		return nil, success
-	}
-	o := lookup(h, api.HandleEVD)
-	if o == nil {
-		return nil, code(api.InvalidHandle, sub)
-	}
-	return o.v.(api.EVD), success
-}
-
 func epAttrFromC(x *iaObj, c *C.DAT_EP_ATTR) *api.EPAttr {
 	if c == nil {
 		return nil
@@ -84,45 +73,27 @@ func epAttrToC(a *api.EPAttr, c *C.DAT_EP_ATTR) {
 
 //export go_ep_create
 func go_ep_create(h, pzH, recvH, reqH, connH, srqH unsafe.Pointer, attr *C.DAT_EP_ATTR, out *C.DAT_EP_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
+	var a args
+	x := a.ia(h)
+	a.arg(out != nil, 7)
+	pz := a.obj(pzH, api.HandlePZ)
+	recv, req, conn := a.optEVD(recvH, api.SubHandleEVDRecv), a.optEVD(reqH, api.SubHandleEVDRequest), a.optEVD(connH, api.SubHandleEVDConn)
+	var srq *obj
+	if srqH != nil {
+		srq = a.obj(srqH, api.HandleSRQ)
 	}
-	if out == nil {
-		return badArg(7)
+	if a.r != success {
+		return a.r
 	}
-	pzo := lookup(pzH, api.HandlePZ)
-	if pzo == nil {
-		return badHandle(api.HandlePZ)
-	}
-	recv, r := optEVD(recvH, api.SubHandleEVDRecv)
-	if r != success {
-		return r
-	}
-	req, r := optEVD(reqH, api.SubHandleEVDRequest)
-	if r != success {
-		return r
-	}
-	conn, r := optEVD(connH, api.SubHandleEVDConn)
-	if r != success {
-		return r
-	}
-	a := epAttrFromC(x, attr)
+	ea := epAttrFromC(x, attr)
 	var ep api.EP
 	var err error
-	if srqH != nil {
-		so := lookup(srqH, api.HandleSRQ)
-		if so == nil {
-			return badHandle(api.HandleSRQ)
-		}
-		ep, err = x.ia.CreateEPWithSRQ(pzo.v.(api.PZ), recv, req, conn, so.v.(api.SRQ), a)
+	if srq != nil {
+		ep, err = x.ia.CreateEPWithSRQ(pz.v.(api.PZ), recv, req, conn, srq.v.(api.SRQ), ea)
 	} else {
-		ep, err = x.ia.CreateEP(pzo.v.(api.PZ), recv, req, conn, a)
+		ep, err = x.ia.CreateEP(pz.v.(api.PZ), recv, req, conn, ea)
 	}
-	if err != nil {
-		return ret(err)
-	}
-	return hand(x, api.HandleEP, ep, func(o *obj) { o.srq = srqH != nil; *out = C.DAT_EP_HANDLE(o.h) })
+	return hand(x, api.HandleEP, ep, err, func(o *obj) { o.srq = srqH != nil; *out = C.DAT_EP_HANDLE(o.h) })
 }
 
 func epOf(h unsafe.Pointer) (*obj, api.EP) {
@@ -139,17 +110,28 @@ type epAddrs struct{ local, remote unsafe.Pointer }
 
 //export go_ep_query
 func go_ep_query(h unsafe.Pointer, mask C.DAT_EP_PARAM_MASK, p *C.DAT_EP_PARAM) C.DAT_RETURN {
-	o, ep := epOf(h)
-	if o == nil {
-		return badHandle(api.HandleEP)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := ep.Query()
-	if err != nil {
-		return ret(err)
-	}
+	return query[api.EP](h, api.HandleEP, p, func(o *obj, q api.EPParam, p *C.DAT_EP_PARAM) {
+		a := o.epAddrs()
+		putAddr(a.local, q.LocalAddr)
+		putAddr(a.remote, q.RemoteAddr)
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.ep_state = C.DAT_EP_STATE(q.State)
+		p.local_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(a.local)
+		p.local_port_qual = C.DAT_PORT_QUAL(q.LocalPortQual)
+		p.remote_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(a.remote)
+		p.remote_port_qual = C.DAT_PORT_QUAL(q.RemotePortQual)
+		p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
+		p.recv_evd_handle = C.DAT_EVD_HANDLE(handleOf(q.RecvEVD))
+		p.request_evd_handle = C.DAT_EVD_HANDLE(handleOf(q.RequestEVD))
+		p.connect_evd_handle = C.DAT_EVD_HANDLE(handleOf(q.ConnectEVD))
+		p.srq_handle = C.DAT_SRQ_HANDLE(handleOf(q.SRQ))
+		epAttrToC(&q.Attr, &p.ep_attr)
+	})
+}
+
+// epAddrs returns the C memory of the addresses of the EP o, made at its
+// first query.
+func (o *obj) epAddrs() *epAddrs {
 	o.mu.Lock()
 	if o.addrs == nil {
 		o.mu.Unlock()
@@ -161,56 +143,35 @@ func go_ep_query(h unsafe.Pointer, mask C.DAT_EP_PARAM_MASK, p *C.DAT_EP_PARAM) 
 	}
 	a := o.addrs
 	o.mu.Unlock()
-	putAddr(a.local, q.LocalAddr)
-	putAddr(a.remote, q.RemoteAddr)
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.ep_state = C.DAT_EP_STATE(q.State)
-	p.local_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(a.local)
-	p.local_port_qual = C.DAT_PORT_QUAL(q.LocalPortQual)
-	p.remote_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(a.remote)
-	p.remote_port_qual = C.DAT_PORT_QUAL(q.RemotePortQual)
-	p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
-	p.recv_evd_handle = C.DAT_EVD_HANDLE(handleOf(q.RecvEVD))
-	p.request_evd_handle = C.DAT_EVD_HANDLE(handleOf(q.RequestEVD))
-	p.connect_evd_handle = C.DAT_EVD_HANDLE(handleOf(q.ConnectEVD))
-	p.srq_handle = C.DAT_SRQ_HANDLE(handleOf(q.SRQ))
-	epAttrToC(&q.Attr, &p.ep_attr)
-	return success
+	return a
 }
 
 //export go_ep_modify
 func go_ep_modify(h unsafe.Pointer, mask C.DAT_EP_PARAM_MASK, p *C.DAT_EP_PARAM) C.DAT_RETURN {
-	o, ep := epOf(h)
-	if o == nil {
-		return badHandle(api.HandleEP)
-	}
-	if p == nil {
-		return badArg(3)
+	var a args
+	o := a.obj(h, api.HandleEP)
+	a.arg(p != nil, 3)
+	if a.r != success {
+		return a.r
 	}
 	m := api.EPParamMask(mask)
 	var q api.EPParam
-	var r C.DAT_RETURN
 	if m&api.EPFieldPZ != 0 {
-		z := lookup(unsafe.Pointer(p.pz_handle), api.HandlePZ)
-		if z == nil {
-			return badHandle(api.HandlePZ)
+		if z := a.obj(unsafe.Pointer(p.pz_handle), api.HandlePZ); z != nil {
+			q.PZ = z.v.(api.PZ)
 		}
-		q.PZ = z.v.(api.PZ)
 	}
 	if m&api.EPFieldRecvEVD != 0 {
-		if q.RecvEVD, r = optEVD(unsafe.Pointer(p.recv_evd_handle), api.SubHandleEVDRecv); r != success {
-			return r
-		}
+		q.RecvEVD = a.optEVD(unsafe.Pointer(p.recv_evd_handle), api.SubHandleEVDRecv)
 	}
 	if m&api.EPFieldRequestEVD != 0 {
-		if q.RequestEVD, r = optEVD(unsafe.Pointer(p.request_evd_handle), api.SubHandleEVDRequest); r != success {
-			return r
-		}
+		q.RequestEVD = a.optEVD(unsafe.Pointer(p.request_evd_handle), api.SubHandleEVDRequest)
 	}
 	if m&api.EPFieldConnectEVD != 0 {
-		if q.ConnectEVD, r = optEVD(unsafe.Pointer(p.connect_evd_handle), api.SubHandleEVDConn); r != success {
-			return r
-		}
+		q.ConnectEVD = a.optEVD(unsafe.Pointer(p.connect_evd_handle), api.SubHandleEVDConn)
+	}
+	if a.r != success {
+		return a.r
 	}
 	q.LocalPortQual = api.ConnQual(p.local_port_qual)
 	q.RemotePortQual = api.ConnQual(p.remote_port_qual)
@@ -221,7 +182,7 @@ func go_ep_modify(h unsafe.Pointer, mask C.DAT_EP_PARAM_MASK, p *C.DAT_EP_PARAM)
 	if m&api.EPFieldMaxMessageSize != 0 {
 		q.Attr.MaxMessageSize = uint32(p.ep_attr.max_message_size)
 	}
-	return ret(ep.Modify(m, &q))
+	return ret(o.v.(api.EP).Modify(m, &q))
 }
 
 //export go_ep_connect
@@ -246,18 +207,13 @@ func go_ep_connect(h unsafe.Pointer, sa *C.struct_sockaddr, q C.DAT_CONN_QUAL, t
 
 //export go_ep_dup_connect
 func go_ep_dup_connect(h, dupH unsafe.Pointer, t C.DAT_TIMEOUT, n C.DAT_COUNT, pd unsafe.Pointer, qos C.DAT_QOS) C.DAT_RETURN {
-	o, ep := epOf(h)
-	if o == nil {
-		return badHandle(api.HandleEP)
+	var a args
+	o, dup := a.obj(h, api.HandleEP), a.obj(dupH, api.HandleEP)
+	a.counted(n, pd, 4)
+	if a.r != success {
+		return a.r
 	}
-	d, dup := epOf(dupH)
-	if d == nil {
-		return code(api.InvalidHandle, api.SubHandleEP)
-	}
-	if n < 0 || (n > 0 && pd == nil) {
-		return badArg(4)
-	}
-	return ret(ep.DupConnect(dup, timeout(t), cbytes(pd, n), api.QOS(qos)))
+	return ret(o.v.(api.EP).DupConnect(dup.v.(api.EP), timeout(t), cbytes(pd, n), api.QOS(qos)))
 }
 
 //export go_ep_disconnect
@@ -346,15 +302,24 @@ const (
 	postRecv
 )
 
+// postArgs checks the arguments of a post: h, an EP handle, and its I/O
+// vector of n entries at iov (argument 2).
+func postArgs(h unsafe.Pointer, n C.DAT_COUNT, iov *C.DAT_LMR_TRIPLET) (api.EP, C.DAT_RETURN) {
+	var a args
+	o := a.obj(h, api.HandleEP)
+	a.counted(n, unsafe.Pointer(iov), 2)
+	if a.r != success {
+		return nil, a.r
+	}
+	return o.v.(api.EP), success
+}
+
 //export go_ep_post
 func go_ep_post(h unsafe.Pointer, kind C.int, n C.DAT_COUNT, iov *C.DAT_LMR_TRIPLET, cookie C.uint64_t,
 	remote *C.DAT_RMR_TRIPLET, flags C.DAT_COMPLETION_FLAGS) C.DAT_RETURN {
-	o, ep := epOf(h)
-	if o == nil {
-		return badHandle(api.HandleEP)
-	}
-	if n < 0 || (n > 0 && iov == nil) {
-		return badArg(2)
+	ep, rc := postArgs(h, n, iov)
+	if rc != success {
+		return rc
 	}
 	segs := triplets(iov, n)
 	f := api.CompletionFlags(flags)
@@ -377,29 +342,23 @@ func go_ep_post(h unsafe.Pointer, kind C.int, n C.DAT_COUNT, iov *C.DAT_LMR_TRIP
 //export go_ep_post_send_inv
 func go_ep_post_send_inv(h unsafe.Pointer, n C.DAT_COUNT, iov *C.DAT_LMR_TRIPLET, cookie C.uint64_t, flags C.DAT_COMPLETION_FLAGS,
 	inv C.DAT_BOOLEAN, rmr C.DAT_RMR_CONTEXT) C.DAT_RETURN {
-	o, ep := epOf(h)
-	if o == nil {
-		return badHandle(api.HandleEP)
-	}
-	if n < 0 || (n > 0 && iov == nil) {
-		return badArg(2)
+	ep, rc := postArgs(h, n, iov)
+	if rc != success {
+		return rc
 	}
 	return ret(ep.PostSendWithInvalidate(triplets(iov, n), api.Cookie(cookie), api.CompletionFlags(flags), inv != 0, api.RMRContext(rmr)))
 }
 
 //export go_ep_post_read_to_rmr
 func go_ep_post_read_to_rmr(h unsafe.Pointer, local *C.DAT_RMR_TRIPLET, cookie C.uint64_t, remote *C.DAT_RMR_TRIPLET, flags C.DAT_COMPLETION_FLAGS) C.DAT_RETURN {
-	o, ep := epOf(h)
-	if o == nil {
-		return badHandle(api.HandleEP)
-	}
-	if local == nil {
-		return badArg(2)
-	}
-	if remote == nil {
-		return badArg(4)
+	var a args
+	o := a.obj(h, api.HandleEP)
+	a.arg(local != nil, 2)
+	a.arg(remote != nil, 4)
+	if a.r != success {
+		return a.r
 	}
 	l := *(*api.RMRTriplet)(unsafe.Pointer(local))
 	r := *(*api.RMRTriplet)(unsafe.Pointer(remote))
-	return ret(ep.PostRDMAReadToRMR(l, api.Cookie(cookie), r, api.CompletionFlags(flags)))
+	return ret(o.v.(api.EP).PostRDMAReadToRMR(l, api.Cookie(cookie), r, api.CompletionFlags(flags)))
 }

@@ -17,26 +17,15 @@ import (
 
 //export go_evd_create
 func go_evd_create(h unsafe.Pointer, qlen C.DAT_COUNT, cnoH unsafe.Pointer, flags C.DAT_EVD_FLAGS, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if out == nil {
-		return badArg(5)
-	}
-	var cno api.CNO
-	if cnoH != nil {
-		c := lookup(cnoH, api.HandleCNO)
-		if c == nil {
-			return badHandle(api.HandleCNO)
-		}
-		cno = c.v.(api.CNO)
+	var a args
+	x := a.ia(h)
+	a.arg(out != nil, 5)
+	cno := a.optCNO(cnoH)
+	if a.r != success {
+		return a.r
 	}
 	evd, err := x.ia.CreateEVD(int(qlen), cno, api.EVDFlags(flags))
-	if err != nil {
-		return ret(err)
-	}
-	return hand(x, api.HandleEVD, evd, func(o *obj) { *out = C.DAT_EVD_HANDLE(o.h) })
+	return hand(x, api.HandleEVD, evd, err, func(o *obj) { *out = C.DAT_EVD_HANDLE(o.h) })
 }
 
 func evdOf(h unsafe.Pointer) (*obj, api.EVD) {
@@ -49,40 +38,23 @@ func evdOf(h unsafe.Pointer) (*obj, api.EVD) {
 
 //export go_evd_query
 func go_evd_query(h unsafe.Pointer, mask C.DAT_EVD_PARAM_MASK, p *C.DAT_EVD_PARAM) C.DAT_RETURN {
-	o, evd := evdOf(h)
-	if o == nil {
-		return badHandle(api.HandleEVD)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := evd.Query()
-	if err != nil {
-		return ret(err)
-	}
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.evd_qlen = count(q.QLen)
-	p.evd_state = C.DAT_EVD_STATE(q.State)
-	p.cno_handle = C.DAT_CNO_HANDLE(handleOf(q.CNO))
-	p.evd_flags = C.DAT_EVD_FLAGS(q.Flags)
-	return success
+	return query[api.EVD](h, api.HandleEVD, p, func(o *obj, q api.EVDParam, p *C.DAT_EVD_PARAM) {
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.evd_qlen = count(q.QLen)
+		p.evd_state = C.DAT_EVD_STATE(q.State)
+		p.cno_handle = C.DAT_CNO_HANDLE(handleOf(q.CNO))
+		p.evd_flags = C.DAT_EVD_FLAGS(q.Flags)
+	})
 }
 
 //export go_evd_modify_cno
 func go_evd_modify_cno(h, cnoH unsafe.Pointer) C.DAT_RETURN {
-	o, evd := evdOf(h)
-	if o == nil {
-		return badHandle(api.HandleEVD)
+	var a args
+	o, cno := a.obj(h, api.HandleEVD), a.optCNO(cnoH)
+	if a.r != success {
+		return a.r
 	}
-	var cno api.CNO
-	if cnoH != nil {
-		c := lookup(cnoH, api.HandleCNO)
-		if c == nil {
-			return badHandle(api.HandleCNO)
-		}
-		cno = c.v.(api.CNO)
-	}
-	return ret(evd.ModifyCNO(cno))
+	return ret(o.v.(api.EVD).ModifyCNO(cno))
 }
 
 //export go_evd_switch
@@ -114,19 +86,15 @@ func go_evd_resize(h unsafe.Pointer, qlen C.DAT_COUNT) C.DAT_RETURN {
 
 //export go_evd_post_se
 func go_evd_post_se(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
-	o, evd := evdOf(h)
-	if o == nil {
-		return badHandle(api.HandleEVD)
-	}
-	if cev == nil {
-		return badArg(2)
-	}
-	if cev.event_number != C.DAT_SOFTWARE_EVENT {
-		return badArg(2)
+	var a args
+	o := a.obj(h, api.HandleEVD)
+	a.arg(cev != nil && cev.event_number == C.DAT_SOFTWARE_EVENT, 2)
+	if a.r != success {
+		return a.r
 	}
 	sw := (*C.DAT_SOFTWARE_EVENT_DATA)(unsafe.Pointer(&cev.event_data))
 	ev := api.Event{Number: api.SoftwareEvent, Software: uintptr(sw.pointer)}
-	return ret(evd.PostSE(&ev))
+	return ret(o.v.(api.EVD).PostSE(&ev))
 }
 
 // events recycles the api.Event a dequeue or wait fills, so that the
@@ -167,15 +135,12 @@ func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
 
 //export go_evd_wait
 func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *C.DAT_EVENT, nmore *C.DAT_COUNT) C.DAT_RETURN {
-	o, evd := evdOf(h)
-	if o == nil {
-		return badHandle(api.HandleEVD)
-	}
-	if cev == nil {
-		return badArg(4)
-	}
-	if nmore == nil {
-		return badArg(5)
+	var a args
+	o := a.obj(h, api.HandleEVD)
+	a.arg(cev != nil, 4)
+	a.arg(nmore != nil, 5)
+	if a.r != success {
+		return a.r
 	}
 	if o.ia.async == o && o.ia.takeLastWQE(cev) {
 		*nmore = 0
@@ -183,7 +148,7 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 	}
 	ctx, cancel := waitContext(t)
 	ev := events.Get().(*api.Event)
-	n, err := evd.Wait(ctx, int(threshold), ev)
+	n, err := o.v.(api.EVD).Wait(ctx, int(threshold), ev)
 	cancel()
 	if err != nil {
 		events.Put(ev)
@@ -273,37 +238,27 @@ func (a cnoAgent) waitAgent() api.WaitAgent {
 
 //export go_cno_create
 func go_cno_create(h, inst, fn unsafe.Pointer, out *C.DAT_CNO_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if out == nil {
-		return badArg(3)
+	var a args
+	x := a.ia(h)
+	a.arg(out != nil, 3)
+	if a.r != success {
+		return a.r
 	}
 	cno, err := x.ia.CreateCNO(cnoAgent{fn: fn, inst: inst}.waitAgent())
-	if err != nil {
-		return ret(err)
-	}
-	return hand(x, api.HandleCNO, cno, func(o *obj) { *out = C.DAT_CNO_HANDLE(o.h) })
+	return hand(x, api.HandleCNO, cno, err, func(o *obj) { *out = C.DAT_CNO_HANDLE(o.h) })
 }
 
 //export go_cno_fd_create
 func go_cno_fd_create(h unsafe.Pointer, fd *C.DAT_FD, out *C.DAT_CNO_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if fd == nil {
-		return badArg(2)
-	}
-	if out == nil {
-		return badArg(3)
+	var a args
+	x := a.ia(h)
+	a.arg(fd != nil, 2)
+	a.arg(out != nil, 3)
+	if a.r != success {
+		return a.r
 	}
 	cno, n, err := x.ia.CreateCNOFD()
-	if err != nil {
-		return ret(err)
-	}
-	return hand(x, api.HandleCNO, cno, func(o *obj) { *out, *fd = C.DAT_CNO_HANDLE(o.h), C.DAT_FD(n) })
+	return hand(x, api.HandleCNO, cno, err, func(o *obj) { *out, *fd = C.DAT_CNO_HANDLE(o.h), C.DAT_FD(n) })
 }
 
 //export go_cno_modify_agent
@@ -317,33 +272,22 @@ func go_cno_modify_agent(h, inst, fn unsafe.Pointer) C.DAT_RETURN {
 
 //export go_cno_query
 func go_cno_query(h unsafe.Pointer, mask C.DAT_CNO_PARAM_MASK, p *C.DAT_CNO_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandleCNO)
-	if o == nil {
-		return badHandle(api.HandleCNO)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := o.v.(api.CNO).Query()
-	if err != nil {
-		return ret(err)
-	}
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.proxy_type = C.DAT_PROXY_TYPE_NONE
-	if q.Agent != nil {
-		p.proxy_type = C.DAT_PROXY_TYPE_AGENT
-	}
-	return success
+	return query[api.CNO](h, api.HandleCNO, p, func(o *obj, q api.CNOParam, p *C.DAT_CNO_PARAM) {
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.proxy_type = C.DAT_PROXY_TYPE_NONE
+		if q.Agent != nil {
+			p.proxy_type = C.DAT_PROXY_TYPE_AGENT
+		}
+	})
 }
 
 //export go_cno_wait
 func go_cno_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
-	o := lookup(h, api.HandleCNO)
-	if o == nil {
-		return badHandle(api.HandleCNO)
-	}
-	if out == nil {
-		return badArg(3)
+	var a args
+	o := a.obj(h, api.HandleCNO)
+	a.arg(out != nil, 3)
+	if a.r != success {
+		return a.r
 	}
 	ctx, cancel := waitContext(t)
 	evd, err := o.v.(api.CNO).Wait(ctx)
@@ -357,12 +301,11 @@ func go_cno_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, out *C.DAT_EVD_HANDLE) C.DAT
 
 //export go_cno_trigger
 func go_cno_trigger(h unsafe.Pointer, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
-	o := lookup(h, api.HandleCNO)
-	if o == nil {
-		return badHandle(api.HandleCNO)
-	}
-	if out == nil {
-		return badArg(2)
+	var a args
+	o := a.obj(h, api.HandleCNO)
+	a.arg(out != nil, 2)
+	if a.r != success {
+		return a.r
 	}
 	evd, err := o.v.(api.CNO).Triggered()
 	if err != nil {

@@ -84,11 +84,8 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 }
 
 func iaOf(h unsafe.Pointer) *iaObj {
-	o := lookup(h, api.HandleIA)
-	if o == nil {
-		return nil
-	}
-	return o.ia
+	var a args
+	return a.ia(h)
 }
 
 //export go_ia_close
@@ -273,23 +270,23 @@ func fillProviderAttr(x *iaObj, c *C.DAT_PROVIDER_ATTR, p api.ProviderAttr) {
 
 //export go_pz_create
 func go_pz_create(h unsafe.Pointer, out *C.DAT_PZ_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if out == nil {
-		return badArg(2)
+	var a args
+	x := a.ia(h)
+	a.arg(out != nil, 2)
+	if a.r != success {
+		return a.r
 	}
 	pz, err := x.ia.CreatePZ()
+	return hand(x, api.HandlePZ, pz, err, func(o *obj) { *out = C.DAT_PZ_HANDLE(o.h) })
+}
+
+// hand answers a call that made v, an object of kind k in x, or failed to
+// with err: it registers v and gives its handle to the caller; if no handle
+// is left the object is freed again.
+func hand(x *iaObj, k api.HandleType, v api.Object, err error, give func(*obj)) C.DAT_RETURN {
 	if err != nil {
 		return ret(err)
 	}
-	return hand(x, api.HandlePZ, pz, func(o *obj) { *out = C.DAT_PZ_HANDLE(o.h) })
-}
-
-// hand registers a new object of x and gives its handle to the caller; if
-// no handle is left the object is freed again.
-func hand(x *iaObj, k api.HandleType, v api.Object, give func(*obj)) C.DAT_RETURN {
 	o, ok := register(k, v, x, nil)
 	if !ok {
 		if f, ok := v.(interface{ Free() error }); ok {
@@ -303,12 +300,11 @@ func hand(x *iaObj, k api.HandleType, v api.Object, give func(*obj)) C.DAT_RETUR
 
 //export go_pz_query
 func go_pz_query(h unsafe.Pointer, mask C.DAT_PZ_PARAM_MASK, p *C.DAT_PZ_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandlePZ)
-	if o == nil {
-		return badHandle(api.HandlePZ)
-	}
-	if p == nil {
-		return badArg(3)
+	var a args
+	o := a.obj(h, api.HandlePZ)
+	a.arg(p != nil, 3)
+	if a.r != success {
+		return a.r
 	}
 	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 	return success
@@ -346,12 +342,11 @@ func go_set_consumer_context(h unsafe.Pointer, v C.uint64_t) C.DAT_RETURN {
 
 //export go_get_consumer_context
 func go_get_consumer_context(h unsafe.Pointer, out *C.uint64_t) C.DAT_RETURN {
-	o := lookupAny(h)
-	if o == nil {
-		return code(api.InvalidHandle, api.NoSubtype)
-	}
-	if out == nil {
-		return badArg(2)
+	var a args
+	o := a.anyObj(h)
+	a.arg(out != nil, 2)
+	if a.r != success {
+		return a.r
 	}
 	v, err := o.v.ConsumerContext()
 	if err != nil {
@@ -364,12 +359,11 @@ func go_get_consumer_context(h unsafe.Pointer, out *C.uint64_t) C.DAT_RETURN {
 
 //export go_get_handle_type
 func go_get_handle_type(h unsafe.Pointer, out *C.uint32_t) C.DAT_RETURN {
-	o := lookupAny(h)
-	if o == nil {
-		return code(api.InvalidHandle, api.NoSubtype)
-	}
-	if out == nil {
-		return badArg(2)
+	var a args
+	o := a.anyObj(h)
+	a.arg(out != nil, 2)
+	if a.r != success {
+		return a.r
 	}
 	*out = C.uint32_t(o.kind)
 	return success

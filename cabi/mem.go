@@ -16,16 +16,12 @@ import (
 //export go_lmr_create
 func go_lmr_create(h unsafe.Pointer, typ C.DAT_MEM_TYPE, p unsafe.Pointer, length C.DAT_VLEN, pzH unsafe.Pointer, priv C.DAT_MEM_PRIV_FLAGS,
 	va C.DAT_VA_TYPE, out *C.DAT_LMR_HANDLE, lctx *C.DAT_LMR_CONTEXT, rctx *C.DAT_RMR_CONTEXT, rlen *C.DAT_VLEN, raddr *C.DAT_VADDR) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if out == nil {
-		return badArg(8)
-	}
-	pz := lookup(pzH, api.HandlePZ)
-	if pz == nil {
-		return badHandle(api.HandlePZ)
+	var a args
+	x := a.ia(h)
+	a.arg(out != nil, 8)
+	pz := a.obj(pzH, api.HandlePZ)
+	if a.r != success {
+		return a.r
 	}
 	region := api.Region{Type: api.MemType(typ)}
 	switch region.Type {
@@ -59,7 +55,7 @@ func go_lmr_create(h unsafe.Pointer, typ C.DAT_MEM_TYPE, p unsafe.Pointer, lengt
 		lmr.Free()
 		return ret(err)
 	}
-	return hand(x, api.HandleLMR, lmr, func(o *obj) {
+	return hand(x, api.HandleLMR, lmr, nil, func(o *obj) {
 		*out = C.DAT_LMR_HANDLE(o.h)
 		if lctx != nil {
 			*lctx = C.DAT_LMR_CONTEXT(q.LMRContext)
@@ -78,42 +74,29 @@ func go_lmr_create(h unsafe.Pointer, typ C.DAT_MEM_TYPE, p unsafe.Pointer, lengt
 
 //export go_lmr_query
 func go_lmr_query(h unsafe.Pointer, mask C.DAT_LMR_PARAM_MASK, p *C.DAT_LMR_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandleLMR)
-	if o == nil {
-		return badHandle(api.HandleLMR)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := o.v.(api.LMR).Query()
-	if err != nil {
-		return ret(err)
-	}
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.mem_type = C.DAT_MEM_TYPE(q.MemType)
-	*(*uint64)(unsafe.Pointer(&p.region_desc)) = uint64(q.RegisteredAddress) // for_va
-	p.length = C.DAT_VLEN(q.Length)
-	p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
-	p.mem_priv = C.DAT_MEM_PRIV_FLAGS(q.Priv)
-	p.va_type = C.DAT_VA_TYPE(q.VAType)
-	p.lmr_context = C.DAT_LMR_CONTEXT(q.LMRContext)
-	p.rmr_context = C.DAT_RMR_CONTEXT(q.RMRContext)
-	p.registered_size = C.DAT_VLEN(q.RegisteredSize)
-	p.registered_address = C.DAT_VADDR(q.RegisteredAddress)
-	return success
+	return query[api.LMR](h, api.HandleLMR, p, func(o *obj, q api.LMRParam, p *C.DAT_LMR_PARAM) {
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.mem_type = C.DAT_MEM_TYPE(q.MemType)
+		*(*uint64)(unsafe.Pointer(&p.region_desc)) = uint64(q.RegisteredAddress) // for_va
+		p.length = C.DAT_VLEN(q.Length)
+		p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
+		p.mem_priv = C.DAT_MEM_PRIV_FLAGS(q.Priv)
+		p.va_type = C.DAT_VA_TYPE(q.VAType)
+		p.lmr_context = C.DAT_LMR_CONTEXT(q.LMRContext)
+		p.rmr_context = C.DAT_RMR_CONTEXT(q.RMRContext)
+		p.registered_size = C.DAT_VLEN(q.RegisteredSize)
+		p.registered_address = C.DAT_VADDR(q.RegisteredAddress)
+	})
 }
 
 //export go_lmr_sync
 func go_lmr_sync(h unsafe.Pointer, segs *C.DAT_LMR_TRIPLET, n C.DAT_VLEN, write C.int) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
-	}
-	if segs == nil && n > 0 {
-		return badArg(2)
-	}
-	if n > 1<<20 {
-		return badArg(3)
+	var a args
+	x := a.ia(h)
+	a.arg(segs != nil || n == 0, 2)
+	a.arg(n <= 1<<20, 3)
+	if a.r != success {
+		return a.r
 	}
 	t := triplets(segs, C.DAT_COUNT(n))
 	if write != 0 {
@@ -124,70 +107,40 @@ func go_lmr_sync(h unsafe.Pointer, segs *C.DAT_LMR_TRIPLET, n C.DAT_VLEN, write 
 
 //export go_rmr_create
 func go_rmr_create(pzH unsafe.Pointer, out *C.DAT_RMR_HANDLE) C.DAT_RETURN {
-	pz := lookup(pzH, api.HandlePZ)
-	if pz == nil {
-		return badHandle(api.HandlePZ)
-	}
-	if out == nil {
-		return badArg(2)
+	var a args
+	pz := a.obj(pzH, api.HandlePZ)
+	a.arg(out != nil, 2)
+	if a.r != success {
+		return a.r
 	}
 	rmr, err := pz.v.(api.PZ).CreateRMR()
-	if err != nil {
-		return ret(err)
-	}
-	return hand(pz.ia, api.HandleRMR, rmr, func(o *obj) { *out = C.DAT_RMR_HANDLE(o.h) })
+	return hand(pz.ia, api.HandleRMR, rmr, err, func(o *obj) { *out = C.DAT_RMR_HANDLE(o.h) })
 }
 
 //export go_rmr_query
 func go_rmr_query(h unsafe.Pointer, mask C.DAT_RMR_PARAM_MASK, p *C.DAT_RMR_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandleRMR)
-	if o == nil {
-		return badHandle(api.HandleRMR)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := o.v.(api.RMR).Query()
-	if err != nil {
-		return ret(err)
-	}
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
-	*(*api.LMRTriplet)(unsafe.Pointer(&p.lmr_triplet)) = q.LMRTriplet
-	p.mem_priv = C.DAT_MEM_PRIV_FLAGS(q.Priv)
-	p.rmr_context = C.DAT_RMR_CONTEXT(q.RMRContext)
-	p.rmr_scope = C.DAT_RMR_SCOPE(q.Scope)
-	p.va_type = C.DAT_VA_TYPE(q.VAType)
-	return success
+	return query[api.RMR](h, api.HandleRMR, p, func(o *obj, q api.RMRParam, p *C.DAT_RMR_PARAM) {
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
+		*(*api.LMRTriplet)(unsafe.Pointer(&p.lmr_triplet)) = q.LMRTriplet
+		p.mem_priv = C.DAT_MEM_PRIV_FLAGS(q.Priv)
+		p.rmr_context = C.DAT_RMR_CONTEXT(q.RMRContext)
+		p.rmr_scope = C.DAT_RMR_SCOPE(q.Scope)
+		p.va_type = C.DAT_VA_TYPE(q.VAType)
+	})
 }
 
 //export go_rmr_bind
 func go_rmr_bind(h, lmrH unsafe.Pointer, t *C.DAT_LMR_TRIPLET, priv C.DAT_MEM_PRIV_FLAGS, va C.DAT_VA_TYPE, epH unsafe.Pointer,
 	cookie C.uint64_t, flags C.DAT_COMPLETION_FLAGS, out *C.DAT_RMR_CONTEXT) C.DAT_RETURN {
-	o := lookup(h, api.HandleRMR)
-	if o == nil {
-		return badHandle(api.HandleRMR)
-	}
-	if t == nil {
-		return badArg(3)
+	var a args
+	o := a.obj(h, api.HandleRMR)
+	a.arg(t != nil, 3)
+	lmr, ep := a.optLMR(lmrH), a.optEP(epH)
+	if a.r != success {
+		return a.r
 	}
 	trip := *(*api.LMRTriplet)(unsafe.Pointer(t))
-	var lmr api.LMR
-	if lmrH != nil {
-		l := lookup(lmrH, api.HandleLMR)
-		if l == nil {
-			return badHandle(api.HandleLMR)
-		}
-		lmr = l.v.(api.LMR)
-	}
-	var ep api.EP
-	if epH != nil {
-		e := lookup(epH, api.HandleEP)
-		if e == nil {
-			return badHandle(api.HandleEP)
-		}
-		ep = e.v.(api.EP)
-	}
 	ctx, err := o.v.(api.RMR).Bind(lmr, trip, api.MemPriv(priv), api.VAType(va), ep, api.Cookie(cookie), api.CompletionFlags(flags))
 	if err != nil {
 		return ret(err)
@@ -200,62 +153,41 @@ func go_rmr_bind(h, lmrH unsafe.Pointer, t *C.DAT_LMR_TRIPLET, priv C.DAT_MEM_PR
 
 //export go_srq_create
 func go_srq_create(h, pzH unsafe.Pointer, attr *C.DAT_SRQ_ATTR, out *C.DAT_SRQ_HANDLE) C.DAT_RETURN {
-	x := iaOf(h)
-	if x == nil {
-		return badHandle(api.HandleIA)
+	var a args
+	x, pz := a.ia(h), a.obj(pzH, api.HandlePZ)
+	a.arg(attr != nil, 3)
+	a.arg(out != nil, 4)
+	if a.r != success {
+		return a.r
 	}
-	pz := lookup(pzH, api.HandlePZ)
-	if pz == nil {
-		return badHandle(api.HandlePZ)
-	}
-	if attr == nil {
-		return badArg(3)
-	}
-	if out == nil {
-		return badArg(4)
-	}
-	a := api.SRQAttr{MaxRecvDTOs: int(attr.max_recv_dtos), MaxRecvIOV: int(attr.max_recv_iov), LowWatermark: int(attr.low_watermark)}
-	srq, err := x.ia.CreateSRQ(pz.v.(api.PZ), a)
-	if err != nil {
-		return ret(err)
-	}
-	return hand(x, api.HandleSRQ, srq, func(o *obj) { *out = C.DAT_SRQ_HANDLE(o.h) })
+	srq, err := x.ia.CreateSRQ(pz.v.(api.PZ),
+		api.SRQAttr{MaxRecvDTOs: int(attr.max_recv_dtos), MaxRecvIOV: int(attr.max_recv_iov), LowWatermark: int(attr.low_watermark)})
+	return hand(x, api.HandleSRQ, srq, err, func(o *obj) { *out = C.DAT_SRQ_HANDLE(o.h) })
 }
 
 //export go_srq_post_recv
 func go_srq_post_recv(h unsafe.Pointer, n C.DAT_COUNT, iov *C.DAT_LMR_TRIPLET, cookie C.uint64_t) C.DAT_RETURN {
-	o := lookup(h, api.HandleSRQ)
-	if o == nil {
-		return badHandle(api.HandleSRQ)
-	}
-	if n < 0 || (n > 0 && iov == nil) {
-		return badArg(2)
+	var a args
+	o := a.obj(h, api.HandleSRQ)
+	a.counted(n, unsafe.Pointer(iov), 2)
+	if a.r != success {
+		return a.r
 	}
 	return ret(o.v.(api.SRQ).PostRecv(triplets(iov, n), api.Cookie(cookie)))
 }
 
 //export go_srq_query
 func go_srq_query(h unsafe.Pointer, mask C.DAT_SRQ_PARAM_MASK, p *C.DAT_SRQ_PARAM) C.DAT_RETURN {
-	o := lookup(h, api.HandleSRQ)
-	if o == nil {
-		return badHandle(api.HandleSRQ)
-	}
-	if p == nil {
-		return badArg(3)
-	}
-	q, err := o.v.(api.SRQ).Query()
-	if err != nil {
-		return ret(err)
-	}
-	p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
-	p.srq_state = C.DAT_SRQ_STATE(q.State)
-	p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
-	p.max_recv_dtos = count(q.MaxRecvDTOs)
-	p.max_recv_iov = count(q.MaxRecvIOV)
-	p.low_watermark = count(q.LowWatermark)
-	p.available_dto_count = count(q.AvailableDTOCount)
-	p.outstanding_dto_count = count(q.OutstandingDTOCount)
-	return success
+	return query[api.SRQ](h, api.HandleSRQ, p, func(o *obj, q api.SRQParam, p *C.DAT_SRQ_PARAM) {
+		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
+		p.srq_state = C.DAT_SRQ_STATE(q.State)
+		p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
+		p.max_recv_dtos = count(q.MaxRecvDTOs)
+		p.max_recv_iov = count(q.MaxRecvIOV)
+		p.low_watermark = count(q.LowWatermark)
+		p.available_dto_count = count(q.AvailableDTOCount)
+		p.outstanding_dto_count = count(q.OutstandingDTOCount)
+	})
 }
 
 //export go_srq_resize
