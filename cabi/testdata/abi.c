@@ -174,6 +174,26 @@ int main(int argc, char **argv)
 	attr.max_recv_dtos = attr.max_request_dtos = 8;
 	attr.max_recv_iov = attr.max_request_iov = 2;
 	attr.srq_soft_hw = DAT_HW_DEFAULT;
+	/* A call with several bad arguments answers for the first of them, in
+	 * the order the call takes them. */
+	if (!lazy) {
+		DAT_EP_HANDLE bad_ep;
+		DAT_PSP_HANDLE bad_psp;
+		r = dat_ep_create(ia, pz, dto_evd, (DAT_EVD_HANDLE)pz, (DAT_EVD_HANDLE)pz, &attr, &bad_ep);
+		CHECK(r == (DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST), "a PZ as request and connect EVD: %s", name(r));
+		r = dat_ep_create(ia, (DAT_PZ_HANDLE)cr_evd, (DAT_EVD_HANDLE)pz, dto_evd, conn_evd, &attr, NULL);
+		CHECK(r == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG7), "no EP pointer, an EVD as PZ: %s", name(r));
+		r = dat_ep_create(ia, (DAT_PZ_HANDLE)cr_evd, (DAT_EVD_HANDLE)pz, dto_evd, conn_evd, &attr, &bad_ep);
+		CHECK(r == (DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ), "an EVD as PZ, a PZ as recv EVD: %s", name(r));
+		r = dat_psp_create(ia, 1234, (DAT_EVD_HANDLE)pz, DAT_PSP_CONSUMER_FLAG, NULL);
+		CHECK(r == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG5), "no PSP pointer, a PZ as EVD: %s", name(r));
+		r = dat_psp_create(ia, 1234, (DAT_EVD_HANDLE)pz, DAT_PSP_CONSUMER_FLAG, &bad_psp);
+		CHECK(r == (DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_CR), "a PZ as CR EVD: %s", name(r));
+		r = dat_evd_wait(dto_evd, 0, 1, NULL, NULL);
+		CHECK(r == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG4), "no event, no count: %s", name(r));
+		r = dat_evd_wait((DAT_EVD_HANDLE)pz, 0, 1, NULL, NULL);
+		CHECK(r == (DAT_CLASS_ERROR | DAT_INVALID_HANDLE), "a PZ as EVD, no event: %s", name(r));
+	}
 	DAT_EP_HANDLE a, b;
 	OK(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, &attr, &a));
 	OK(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, &attr, &b));
