@@ -30,7 +30,13 @@ type side struct {
 
 func newSide(t *testing.T) *side {
 	t.Helper()
-	s := &side{ia: openIA(t, "verbs")}
+	return newSideOn(t, openIA(t, "verbs"))
+}
+
+// newSideOn is newSide on an IA the caller opened.
+func newSideOn(t *testing.T, ia api.IA) *side {
+	t.Helper()
+	s := &side{ia: ia}
 	var err error
 	if s.pz, err = s.ia.CreatePZ(); err != nil {
 		t.Fatal(err)

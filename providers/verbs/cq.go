@@ -9,6 +9,8 @@ package verbs
 import "C"
 
 import (
+	"context"
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -69,6 +71,33 @@ type cq struct {
 	// to a QP that uses it, or it serves a send queue or an EP on an SRQ.
 	// Until then the CQ is not armed (see arm).
 	posted atomic.Bool
+
+	// Who reads the channel: the watcher, or the EVD's driven waits
+	// (wait.go). All under chMu, which is taken last of all locks (the
+	// queue kicks with its own held).
+	rc       syscall.RawConn
+	chMu     sync.Mutex
+	owner    int
+	evicting bool            // a waiter asked the watcher for the channel
+	parked   bool            // the driven waiter blocks (or is about to) on the channel
+	past     bool            // file's read deadline is in the past (a kick)
+	waited   bool            // a driven wait ended since lookBack last looked
+	backSet  bool            // back is set
+	closing  bool            // destroy has begun
+	back     *time.Timer     // lookBack
+	ctx      context.Context // the context whose end kicks (ctxStop)
+	ctxStop  func() bool
+	handed   chan struct{} // the watcher has handed the channel over (capacity 1)
+	resume   chan struct{} // the channel is the watcher's again (capacity 1)
+	stop     chan struct{} // closed by destroy
+	// The driven waiter's own (one at a time): what its read found.
+	parkFn func(uintptr) bool
+	got    bool
+	failed C.int
+	// dead: the channel failed (reported); waits no longer read it.
+	dead atomic.Bool
+	// Notifications taken by the watcher and by driven waits (tests).
+	byWatcher, byWaiter atomic.Uint64
 }
 
 // count adds d to the user count *n and updates solOnly. ia.mu is held.
@@ -112,7 +141,7 @@ func (c *cq) firstPost() C.int {
 // newCQ creates the CQ of e with room for depth completions and starts
 // its watcher.
 func newCQ(e *evd, depth int) (*cq, error) {
-	c := &cq{done: make(chan struct{})}
+	c := &cq{done: make(chan struct{}), handed: make(chan struct{}, 1), resume: make(chan struct{}, 1), stop: make(chan struct{})}
 	if rc := C.gd_cq_create(e.ia.dev.ctx, C.int(depth), &c.ch, &c.cq); rc != 0 {
 		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "ibv_create_cq: "+errnoText(syscallErrno(rc)))
 	}
@@ -121,18 +150,25 @@ func newCQ(e *evd, depth int) (*cq, error) {
 		C.gd_cq_destroy(c.ch, c.cq)
 		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "completion channel: "+err.Error())
 	}
-	c.file = file
+	c.file, c.rc = file, rc
+	c.parkFn = c.parkCB
 	c.wc = (*C.struct_ibv_wc)(C.calloc(wcBatch, C.size_t(unsafe.Sizeof(C.struct_ibv_wc{}))))
 	c.wcs = unsafe.Slice(c.wc, wcBatch)
 	c.timer = time.AfterFunc(time.Hour, e.settle)
 	c.timer.Stop()
+	c.back = time.AfterFunc(time.Hour, func() { c.lookBack(e) })
+	c.back.Stop()
+	if e.Q != nil {
+		e.Q.SetKick(c.kick)
+	}
 	go c.watch(e, rc)
 	return c, nil
 }
 
 // watch waits in the network poller for completion notifications until
 // the descriptor is closed. After each it drains the CQ and arms it again
-// (settle), or leaves it unarmed while a consumer polls.
+// (settle), or leaves it unarmed while a consumer polls. While the EVD's
+// driven waits have the channel (yield), it waits for it back.
 func (c *cq) watch(e *evd, rc syscall.RawConn) {
 	defer close(c.done)
 	// One callback for the watcher's life: made in the loop, it and what
@@ -149,8 +185,15 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 		failed = 0
 		err := rc.Read(readEvent)
 		if err != nil {
-			return // closed by destroy
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				return // closed by destroy
+			}
+			if !c.yield(e) {
+				return
+			}
+			continue
 		}
+		c.byWatcher.Add(1)
 		if failed != 0 {
 			e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
 			return
@@ -169,6 +212,9 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 			// for an unsolicited message: it is raised all the same,
 			// since nothing tells which.)
 			e.Q.Notify()
+		}
+		if !c.yield(e) {
+			return
 		}
 	}
 }
@@ -226,6 +272,16 @@ func (e *evd) arm() {
 // QPs that used the CQ are destroyed already.
 func (c *cq) destroy() {
 	c.timer.Stop()
+	c.chMu.Lock()
+	c.closing = true
+	c.back.Stop()
+	if c.ctxStop != nil {
+		c.ctxStop()
+		c.ctxStop = nil
+	}
+	c.ctx = nil
+	c.chMu.Unlock()
+	close(c.stop)
 	c.file.Close()
 	<-c.done
 	c.pollMu.Lock()

@@ -131,15 +131,16 @@ func (e *evd) Dequeue(ev *api.Event) error {
 }
 
 // Wait blocks until threshold events are queued and removes the first
-// (dat_evd_wait(3DAT)); a blocked Wait uses no CPU.
+// (dat_evd_wait(3DAT)); a blocked Wait uses no CPU. On an EVD with a CQ
+// the waiting goroutine reads the CQ's completion channel itself
+// (driveWait).
 func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
 	if ev == nil || ctx == nil {
 		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
 	}
-	if c := e.cq; c != nil {
+	if c := e.cq; c != nil && !c.dead.Load() {
 		e.waiting.Add(1)
-		defer e.waiting.Add(-1)
-		e.arm() // (and drains)
+		return e.driveWait(ctx, threshold, ev)
 	}
 	return e.Q.Wait(ctx, threshold, ev)
 }
@@ -157,6 +158,7 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 	fed := e.cno != nil
 	e.ia.mu.Unlock()
 	if fed && e.cq != nil {
+		e.cq.cnoAttached(e)
 		e.arm() // a CNO must hear of the next completion
 	}
 	return nil

@@ -1,0 +1,280 @@
+//go:build verbs && cgo
+
+package verbs
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/godat/godat/api"
+)
+
+// Who reads a CQ's completion channel (cq.owner).
+const (
+	ownWatcher = iota // the watcher goroutine (cq.watch)
+	ownWaiters        // the EVD's driven waits (driveWait)
+)
+
+// longAgo is a read deadline in the past: setting it wakes whoever is
+// blocked reading the channel's descriptor.
+var longAgo = time.Unix(1, 0)
+
+// driveWait is Wait on an EVD with a CQ: the waiting goroutine reads the
+// completion channel itself, so that a completion wakes it and nothing
+// else. It arms the CQ, drains it, and blocks in Go's network poller on
+// the channel's descriptor; woken by a notification, it takes the event
+// (and acknowledges it), drains the CQ into the queue and returns what
+// it waited for, leaving the CQ unarmed until the next wait or the
+// watcher arms it. A kick (an event posted to the queue some other way,
+// the end of ctx, SetUnwaitable, Free or IA close) wakes it by setting
+// the descriptor's read deadline in the past.
+//
+// The channel is read by one goroutine at a time: the first driven wait
+// takes it from the watcher (take), and the waits keep it until no wait
+// has begun for a pollCheck period, or until the EVD feeds a CNO, when
+// the watcher gets it back (giveBack) and arms the CQ again.
+func (e *evd) driveWait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
+	c := e.cq
+	if done, n, err := e.Q.BeginWait(threshold, ev); done {
+		e.waiting.Add(-1)
+		return n, err
+	}
+	defer c.waitEnded(e)
+	if !c.take() {
+		// The watcher has ended: the CQ is being destroyed (the queue
+		// is closed) or its channel failed (reported).
+		if done, n, err := e.Q.Check(ev); done {
+			return n, err
+		}
+		e.Q.EndWait()
+		return e.Q.Wait(ctx, threshold, ev)
+	}
+	c.watchCtx(ctx)
+	for {
+		e.arm() // (and drains)
+		c.setParked(true)
+		if done, n, err := e.Q.Check(ev); done {
+			c.setParked(false)
+			return n, err
+		}
+		if ctx.Err() != nil {
+			c.setParked(false)
+			return e.Q.EndWait(), api.ContextError(ctx)
+		}
+		c.got, c.failed = false, 0
+		err := c.rc.Read(c.parkFn)
+		c.setParked(false)
+		switch {
+		case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
+			// The descriptor is closed: the CQ is being destroyed,
+			// after its queue was closed.
+			if done, n, err := e.Q.Check(ev); done {
+				return n, err
+			}
+			return e.Q.EndWait(), api.Errorf(api.Abort, api.NoSubtype, "EVD destroyed")
+		case c.failed != 0:
+			e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
+			c.dead.Store(true)
+			e.Q.EndWait()
+			return e.Q.Wait(ctx, threshold, ev)
+		case c.got:
+			c.byWaiter.Add(1)
+			c.armMu.Lock()
+			c.armed.Store(false) // a notification disarms the CQ
+			c.armMu.Unlock()
+			e.drain(false)
+			if done, n, err := e.Q.Check(ev); done {
+				return n, err
+			}
+		}
+	}
+}
+
+// parkCB is the driven waiter's read of the channel: it takes one
+// notification, if there is one, and acknowledges it.
+func (c *cq) parkCB(uintptr) bool {
+	r := C.gd_cq_event(c.ch)
+	switch {
+	case r < 0:
+		c.failed = -r
+	case r > 0:
+		c.got = true
+	}
+	return r != 0
+}
+
+// take makes the channel the driven waits' own, asking the watcher for
+// it if it has it, and reports false if the watcher has ended instead.
+// The caller is the EVD's waiter.
+func (c *cq) take() bool {
+	c.chMu.Lock()
+	if c.owner == ownWaiters {
+		c.chMu.Unlock()
+		return true
+	}
+	if !c.evicting {
+		c.evicting = true
+		c.setDeadline()
+	}
+	c.chMu.Unlock()
+	select {
+	case <-c.handed:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// yield is the watcher's side of take: when a waiter asks for the
+// channel it hands it over and waits until it gets it back (giveBack),
+// then arms the CQ again, since the waits may have left it unarmed. It
+// reports false when the CQ is being destroyed meanwhile.
+func (c *cq) yield(e *evd) bool {
+	c.chMu.Lock()
+	if !c.evicting {
+		c.clearDeadline() // (a kick that came after its waiter had its notification)
+		c.chMu.Unlock()
+		return true
+	}
+	c.evicting = false
+	c.owner = ownWaiters
+	c.clearDeadline()
+	c.chMu.Unlock()
+	c.handed <- struct{}{}
+	select {
+	case <-c.resume:
+	case <-c.stop:
+		return false
+	}
+	e.settle()
+	return true
+}
+
+// waitEnded notes the end of a driven wait. The channel goes back to the
+// watcher at once if the EVD feeds a CNO (only the watcher triggers it),
+// else once a pollCheck period passes without a wait (lookBack): until
+// then, completions that come while nobody waits or dequeues stay in the
+// CQ.
+func (c *cq) waitEnded(e *evd) {
+	c.chMu.Lock()
+	defer c.chMu.Unlock()
+	// Under chMu, so that ModifyCNO sees either this wait or its end.
+	e.waiting.Add(-1)
+	if c.owner != ownWaiters {
+		return
+	}
+	if e.cnoFed.Load() {
+		c.giveBack()
+		return
+	}
+	c.waited = true
+	if !c.backSet {
+		c.backSet = true
+		c.back.Reset(pollCheck)
+	}
+}
+
+// lookBack gives the channel back to the watcher if no driven wait is in
+// progress and none ended since the last look.
+func (c *cq) lookBack(e *evd) {
+	c.chMu.Lock()
+	defer c.chMu.Unlock()
+	c.backSet = false
+	switch {
+	case c.owner != ownWaiters || c.closing:
+	case e.waiting.Load() > 0:
+		// Its end sets the timer again.
+	case c.waited:
+		c.waited = false
+		c.backSet = true
+		c.back.Reset(pollCheck)
+	default:
+		c.giveBack()
+	}
+}
+
+// cnoAttached gives the channel back to the watcher if no wait is in
+// progress (else the wait's end does), so that the CNO hears of the
+// next completion.
+func (c *cq) cnoAttached(e *evd) {
+	c.chMu.Lock()
+	defer c.chMu.Unlock()
+	if c.owner == ownWaiters && e.waiting.Load() == 0 {
+		c.giveBack()
+	}
+}
+
+// giveBack makes the channel the watcher's again. chMu is held.
+func (c *cq) giveBack() {
+	c.owner = ownWatcher
+	select {
+	case c.resume <- struct{}{}:
+	default:
+	}
+}
+
+// kick wakes the driven waiter if it is blocked on the channel (or about
+// to be). The queue calls it with its lock held.
+func (c *cq) kick() {
+	c.chMu.Lock()
+	if c.parked {
+		c.parked = false
+		c.setDeadline()
+	}
+	c.chMu.Unlock()
+}
+
+// kickCtx is kick for context.AfterFunc.
+func (c *cq) kickCtx() { c.kick() }
+
+// setParked records that the driven waiter is about to block (on), with
+// the read deadline cleared so that it blocks, or that it no longer is.
+func (c *cq) setParked(on bool) {
+	c.chMu.Lock()
+	c.parked = on
+	if on {
+		c.clearDeadline()
+	}
+	c.chMu.Unlock()
+}
+
+// setDeadline wakes the reader of the channel. chMu is held.
+func (c *cq) setDeadline() {
+	if !c.past {
+		c.past = true
+		_ = c.file.SetReadDeadline(longAgo) // (fails only once closed)
+	}
+}
+
+// clearDeadline lets the next read of the channel block. chMu is held.
+func (c *cq) clearDeadline() {
+	if c.past {
+		c.past = false
+		_ = c.file.SetReadDeadline(time.Time{})
+	}
+}
+
+// watchCtx makes the end of ctx kick the waiter. The registration is kept
+// for the next wait with the same context (no allocation per wait).
+func (c *cq) watchCtx(ctx context.Context) {
+	c.chMu.Lock()
+	defer c.chMu.Unlock()
+	if ctx == c.ctx || c.closing {
+		return
+	}
+	if c.ctxStop != nil {
+		c.ctxStop()
+		c.ctxStop = nil
+	}
+	c.ctx = ctx
+	if ctx.Done() != nil {
+		c.ctxStop = context.AfterFunc(ctx, c.kickCtx)
+	}
+}

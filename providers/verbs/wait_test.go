@@ -1,0 +1,241 @@
+//go:build verbs && cgo
+
+package verbs_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/providers/verbs"
+)
+
+// openRaw opens the test IA through the provider itself, not the
+// registry, so that its objects are the provider's own (the verbs
+// package's test hooks look inside them).
+func openRaw(t *testing.T) api.IA {
+	t.Helper()
+	ia, err := verbs.Provider{}.Open(context.Background(), api.OpenParams{Name: "verbs-raw", Params: vmIP().String(), AsyncEVDQLen: 16, ThreadSafe: true})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := ia.Close(api.CloseAbrupt); err != nil && !errors.Is(err, api.ErrInvalidHandle) {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return ia
+}
+
+type waitResult struct {
+	ev  api.Event
+	err error
+}
+
+// waitParked starts a Wait on e and returns once it blocks on the CQ's
+// completion channel; its result comes on the channel returned.
+func waitParked(t *testing.T, ctx context.Context, e api.EVD) <-chan waitResult {
+	t.Helper()
+	res := make(chan waitResult, 1)
+	go func() {
+		var r waitResult
+		_, r.err = e.Wait(ctx, 1, &r.ev)
+		res <- r
+	}()
+	for end := time.Now().Add(10 * time.Second); !verbs.WaitParked(e); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the Wait never blocked on the completion channel")
+		}
+	}
+	return res
+}
+
+// result is the outcome of a Wait started by waitParked, bounded so that
+// a Wait that is never woken fails the test instead of hanging it.
+func result(t *testing.T, res <-chan waitResult) waitResult {
+	t.Helper()
+	select {
+	case r := <-res:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Wait was not woken")
+		return waitResult{}
+	}
+}
+
+// TestWaitTakesItsOwnNotifications checks that a blocked Wait is woken
+// by the completion channel itself: the receive's notification is taken
+// by the waiting goroutine, never by the CQ's watcher, round after round.
+func TestWaitTakesItsOwnNotifications(t *testing.T) {
+	needDevice(t)
+	client, server := connectSides(t, newSideOn(t, openRaw(t)), newSideOn(t, openRaw(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for round := range 5 {
+		cookie := api.Cookie(7) // (posted by connectSides)
+		if round > 0 {
+			cookie = api.Cookie(100 + round)
+			if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(0, 64)}, cookie, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := waitParked(t, ctx, server.evd)
+		w0, d0 := verbs.CQNotes(server.evd)
+		if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 8)}, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		r := result(t, res)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.ev.Number != api.DTOCompletionEvent || r.ev.DTO.Cookie != cookie || r.ev.DTO.Status != api.DTOSuccess {
+			t.Fatalf("round %d: event %v %+v, want the receive %d", round, r.ev.Number, r.ev.DTO, cookie)
+		}
+		w1, d1 := verbs.CQNotes(server.evd)
+		if w1 != w0 || d1 == d0 {
+			t.Fatalf("round %d: notifications taken by the watcher %d→%d, by the waiter %d→%d; want the waiter's alone", round, w0, w1, d0, d1)
+		}
+		client.wait(t, api.DTOCompletionEvent)
+	}
+}
+
+// TestBlockedWaitEnds checks the ways a Wait blocked on the completion
+// channel ends other than a completion: its context, a software event,
+// Free of the EVD and the IA's close; and that a wait after a cancelled
+// one blocks again rather than returning at once (no kick left over).
+// Each is a bounded no-hang check; the package's TestMain checks that no
+// goroutine is left behind.
+func TestBlockedWaitEnds(t *testing.T) {
+	needDevice(t)
+	ia := openRaw(t)
+	evd, err := ia.CreateEVD(8, nil, api.EVDDTO|api.EVDSoftware)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	res := waitParked(t, ctx, evd)
+	cancel()
+	if r := result(t, res); !errors.Is(r.err, api.ErrInterruptedCall) {
+		t.Fatalf("a cancelled Wait returned %v, want ErrInterruptedCall", r.err)
+	}
+
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	var ev api.Event
+	if _, err := evd.Wait(short, 1, &ev); !errors.Is(err, api.ErrTimeoutExpired) {
+		t.Fatalf("a Wait after a cancelled one returned %v, want ErrTimeoutExpired after 50 ms", err)
+	}
+
+	res = waitParked(t, context.Background(), evd)
+	if err := evd.PostSE(&api.Event{Number: api.SoftwareEvent, Software: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, res); r.err != nil || r.ev.Number != api.SoftwareEvent || r.ev.Software != "hi" {
+		t.Fatalf("Wait after PostSE: %v %+v", r.err, r.ev)
+	}
+
+	res = waitParked(t, context.Background(), evd)
+	if err := evd.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, res); !errors.Is(r.err, api.ErrAbort) {
+		t.Fatalf("a Wait on a freed EVD returned %v, want ErrAbort", r.err)
+	}
+
+	evd2, err := ia.CreateEVD(8, nil, api.EVDDTO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = waitParked(t, context.Background(), evd2)
+	if err := ia.Close(api.CloseAbrupt); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, res); !errors.Is(r.err, api.ErrAbort) {
+		t.Fatalf("a Wait on a closed IA returned %v, want ErrAbort", r.err)
+	}
+}
+
+// TestWatcherAfterWaits checks that the CQ's watcher gets the completion
+// channel back from the waits: at once when the EVD comes to feed a CNO
+// (which then hears of the next completion), and a Wait after that takes
+// it again; and by itself after waits stop, so that completions reach
+// the queue with nobody waiting or polling.
+func TestWatcherAfterWaits(t *testing.T) {
+	needDevice(t)
+	client, server := connectSides(t, newSideOn(t, openRaw(t)), newSideOn(t, openRaw(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cno, err := server.ia.CreateCNO(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.evd.ModifyCNO(cno); err != nil {
+		t.Fatal(err)
+	}
+	if !verbs.WatcherOwns(server.evd) {
+		t.Fatal("the watcher did not get the channel back when the EVD came to feed a CNO")
+	}
+	send := func() {
+		t.Helper()
+		if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 8)}, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		client.wait(t, api.DTOCompletionEvent)
+	}
+	send() // to receive 7
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		e, err := cno.Triggered()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == server.evd {
+			break
+		}
+		if e != nil || time.Now().After(end) {
+			t.Fatalf("the receive triggered %v, want the EVD", e)
+		}
+	}
+	server.wait(t, api.DTOCompletionEvent)
+
+	if err := server.evd.ModifyCNO(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(0, 64)}, 8, 0); err != nil {
+		t.Fatal(err)
+	}
+	res := waitParked(t, ctx, server.evd)
+	_, d0 := verbs.CQNotes(server.evd)
+	send()
+	if r := result(t, res); r.err != nil || r.ev.DTO.Cookie != 8 {
+		t.Fatalf("Wait: %v %+v", r.err, r.ev.DTO)
+	}
+	if _, d1 := verbs.CQNotes(server.evd); d1 == d0 {
+		t.Fatal("the Wait after the CNO was detached did not take the notification itself")
+	}
+
+	for end := time.Now().Add(10 * time.Second); !verbs.WatcherOwns(server.evd); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the watcher did not get the channel back after the waits stopped")
+		}
+	}
+	if err := server.ep.PostRecv([]api.LMRTriplet{server.seg(0, 64)}, 9, 0); err != nil {
+		t.Fatal(err)
+	}
+	w0, _ := verbs.CQNotes(server.evd)
+	send()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if w, _ := verbs.CQNotes(server.evd); w > w0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("no notification reached the watcher")
+		}
+	}
+	var ev api.Event
+	if err := server.evd.Dequeue(&ev); err != nil || ev.DTO.Cookie != 9 {
+		t.Fatalf("Dequeue: %v %+v", err, ev.DTO)
+	}
+}
