@@ -75,21 +75,23 @@ type cq struct {
 	// Who reads the channel: the watcher, or the EVD's driven waits
 	// (wait.go). All under chMu, which is taken last of all locks (the
 	// queue kicks with its own held).
-	rc       syscall.RawConn
-	chMu     sync.Mutex
-	owner    int
-	evicting bool            // a waiter asked the watcher for the channel
-	parked   bool            // the driven waiter blocks (or is about to) on the channel
-	past     bool            // file's read deadline is in the past (a kick)
-	waited   bool            // a driven wait ended since lookBack last looked
-	backSet  bool            // back is set
-	closing  bool            // destroy has begun
-	back     *time.Timer     // lookBack
-	ctx      context.Context // the context whose end kicks (ctxStop)
-	ctxStop  func() bool
-	handed   chan struct{} // the watcher has handed the channel over (capacity 1)
-	resume   chan struct{} // the channel is the watcher's again (capacity 1)
-	stop     chan struct{} // closed by destroy
+	rc    syscall.RawConn
+	chMu  sync.Mutex
+	owner int
+	// waitersOwn is owner == ownWaiters, for settle.
+	waitersOwn atomic.Bool
+	evicting   bool            // a waiter asked the watcher for the channel
+	parked     bool            // the driven waiter blocks (or is about to) on the channel
+	past       bool            // file's read deadline is in the past (a kick)
+	waited     bool            // a driven wait ended since lookBack last looked
+	backSet    bool            // back is set
+	closing    bool            // destroy has begun
+	back       *time.Timer     // lookBack
+	ctx        context.Context // the context whose end kicks (ctxStop)
+	ctxStop    func() bool
+	handed     chan struct{} // the watcher has handed the channel over (capacity 1)
+	resume     chan struct{} // the channel is the watcher's again (capacity 1)
+	stop       chan struct{} // closed by destroy
 	// The driven waiter's own (one at a time): what its read found.
 	parkFn func(uintptr) bool
 	got    bool
@@ -230,6 +232,9 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 // a Dequeue or a CNO attached meanwhile takes them at once).
 func (e *evd) settle() {
 	c := e.cq
+	if c.waitersOwn.Load() {
+		return // (the watcher settles when it has the channel back: yield)
+	}
 	if c.polled.Swap(false) && !e.cnoFed.Load() && e.waiting.Load() == 0 {
 		c.timer.Reset(pollCheck)
 		return

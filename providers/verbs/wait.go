@@ -22,6 +22,14 @@ const (
 	ownWaiters        // the EVD's driven waits (driveWait)
 )
 
+// waitHold is how long the driven waits keep the completion channel after
+// the last of them: a consumer that waits now and then, a stream's writer
+// waiting for room, say, would otherwise pay the hand-over to the watcher
+// and back (several goroutine wake-ups) on each wait. The price is that
+// completions nobody waits for or dequeues stay in the CQ up to two
+// periods.
+const waitHold = 20 * time.Millisecond
+
 // longAgo is a read deadline in the past: setting it wakes whoever is
 // blocked reading the channel's descriptor.
 var longAgo = time.Unix(1, 0)
@@ -38,7 +46,7 @@ var longAgo = time.Unix(1, 0)
 //
 // The channel is read by one goroutine at a time: the first driven wait
 // takes it from the watcher (take), and the waits keep it until no wait
-// has begun for a pollCheck period, or until the EVD feeds a CNO, when
+// has begun for a waitHold period, or until the EVD feeds a CNO, when
 // the watcher gets it back (giveBack) and arms the CQ again.
 func (e *evd) driveWait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
 	c := e.cq
@@ -145,6 +153,7 @@ func (c *cq) yield(e *evd) bool {
 	}
 	c.evicting = false
 	c.owner = ownWaiters
+	c.waitersOwn.Store(true)
 	c.clearDeadline()
 	c.chMu.Unlock()
 	c.handed <- struct{}{}
@@ -159,7 +168,7 @@ func (c *cq) yield(e *evd) bool {
 
 // waitEnded notes the end of a driven wait. The channel goes back to the
 // watcher at once if the EVD feeds a CNO (only the watcher triggers it),
-// else once a pollCheck period passes without a wait (lookBack): until
+// else once a waitHold period passes without a wait (lookBack): until
 // then, completions that come while nobody waits or dequeues stay in the
 // CQ.
 func (c *cq) waitEnded(e *evd) {
@@ -177,7 +186,7 @@ func (c *cq) waitEnded(e *evd) {
 	c.waited = true
 	if !c.backSet {
 		c.backSet = true
-		c.back.Reset(pollCheck)
+		c.back.Reset(waitHold)
 	}
 }
 
@@ -194,7 +203,7 @@ func (c *cq) lookBack(e *evd) {
 	case c.waited:
 		c.waited = false
 		c.backSet = true
-		c.back.Reset(pollCheck)
+		c.back.Reset(waitHold)
 	default:
 		c.giveBack()
 	}
@@ -214,6 +223,7 @@ func (c *cq) cnoAttached(e *evd) {
 // giveBack makes the channel the watcher's again. chMu is held.
 func (c *cq) giveBack() {
 	c.owner = ownWatcher
+	c.waitersOwn.Store(false)
 	select {
 	case c.resume <- struct{}{}:
 	default:

@@ -161,8 +161,9 @@ func TestBlockedWaitEnds(t *testing.T) {
 // TestWatcherAfterWaits checks that the CQ's watcher gets the completion
 // channel back from the waits: at once when the EVD comes to feed a CNO
 // (which then hears of the next completion), and a Wait after that takes
-// it again; and by itself after waits stop, so that completions reach
-// the queue with nobody waiting or polling.
+// it again; not within a few milliseconds of the last wait; and by itself
+// after waits stop, so that completions reach the queue with nobody
+// waiting or polling.
 func TestWatcherAfterWaits(t *testing.T) {
 	needDevice(t)
 	client, server := connectSides(t, newSideOn(t, openRaw(t)), newSideOn(t, openRaw(t)))
@@ -212,8 +213,17 @@ func TestWatcherAfterWaits(t *testing.T) {
 	if r := result(t, res); r.err != nil || r.ev.DTO.Cookie != 8 {
 		t.Fatalf("Wait: %v %+v", r.err, r.ev.DTO)
 	}
+	ended := time.Now()
 	if _, d1 := verbs.CQNotes(server.evd); d1 == d0 {
 		t.Fatal("the Wait after the CNO was detached did not take the notification itself")
+	}
+	// The waits keep the channel a while after the last one (waitHold,
+	// 20 ms), so that waits a few milliseconds apart do not hand it to
+	// the watcher and back each time. (Checked only if the look comes
+	// within 15 ms: the VM may be slow.)
+	time.Sleep(5 * time.Millisecond)
+	if owns := verbs.WatcherOwns(server.evd); owns && time.Since(ended) < 15*time.Millisecond {
+		t.Fatalf("the watcher had the channel back %v after the last wait", time.Since(ended))
 	}
 
 	for end := time.Now().Add(10 * time.Second); !verbs.WatcherOwns(server.evd); time.Sleep(time.Millisecond) {
