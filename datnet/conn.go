@@ -60,6 +60,8 @@ type Conn struct {
 	inWait       atomic.Bool       // a goroutine is in EVD.Wait
 	kicked       atomic.Bool       // a kick is queued
 	kickEv       api.Event         // the software event of a kick
+	rdSpin       spinner           // how long Reads wait (progress.go)
+	wrSpin       spinner           // how long Writes wait
 	wev          api.Event         // the event the waitTok holder takes
 	wiov         [1]api.LMRTriplet // the writer's (under wlock)
 
@@ -203,7 +205,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		c.block(c.canRead, c.readable, c.rdl)
+		c.block(c.canRead, c.readable, c.rdl, &c.rdSpin)
 		dl = c.rdl.wait()
 	}
 }
@@ -274,7 +276,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			// The last credit stays for a credit return or the end
 			// mark (see doc.go), so data needs two.
 			c.mu.Unlock()
-			c.block(c.canWrite, c.writable, c.wdl)
+			c.block(c.canWrite, c.writable, c.wdl, &c.wrSpin)
 			dl = c.wdl.wait()
 			continue
 		}

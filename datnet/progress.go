@@ -2,14 +2,27 @@ package datnet
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
+
+	"github.com/godat/godat/api"
 )
 
 // Who takes a connection's events. A Read or Write that cannot go on takes
-// them itself: first spinning on Dequeue for up to spinTime (a provider
-// such as tcp makes progress inside Dequeue), then blocked in EVD.Wait, so
-// that the goroutine the data is for is the one the provider wakes. One
-// goroutine at a time may wait on the EVD: it holds c.waitTok.
+// them itself: first spinning on Dequeue (a provider such as tcp makes
+// progress inside Dequeue), then blocked in EVD.Wait, so that the
+// goroutine the data is for is the one the provider wakes. One goroutine
+// at a time may wait on the EVD: it holds c.waitTok.
+//
+// How long a call spins adapts to how long its kind of call (Read, Write)
+// has lately waited (spinner): half as long again as the recent average,
+// at least spinTime and at most maxSpin, and only spinTime while that
+// average is maxSpin or more. On an RDMA adapter a message is there
+// within microseconds and the calls spin spinTime; on a slow transport
+// (soft-RoCE, emulated machines) where a blocked wait's wake-up costs as
+// much as a round trip, a call whose answers come within maxSpin spins
+// until they do, as rsocket's non-blocking mode does; a connection whose
+// peer is idle spins spinTime and sleeps.
 //
 // The event loop (run) makes progress when nobody calls: it returns
 // credits and finishes sends and notices a disconnect for a connection
@@ -21,8 +34,31 @@ import (
 // costs no wake-ups.
 const (
 	spinTime  = 20 * time.Microsecond
+	maxSpin   = time.Millisecond
 	standDown = 2 * time.Millisecond
 )
+
+// spinner learns how long a kind of blocking call waits, for the spin.
+type spinner struct {
+	avg atomic.Int64 // nanoseconds: an average of the recent waits, each counted up to 2 × maxSpin
+}
+
+// limit is how long the next call spins before it blocks.
+func (s *spinner) limit() time.Duration {
+	a := time.Duration(s.avg.Load())
+	if a >= maxSpin {
+		return spinTime
+	}
+	return min(maxSpin, max(spinTime, a+a/2))
+}
+
+// learn adds a wait of d to the average. (Concurrent calls may lose an
+// update: the average is a hint.)
+func (s *spinner) learn(d time.Duration) {
+	d = min(d, 2*maxSpin)
+	a := s.avg.Load()
+	s.avg.Store(a + (int64(d)-a)/8)
+}
 
 // start begins the connection's event loop; the connection is established
 // and the peer's hello read.
@@ -81,9 +117,9 @@ func (c *Conn) run(ctx context.Context) {
 }
 
 // block waits, taking events, until ready (evaluated under c.mu) may
-// hold, sig is signalled, the connection closes or dl passes. The caller
-// checks again which it was.
-func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline) {
+// hold, sig is signalled, the connection closes or dl passes; sp learns
+// how long the events took. The caller checks again which it was.
+func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spinner) {
 	c.calls.Add(1)
 	if c.active.Add(1) == 1 && c.runWaiting.Load() {
 		c.kick()
@@ -93,13 +129,17 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline) {
 			signal(c.idle)
 		}
 	}()
-	if c.spin(ready) {
+	start := time.Now()
+	if c.spin(ready, start, sp.limit()) {
+		sp.learn(time.Since(start))
 		return
 	}
 	expired := dl.wait()
 	select {
 	case c.waitTok <- struct{}{}:
-		c.waitEvents(c.runCtx, ready, expired)
+		if c.waitEvents(c.runCtx, ready, expired) {
+			sp.learn(time.Since(start))
+		}
 		<-c.waitTok
 	case <-sig:
 	case <-c.closed:
@@ -107,11 +147,10 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline) {
 	}
 }
 
-// spin takes events until ready holds or spinTime passes, and reports
-// whether it held.
-func (c *Conn) spin(ready func() bool) bool {
-	var start time.Time
-	for i := 0; ; i++ {
+// spin takes events until ready holds or limit has passed since start,
+// and reports whether it held.
+func (c *Conn) spin(ready func() bool, start time.Time, limit time.Duration) bool {
+	for i := 1; ; i++ {
 		c.mu.Lock()
 		c.drain()
 		ok := ready()
@@ -119,30 +158,26 @@ func (c *Conn) spin(ready func() bool) bool {
 		if ok {
 			return true
 		}
-		if i&15 == 0 {
-			if i == 0 {
-				start = time.Now()
-			} else if time.Since(start) > spinTime {
-				return false
-			}
+		if i&15 == 0 && time.Since(start) > limit {
+			return false
 		}
 	}
 }
 
-// waitEvents waits for the next event and applies it and any behind it.
-// The caller holds c.waitTok. A call (ready given) returns early when
+// waitEvents waits for the next event and applies it and any behind it,
+// and reports whether it took one. The caller holds c.waitTok. A call (ready given) returns early when
 // ready already holds, when expired (its deadline) has passed or the
 // connection has closed; the event loop (ready nil), which serves Close
 // too, when a call has begun. Each of those kicks a waiter (kick), and
 // each is checked again once the waiter is visible to the kicker
 // (inWait), so that neither can miss the other.
-func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) {
+func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) bool {
 	if ready != nil {
 		c.mu.Lock()
 		ok := ready()
 		c.mu.Unlock()
 		if ok {
-			return
+			return false
 		}
 	}
 	c.inWait.Store(true)
@@ -154,7 +189,7 @@ func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan
 	}
 	if stop {
 		c.inWait.Store(false)
-		return
+		return false
 	}
 	_, err := c.evd.Wait(ctx, 1, &c.wev)
 	c.inWait.Store(false)
@@ -164,11 +199,12 @@ func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan
 		if ctx.Err() == nil {
 			c.fail(err)
 		}
-		return
+		return false
 	}
 	c.handle(&c.wev)
 	c.drain()
 	c.pump()
+	return c.wev.Number != api.SoftwareEvent // (not a kick)
 }
 
 // kick ends the EVD wait under way, if any, with a software event: at

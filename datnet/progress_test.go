@@ -58,3 +58,43 @@ func TestBlockedReadCostsNoLoopTurns(t *testing.T) {
 		t.Errorf("the event loop turned %d times while a Read was blocked (a timer of %v would turn it about %d times)", n, standDown, 200*time.Millisecond/standDown)
 	}
 }
+
+// The spin adapts to how long calls wait: spinTime at first and for
+// waits of maxSpin or more, half as long again as short waits, never
+// more than maxSpin.
+func TestSpinnerLimit(t *testing.T) {
+	var s spinner
+	if got := s.limit(); got != spinTime {
+		t.Errorf("a new spinner spins %v, want %v", got, spinTime)
+	}
+	for range 100 {
+		s.learn(300 * time.Microsecond)
+	}
+	if got := s.limit(); got < 400*time.Microsecond || got > 460*time.Microsecond {
+		t.Errorf("after waits of 300µs the spin is %v, want about 450µs", got)
+	}
+	for range 100 {
+		s.learn(5 * time.Microsecond)
+	}
+	if got := s.limit(); got != spinTime {
+		t.Errorf("after waits of 5µs the spin is %v, want %v", got, spinTime)
+	}
+	for range 100 {
+		s.learn(900 * time.Microsecond)
+	}
+	if got := s.limit(); got != maxSpin {
+		t.Errorf("after waits of 900µs the spin is %v, want %v", got, maxSpin)
+	}
+	for range 100 {
+		s.learn(time.Hour)
+	}
+	if got := s.limit(); got != spinTime {
+		t.Errorf("after waits of an hour the spin is %v, want %v", got, spinTime)
+	}
+	for range 30 {
+		s.learn(300 * time.Microsecond)
+	}
+	if got := s.limit(); got == spinTime {
+		t.Errorf("30 waits of 300µs after long ones still spin only %v", got)
+	}
+}
