@@ -34,14 +34,16 @@ const pollCheck = time.Millisecond
 // completions, with its completion channel. A goroutine parked in Go's
 // network poller on the channel's (non-blocking) descriptor drains the CQ
 // into the EVD's queue when the device signals a completion; Dequeue
-// drains it too, so that a consumer that only polls needs no wake-up.
+// drains it too, so that a consumer that only polls needs no wake-up. A
+// Wait that blocks reads the channel itself instead, and the watcher
+// waits meanwhile until the Waits give it back (wait.go).
 //
 // The CQ is armed (a notification asked for) except while a consumer
 // polls: a Dequeue that finds the EVD empty marks the CQ polled, and the
 // watcher, woken by a notification, then leaves it unarmed and a timer
 // looks again every pollCheck; once a whole period passes without such a
-// Dequeue, or as soon as a Wait starts, the CQ is armed again. An EVD
-// that feeds a CNO, or has a Wait in progress, stays armed. Events godat
+// Dequeue, or as soon as a Wait blocks, the CQ is armed again. An EVD
+// that feeds a CNO, or has a Wait blocked, stays armed. Events godat
 // posts directly to an EVD whose CQ is unarmed (connection events,
 // flushes) drain the CQ first, so that they keep their place after the
 // completions before them.

@@ -128,19 +128,42 @@
 // EVD: a bounded queue of events in Go memory (package eventq). An EVD
 // created for DTO or RMR bind completions owns a completion queue
 // (ibv_create_cq, as deep as the EVD) on a completion channel whose
-// non-blocking descriptor a goroutine watches through Go's network
-// poller: it holds no OS thread while it waits and spins on nothing. When
-// the device signals, the goroutine drains the CQ into the queue, up to 32
-// completions per cgo call into a C array allocated with the EVD, and
-// arms the CQ again; Dequeue drains it too when the queue is empty, so a
-// consumer that polls needs no wake-up. While a consumer polls (a Dequeue
-// found the queue empty since the last look), the goroutine leaves the CQ
-// unarmed, so that completions cost no notification, and looks again
-// every millisecond; the CQ is armed again after a millisecond without
-// such a Dequeue, when a Wait starts, and always while the EVD feeds a
-// CNO. An event godat posts to the EVD itself (a connection event, a
-// flush) first drains an unarmed CQ, so it stays behind the completions
-// that came before it. Connection events come from the IA's rdma_cm
+// non-blocking descriptor is read through Go's network poller: a reader
+// holds no OS thread while it waits and spins on nothing. Its reader is
+// either the EVD's watcher goroutine or a blocked Wait itself.
+//
+// The watcher: when the device signals, it drains the CQ into the queue,
+// up to 32 completions per cgo call into a C array allocated with the
+// EVD, and arms the CQ again; Dequeue drains it too when the queue is
+// empty, so a consumer that polls needs no wake-up. While a consumer
+// polls (a Dequeue found the queue empty since the last look), the
+// watcher leaves the CQ unarmed, so that completions cost no
+// notification, and looks again every millisecond; the CQ is armed again
+// after a millisecond without such a Dequeue, and always while the EVD
+// feeds a CNO.
+//
+// A Wait that must block reads the channel itself (a driven wait, as the
+// tcp provider's waiter drives its sockets): it arms the CQ, drains it,
+// and parks in the poller on the channel's descriptor; the completion's
+// notification wakes that goroutine alone, which takes and acknowledges
+// the channel event (ibv_get_cq_event, ibv_ack_cq_events), drains the CQ
+// and returns, leaving the CQ unarmed until the next wait arms it. So a
+// completion costs the waiter one wake-up, where a watcher in between
+// would add its own and a hand-off (rsocket's blocking calls, too, sleep
+// on the channel in the calling thread). One goroutine reads the channel at a
+// time: the first Wait takes it from the watcher (a read deadline in the
+// past wakes the watcher, which hands it over), and the Waits keep it
+// until 20 ms pass without one, or until the EVD comes to feed a CNO,
+// when the watcher gets it back and arms the CQ; meanwhile completions
+// nobody waits for or dequeues stay in the CQ. Whatever else must end a
+// blocked Wait (an event posted to the queue otherwise, PostSE, the end
+// of its context, SetUnwaitable, Free, the IA's close) sets the
+// descriptor's read deadline in the past, and the Wait asks the queue
+// again (eventq's BeginWait and Check).
+//
+// An event godat posts to the EVD itself (a connection event, a flush)
+// first drains an unarmed CQ, so it stays behind the completions that
+// came before it. Connection events come from the IA's rdma_cm
 // event channel, watched the same way. Posting and completing allocate
 // nothing in Go (TestFastPathAllocatesNothing).
 //
@@ -175,7 +198,8 @@
 // use (RecvCompletionFlags) is armed for solicited and failed completions
 // alone; its successful receives are queued without notifying, and the
 // watcher raises one notification for the EVD once a notification's
-// completions are queued. A CQ shared with request queues or with EPs
+// completions are queued (a driven Wait is woken by the same
+// notifications). A CQ shared with request queues or with EPs
 // without solicited wait is armed for every completion, and there every
 // receive notifies, solicited or not (the one case where the provider
 // cannot keep the page's rule). The kind of arm is chosen once work may
