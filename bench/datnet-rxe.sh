@@ -23,7 +23,8 @@
 #            calls that spin, and with -T b, blocking calls (rsocket polls
 #            a while, then sleeps on the completion channel).
 #
-# datnet's Read and Write spin a while on the EVD, then wait on it: between
+# datnet's Read and Write spin on the EVD (20 µs, or up to 1 ms while
+# their recent waits were shorter than that), then wait on it: between
 # rstream's two modes. qemu runs in TCG emulation here: absolute numbers
 # mean little, the ratios in the same boot are what counts.
 #
