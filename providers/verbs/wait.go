@@ -50,11 +50,10 @@ var longAgo = time.Unix(1, 0)
 // the watcher gets it back (giveBack) and arms the CQ again.
 func (e *evd) driveWait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
 	c := e.cq
+	defer c.waitEnded(e)
 	if done, n, err := e.Q.BeginWait(threshold, ev); done {
-		e.waiting.Add(-1)
 		return n, err
 	}
-	defer c.waitEnded(e)
 	if !c.take() {
 		// The watcher has ended: the CQ is being destroyed (the queue
 		// is closed) or its channel failed (reported).
@@ -166,11 +165,13 @@ func (c *cq) yield(e *evd) bool {
 	return true
 }
 
-// waitEnded notes the end of a driven wait. The channel goes back to the
-// watcher at once if the EVD feeds a CNO (only the watcher triggers it),
-// else once a waitHold period passes without a wait (lookBack): until
-// then, completions that come while nobody waits or dequeues stay in the
-// CQ.
+// waitEnded notes the end of a Wait on the EVD, whether it blocked or
+// found its event queued (e.waiting counts it until then: lookBack
+// leaves the channel to a wait in progress and counts on its end to look
+// again). The channel goes back to the watcher at once if the EVD feeds
+// a CNO (only the watcher triggers it), else once a waitHold period
+// passes without a wait (lookBack): until then, completions that come
+// while nobody waits or dequeues stay in the CQ.
 func (c *cq) waitEnded(e *evd) {
 	c.chMu.Lock()
 	defer c.chMu.Unlock()

@@ -249,3 +249,39 @@ func TestWatcherAfterWaits(t *testing.T) {
 		t.Fatalf("Dequeue: %v %+v", err, ev.DTO)
 	}
 }
+
+// TestWatcherAfterQuickWaits checks that Waits that find their event
+// already queued keep the hand-back of the completion channel going: after
+// a stretch of them, the watcher gets the channel back.
+func TestWatcherAfterQuickWaits(t *testing.T) {
+	needDevice(t)
+	ia := openRaw(t)
+	evd, err := ia.CreateEVD(8, nil, api.EVDDTO|api.EVDSoftware)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	se := &api.Event{Number: api.SoftwareEvent}
+	res := waitParked(t, ctx, evd) // (the waits take the channel)
+	if err := evd.PostSE(se); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, res); r.err != nil {
+		t.Fatal(r.err)
+	}
+	var ev api.Event
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		if err := evd.PostSE(se); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := evd.Wait(ctx, 1, &ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for end := time.Now().Add(10 * time.Second); !verbs.WatcherOwns(evd); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the watcher did not get the channel back after Waits that found their events queued")
+		}
+	}
+}
