@@ -91,6 +91,9 @@ func (c *cmChannel) watch(i *ia, rc syscall.RawConn) {
 		if err != nil || got < 0 {
 			return
 		}
+		if e := c.ev.event; e == C.RDMA_CM_EVENT_DISCONNECTED || e == C.RDMA_CM_EVENT_DEVICE_REMOVAL {
+			i.drainBefore(c.ev.id)
+		}
 		i.mu.Lock()
 		if !i.Closed() {
 			owner := i.owners[c.ev.id]
@@ -105,6 +108,26 @@ func (c *cmChannel) watch(i *ia, rc syscall.RawConn) {
 			}
 		}
 		i.mu.Unlock()
+	}
+}
+
+// drainBefore drains the CQs of the EP of cm id before its disconnect is
+// handled, so that completions already there come first: a DTO that
+// failed here before the peer left (and made it leave) breaks the
+// connection (BROKEN), as when a waiter or the watcher had drained them
+// at once. Without ia.mu, so that a drain under way (which polled
+// completions and waits for ia.mu to deliver them) finishes first.
+func (i *ia) drainBefore(id *C.struct_rdma_cm_id) {
+	var evds [2]*evd
+	i.mu.Lock()
+	if p, ok := i.owners[id].(*ep); ok && !i.closed {
+		evds = [2]*evd{p.recvEVD, p.reqEVD}
+	}
+	i.mu.Unlock()
+	for _, e := range evds {
+		if e != nil {
+			e.drain(false) // (an EVD freed meanwhile has no CQ memory left: nothing is polled)
+		}
 	}
 }
 

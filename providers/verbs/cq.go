@@ -346,13 +346,15 @@ func (e *evd) pollBatches(locked bool) {
 	}
 }
 
-// catchUp drains an unarmed CQ before an event is posted to its EVD
-// directly, so that the event comes after the completions before it.
-// ia.mu is held. A drain already running (the one that completes, or a
-// concurrent one) is left to deliver its batch.
+// catchUp drains the CQ before an event is posted to its EVD directly,
+// so that the event comes after the completions before it, if nobody is
+// about to: the CQ is unarmed, or the EVD's waits have the channel (and
+// no wait may be reading it). ia.mu is held. A drain already running
+// (the one that completes, or a concurrent one) is left to deliver its
+// batch.
 func (e *evd) catchUp() {
 	c := e.cq
-	if c == nil || c.armed.Load() || !c.pollMu.TryLock() {
+	if c == nil || c.armed.Load() && !c.waitersOwn.Load() || !c.pollMu.TryLock() {
 		return
 	}
 	defer c.pollMu.Unlock()

@@ -89,7 +89,10 @@
 // Disconnect moves the QP to the error state, which flushes outstanding
 // DTOs (FLUSHED), and sends the CM disconnect; both sides get
 // DISCONNECTED. A DTO that fails for any other reason breaks the
-// connection (BROKEN). DTOs posted on a DISCONNECTED EP complete FLUSHED
+// connection (BROKEN); the peer's disconnect that such a failure causes
+// is handled only after the EP's CQs are drained, so the side whose DTO
+// failed gets BROKEN even when nobody was taking its completions. DTOs
+// posted on a DISCONNECTED EP complete FLUSHED
 // at once, without the device. Modify of anything the QP depends on (PZ,
 // request or receive EVD, queue sizes) makes a new QP, which is allowed
 // only while nothing is posted.
