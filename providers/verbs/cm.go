@@ -120,7 +120,7 @@ func (c *cmChannel) watch(i *ia, rc syscall.RawConn) {
 func (i *ia) drainBefore(id *C.struct_rdma_cm_id) {
 	var evds [2]*evd
 	i.mu.Lock()
-	if p, ok := i.owners[id].(*ep); ok && !i.closed {
+	if p, ok := i.owners[id].(*ep); ok && !i.Closed() {
 		evds = [2]*evd{p.recvEVD, p.reqEVD}
 	}
 	i.mu.Unlock()
