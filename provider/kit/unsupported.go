@@ -10,7 +10,10 @@ import "github.com/godat/godat/api"
 //
 // The provider's attributes must agree with what it leaves out (for
 // instance ProviderAttr.SRQSupported false, IAAttr.MaxRMRs 0), so that
-// consumers and the conformance suite know not to ask for it.
+// consumers know not to ask for it. The conformance suite skips the
+// checks of a feature whose absence the attributes can state (SRQs, PSPs
+// that create EPs, EP receive counts) and checks the others all the same
+// (docs/decisions.md, "The provider kit").
 
 func unsupported(what string) error {
 	return api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider does not support "+what)
