@@ -11,17 +11,15 @@ import (
 	"github.com/godat/godat/provider/kit/eventq"
 )
 
-// evd is an Event Dispatcher (dat_evd_create(3DAT)). Its events wait in an
-// eventq.Queue; software, async and connection events are posted to it
-// directly.
+// evd is an Event Dispatcher (dat_evd_create(3DAT)): the kit's EVD, whose
+// queue takes software, async and connection events directly, with a CQ
+// for completions that its own Dequeue, Wait and ModifyCNO look after.
 type evd struct {
 	api.ContextSlot
-	dispatch.QueueControl // Q, the event queue
+	dispatch.EVD
 
-	ia    *ia
-	flags api.EVDFlags
-	cno   *dispatch.CNO // the CNO it feeds, or nil; guarded by ia.mu
-	cq    *cq           // for DTO and RMR bind completions; nil without those streams
+	ia *ia
+	cq *cq // for DTO and RMR bind completions; nil without those streams
 	// cnoFed is cno != nil, for the CQ's watcher (it keeps such a CQ armed).
 	cnoFed atomic.Bool
 	// waiting counts the Waits in progress (the watcher keeps the CQ armed
@@ -29,9 +27,11 @@ type evd struct {
 	waiting atomic.Int32
 }
 
-func newEVD(i *ia, qlen int, flags api.EVDFlags) *evd {
-	e := &evd{ia: i, flags: flags}
-	e.Q = eventq.New(qlen, e)
+// newEVD makes an EVD of i; async is the IA's async EVD, nil when this is
+// it.
+func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
+	e := &evd{ia: i}
+	e.Init(e, i, &i.mu, qlen, i.dev.attr.MaxCQE, flags, async)
 	return e
 }
 
@@ -51,7 +51,7 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 	if err := i.evds.Room(); err != nil {
 		return nil, err
 	}
-	e := newEVD(i, qlen, flags)
+	e := newEVD(i, qlen, flags, &i.async.EVD)
 	if flags&(api.EVDDTO|api.EVDRMRBind) != 0 {
 		c, err := newCQ(e, qlen)
 		if err != nil {
@@ -67,8 +67,8 @@ func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, e
 // attachCNO makes the EVD feed c (nil: no CNO), keeping cnoFed in step.
 // ia.mu is held.
 func (e *evd) attachCNO(c *dispatch.CNO) {
-	e.cno = dispatch.Attach(e.Q, e.cno, c)
-	e.cnoFed.Store(e.cno != nil)
+	e.SetCNO(c)
+	e.cnoFed.Store(c != nil)
 }
 
 // post delivers an event the provider raises itself, not a completion
@@ -89,36 +89,13 @@ func (e *evd) deliver(ev *api.Event, notify bool) {
 	if e == nil || e.Q == nil {
 		return
 	}
-	dispatch.Post(e.Q, ev, notify, e, e.ia.async.Q)
+	e.Post(ev, notify)
 }
-
-// HandleType reports HandleEVD (dat_get_handle_type(3DAT)).
-func (e *evd) HandleType() api.HandleType { return api.HandleEVD }
-
-// Query returns the EVD's queue length, state, CNO and flags
-// (dat_evd_query(3DAT)).
-func (e *evd) Query() (api.EVDParam, error) {
-	e.ia.mu.Lock()
-	defer e.ia.mu.Unlock()
-	p := dispatch.Param(e.Q, e.flags, e.cno)
-	p.IA = e.ia
-	return p, nil
-}
-
-// Resize changes the queue length without losing events
-// (dat_evd_resize(3DAT)).
-func (e *evd) Resize(qlen int) error { return dispatch.Resize(e.Q, qlen, e.ia.dev.attr.MaxCQE) }
-
-// PostSE queues a software event (dat_evd_post_se(3DAT)).
-func (e *evd) PostSE(ev *api.Event) error { return dispatch.PostSE(e.Q, e.flags, ev) }
 
 // Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
 func (e *evd) Dequeue(ev *api.Event) error {
-	if ev == nil {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-	}
-	err := e.Q.Dequeue(ev)
-	if err == nil || e.cq == nil {
+	err := e.EVD.Dequeue(ev)
+	if err == nil || e.cq == nil || !eventq.IsEmpty(err) {
 		return err
 	}
 	// Nothing queued: look in the CQ, so that a consumer that polls needs
@@ -148,14 +125,12 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 // ModifyCNO changes the CNO the EVD feeds; nil detaches it
 // (dat_evd_modify_cno(3DAT)).
 func (e *evd) ModifyCNO(cnoArg api.CNO) error {
-	e.ia.mu.Lock()
-	c, err := dispatch.AsCNO(cnoArg, e.ia)
-	if err != nil {
-		e.ia.mu.Unlock()
+	if err := e.EVD.ModifyCNO(cnoArg); err != nil {
 		return err
 	}
-	e.attachCNO(c)
-	fed := e.cno != nil
+	e.ia.mu.Lock()
+	fed := e.CNO() != nil
+	e.cnoFed.Store(fed)
 	e.ia.mu.Unlock()
 	if fed && e.cq != nil {
 		e.cq.cnoAttached(e)
@@ -169,11 +144,13 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 func (e *evd) Free() error {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	if e == e.ia.async {
+	if e == e.ia.async && !e.Released() {
 		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
-	e.attachCNO(nil)
-	e.Q.Close()
+	if err := e.Release(); err != nil {
+		return err
+	}
+	e.cnoFed.Store(false)
 	e.ia.evds.Remove(e)
 	if c := e.cq; c != nil {
 		// The watcher takes ia.mu to deliver: stop it without the lock.

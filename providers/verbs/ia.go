@@ -93,7 +93,7 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 		crs:  kit.NewSet[*cr](api.HandleCR, 0),
 	}
 	i.cnos = dispatch.NewCNOs(i, &i.mu, 0)
-	i.async = newEVD(i, qlen, api.EVDAsync)
+	i.async = newEVD(i, qlen, api.EVDAsync, nil)
 	i.InitIA(&i.mu, i.async)
 	i.sinkEVD = &evd{ia: i}
 	if i.cm, err = newCMChannel(i); err != nil {
@@ -151,7 +151,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	}
 	var cqs []*cq
 	for e := range i.evds.All() {
-		e.Q.Close()
+		e.Release()
 		if e.cq != nil {
 			cqs = append(cqs, e.cq)
 		}
@@ -169,7 +169,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	for z := range i.pzs.All() {
 		z.destroy()
 	}
-	i.async.Q.Close()
+	i.async.Release()
 	cnosIdle := i.cnos.CloseAll()
 	i.lmrs.Clear()
 	i.rmrs.Clear()
