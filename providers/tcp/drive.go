@@ -37,15 +37,14 @@ const maxDriven = 8
 // thread (a C program's, calling through godat's C ABI) is then handed
 // over to its own thread, a second wake-up.
 type driver struct {
-	mu     sync.Mutex // guards closed and kickFD against kicks racing a close
-	closed bool
-	ep     *os.File // the epoll instance (blocking: outside the runtime's poller)
+	mu     sync.Mutex // orders kicks against close, which closes kickFD
+	ep     *os.File   // the epoll instance (blocking: outside the runtime's poller)
 	rc     syscall.RawConn
 	epfd   int
 	kickFD int // eventfd in ep
 
 	parked atomic.Bool // the waiter is (about to be) blocked: kick it
-	dead   atomic.Bool // closed: a blocked waiter returns
+	dead   atomic.Bool // closed (set under mu): a blocked waiter returns
 
 	// The waiter's own state (one waiter at a time: the queue refuses a
 	// second).
@@ -94,11 +93,17 @@ func (d *driver) kick() {
 		return
 	}
 	d.mu.Lock()
-	if !d.closed && d.parked.CompareAndSwap(true, false) {
-		var one = [8]byte{1}
-		_, _ = unix.Write(d.kickFD, one[:])
+	if !d.dead.Load() && d.parked.CompareAndSwap(true, false) {
+		d.ring()
 	}
 	d.mu.Unlock()
+}
+
+// ring writes the kick eventfd, which wakes a blocked waiter. d.mu is
+// held and the driver is not closed.
+func (d *driver) ring() {
+	var one = [8]byte{1}
+	_, _ = unix.Write(d.kickFD, one[:])
 }
 
 // kickCtx is kick for context.AfterFunc.
@@ -107,14 +112,12 @@ func (d *driver) kickCtx() { d.kick() }
 // close releases the driver; a waiter still blocked on it is woken.
 func (d *driver) close() {
 	d.mu.Lock()
-	if d.closed {
+	if d.dead.Load() {
 		d.mu.Unlock()
 		return
 	}
-	d.closed = true
+	d.ring() // wakes a blocked waiter
 	d.dead.Store(true)
-	var one = [8]byte{1}
-	_, _ = unix.Write(d.kickFD, one[:]) // wakes a blocked waiter
 	unix.Close(d.kickFD)
 	d.mu.Unlock()
 	if d.stop != nil {

@@ -203,8 +203,6 @@ func NewCNOs(ia api.IA, mu sync.Locker, limit int) CNOs {
 	return CNOs{Set: kit.NewSet[*CNOObject](api.HandleCNO, limit), ia: ia, mu: mu}
 }
 
-var errIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
-
 // Create makes a CNO with wait agent agent, nil for none.
 func (t *CNOs) Create(agent api.WaitAgent) (api.CNO, error) {
 	return CNOResult(t.create(agent, false))
@@ -220,7 +218,7 @@ func (t *CNOs) create(agent api.WaitAgent, fd bool) (*CNOObject, error) {
 	// (The guard refuses creates once Close has begun; this is for callers
 	// without it: no descriptor may outlive the IA.)
 	if t.closed {
-		return nil, errIAClosed
+		return nil, kit.ErrIAClosed
 	}
 	if err := t.Room(); err != nil {
 		return nil, err
