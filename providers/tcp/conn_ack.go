@@ -13,6 +13,7 @@ type acks struct {
 	credTimer *time.Timer // sends a credit update or ACK that nothing carried
 	credArmed bool
 	rxWoke    bool          // the reader completed a receive with a notification
+	rxWrite   bool          // the reader placed an RDMA write (its consumer may watch the memory)
 	rxBulk    uint64        // payload bytes received since the last quick ACK (quickAck)
 	qaFn      func(uintptr) // quickAck's callback (made once: no allocation)
 	ackAt     atomic.Int64  // an ACK is left to pollers: ackOwed, or since when (UnixNano); 0: none

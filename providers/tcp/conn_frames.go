@@ -276,6 +276,7 @@ func (c *conn) endWrite(f *frame, err error) bool {
 		return false
 	}
 	c.placed = f.Seq
+	c.rxWrite = true
 	return c.ackIn(f, false)
 }
 
@@ -300,6 +301,7 @@ func (c *conn) onReadReq(f *frame) bool {
 	clear(c.rsegs)
 	c.respQueued++
 	c.placed = f.Seq
+	c.rxWrite = true
 	return c.ackIn(f, false)
 }
 

@@ -13,12 +13,14 @@ import (
 // documentation): while consumers poll the EVDs it feeds, its socket
 // leaves the runtime's poller and the pollers drive it.
 type quiet struct {
-	sk      *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
-	polled  atomic.Bool   // a poller tried to drive the connection since the reader last looked
-	rxCalls int           // waitFD calls in the current wait (reader scratch)
-	waitErr error         // waitFD's read error (reader scratch: pollers have rxErr)
-	goQuiet bool          // waitFD found pollers at work (reader scratch)
-	quietIn time.Duration // how long until the quiet check looks again (under ia.mu)
+	sk        *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
+	polled    atomic.Bool   // a poller tried to drive the connection since the reader last looked
+	rxCalls   int           // waitFD calls in the current wait: the first is before it (reader scratch)
+	busyLooks int           // the reader's recent looks that found pollers at work (reader scratch)
+	sawPolls  bool          // the current wait's looks found polls since the last (reader scratch)
+	waitErr   error         // waitFD's read error (reader scratch: pollers have rxErr)
+	goQuiet   bool          // waitFD found pollers at work (reader scratch)
+	quietIn   time.Duration // how long until the quiet check looks again (under ia.mu)
 }
 
 // A quiet connection's reader looks whether pollers still drive it
@@ -67,19 +69,28 @@ func (c *conn) isQuiet() bool { return c.sk != nil && !c.sk.Watching() }
 
 // waitFD is waitRx's callback: it takes the receive token and reads
 // without waiting; false (wait for the socket) if there is nothing to
-// read or a poller has the stream. Finding pollers at work (they polled
-// since the reader last looked, hold the token, or took what woke the
-// reader) it returns true without the token and sets goQuiet; in quiet
-// mode it leaves the stream alone (false), and the quiet check decides.
+// read or a poller has the stream. Once quietAfter of its looks in a row
+// found pollers at work (they polled since the reader last looked, hold
+// the token, or took what woke the reader) it returns true without the
+// token and sets goQuiet; in quiet mode it leaves the stream alone
+// (false), and the quiet check decides.
 func (c *conn) waitFD(fd uintptr) bool {
 	c.rxCalls++
+	counted := false
 	if c.sk != nil && !c.rxKick.Load() {
 		if c.isQuiet() {
 			return false // pollers drive the stream: wait for the quiet check
 		}
 		if c.polled.Load() {
-			c.goQuiet = true // pollers are at work: leave the stream to them
-			return true
+			c.polled.Store(false) // (each look needs polls of its own)
+			c.sawPolls = true
+			counted = true
+			if c.busyLook() {
+				c.goQuiet = true // pollers are at work: leave the stream to them
+				return true
+			}
+		} else if c.rxTok.Load() == 0 {
+			c.busyLooks >>= 1
 		}
 	}
 	if !c.rxTok.CompareAndSwap(0, 1) {
@@ -87,7 +98,7 @@ func (c *conn) waitFD(fd uintptr) bool {
 		// go, so data that woke us is not left unread.
 		c.rxMissed.Store(1)
 		if !c.rxTok.CompareAndSwap(0, 1) {
-			if c.sk != nil && !c.isQuiet() {
+			if c.sk != nil && !c.isQuiet() && !counted && c.busyLook() {
 				c.goQuiet = true
 				return true
 			}
@@ -108,7 +119,34 @@ func (c *conn) waitFD(fd uintptr) bool {
 		c.waitErr = io.EOF
 	default:
 		c.rbStart, c.rbEnd = 0, k
+		if c.rxCalls > 1 {
+			// Data woke the reader and no poller took it meanwhile:
+			// whatever they polled before, they do not read the
+			// stream as it comes.
+			c.busyLooks = 0
+		}
 	}
+	return true
+}
+
+// quietAfter is how many looks in a row must find pollers at work before
+// the reader goes quiet; a look that finds no poll since the last halves
+// the count, and a wake-up for data that no poller took clears it. A
+// consumer that spins on its EVDs takes what arrives before its reader
+// wakes, at every look. One that polls for its completions but otherwise
+// spins on memory (an RDMA-write ping-pong that watches its landing area,
+// as dtest -W does) does not take the peer's writes: quiet mode would
+// leave them in the socket until the next quiet check.
+const quietAfter = 8
+
+// busyLook counts a look of the reader's that found pollers at work and
+// reports whether enough did (quietAfter) for it to go quiet.
+func (c *conn) busyLook() bool {
+	c.busyLooks++
+	if c.busyLooks < quietAfter {
+		return false
+	}
+	c.busyLooks = 0 // (quiet mode, once it ends, needs fresh evidence)
 	return true
 }
 

@@ -152,7 +152,7 @@ func (c *conn) kicked(err error) bool {
 		c.quietIn = min(2*c.quietIn, quietMax)
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.quietIn))
 		if at := c.ackAt.Load(); at != 0 && (at == ackOwed || time.Now().UnixNano()-at >= int64(credDelay)) && c.ackDue() {
-			c.flush(true)
+			c.checkAck()
 		}
 		return true
 	}
@@ -165,15 +165,28 @@ func (c *conn) kicked(err error) bool {
 		c.cond.Signal()
 	}
 	if c.ackAt.Load() != 0 && c.ackDue() {
-		c.flush(true)
+		c.checkAck()
 	}
 	_ = c.nc.SetReadDeadline(time.Time{})
 	return true
 }
 
+// checkAck sends, at a quiet check, an ACK the pollers left owed. ia.mu
+// is held.
+func (c *conn) checkAck() {
+	if testHookCheckAck != nil {
+		testHookCheckAck()
+	}
+	c.flush(true)
+}
+
 // testHookQuiet, set by tests only, sees connections enter (true) and
-// leave (false) quiet mode.
-var testHookQuiet func(entered bool)
+// leave (false) quiet mode; testHookCheckAck sees a quiet check send an
+// ACK that nobody else did.
+var (
+	testHookQuiet    func(entered bool)
+	testHookCheckAck func()
+)
 
 // waitRx waits until there is something to read, and reads it into the
 // read-ahead buffer, or, with something buffered or a payload unfinished,
@@ -184,7 +197,7 @@ var testHookQuiet func(entered bool)
 func (c *conn) waitRx() error {
 	held := true
 	for {
-		c.waitErr, c.rxCalls, c.goQuiet = nil, 0, false
+		c.waitErr, c.rxCalls, c.goQuiet, c.sawPolls = nil, 0, false, false
 		if held {
 			c.rxTok.Store(0)
 			held = false
@@ -311,14 +324,21 @@ func (c *conn) step(polled, resume bool) bool {
 		mu.Lock()
 	}
 	ack := c.rbStart == c.rbEnd
-	if polled && c.rxWoke && ack && c.ackDue() && c.tx.Len() == 0 {
-		// The same: the polling consumer is about to see the
-		// receive and may answer; the ACK waits for its frames,
-		// for credDelay at most.
+	if (polled || c.sawPolls) && (c.rxWoke || c.rxWrite && c.placed == c.ackSent+1) && ack && c.ackDue() && c.tx.Len() == 0 {
+		// The same: the polling consumer (who read the frame, or
+		// polled before the reader woke for it) is about to see the
+		// receive, or the bytes of an RDMA write it watches for,
+		// and may answer; the ACK waits for its frames, for
+		// credDelay at most. (A peer that waits for the write's
+		// completion before it writes again, as in an RDMA-write
+		// ping-pong, then has it with the answer, which its own
+		// poll reads: neither side's reader needs to wake. A
+		// second write before the answer means the peer streams:
+		// its ACK goes at once.)
 		c.deferAck()
 		ack = false
 	}
-	c.rxWoke = false
+	c.rxWoke, c.rxWrite = false, false
 	c.deferWake--
 	if ok {
 		// Frames the handler queued go out now; an owed ACK too,

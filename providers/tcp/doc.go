@@ -151,8 +151,11 @@
 //     everything it read (ACKs are cumulative), and after a receive that
 //     notified a consumer it first lets that consumer run (it often
 //     answers at once, and its frames then carry the ACK); a polling
-//     consumer's receive (below) leaves the ACK to the answer for at most
-//     credDelay (20 µs), after which a timer sends it. A receive posted
+//     consumer's receive (below), or an RDMA write a polling consumer
+//     placed (it may be watching the memory: an RDMA-write ping-pong),
+//     leaves the ACK to the answer for at most credDelay (20 µs), after
+//     which a timer sends it, and a driven wait sends it before it
+//     blocks (its consumer answers nothing meanwhile). A receive posted
 //     while the peer may be out of credits arms the same timer; other
 //     credit updates ride on the next frame or ACK.
 //   - Quick TCP acknowledgements on streams. A socket that writes soon
@@ -234,10 +237,15 @@
 // while pollers drive a connection its input is not watched at all:
 //
 //   - The reader enters quiet mode when it finds pollers at work (they
-//     polled since it last looked, or one holds the receive token): at
-//     its next wake-up, or at its next frame boundary when it is busy
+//     polled since it last looked, or one holds the receive token) at
+//     quietAfter (8) of its looks in a row, a look that finds none halving
+//     the count: at a wake-up, or at a frame boundary when it is busy
 //     with a stream that never runs dry (it leaves what is buffered and
-//     an unfinished payload to them). Input is then unwatched: the
+//     an unfinished payload to them). A consumer that spins on its EVDs
+//     is seen at every look; one that polls only now and then, as an
+//     RDMA-write ping-pong that watches its landing area and dequeues
+//     one completion in ten (dtest -W), is not, and its reader keeps
+//     placing the peer's writes as they come. Input is then unwatched: the
 //     socket leaves the connection's input epoll instance (package
 //     internal/sock: a registration costs every arriving segment a
 //     callback), and the reader does not touch the stream. The end of

@@ -299,17 +299,14 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 	}
 	d.watchCtx(ctx)
 	defer d.disarm()
-	if l := e.feeds.Load(); l != nil {
-		// The consumer is about to block: an ACK that waits for its
-		// answer goes now.
-		for _, c := range *l {
-			c.lateAck(true)
-		}
-	}
 	for {
 		d.arm, d.armOut = d.arm[:0], d.armOut[:0]
 		if l := e.feeds.Load(); l != nil {
 			for _, c := range *l {
+				// The consumer is blocked: an ACK that waits for its
+				// answer (of a message it is yet to see, or of an RDMA
+				// write this wait placed) goes now.
+				c.lateAck(true)
 				if slices.Contains(d.busy, c) {
 					continue // its reader posts, and the post kicks
 				}

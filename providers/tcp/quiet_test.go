@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/godat/godat/api"
 )
@@ -603,5 +604,182 @@ func TestCNOWaitHandsBack(t *testing.T) {
 	}
 	if handed.Load() != 1 {
 		t.Fatalf("the CNO wait handed back %d connections, want the 1 feeding its EVD", handed.Load())
+	}
+}
+
+// TestMemoryWatcherKeepsReaderWatching runs the RDMA-write ping-pong of
+// dtest -W: each side watches the last byte of its landing area for the
+// peer's write, and spins on Dequeue only for the completions of its own
+// signalled writes (every one, or one in ten). Its consumers poll, but
+// nobody polls while it waits for the peer's write, so no connection may
+// go quiet: a quiet one would leave that write in the socket until the
+// reader's next quiet check.
+func TestMemoryWatcherKeepsReaderWatching(t *testing.T) {
+	for _, every := range []int{1, 10} {
+		t.Run(fmt.Sprintf("signal-every-%d", every), func(t *testing.T) { memoryWatcher(t, every) })
+	}
+}
+
+func memoryWatcher(t *testing.T, signalEvery int) {
+	var entered atomic.Int64
+	testHookQuiet = func(in bool) {
+		if in {
+			entered.Add(1)
+		}
+	}
+	t.Cleanup(func() { testHookQuiet = nil })
+	cli, srv := benchPair(t)
+	const size, rounds = 64, 400
+	// Each end's memory (outside the Go heap, which the provider's
+	// goroutines write without the race detector seeing why it is safe)
+	// holds its landing area and then its source.
+	type end struct {
+		c         *client
+		land, src []byte
+		srcTri    api.LMRTriplet
+		dst       api.RMRTriplet
+	}
+	mkEnd := func(c *client) *end {
+		mem, err := api.AllocMemory(2 * size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mem.Free() })
+		b := mem.Bytes()[:2*size]
+		l, err := c.ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: b}, api.MemPrivAll, api.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Free() })
+		p, _ := l.Query()
+		return &end{c: c, land: b[:size], src: b[size:], srcTri: p.Triplet(size, size), dst: p.RemoteTriplet(0, size)}
+	}
+	ce, se := mkEnd(cli), mkEnd(srv)
+	deadline := time.Now().Add(30 * time.Second)
+	// watch spins on the landing area's last byte (an atomic load of
+	// its word: the provider's reader stores it) without calling in.
+	watch := func(e *end, tag byte) error {
+		for spins := 1; ; spins++ {
+			w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&e.land[size-4])))
+			if byte(w>>24) == tag {
+				return nil
+			}
+			if spins&63 == 0 {
+				runtime.Gosched()
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the write of tag %d never landed", tag)
+				}
+			}
+		}
+	}
+	// write posts the write of round i to the peer's area; every
+	// signalEvery-th is signalled, and its completion is polled for.
+	write := func(from, to *end, i int) error {
+		from.src[size-1] = byte(1 + i%255)
+		flags := api.CompletionSuppress
+		if (i+1)%signalEvery == 0 {
+			flags = api.CompletionDefault
+		}
+		if err := from.c.ep.PostRDMAWrite([]api.LMRTriplet{from.srcTri}, api.Cookie(i), to.dst, flags); err != nil {
+			return err
+		}
+		if flags == api.CompletionSuppress {
+			return nil
+		}
+		var ev api.Event
+		for spins := 1; ; spins++ {
+			if spins&63 == 0 {
+				runtime.Gosched() // (the peer may share this P)
+			}
+			err := from.c.req.Dequeue(&ev)
+			if err == nil {
+				if ev.DTO.Status != api.DTOSuccess || ev.DTO.Cookie != api.Cookie(i) {
+					return fmt.Errorf("write %d: %+v", i, ev.DTO)
+				}
+				return nil
+			}
+			if !errors.Is(err, api.ErrQueueEmpty) {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("write %d never completed", i)
+			}
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		for i := range rounds {
+			if err := watch(se, byte(1+i%255)); err != nil {
+				errc <- err
+				return
+			}
+			if err := write(se, ce, i); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	for i := range rounds {
+		if err := write(ce, se, i); err != nil {
+			t.Fatal(err)
+		}
+		if err := watch(ce, byte(1+i%255)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if n := entered.Load(); n != 0 {
+		t.Fatalf("a consumer that polls only for the completions of its writes (one in %d signalled) made a connection quiet %d time(s)", signalEvery, n)
+	}
+}
+
+// TestDrivenWaitSendsWriteACK checks that a consumer blocked in a driven
+// Wait does not sit on the ACK of an RDMA write its wait placed: the ACK
+// of a write read by a poller waits for the consumer's answer, and a
+// blocked consumer answers nothing, so the wait sends it before it blocks
+// again, not the reader's next quiet check.
+func TestDrivenWaitSendsWriteACK(t *testing.T) {
+	var late atomic.Int64
+	testHookCheckAck = func() { late.Add(1) }
+	t.Cleanup(func() { testHookCheckAck = nil })
+	cli, srv := benchPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() {
+		var ev api.Event
+		_, err := srv.recv.Wait(ctx, 1, &ev) // blocks until cancel: nothing is sent
+		waited <- err
+	}()
+	mem, err := api.AllocMemory(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Free()
+	l, err := srv.ia.CreateLMR(srv.pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()[:64]}, api.MemPrivAll, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Free()
+	p, _ := l.Query()
+	const rounds = 100
+	var ev api.Event
+	for i := range rounds {
+		if err := cli.ep.PostRDMAWrite([]api.LMRTriplet{cli.lmr.Triplet(0, 64)}, api.Cookie(i), p.RemoteTriplet(0, 64), api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.req.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess || ev.DTO.Cookie != api.Cookie(i) {
+			t.Fatalf("write %d: %v %+v", i, err, ev.DTO)
+		}
+	}
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the server's Wait ended with %v", err)
+	}
+	if n := late.Load(); n > rounds/10 {
+		t.Fatalf("%d of %d write ACKs were left to the reader's quiet check", n, rounds)
 	}
 }
