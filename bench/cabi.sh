@@ -16,9 +16,10 @@
 # (-B does not change it), timed from the first, so the native rows run
 # 100 too (dattest warms up with 50 more): a run of 2000 averages away the
 # first round trips' costs, which dtest's number carries (4.7-5.2 against
-# 6.7-10.3 us native at 64 B, polling). dtest's RDMA-write ping-pong reaps a completion
-# every tenth write and otherwise only watches memory; dattest's calls
-# EVD.Dequeue while it spins. Needs dapl2-utils and a built library
+# 6.7-10.3 us native at 64 B, polling). dtest's RDMA-write ping-pong (2.1.10)
+# spins on dat_evd_dequeue for each write's completion and then watches
+# memory without calling in; dattest's calls EVD.Dequeue while it watches.
+# Needs dapl2-utils and a built library
 # (./cabi/build). Not part of CI: timings depend on the machine.
 set -u
 cd "$(dirname "$0")/.."

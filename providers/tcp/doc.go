@@ -239,14 +239,17 @@
 //   - The reader enters quiet mode when it finds pollers at work (they
 //     polled since it last looked, or one holds the receive token) at
 //     quietAfter (8) of its looks in a row, a look that finds none halving
-//     the count: at a wake-up, or at a frame boundary when it is busy
-//     with a stream that never runs dry (it leaves what is buffered and
-//     an unfinished payload to them). A consumer that spins on its EVDs
-//     is seen at every look; one that polls only now and then, as an
-//     RDMA-write ping-pong that watches its landing area and dequeues
-//     one completion in ten (dtest -W), is not, and its reader keeps
-//     placing the peer's writes as they come. Input is then unwatched: the
-//     socket leaves the connection's input epoll instance (package
+//     the count and a wake-up for data no poller took clearing it: at a
+//     wake-up, or at a frame boundary when it is busy with a stream that
+//     never runs dry (it leaves what is buffered and an unfinished
+//     payload to them). A consumer that spins on its EVDs is seen at
+//     every look; one that polls for the completions of its own writes
+//     but spins on its landing area for the peer's (an RDMA-write
+//     ping-pong, dtest -W) leaves a write that comes while it watches
+//     memory to the reader, and the reader keeps watching; once the
+//     ACKs ride on the answers (below), each write comes while the
+//     peer's consumer polls for the completion of its own. Input is then
+//     unwatched: the socket leaves the connection's input epoll instance (package
 //     internal/sock: a registration costs every arriving segment a
 //     callback), and the reader does not touch the stream. The end of
 //     the stream and errors are seen by the pollers' next read, which
