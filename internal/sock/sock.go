@@ -385,6 +385,20 @@ func (s *Conn) ReadNB(b []byte) (int, error) {
 	return n, nil
 }
 
+// Pending reports how many bytes the socket holds unread (0 after Close
+// or on an error: the caller only asks whether input waits).
+func (s *Conn) Pending() int {
+	if !s.incref() {
+		return 0
+	}
+	n, err := unix.IoctlGetInt(s.fd, unix.SIOCINQ)
+	s.decref()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // WritevNB is one vectored write of bufs that never waits (see the
 // function WritevNB for bufs, iov and limit): syscall.EAGAIN when the
 // socket has no room, net.ErrClosed after Close. It uses none of the

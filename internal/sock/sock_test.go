@@ -456,3 +456,30 @@ func TestNoAllocs(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestPending checks that Pending counts the bytes a socket holds unread,
+// and reports 0 once the socket is closed.
+func TestPending(t *testing.T) {
+	s, peer := pair(t)
+	if n := s.Pending(); n != 0 {
+		t.Fatalf("Pending on a fresh socket: %d", n)
+	}
+	if _, err := peer.Write(make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); s.Pending() != 100; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("Pending after 100 bytes: %d", s.Pending())
+		}
+	}
+	if _, err := s.ReadNB(make([]byte, 40)); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Pending(); n != 60 {
+		t.Fatalf("Pending after reading 40 of 100: %d", n)
+	}
+	s.Close()
+	if n := s.Pending(); n != 0 {
+		t.Fatalf("Pending after Close: %d", n)
+	}
+}

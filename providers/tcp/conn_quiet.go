@@ -13,14 +13,16 @@ import (
 // documentation): while consumers poll the EVDs it feeds, its socket
 // leaves the runtime's poller and the pollers drive it.
 type quiet struct {
-	sk        *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
-	polled    atomic.Bool   // a poller tried to drive the connection since the reader last looked
-	rxCalls   int           // waitFD calls in the current wait: the first is before it (reader scratch)
-	busyLooks int           // the reader's recent looks that found pollers at work (reader scratch)
-	sawPolls  bool          // the current wait's looks found polls since the last (reader scratch)
-	waitErr   error         // waitFD's read error (reader scratch: pollers have rxErr)
-	goQuiet   bool          // waitFD found pollers at work (reader scratch)
-	quietIn   time.Duration // how long until the quiet check looks again (under ia.mu)
+	sk          *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
+	polled      atomic.Bool   // a poller tried to drive the connection since the reader last looked
+	rxPolls     atomic.Uint32 // pollers' reads that returned data
+	rxPollsSeen uint32        // rxPolls at the last quiet check (under ia.mu)
+	rxCalls     int           // waitFD calls in the current wait: the first is before it (reader scratch)
+	busyLooks   int           // the reader's recent looks that found pollers at work (reader scratch)
+	sawPolls    bool          // the current wait's looks found polls since the last (reader scratch)
+	waitErr     error         // waitFD's read error (reader scratch: pollers have rxErr)
+	goQuiet     bool          // waitFD found pollers at work (reader scratch)
+	quietIn     time.Duration // how long until the quiet check looks again (under ia.mu)
 }
 
 // A quiet connection's reader looks whether pollers still drive it
@@ -41,12 +43,12 @@ func (c *conn) enterQuiet() {
 	if changed, err := c.sk.Watch(false); err == nil && changed {
 		c.polled.Store(false)
 		if testHookQuiet != nil {
-			testHookQuiet(true)
+			testHookQuiet(c, true)
 		}
 	}
 	c.ia.mu.Lock()
 	if !c.closing {
-		c.quietIn = quietCheck
+		c.quietIn, c.rxPollsSeen = quietCheck, c.rxPolls.Load()
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
 	}
 	c.ia.mu.Unlock()
@@ -59,7 +61,7 @@ func (c *conn) watchOn() {
 		return
 	}
 	if changed, err := c.sk.Watch(true); err == nil && changed && testHookQuiet != nil {
-		testHookQuiet(false)
+		testHookQuiet(c, false)
 	}
 }
 

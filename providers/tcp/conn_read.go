@@ -141,10 +141,18 @@ func (c *conn) kicked(err error) bool {
 	// (rxKick stays set: what a poller leaves to the reader is the end of
 	// the stream, and pollers keep off from then on.)
 	kick := c.rxKick.Load()
-	// A poller is at work if it polled since the last look, or is in
-	// the middle of a poll (it has the receive token: the reader has
-	// not) or of a write (a long one may span a look).
-	busy := c.polled.Swap(false) || c.rxTok.Load() != 0 || c.wbusy
+	// A poller is at work if it is in the middle of a poll (it has the
+	// receive token: the reader has not) or of a write (a long one may
+	// span a look), or if it polled since the last look, unless input
+	// waits that no poll since has read any of: then the pollers come
+	// only between messages (one that spins on memory for the next
+	// message, say), and the reader must take it.
+	polled := c.polled.Swap(false)
+	busy := c.rxTok.Load() != 0 || c.wbusy
+	if polled && !busy && c.isQuiet() {
+		busy = c.rxPolls.Load() != c.rxPollsSeen || c.sk.Pending() == 0
+	}
+	c.rxPollsSeen = c.rxPolls.Load()
 	c.settleReap()
 	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
@@ -160,6 +168,9 @@ func (c *conn) kicked(err error) bool {
 	// left the end of the stream to the reader: the reader watches the
 	// socket again, the writer finishes what they left unwritten, and
 	// they send what they left owed.
+	if testHookStall != nil && c.isQuiet() && c.sk.Pending() > 0 {
+		testHookStall(c)
+	}
 	c.watchOn()
 	if c.directRest || c.tx.Len() > 0 {
 		c.cond.Signal()
@@ -180,12 +191,14 @@ func (c *conn) checkAck() {
 	c.flush(true)
 }
 
-// testHookQuiet, set by tests only, sees connections enter (true) and
+// Set by tests only: testHookQuiet sees connections enter (true) and
 // leave (false) quiet mode; testHookCheckAck sees a quiet check send an
-// ACK that nobody else did.
+// ACK that nobody else did; testHookStall sees a quiet check end quiet
+// mode on a connection whose input waited for it.
 var (
-	testHookQuiet    func(entered bool)
+	testHookQuiet    func(c *conn, entered bool)
 	testHookCheckAck func()
+	testHookStall    func(c *conn)
 )
 
 // waitRx waits until there is something to read, and reads it into the
@@ -248,7 +261,11 @@ func (c *conn) pollDirFD(fd uintptr) {
 // directly; a net.TCPConn through its RawConn.
 func (c *conn) readNB(b []byte) (int, error) {
 	if c.sk != nil {
-		return c.sk.ReadNB(b)
+		n, err := c.sk.ReadNB(b)
+		if n > 0 {
+			c.rxPolls.Add(1)
+		}
+		return n, err
 	}
 	c.rxDst, c.rxN, c.rxErr = b, 0, nil
 	if err := c.rc.Control(c.pollDirFn); err != nil {

@@ -259,7 +259,12 @@
 //     after it went quiet and then twice as long after each look that
 //     found one, up to quietMax (16 ms): each look wakes a runtime
 //     thread, which preempts a polling consumer on a small machine.
-//     When none did, it watches the socket again.
+//     When none did, it watches the socket again; and so it does when
+//     input waits in the socket that no poll since the last look has
+//     read any of (pollers that come only between messages: a consumer
+//     that answers too slowly for its ACKs to ride, say, and watches
+//     memory for the next message), which bounds what such a consumer
+//     waits to two looks.
 //   - A post writes its frame itself, without waiting, when nothing is in
 //     flight. A consumer that streams (posts while earlier requests are
 //     in flight) has its frames written in batches, several per writev:
