@@ -347,6 +347,16 @@ func (ia *gIA) beginCreate() error {
 
 func (ia *gIA) endCreate() { ia.life.RUnlock() }
 
+// admitCreate is the start of every IA method that creates an object: the
+// IA handle must be live and the IA not closing. On success the caller
+// owes an endCreate.
+func (ia *gIA) admitCreate() error {
+	if err := ia.live(); err != nil {
+		return err
+	}
+	return ia.beginCreate()
+}
+
 // enter and leave serialize calls for a non-thread-safe IA.
 func (ia *gIA) enter() {
 	if ia.serial != nil {

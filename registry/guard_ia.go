@@ -110,10 +110,7 @@ func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreatePZ, &ia.hdr, h.start(opIACreatePZ), &err)
 	}
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	if err := ia.beginCreate(); err != nil {
+	if err := ia.admitCreate(); err != nil {
 		return nil, err
 	}
 	defer ia.endCreate()
@@ -132,10 +129,7 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateEVD, &ia.hdr, h.start(opIACreateEVD), &err)
 	}
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	if err := ia.beginCreate(); err != nil {
+	if err := ia.admitCreate(); err != nil {
 		return nil, err
 	}
 	defer ia.endCreate()
@@ -173,10 +167,7 @@ func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateCNO, &ia.hdr, h.start(opIACreateCNO), &err)
 	}
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	if err := ia.beginCreate(); err != nil {
+	if err := ia.admitCreate(); err != nil {
 		return nil, err
 	}
 	defer ia.endCreate()
@@ -196,10 +187,7 @@ func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateCNOFD, &ia.hdr, h.start(opIACreateCNOFD), &err)
 	}
-	if err := ia.live(); err != nil {
-		return nil, -1, err
-	}
-	if err := ia.beginCreate(); err != nil {
+	if err := ia.admitCreate(); err != nil {
 		return nil, -1, err
 	}
 	defer ia.endCreate()
@@ -263,18 +251,27 @@ func streamName(f api.EVDFlags) string {
 	return fmt.Sprintf("%#x", uint32(f))
 }
 
-func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
-	if err := ia.live(); err != nil {
+// admitCreateIn is admitCreate for an object created in a protection
+// zone: it also checks the PZ argument. On success the caller owes an
+// endCreate; on failure nothing is owed.
+func (ia *gIA) admitCreateIn(pz api.PZ) (*gPZ, error) {
+	if err := ia.admitCreate(); err != nil {
 		return nil, err
 	}
-	if err := ia.beginCreate(); err != nil {
-		return nil, err
-	}
-	defer ia.endCreate()
 	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
+	if err != nil {
+		ia.endCreate()
+		return nil, err
+	}
+	return gpz, nil
+}
+
+func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
+	gpz, err := ia.admitCreateIn(pz)
 	if err != nil {
 		return nil, err
 	}
+	defer ia.endCreate()
 	grecv, err := ia.evdFor(recvEVD, api.EVDDTO, api.SubHandleEVDRecv, "receive EVD")
 	if err != nil {
 		return nil, err
@@ -383,6 +380,19 @@ func evdP(g *gEVD) api.EVD {
 	return g.p
 }
 
+// crEVD checks the connection-request EVD a service point is created on:
+// unlike the EVDs of an EP it may not be nil.
+func (ia *gIA) crEVD(evd api.EVD) (*gEVD, error) {
+	g, err := ia.evdFor(evd, api.EVDCR, api.SubHandleEVDCR, "connection-request EVD")
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
+	}
+	return g, nil
+}
+
 func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api.PSP, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreatePSP, &ia.hdr, h.start(opIACreatePSP), &err)
@@ -429,12 +439,9 @@ func (ia *gIA) pspArgs(evd api.EVD, flags api.PSPFlags) (*gEVD, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
-	g, err := ia.evdFor(evd, api.EVDCR, api.SubHandleEVDCR, "connection-request EVD")
+	g, err := ia.crEVD(evd)
 	if err != nil {
 		return nil, err
-	}
-	if g == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
 	}
 	switch flags {
 	case api.PSPConsumer:
@@ -459,10 +466,7 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateRSP, &ia.hdr, h.start(opIACreateRSP), &err)
 	}
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	if err := ia.beginCreate(); err != nil {
+	if err := ia.admitCreate(); err != nil {
 		return nil, err
 	}
 	defer ia.endCreate()
@@ -470,12 +474,9 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err
 	if err != nil {
 		return nil, err
 	}
-	gevd, err := ia.evdFor(evd, api.EVDCR, api.SubHandleEVDCR, "connection-request EVD")
+	gevd, err := ia.crEVD(evd)
 	if err != nil {
 		return nil, err
-	}
-	if gevd == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
 	}
 	ia.enter()
 	p, err := ia.p.CreateRSP(q, gep.p, gevd.p)
@@ -493,17 +494,11 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateLMR, &ia.hdr, h.start(opIACreateLMR), &err)
 	}
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	if err := ia.beginCreate(); err != nil {
-		return nil, err
-	}
-	defer ia.endCreate()
-	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
+	gpz, err := ia.admitCreateIn(pz)
 	if err != nil {
 		return nil, err
 	}
+	defer ia.endCreate()
 	preg := region
 	var src *gLMR
 	switch region.Type {
@@ -558,17 +553,11 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateSRQ, &ia.hdr, h.start(opIACreateSRQ), &err)
 	}
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	if err := ia.beginCreate(); err != nil {
-		return nil, err
-	}
-	defer ia.endCreate()
-	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
+	gpz, err := ia.admitCreateIn(pz)
 	if err != nil {
 		return nil, err
 	}
+	defer ia.endCreate()
 	if !ia.pattr.SRQSupported {
 		return nil, api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider does not support shared receive queues")
 	}
