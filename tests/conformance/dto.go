@@ -78,6 +78,24 @@ func (t *checkT) remoteFault(p *pair, target *region, post func(cookie api.Cooki
 	target.unchanged(snap, "the refused RDMA operation")
 }
 
+// rdmaFault is remoteFault for an RDMA operation between a 64-byte client
+// region (local, rw) and a 64-byte server region (remote, privileges priv):
+// localFill and remoteFill, where not zero, fill the region the operation
+// reads from so that a byte that moves shows; post makes the operation.
+func (t *checkT) rdmaFault(priv api.MemPriv, localFill, remoteFill byte, post func(p *pair, local, remote *region, cookie api.Cookie) error) {
+	t.T.Helper()
+	p := t.pair()
+	remote := p.srv.region(64, priv)
+	local := p.cli.region(64, rw)
+	if localFill != 0 {
+		local.fill(0, 64, localFill)
+	}
+	if remoteFill != 0 {
+		remote.fill(0, 64, remoteFill)
+	}
+	t.remoteFault(p, remote, func(c api.Cookie) error { return post(p, local, remote, c) })
+}
+
 // sendFault is localFault for a send: the server has a receive posted into
 // a region that must stay untouched; the marker is a good 8-byte send that
 // must be the next thing that receive and the client's request queue see.

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bytes"
-	"fmt"
 
 	"github.com/godat/godat/api"
 )
@@ -31,16 +30,7 @@ func rdmaGroups() []group {
 				dst.unchanged(snap, "bytes outside the written range")
 			}},
 			{"DESCRIPTION (DESIGN §4)", "a consumer polling the request EVD while an RDMA write runs finds the bytes placed the moment the write's completion is visible", func(t *checkT) {
-				p := t.pair()
-				n := t.inPlaceLen(p, true)
-				src, dst := p.cli.region(n, rw), p.srv.region(n, remote)
-				inPlaceDo(func(round int) {
-					want := src.fill(0, n, byte(3+round*41))
-					clear(dst.b)
-					wp := t.poll(p.cli.req, api.Cookie(round), dst.b[:n], want, fmt.Sprintf("round %d, an RDMA write of %d bytes", round, n))
-					t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, n), api.Cookie(round), dst.rtr(0, n), api.CompletionDefault), "PostRDMAWrite")
-					wp.check()
-				})
+				t.inPlaceRDMA(true, 3, 41)
 			}},
 			{"DESCRIPTION", "an RDMA write consumes no receive at the target", func(t *checkT) {
 				p := t.pair()
@@ -83,31 +73,19 @@ func rdmaGroups() []group {
 				dst.unchanged(snap, "a zero-length RDMA write")
 			}},
 			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, and no target byte changes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x31)
-				t.remoteFault(p, dst, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0x31, 0, func(p *pair, src, dst *region, c api.Cookie) error {
 					rt := dst.rtr(0, 64)
 					rt.RMRContext = otherContext(dst.p.RMRContext)
 					return p.cli.ep.PostRDMAWrite(src.iov(0, 64), c, rt, api.CompletionDefault)
 				})
 			}},
 			{"RETURN VALUES", "a write running past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x32)
-				t.remoteFault(p, dst, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0x32, 0, func(p *pair, src, dst *region, c api.Cookie) error {
 					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.rtr(len(dst.b)-8, 16), api.CompletionDefault)
 				})
 			}},
 			{"RETURN VALUES", "a write reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x38)
-				t.remoteFault(p, dst, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0x38, 0, func(p *pair, src, dst *region, c api.Cookie) error {
 					return p.cli.ep.PostRDMAWrite(src.iov(0, 17), c, dst.rtr(len(dst.b)-16, 17), api.CompletionDefault)
 				})
 			}},
@@ -121,33 +99,21 @@ func rdmaGroups() []group {
 				})
 			}},
 			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: a suppressed write the target refuses still completes: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x3A)
-				t.remoteFault(p, dst, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0x3A, 0, func(p *pair, src, dst *region, c api.Cookie) error {
 					rt := dst.rtr(0, 16)
 					rt.RMRContext = otherContext(dst.p.RMRContext)
 					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, rt, api.CompletionSuppress)
 				})
 			}},
 			{"RETURN VALUES", "a write starting before the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x33)
-				t.remoteFault(p, dst, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0x33, 0, func(p *pair, src, dst *region, c api.Cookie) error {
 					rt := dst.rtr(0, 16)
 					rt.Addr -= 8
 					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, rt, api.CompletionDefault)
 				})
 			}},
 			{"RETURN VALUES", "a region without remote write privilege: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, rw|api.MemPrivRemoteRead)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x34)
-				t.remoteFault(p, dst, func(c api.Cookie) error {
+				t.rdmaFault(rw|api.MemPrivRemoteRead, 0x34, 0, func(p *pair, src, dst *region, c api.Cookie) error {
 					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.rtr(0, 16), api.CompletionDefault)
 				})
 			}},
@@ -190,16 +156,7 @@ func rdmaGroups() []group {
 				}
 			}},
 			{"DESCRIPTION (DESIGN §4)", "a consumer polling the request EVD while an RDMA read runs finds the bytes in the local buffer the moment the read's completion is visible", func(t *checkT) {
-				p := t.pair()
-				n := t.inPlaceLen(p, true)
-				src, dst := p.srv.region(n, remote), p.cli.region(n, rw)
-				inPlaceDo(func(round int) {
-					want := src.fill(0, n, byte(5+round*43))
-					clear(dst.b)
-					rp := t.poll(p.cli.req, api.Cookie(round), dst.b[:n], want, fmt.Sprintf("round %d, an RDMA read of %d bytes", round, n))
-					t.noErr(p.cli.ep.PostRDMARead(dst.iov(0, n), api.Cookie(round), src.rtr(0, n), api.CompletionDefault), "PostRDMARead")
-					rp.check()
-				})
+				t.inPlaceRDMA(false, 5, 43)
 			}},
 			{"DESCRIPTION", "a multi-segment local IOV is filled in IOV order", func(t *checkT) {
 				p := t.pair()
@@ -216,30 +173,19 @@ func rdmaGroups() []group {
 				}
 			}},
 			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, target untouched", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(64, remote)
-				src.fill(0, 64, 0x62)
-				dst := p.cli.region(64, rw)
-				t.remoteFault(p, src, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0, 0x62, func(p *pair, dst, src *region, c api.Cookie) error {
 					rt := src.rtr(0, 64)
 					rt.RMRContext = otherContext(src.p.RMRContext)
 					return p.cli.ep.PostRDMARead(dst.iov(0, 64), c, rt, api.CompletionDefault)
 				})
 			}},
 			{"RETURN VALUES", "a read running past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(64, remote)
-				dst := p.cli.region(64, rw)
-				t.remoteFault(p, src, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0, 0, func(p *pair, dst, src *region, c api.Cookie) error {
 					return p.cli.ep.PostRDMARead(dst.iov(0, 16), c, src.rtr(len(src.b)-8, 16), api.CompletionDefault)
 				})
 			}},
 			{"RETURN VALUES", "a region without remote read privilege: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(64, rw|api.MemPrivRemoteWrite)
-				src.fill(0, 64, 0x63)
-				dst := p.cli.region(64, rw)
-				t.remoteFault(p, src, func(c api.Cookie) error {
+				t.rdmaFault(rw|api.MemPrivRemoteWrite, 0, 0x63, func(p *pair, dst, src *region, c api.Cookie) error {
 					return p.cli.ep.PostRDMARead(dst.iov(0, 16), c, src.rtr(0, 16), api.CompletionDefault)
 				})
 			}},
@@ -250,10 +196,7 @@ func rdmaGroups() []group {
 				t.readTooShort(63, 64)
 			}},
 			{"RETURN VALUES", "a read reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(64, remote)
-				dst := p.cli.region(64, rw)
-				t.remoteFault(p, src, func(c api.Cookie) error {
+				t.rdmaFault(remote, 0, 0, func(p *pair, dst, src *region, c api.Cookie) error {
 					return p.cli.ep.PostRDMARead(dst.iov(0, 17), c, src.rtr(len(src.b)-16, 17), api.CompletionDefault)
 				})
 			}},

@@ -88,8 +88,7 @@ func freedEP(t *checkT) {
 	e := n.end(nil)
 	r := n.region(64, remote)
 	live := n.end(nil)
-	rmr, err := n.pz.CreateRMR()
-	t.noErr(err, "PZ.CreateRMR")
+	rmr := n.newRMR()
 	t.noErr(e.ep.Free(), "EP.Free")
 	ep := e.ep
 	t.allInvalidHandle(append([]call{
@@ -178,8 +177,7 @@ func freedCNO(t *checkT) {
 func freedLMR(t *checkT) {
 	p := t.pair()
 	r := p.srv.region(64, remote)
-	rmr, err := p.srv.pz.CreateRMR()
-	t.noErr(err, "PZ.CreateRMR")
+	rmr := p.srv.newRMR()
 	t.noErr(r.lmr.Free(), "LMR.Free")
 	t.allInvalidHandle(append([]call{
 		{"LMR.Query", func() error { _, err := r.lmr.Query(); return err }},
@@ -199,8 +197,7 @@ func freedLMR(t *checkT) {
 func freedRMR(t *checkT) {
 	p := t.pair()
 	r := p.srv.region(64, remote)
-	rmr, err := p.srv.pz.CreateRMR()
-	t.noErr(err, "PZ.CreateRMR")
+	rmr := p.srv.newRMR()
 	t.noErr(rmr.Free(), "RMR.Free")
 	t.allInvalidHandle(append([]call{
 		{"RMR.Query", func() error { _, err := rmr.Query(); return err }},

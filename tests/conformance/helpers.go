@@ -634,12 +634,19 @@ func (e *end) expectBind(rmr api.RMR, cookie api.Cookie, st api.DTOStatus, what 
 	}
 }
 
+// newRMR creates an RMR in n's PZ.
+func (n *node) newRMR() api.RMR {
+	n.t.T.Helper()
+	rmr, err := n.pz.CreateRMR()
+	n.t.noErr(err, "PZ.CreateRMR")
+	return rmr
+}
+
 // bind creates an RMR in e's PZ, binds it over n bytes at off of r on e's
 // EP, waits for the bind to complete and returns the remote triplet.
 func (e *end) bind(r *region, off, n int, priv api.MemPriv) (api.RMR, api.RMRTriplet) {
 	e.t.T.Helper()
-	rmr, err := e.pz.CreateRMR()
-	e.t.noErr(err, "PZ.CreateRMR")
+	rmr := e.newRMR()
 	return rmr, e.rebind(rmr, r, off, n, priv)
 }
 

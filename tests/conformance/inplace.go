@@ -135,3 +135,34 @@ func lastDiff(dst, want []byte) int {
 	}
 	return -1
 }
+
+// inPlaceRDMA is the in-place check of an RDMA write (write) or read on a
+// fresh pair: each round fills the side the operation reads from with the
+// pattern seed+round*step, clears the side it writes, and a poller on the
+// request EVD expects the written side to hold the pattern the moment the
+// completion is visible.
+func (t *checkT) inPlaceRDMA(write bool, seed, step int) {
+	t.T.Helper()
+	p := t.pair()
+	n := t.inPlaceLen(p, true)
+	var src, dst *region // src is read from, dst written to
+	if write {
+		src, dst = p.cli.region(n, rw), p.srv.region(n, remote)
+	} else {
+		src, dst = p.srv.region(n, remote), p.cli.region(n, rw)
+	}
+	inPlaceDo(func(round int) {
+		want := src.fill(0, n, byte(seed+round*step))
+		clear(dst.b)
+		cookie := api.Cookie(round)
+		if write {
+			wp := t.poll(p.cli.req, cookie, dst.b[:n], want, fmt.Sprintf("round %d, an RDMA write of %d bytes", round, n))
+			t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, n), cookie, dst.rtr(0, n), api.CompletionDefault), "PostRDMAWrite")
+			wp.check()
+			return
+		}
+		rp := t.poll(p.cli.req, cookie, dst.b[:n], want, fmt.Sprintf("round %d, an RDMA read of %d bytes", round, n))
+		t.noErr(p.cli.ep.PostRDMARead(dst.iov(0, n), cookie, src.rtr(0, n), api.CompletionDefault), "PostRDMARead")
+		rp.check()
+	})
+}

@@ -62,9 +62,8 @@ func memGroups() []group {
 			{"DESCRIPTION", "the bind completes with its cookie on the request EVD of the EP it was posted on", func(t *checkT) {
 				p := t.pair()
 				r := p.srv.region(64, remote)
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x77, api.CompletionDefault)
+				rmr := p.srv.newRMR()
+				_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x77, api.CompletionDefault)
 				t.noErr(err, "RMR.Bind")
 				p.srv.expectBind(rmr, 0x77, api.DTOSuccess, "the bind completion")
 			}},
@@ -127,8 +126,7 @@ func memGroups() []group {
 				r := p.srv.region(64, remote)
 				rr := p.cli.region(8, rw)
 				p.cli.postRecv(rr, 0, 8, 1)
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
+				rmr := p.srv.newRMR()
 				ctx, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0xF0, api.CompletionDefault)
 				t.noErr(err, "RMR.Bind")
 				msg := p.srv.region(8, rw)
@@ -173,29 +171,26 @@ func memGroups() []group {
 			{"RETURN VALUES", "a triplet outside the LMR is DAT_INVALID_PARAMETER", func(t *checkT) {
 				p := t.pair()
 				r := p.srv.region(64, remote)
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(r.lmr, r.tr(len(r.b)-8, 16), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				rmr := p.srv.newRMR()
+				_, err := rmr.Bind(r.lmr, r.tr(len(r.b)-8, 16), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
 				t.wantErr(err, api.ErrInvalidParameter, "Bind over a triplet running past the LMR")
 				t.works(p.cli, p.srv, "after the refused bind")
 			}},
 			{"RETURN VALUES", "a triplet whose lmr_context names another LMR than the LMR handle is DAT_INVALID_PARAMETER", func(t *checkT) {
 				p := t.pair()
 				a, b := p.srv.region(64, remote), p.srv.region(64, remote)
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
+				rmr := p.srv.newRMR()
 				tr := a.tr(0, 64) // a's memory, b's context
 				tr.LMRContext = b.p.LMRContext
-				_, err = rmr.Bind(a.lmr, tr, rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				_, err := rmr.Bind(a.lmr, tr, rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
 				t.wantErr(err, api.ErrInvalidParameter, "Bind of an LMR with a triplet naming another LMR")
 				t.works(p.cli, p.srv, "after the refused bind")
 			}},
 			{"PARAMETERS", "remote write on a window of an LMR without any write privilege is DAT_PRIVILEGES_VIOLATION", func(t *checkT) {
 				p := t.pair()
 				r := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivRemoteRead)
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(r.lmr, r.tr(0, 64), api.MemPrivRemoteWrite, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				rmr := p.srv.newRMR()
+				_, err := rmr.Bind(r.lmr, r.tr(0, 64), api.MemPrivRemoteWrite, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
 				if why, ok := p.srv.deviation(DeviationBindPrivileges); ok {
 					t.Logf("%s: the bind may succeed: the provider declares deviation %q: %s", t.ref, DeviationBindPrivileges, why)
 					if err == nil {
@@ -210,26 +205,23 @@ func memGroups() []group {
 				n := t.node()
 				e := n.end(nil)
 				r := n.region(64, remote)
-				rmr, err := n.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, e.ep, 1, api.CompletionDefault)
+				rmr := n.newRMR()
+				_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, e.ep, 1, api.CompletionDefault)
 				t.wantErr(err, api.ErrInvalidState, "Bind on an UNCONNECTED EP")
 			}},
 			{"DESCRIPTION", "a bind posted on a DISCONNECTED EP is accepted and flushed at once", func(t *checkT) {
 				p := t.disconnectedPair()
 				r := p.cli.region(64, remote)
-				rmr, err := p.cli.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.cli.ep, 0x42, api.CompletionDefault)
+				rmr := p.cli.newRMR()
+				_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.cli.ep, 0x42, api.CompletionDefault)
 				t.noErr(err, "Bind on a DISCONNECTED EP")
 				p.cli.expectBind(rmr, 0x42, api.DTOErrFlushed, "the flushed bind")
 			}},
 			{"RETURN VALUES", "a nil LMR (with a non-zero length) or a nil EP is DAT_INVALID_HANDLE", func(t *checkT) {
 				p := t.pair()
 				r := p.srv.region(64, remote)
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(nil, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				rmr := p.srv.newRMR()
+				_, err := rmr.Bind(nil, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
 				t.wantErr(err, api.ErrInvalidHandle, "Bind with a nil LMR")
 				_, err = rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, nil, 1, api.CompletionDefault)
 				t.wantErr(err, api.ErrInvalidHandle, "Bind with a nil EP")
@@ -237,9 +229,8 @@ func memGroups() []group {
 			{"RETURN VALUES", "an LMR of another IA is DAT_INVALID_HANDLE", func(t *checkT) {
 				p := t.pair()
 				foreign := p.cli.region(64, remote)
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
-				_, err = rmr.Bind(foreign.lmr, foreign.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				rmr := p.srv.newRMR()
+				_, err := rmr.Bind(foreign.lmr, foreign.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
 				t.wantErr(err, api.ErrInvalidHandle, "Bind with an LMR of another IA")
 			}},
 			{"RETURN VALUES", "an RMR of another PZ than the EP and LMR does not bind", func(t *checkT) {
@@ -267,8 +258,7 @@ func memGroups() []group {
 				t.noErr(err, "IA.CreatePZ")
 				r, err := p.srv.tryRegion(pz2, 64, remote, api.VATypeVA)
 				t.noErr(err, "IA.CreateLMR in a second PZ")
-				rmr, err := p.srv.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
+				rmr := p.srv.newRMR()
 				t.noCrossPZBind(p.srv, rmr, r, "an LMR of another PZ than the RMR and EP")
 			}},
 			{"DESCRIPTION (DESIGN §4)", "an RMR context works on the connections its scope allows and on no other", func(t *checkT) {
@@ -502,8 +492,7 @@ func memGroups() []group {
 			}},
 			{"DESCRIPTION", "a PZ used by an RMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the RMR is freed", func(t *checkT) {
 				n := t.node()
-				rmr, err := n.pz.CreateRMR()
-				t.noErr(err, "PZ.CreateRMR")
+				rmr := n.newRMR()
 				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an RMR")
 				t.noErr(rmr.Free(), "RMR.Free")
 				t.noErr(n.pz.Free(), "PZ.Free once the RMR is gone")
