@@ -191,34 +191,43 @@ func TestServerSurvivesVanishingClient(t *testing.T) {
 	checkAllPass(t, rep)
 }
 
+// benchSession opens IA name of cfg.reg, dials a bench session of
+// size-byte messages on it and asks for the server's window. The session
+// and then the IA are closed when the test ends.
+func benchSession(t *testing.T, ctx context.Context, name string, cfg clientConfig, size int) (*node, *client, remoteWindow) {
+	t.Helper()
+	n, err := openNode(ctx, cfg.reg, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := dial(ctx, n, cfg, sessionBench, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	w, err := c.window(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, c, w
+}
+
 // TestReadChecksData: the read run fails when the bytes it reads are not
 // the pattern the server was asked to fill in, at every read count.
 func TestReadChecksData(t *testing.T) {
 	cfg := inProcess(t)
 	ctx := testCtx(t)
-	n, err := openNode(ctx, cfg.reg, "loopback")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := n.close(); err != nil {
-			t.Error(err)
-		}
-	}()
 	const size = 4096
-	c, err := dial(ctx, n, cfg, sessionBench, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	w, err := c.window(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, c, w := benchSession(t, ctx, "loopback", cfg, size)
 	if w.readsIn <= 0 {
 		t.Errorf("the server did not say how many reads it serves (window %+v)", w)
 	}
@@ -251,6 +260,25 @@ func TestReadChecksData(t *testing.T) {
 	}
 	if _, err := c.read(ctx, w, dst, 2*size, win, 1, 10, 3, true, nil); err == nil {
 		t.Fatal("a read larger than the buffer ran")
+	}
+}
+
+// TestRawLatBW: the raw ping-pong and streaming baselines run in both
+// modes and report a latency and a throughput.
+func TestRawLatBW(t *testing.T) {
+	srv, err := startRawServer("127.0.0.1:0", 4, testTimeout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	for _, poll := range []bool{false, true} {
+		rc := rawClient{addr: srv.addr().String()}
+		if d, err := rc.lat(testCtx(t), 100, 3, 10, poll); err != nil || d <= 0 {
+			t.Errorf("raw ping-pong, poll %v: %v, %v", poll, d, err)
+		}
+		if bps, err := rc.bw(testCtx(t), 100, 3, 10, poll); err != nil || !(bps > 0) {
+			t.Errorf("raw stream, poll %v: %v B/s, %v", poll, bps, err)
+		}
 	}
 }
 

@@ -298,34 +298,30 @@ func (rc rawClient) dial(ctx context.Context, req rawReq) (*rawConn, func(), err
 // lat runs a ping-pong of warm+iters round trips and returns the one-way
 // latency of the timed ones.
 func (rc rawClient) lat(ctx context.Context, size, warm, iters int, poll bool) (time.Duration, error) {
-	r, closeFn, err := rc.dial(ctx, rawReq{op: rawLat, poll: poll, size: uint32(size), count: uint64(warm + iters)})
+	d, err := rc.timed(ctx, rawLat, size, warm, iters, poll)
 	if err != nil {
 		return 0, err
 	}
-	defer closeFn()
-	b := rawBuf(size)
-	var t0 time.Time
-	for i := 0; i < warm+iters; i++ {
-		if i == warm {
-			t0 = time.Now()
-			rc.prog.start()
-		}
-		if err := r.write(b); err != nil {
-			return 0, fmt.Errorf("raw TCP baseline: %w", err)
-		}
-		if err := r.readFull(b); err != nil {
-			return 0, fmt.Errorf("raw TCP baseline: %w", err)
-		}
-		rc.prog.add(1)
-	}
-	return time.Since(t0) / time.Duration(2*iters), nil
+	return d / time.Duration(2*iters), nil
 }
 
 // bw streams warm+iters messages and returns the throughput of the timed
 // ones in bytes per second. The warm-up messages are not timed; the
 // server's one-byte answer ends the run.
 func (rc rawClient) bw(ctx context.Context, size, warm, iters int, poll bool) (float64, error) {
-	r, closeFn, err := rc.dial(ctx, rawReq{op: rawBW, poll: poll, size: uint32(size), count: uint64(warm + iters)})
+	d, err := rc.timed(ctx, rawBW, size, warm, iters, poll)
+	if err != nil {
+		return 0, err
+	}
+	return float64(size) * float64(iters) / d.Seconds(), nil
+}
+
+// timed is the client side of a rawLat or rawBW run: it sends warm+iters
+// messages of size bytes, reading each one back for rawLat and the
+// server's one-byte answer after the last for rawBW, and returns how long
+// that took from the first timed message on.
+func (rc rawClient) timed(ctx context.Context, op uint8, size, warm, iters int, poll bool) (time.Duration, error) {
+	r, closeFn, err := rc.dial(ctx, rawReq{op: op, poll: poll, size: uint32(size), count: uint64(warm + iters)})
 	if err != nil {
 		return 0, err
 	}
@@ -340,12 +336,19 @@ func (rc rawClient) bw(ctx context.Context, size, warm, iters int, poll bool) (f
 		if err := r.write(b); err != nil {
 			return 0, fmt.Errorf("raw TCP baseline: %w", err)
 		}
+		if op == rawLat {
+			if err := r.readFull(b); err != nil {
+				return 0, fmt.Errorf("raw TCP baseline: %w", err)
+			}
+		}
 		rc.prog.add(1)
 	}
-	if err := r.readFull(b[:1]); err != nil {
-		return 0, fmt.Errorf("raw TCP baseline: %w", err)
+	if op == rawBW {
+		if err := r.readFull(b[:1]); err != nil {
+			return 0, fmt.Errorf("raw TCP baseline: %w", err)
+		}
 	}
-	return float64(size) * float64(iters) / time.Since(t0).Seconds(), nil
+	return time.Since(t0), nil
 }
 
 // read has the server send warm+iters messages of size bytes to the client,

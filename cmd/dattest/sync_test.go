@@ -51,29 +51,8 @@ func TestServerSyncCalls(t *testing.T) {
 		}
 	})
 	cfg.reg, cfg.ia = reg, "cli"
-	n, err := openNode(ctx, reg, "cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := n.close(); err != nil {
-			t.Error(err)
-		}
-	}()
 	const size = 256
-	c, err := dial(ctx, n, cfg, sessionBench, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	w, err := c.window(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, w := benchSession(t, ctx, "cli", cfg, size)
 
 	r0, w0 := syncCalls(t, srv)
 	if err := c.writeVerify(ctx, w, 0, 0, size, 1, 7); err != nil {
