@@ -263,28 +263,10 @@ func TestReadChecksData(t *testing.T) {
 	}
 }
 
-// TestRawLatBW: the raw ping-pong and streaming baselines run in both
-// modes and report a latency and a throughput.
-func TestRawLatBW(t *testing.T) {
-	srv, err := startRawServer("127.0.0.1:0", 4, testTimeout, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.stop()
-	for _, poll := range []bool{false, true} {
-		rc := rawClient{addr: srv.addr().String()}
-		if d, err := rc.lat(testCtx(t), 100, 3, 10, poll); err != nil || d <= 0 {
-			t.Errorf("raw ping-pong, poll %v: %v, %v", poll, d, err)
-		}
-		if bps, err := rc.bw(testCtx(t), 100, 3, 10, poll); err != nil || !(bps > 0) {
-			t.Errorf("raw stream, poll %v: %v B/s, %v", poll, bps, err)
-		}
-	}
-}
-
-// TestRawRead: the raw read baseline runs in both modes, and its server
-// ends a read connection whose request index is not the next one, and any
-// connection whose header names an unknown op or too large a size.
+// TestRawRead: the raw read baseline, like the ping-pong and the stream
+// ones, runs in both modes, and its server ends a read connection whose
+// request index is not the next one, and any connection whose header
+// names an unknown op or too large a size.
 func TestRawRead(t *testing.T) {
 	srv, err := startRawServer("127.0.0.1:0", 4, testTimeout, nil)
 	if err != nil {
@@ -295,6 +277,12 @@ func TestRawRead(t *testing.T) {
 		rc := rawClient{addr: srv.addr().String()}
 		if bps, err := rc.read(testCtx(t), 100, 3, 10, 20, poll); err != nil || !(bps > 0) {
 			t.Fatalf("raw read, poll %v: %v B/s, %v", poll, bps, err)
+		}
+		if d, err := rc.lat(testCtx(t), 100, 3, 10, poll); err != nil || d <= 0 {
+			t.Errorf("raw ping-pong, poll %v: %v, %v", poll, d, err)
+		}
+		if bps, err := rc.bw(testCtx(t), 100, 3, 10, poll); err != nil || !(bps > 0) {
+			t.Errorf("raw stream, poll %v: %v B/s, %v", poll, bps, err)
 		}
 	}
 	talk := func(req rawReq, reqs ...uint64) (int, error) {
