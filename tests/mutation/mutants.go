@@ -20,21 +20,22 @@ const (
 	gObj  = "registry/guard_objects.go"
 )
 
-// dropLive removes the freed-handle check at the top of a guard method
-// whose hooks line names op and whose check returns ret.
-func dropLive(id, file, op, ret, desc string) mutant {
+// dropCheck removes check from the top of a guard method whose hooks line
+// names op.
+func dropCheck(id, file, op, check, desc string) mutant {
 	hook := "\t\tdefer h.done(" + op + ", &g.hdr, h.start(" + op + "), &err)\n\t}\n"
-	return mutant{id: id, area: "guard", file: file, desc: desc,
-		old: hook + "\tif err := g.live(); err != nil {\n\t\treturn " + ret + "\n\t}\n",
-		new: hook}
+	return mutant{id: id, area: "guard", file: file, desc: desc, old: hook + check, new: hook}
+}
+
+// dropLive removes the freed-handle check (g.live) of a guard method whose
+// hooks line names op and whose check returns ret.
+func dropLive(id, file, op, ret, desc string) mutant {
+	return dropCheck(id, file, op, "\tif err := g.live(); err != nil {\n\t\treturn "+ret+"\n\t}\n", desc)
 }
 
 // dropFreed removes the freed check of a guard fast-path method.
 func dropFreed(id, file, op, ret, desc string) mutant {
-	hook := "\t\tdefer h.done(" + op + ", &g.hdr, h.start(" + op + "), &err)\n\t}\n"
-	return mutant{id: id, area: "guard", file: file, desc: desc,
-		old: hook + "\tif g.freed.Load() {\n\t\treturn " + ret + "\n\t}\n",
-		new: hook}
+	return dropCheck(id, file, op, "\tif g.freed.Load() {\n\t\treturn "+ret+"\n\t}\n", desc)
 }
 
 var mutants = []mutant{
