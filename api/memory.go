@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"unsafe"
@@ -50,12 +51,7 @@ func AllocMemory(size int) (*Memory, error) {
 		return nil, &Error{Type: InsufficientResources, Sub: SubResourceMemory, Msg: "mmap", Cause: err}
 	}
 	m := &Memory{b: b, fd: fd}
-	memMu.Lock()
-	i := sort.Search(len(memLive), func(i int) bool { return AddrOf(memLive[i].b) > AddrOf(b) })
-	memLive = append(memLive, nil)
-	copy(memLive[i+1:], memLive[i:])
-	memLive[i] = m
-	memMu.Unlock()
+	addLive(m)
 	return m, nil
 }
 
@@ -161,13 +157,17 @@ func MapMemory(fd int, addr VAddr) (*Memory, error) {
 		return nil, Errorf(InsufficientResources, SubResourceMemory, fmt.Sprintf("MapMemory: the kernel chose %#x instead of %#x", r, uint64(addr)))
 	}
 	m := &Memory{b: b, fd: dup}
-	memMu.Lock()
-	i := sort.Search(len(memLive), func(i int) bool { return AddrOf(memLive[i].b) > AddrOf(b) })
-	memLive = append(memLive, nil)
-	copy(memLive[i+1:], memLive[i:])
-	memLive[i] = m
-	memMu.Unlock()
+	addLive(m)
 	return m, nil
+}
+
+// addLive records m among the live regions, in address order, so that
+// MemoryOf finds it.
+func addLive(m *Memory) {
+	memMu.Lock()
+	defer memMu.Unlock()
+	i := sort.Search(len(memLive), func(i int) bool { return AddrOf(memLive[i].b) > AddrOf(m.b) })
+	memLive = slices.Insert(memLive, i, m)
 }
 
 // Bytes returns the whole region. The slice is invalid after Free.
