@@ -102,20 +102,11 @@ func connectGroups() []group {
 				t.wantErr(err, sub(api.InvalidState, api.EPConnected.StateSubtype()), "Connect on a CONNECTED EP")
 			}},
 			{"RETURN VALUES", "private data longer than MaxPrivateDataSize is DAT_INVALID_PARAMETER and the EP stays UNCONNECTED", func(t *checkT) {
-				srv, cli := t.node(), t.node()
-				_, q := srv.listen(api.PSPConsumer)
-				c := cli.end(nil)
-				err := c.ep.Connect(srv.attr.Address, q, connTimeout, make([]byte, cli.maxPD()+1), api.QOSBestEffort, api.ConnectDefault)
-				t.wantErr(err, api.ErrInvalidParameter, "Connect with MaxPrivateDataSize+1 bytes of private data")
-				t.wantState(c.ep, api.EPUnconnected, "after the refused Connect")
+				t.badConnect(func(cli *node) (time.Duration, []byte) { return connTimeout, make([]byte, cli.maxPD()+1) },
+					"Connect with MaxPrivateDataSize+1 bytes of private data")
 			}},
 			{"PARAMETERS", "a negative timeout other than DAT_TIMEOUT_INFINITE is DAT_INVALID_PARAMETER", func(t *checkT) {
-				srv, cli := t.node(), t.node()
-				_, q := srv.listen(api.PSPConsumer)
-				c := cli.end(nil)
-				err := c.ep.Connect(srv.attr.Address, q, -5*time.Millisecond, nil, api.QOSBestEffort, api.ConnectDefault)
-				t.wantErr(err, api.ErrInvalidParameter, "Connect with timeout -5ms")
-				t.wantState(c.ep, api.EPUnconnected, "after the refused Connect")
+				t.badConnect(func(*node) (time.Duration, []byte) { return -5 * time.Millisecond, nil }, "Connect with timeout -5ms")
 			}},
 			{"PARAMETERS", "DAT_TIMEOUT_INFINITE is a valid connect timeout", func(t *checkT) {
 				srv, cli := t.node(), t.node()
@@ -293,4 +284,18 @@ func connectGroups() []group {
 			}},
 		}},
 	}
+}
+
+// badConnect checks that Connect of a new EP to a listening PSP, with the
+// timeout and private data args returns for the client node, is
+// DAT_INVALID_PARAMETER and leaves the EP UNCONNECTED; what names the call.
+func (t *checkT) badConnect(args func(cli *node) (time.Duration, []byte), what string) {
+	t.T.Helper()
+	srv, cli := t.node(), t.node()
+	_, q := srv.listen(api.PSPConsumer)
+	c := cli.end(nil)
+	timeout, pd := args(cli)
+	err := c.ep.Connect(srv.attr.Address, q, timeout, pd, api.QOSBestEffort, api.ConnectDefault)
+	t.wantErr(err, api.ErrInvalidParameter, what)
+	t.wantState(c.ep, api.EPUnconnected, "after the refused Connect")
 }

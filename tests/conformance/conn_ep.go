@@ -113,11 +113,7 @@ func connEPGroups() []group {
 				t.noErr(err, "IA.CreateEP with one EVD for every stream")
 				c := &end{node: cli, ep: ep}
 				c.req, c.recv, c.conn = all, all, all
-				_, q := srv.listen(api.PSPConsumer)
-				c.connect(srv, q, nil)
-				ev := srv.expectCR("the CONNECTION_REQUEST")
-				s := srv.end(nil)
-				t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+				s := t.connectEnd(c, srv)
 				c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the shared EVD")
 				s.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the passive side")
 				rr := s.region(3*32, api.MemPrivLocalWrite)
@@ -190,18 +186,14 @@ func connEPGroups() []group {
 				c.postRecv(r, 0, 64, 5)
 				t.noErr(c.ep.Reset(), "EP.Reset of an UNCONNECTED EP")
 				t.wantState(c.ep, api.EPUnconnected, "after Reset")
-				_, q := srv.listen(api.PSPConsumer)
-				c.connect(srv, q, nil)
-				ev := srv.expectCR("the CONNECTION_REQUEST")
-				s := srv.end(nil)
-				t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+				s := t.connectEnd(c, srv)
 				c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED")
 				s.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the passive side")
 				sr := s.region(16, api.MemPrivLocalRead)
 				want := sr.fill(0, 16, 0x42)
 				s.postSend(sr, 0, 16, 6)
 				s.expectReq(6, api.DTOSuccess, "the send")
-				ev = c.expectRecv(5, api.DTOSuccess, "the receive posted before Reset")
+				ev := c.expectRecv(5, api.DTOSuccess, "the receive posted before Reset")
 				if ev.DTO.Length != 16 || !bytes.Equal(r.b[:16], want) {
 					t.Fatalf("the kept receive got %d bytes %x, want %x", ev.DTO.Length, r.b[:16], want)
 				}
@@ -282,11 +274,7 @@ func connEPGroups() []group {
 				if idle {
 					t.Fatalf("recv_idle is true with a receive posted")
 				}
-				_, q := srv.listen(api.PSPConsumer)
-				c.connect(srv, q, nil)
-				ev := srv.expectCR("the CONNECTION_REQUEST")
-				s := srv.end(nil)
-				t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+				s := t.connectEnd(c, srv)
 				c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED")
 				s.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the passive side")
 				sr := s.region(8, api.MemPrivLocalRead)

@@ -97,13 +97,7 @@ func postRecvGroups() []group {
 			}},
 			{"DESCRIPTION", "an unsignalled receive still completes, in order, on an EP configured for it", func(t *checkT) {
 				srv := t.serverNode()
-				a := srv.epAttr()
-				a.RecvCompletionFlags = api.CompletionUnsignalled
-				p := t.pairWith(pairCfg{srv: srv, srvAttr: a})
-				rr := p.srv.region(128, rw)
-				t.noErr(p.srv.ep.PostRecv(rr.iov(0, 64), 1, api.CompletionUnsignalled), "PostRecv(unsignalled)")
-				p.srv.postRecv(rr, 64, 64, 2)
-				sr := p.cli.region(8, rw)
+				p, sr := t.unsignalledRecvs(srv)
 				p.cli.postSend(sr, 0, 8, 3)
 				p.cli.postSend(sr, 0, 8, 4)
 				p.cli.expectReq(3, api.DTOSuccess, "the first send")
@@ -116,13 +110,7 @@ func postRecvGroups() []group {
 				// without polling for a receive that does not notify.
 				srv := t.serverNode()
 				c := srv.cnoOn(srv.recv, "the receive EVD")
-				a := srv.epAttr()
-				a.RecvCompletionFlags = api.CompletionUnsignalled
-				p := t.pairWith(pairCfg{srv: srv, srvAttr: a})
-				rr := p.srv.region(128, rw)
-				t.noErr(p.srv.ep.PostRecv(rr.iov(0, 64), 1, api.CompletionUnsignalled), "PostRecv(unsignalled)")
-				p.srv.postRecv(rr, 64, 64, 2)
-				sr := p.cli.region(8, rw)
+				p, sr := t.unsignalledRecvs(srv)
 				p.cli.postSend(sr, 0, 8, 3)
 				p.cli.expectReq(3, api.DTOSuccess, "the send into the unsignalled receive")
 				t.neverTriggered(c, "by an unsignalled receive's completion")
@@ -144,10 +132,7 @@ func postRecvGroups() []group {
 					t.Skipf("MaxRecvIOV is %d", n)
 				}
 				r := p.srv.region(n+1, rw)
-				iov := make([]api.LMRTriplet, n+1)
-				for i := range iov {
-					iov[i] = r.tr(i, 1)
-				}
+				iov := r.byteIOV(n + 1)
 				t.wantErr(p.srv.ep.PostRecv(iov, 1, api.CompletionDefault), api.ErrInvalidParameter, "PostRecv with MaxRecvIOV+1 segments")
 				t.noErr(p.srv.ep.PostRecv(iov[:n], 2, api.CompletionDefault), "PostRecv with MaxRecvIOV segments")
 				sr := p.cli.region(n, rw)
@@ -184,4 +169,19 @@ func postRecvGroups() []group {
 			}},
 		}},
 	}
+}
+
+// unsignalledRecvs connects a pair whose server, srv, is configured for
+// unsignalled receive completions, posts an unsignalled receive (cookie 1)
+// and then a signalled one (cookie 2) there, and returns the pair and an
+// 8-byte region for the client's sends.
+func (t *checkT) unsignalledRecvs(srv *node) (*pair, *region) {
+	t.T.Helper()
+	a := srv.epAttr()
+	a.RecvCompletionFlags = api.CompletionUnsignalled
+	p := t.pairWith(pairCfg{srv: srv, srvAttr: a})
+	rr := p.srv.region(128, rw)
+	t.noErr(p.srv.ep.PostRecv(rr.iov(0, 64), 1, api.CompletionUnsignalled), "PostRecv(unsignalled)")
+	p.srv.postRecv(rr, 64, 64, 2)
+	return p, p.cli.region(8, rw)
 }

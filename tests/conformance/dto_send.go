@@ -347,10 +347,7 @@ func postSendGroups() []group {
 					t.Skipf("MaxRequestIOV is %d", n)
 				}
 				r := p.cli.region(n+1, rw)
-				iov := make([]api.LMRTriplet, n+1)
-				for i := range iov {
-					iov[i] = r.tr(i, 1)
-				}
+				iov := r.byteIOV(n + 1)
 				t.wantErr(p.cli.ep.PostSend(iov, 1, api.CompletionDefault), api.ErrInvalidParameter, "PostSend with MaxRequestIOV+1 segments")
 				rr := p.srv.region(n+1, rw)
 				p.srv.postRecv(rr, 0, n+1, 2)

@@ -27,6 +27,15 @@ func (n *node) seEVD(qlen int, cno api.CNO) (api.EVD, int) {
 	return e, p.QLen
 }
 
+// oneSE returns a software EVD of 8 entries on a new node that holds one
+// event, the software event 1.
+func (t *checkT) oneSE() api.EVD {
+	t.T.Helper()
+	e, _ := t.node().seEVD(8, nil)
+	t.postSE(e, 1)
+	return e
+}
+
 // postSE posts a software event carrying v.
 func (t *checkT) postSE(e api.EVD, v any) {
 	t.T.Helper()

@@ -20,8 +20,7 @@ func evdEventGroups() []group {
 				t.wantErr(err, api.ErrInvalidParameter, "Wait with threshold qlen+1")
 			}},
 			{"DESCRIPTION", "a threshold of zero or less is DAT_INVALID_PARAMETER", func(t *checkT) {
-				e, _ := t.node().seEVD(8, nil)
-				t.postSE(e, 1)
+				e := t.oneSE()
 				for _, th := range []int{0, -1} {
 					_, _, err := waitN(e, th, shortWait)
 					t.wantErr(err, api.ErrInvalidParameter, "Wait with a non-positive threshold")
@@ -29,15 +28,13 @@ func evdEventGroups() []group {
 				t.expectSE(t.dequeue(e, "EVD.Dequeue"), e, 1, "the event the refused waits left queued")
 			}},
 			{"RETURN VALUES", "the context deadline ends the wait with DAT_TIMEOUT_EXPIRED and dequeues nothing", func(t *checkT) {
-				e, _ := t.node().seEVD(8, nil)
-				t.postSE(e, 1)
+				e := t.oneSE()
 				_, _, err := waitN(e, 2, 100*time.Millisecond)
 				t.wantErr(err, api.ErrTimeoutExpired, "Wait for 2 events with 1 queued and a 100ms deadline")
 				t.expectSE(t.dequeue(e, "EVD.Dequeue after the timeout"), e, 1, "the event still queued")
 			}},
 			{"DESCRIPTION", "after DAT_TIMEOUT_EXPIRED nmore is the number of queued events", func(t *checkT) {
-				e, _ := t.node().seEVD(8, nil)
-				t.postSE(e, 1)
+				e := t.oneSE()
 				_, n, err := waitN(e, 2, 100*time.Millisecond)
 				t.wantErr(err, api.ErrTimeoutExpired, "Wait for 2 events with 1 queued")
 				if n != 1 {

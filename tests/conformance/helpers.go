@@ -434,14 +434,31 @@ func (t *checkT) acceptInto(cli *node, s *end) *end {
 	return c
 }
 
+// connectEnd connects c to a new PSP of srv and accepts the request on a
+// new EP of srv, which it returns. It does not wait for ESTABLISHED.
+func (t *checkT) connectEnd(c *end, srv *node) *end {
+	t.T.Helper()
+	_, q := srv.listen(api.PSPConsumer)
+	return t.acceptOn(c, srv, q)
+}
+
+// acceptOn connects c to the PSP q of srv and accepts the request on a
+// new EP of srv, which it returns. It does not wait for ESTABLISHED.
+func (t *checkT) acceptOn(c *end, srv *node, q api.ConnQual) *end {
+	t.T.Helper()
+	c.connect(srv, q, nil)
+	ev := srv.expectCR("the CONNECTION_REQUEST")
+	s := srv.end(nil)
+	t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+	return s
+}
+
 // connectTo connects a new EP of cli to the PSP q of srv and accepts the
 // request on a new EP of srv.
 func (t *checkT) connectTo(cli, srv *node, q api.ConnQual) (c, s *end) {
 	t.T.Helper()
-	c, s = cli.end(nil), srv.end(nil)
-	c.connect(srv, q, nil)
-	ev := srv.expectCR("a CONNECTION_REQUEST")
-	t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+	c = cli.end(nil)
+	s = t.acceptOn(c, srv, q)
 	c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the active side")
 	s.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the passive side")
 	return c, s
@@ -463,6 +480,15 @@ type region struct {
 	p    api.LMRParam
 	va   api.VAType
 	page int
+}
+
+// byteIOV returns k one-byte segments of r, at offsets 0 to k-1.
+func (r *region) byteIOV(k int) []api.LMRTriplet {
+	iov := make([]api.LMRTriplet, k)
+	for i := range iov {
+		iov[i] = r.tr(i, 1)
+	}
+	return iov
 }
 
 // region registers size bytes (rounded up to whole pages) in the node's PZ.

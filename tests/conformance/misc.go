@@ -118,26 +118,12 @@ func miscGroups() []group {
 				t.wantErr(err, api.ErrInvalidHandle, "CreateEP with a connect EVD of another IA")
 			}},
 			{"RETURN VALUES", "MaxRecvDTOs above the IA's MaxDTOPerEP is DAT_INVALID_PARAMETER", func(t *checkT) {
-				n := t.node()
-				m := n.attr.MaxDTOPerEP
-				if m <= 0 || m == math.MaxInt {
-					t.Skipf("IAAttr.MaxDTOPerEP is %d", m)
-				}
-				a := n.epAttr()
-				a.MaxRecvDTOs = m + 1
-				_, err := n.ia.CreateEP(n.pz, n.recv, n.req, n.conn, a)
-				t.wantErr(err, api.ErrInvalidParameter, "CreateEP with MaxRecvDTOs = MaxDTOPerEP+1")
+				t.epAttrOverIA("MaxDTOPerEP", func(a *api.IAAttr) int { return a.MaxDTOPerEP },
+					"MaxRecvDTOs", func(a *api.EPAttr, v int) { a.MaxRecvDTOs = v })
 			}},
 			{"RETURN VALUES", "MaxRequestIOV above the IA's MaxIOVSegmentsPerDTO is DAT_INVALID_PARAMETER", func(t *checkT) {
-				n := t.node()
-				m := n.attr.MaxIOVSegmentsPerDTO
-				if m <= 0 || m == math.MaxInt {
-					t.Skipf("IAAttr.MaxIOVSegmentsPerDTO is %d", m)
-				}
-				a := n.epAttr()
-				a.MaxRequestIOV = m + 1
-				_, err := n.ia.CreateEP(n.pz, n.recv, n.req, n.conn, a)
-				t.wantErr(err, api.ErrInvalidParameter, "CreateEP with MaxRequestIOV = MaxIOVSegmentsPerDTO+1")
+				t.epAttrOverIA("MaxIOVSegmentsPerDTO", func(a *api.IAAttr) int { return a.MaxIOVSegmentsPerDTO },
+					"MaxRequestIOV", func(a *api.EPAttr, v int) { a.MaxRequestIOV = v })
 			}},
 		}},
 
@@ -196,11 +182,7 @@ func miscGroups() []group {
 				if p := t.queryEP(c.ep); p.ConnectEVD != conn2 {
 					t.Fatalf("EP.Query does not report the new connect EVD")
 				}
-				_, q := srv.listen(api.PSPConsumer)
-				c.connect(srv, q, nil)
-				ev := srv.expectCR("the CONNECTION_REQUEST")
-				s := srv.end(nil)
-				t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
+				t.connectEnd(c, srv)
 				t.expectEvent(conn2, api.ConnectionEstablishedEvent, "ESTABLISHED on the new connect EVD")
 				t.expectEmpty(cli.conn, "the old connect EVD")
 			}},
@@ -275,4 +257,21 @@ func miscGroups() []group {
 			}},
 		}},
 	}
+}
+
+// epAttrOverIA checks that CreateEP with the EP attribute field set to one
+// above the IA's limit (the IAAttr field named limitName, which limit
+// reads) is DAT_INVALID_PARAMETER; set sets field. An IA without that
+// limit skips the check.
+func (t *checkT) epAttrOverIA(limitName string, limit func(*api.IAAttr) int, field string, set func(*api.EPAttr, int)) {
+	t.T.Helper()
+	n := t.node()
+	m := limit(&n.attr)
+	if m <= 0 || m == math.MaxInt {
+		t.Skipf("IAAttr.%s is %d", limitName, m)
+	}
+	a := n.epAttr()
+	set(a, m+1)
+	_, err := n.ia.CreateEP(n.pz, n.recv, n.req, n.conn, a)
+	t.wantErr(err, api.ErrInvalidParameter, "CreateEP with "+field+" = "+limitName+"+1")
 }

@@ -273,10 +273,7 @@ func srqGroups() []group {
 					t.Skipf("the SRQ's MaxRecvIOV is %d", k)
 				}
 				r := n.region(k+1, rw)
-				iov := make([]api.LMRTriplet, k+1)
-				for i := range iov {
-					iov[i] = r.tr(i, 1)
-				}
+				iov := r.byteIOV(k + 1)
 				t.wantErr(s.PostRecv(iov, 1), api.ErrInvalidParameter, fmt.Sprintf("SRQ.PostRecv with MaxRecvIOV+1 (%d) segments", k+1))
 				t.noErr(s.PostRecv(iov[:k], 2), fmt.Sprintf("SRQ.PostRecv with MaxRecvIOV (%d) segments", k))
 			}},
