@@ -185,23 +185,31 @@ var kinds = []string{"datnet", "rawtcp"}
 // BenchmarkRequestResponse is a 64-byte ping-pong: ns/op is one round
 // trip.
 func BenchmarkRequestResponse(b *testing.B) {
-	s := startBenchServer(b)
+	startBenchServer(b).run(b, modeEcho, 64, func(b *testing.B, c net.Conn, buf []byte) {
+		for range b.N {
+			if _, err := c.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// run runs body as a sub-benchmark for each kind of connection, on a
+// connection to s in mode, with a size-byte buffer; the bytes per op are
+// size and the timer is reset just before body runs.
+func (s *benchServer) run(b *testing.B, mode byte, size int, body func(b *testing.B, c net.Conn, buf []byte)) {
 	for _, kind := range kinds {
 		b.Run(kind, func(b *testing.B) {
-			c := s.dial(b, kind, modeEcho)
+			c := s.dial(b, kind, mode)
 			defer c.Close()
-			buf := make([]byte, 64)
-			b.SetBytes(int64(len(buf)))
+			buf := make([]byte, size)
+			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
-			for range b.N {
-				if _, err := c.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			body(b, c, buf)
 		})
 	}
 }
@@ -209,30 +217,21 @@ func BenchmarkRequestResponse(b *testing.B) {
 // BenchmarkStream writes 64 KiB at a time to a reader that discards
 // them; the timed part ends when the server has counted every byte.
 func BenchmarkStream(b *testing.B) {
-	s := startBenchServer(b)
-	for _, kind := range kinds {
-		b.Run(kind, func(b *testing.B) {
-			c := s.dial(b, kind, modeSink)
-			defer c.Close()
-			buf := make([]byte, 64<<10)
-			b.SetBytes(int64(len(buf)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if _, err := c.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+	startBenchServer(b).run(b, modeSink, 64<<10, func(b *testing.B, c net.Conn, buf []byte) {
+		for range b.N {
+			if _, err := c.Write(buf); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := io.ReadFull(c, buf[:8]); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			if n := binary.LittleEndian.Uint64(buf); n != uint64(b.N*len(buf)) {
-				b.Fatalf("the server counted %d bytes of %d", n, b.N*len(buf))
-			}
-		})
-	}
+		}
+		if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:8]); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if n := binary.LittleEndian.Uint64(buf); n != uint64(b.N*len(buf)) {
+			b.Fatalf("the server counted %d bytes of %d", n, b.N*len(buf))
+		}
+	})
 }
