@@ -198,10 +198,7 @@ func postSendGroups() []group {
 				t.expectEmpty(p.cli.req, "the request EVD after the marker")
 			}},
 			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: a suppressed send posted on a DISCONNECTED EP still completes, FLUSHED", func(t *checkT) {
-				p := t.disconnectedPair()
-				r := p.cli.region(8, rw)
-				t.noErr(p.cli.ep.PostSend(r.iov(0, 8), 7, api.CompletionSuppress), "PostSend(suppressed) on a DISCONNECTED EP")
-				p.cli.expectReq(7, api.DTOErrFlushed, "the flushed suppressed send")
+				t.sendOnDisconnected(api.CompletionSuppress, "PostSend(suppressed) on a DISCONNECTED EP", "the flushed suppressed send")
 			}},
 			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: suppressed sends outstanding when the connection ends still complete, FLUSHED, in post order", func(t *checkT) {
 				p := t.pair()
@@ -335,10 +332,7 @@ func postSendGroups() []group {
 				t.expectEmpty(e.req, "the request EVD after the refused post")
 			}},
 			{"DESCRIPTION", "a send posted on a DISCONNECTED EP is accepted and flushed at once", func(t *checkT) {
-				p := t.disconnectedPair()
-				r := p.cli.region(8, rw)
-				t.noErr(p.cli.ep.PostSend(r.iov(0, 8), 7, api.CompletionDefault), "PostSend on a DISCONNECTED EP")
-				p.cli.expectReq(7, api.DTOErrFlushed, "the flushed send")
+				t.sendOnDisconnected(api.CompletionDefault, "PostSend on a DISCONNECTED EP", "the flushed send")
 			}},
 			{"RETURN VALUES", "more segments than the EP's MaxRequestIOV is DAT_INVALID_PARAMETER; exactly MaxRequestIOV works", func(t *checkT) {
 				p := t.pair()
@@ -396,4 +390,15 @@ func postSendGroups() []group {
 			}},
 		}},
 	}
+}
+
+// sendOnDisconnected checks that an 8-byte send with flags, posted on a
+// DISCONNECTED EP, is accepted (post names the call) and completes
+// FLUSHED (what names the completion).
+func (t *checkT) sendOnDisconnected(flags api.CompletionFlags, post, what string) {
+	t.T.Helper()
+	p := t.disconnectedPair()
+	r := p.cli.region(8, rw)
+	t.noErr(p.cli.ep.PostSend(r.iov(0, 8), 7, flags), post)
+	p.cli.expectReq(7, api.DTOErrFlushed, what)
 }
