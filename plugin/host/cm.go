@@ -9,11 +9,9 @@ import (
 type proxyPSP struct{ proxyBase }
 
 func (s *proxyPSP) Query() (api.PSPParam, error) {
-	q, err := queryAs(s, (*pb.QueryResp).GetPsp, "PSP")
-	if err != nil {
-		return api.PSPParam{}, err
-	}
-	return api.PSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: proxyOf[api.EVD](s.c, q.Evd), Flags: api.PSPFlags(q.Flags)}, nil
+	return queryTo(s, (*pb.QueryResp).GetPsp, "PSP", func(q *pb.PSPParam) api.PSPParam {
+		return api.PSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: proxyOf[api.EVD](s.c, q.Evd), Flags: api.PSPFlags(q.Flags)}
+	})
 }
 
 func (s *proxyPSP) Free() error { return s.c.free(s) }
@@ -21,11 +19,9 @@ func (s *proxyPSP) Free() error { return s.c.free(s) }
 type proxyRSP struct{ proxyBase }
 
 func (s *proxyRSP) Query() (api.RSPParam, error) {
-	q, err := queryAs(s, (*pb.QueryResp).GetRsp, "RSP")
-	if err != nil {
-		return api.RSPParam{}, err
-	}
-	return api.RSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: proxyOf[api.EVD](s.c, q.Evd), EP: s.c.epOf(q.Ep, s.ia)}, nil
+	return queryTo(s, (*pb.QueryResp).GetRsp, "RSP", func(q *pb.RSPParam) api.RSPParam {
+		return api.RSPParam{IA: s.ia, ConnQual: api.ConnQual(q.ConnQual), EVD: proxyOf[api.EVD](s.c, q.Evd), EP: s.c.epOf(q.Ep, s.ia)}
+	})
 }
 
 func (s *proxyRSP) Free() error { return s.c.free(s) }
@@ -33,12 +29,10 @@ func (s *proxyRSP) Free() error { return s.c.free(s) }
 type proxyCR struct{ proxyBase }
 
 func (r *proxyCR) Query() (api.CRParam, error) {
-	q, err := queryAs(r, (*pb.QueryResp).GetCr, "CR")
-	if err != nil {
-		return api.CRParam{}, err
-	}
-	return api.CRParam{RemoteAddr: wire.AddrFromPB(q.RemoteAddr), RemotePortQual: api.ConnQual(q.RemotePortQual),
-		PrivateData: q.PrivateData, LocalEP: r.c.epOf(q.LocalEp, r.ia)}, nil
+	return queryTo(r, (*pb.QueryResp).GetCr, "CR", func(q *pb.CRParam) api.CRParam {
+		return api.CRParam{RemoteAddr: wire.AddrFromPB(q.RemoteAddr), RemotePortQual: api.ConnQual(q.RemotePortQual),
+			PrivateData: q.PrivateData, LocalEP: r.c.epOf(q.LocalEp, r.ia)}
+	})
 }
 
 // localMade returns the proxy of the CR's provider-made local EP, if any.
@@ -75,27 +69,26 @@ func (r *proxyCR) Accept(ep api.EP, pd []byte) error {
 }
 
 func (r *proxyCR) Reject(pd []byte) error {
-	if err := r.live(); err != nil {
-		return err
-	}
-	local := r.localMade()
-	resp, err := r.c.rpc.Reject(bg, &pb.CRReq{Cr: r.id, PrivateData: pd})
-	if err := r.c.done(resp, err); err != nil {
-		return err
-	}
-	r.c.forget(r)
-	if local != nil {
-		r.c.forget(local)
-	}
-	return nil
+	return r.release(func() (*pb.Result, error) {
+		return r.c.rpc.Reject(bg, &pb.CRReq{Cr: r.id, PrivateData: pd})
+	})
 }
 
 func (r *proxyCR) Handoff(q api.ConnQual) error {
+	return r.release(func() (*pb.Result, error) {
+		return r.c.rpc.Handoff(bg, &pb.CRReq{Cr: r.id, ConnQual: uint64(q)})
+	})
+}
+
+// release makes call, an RPC that ends the CR without an EP of the
+// consumer's taking the connection (Reject, Handoff). When it succeeds the
+// CR is forgotten, and so is the EP the provider made for it, if any.
+func (r *proxyCR) release(call func() (*pb.Result, error)) error {
 	if err := r.live(); err != nil {
 		return err
 	}
 	local := r.localMade()
-	resp, err := r.c.rpc.Handoff(bg, &pb.CRReq{Cr: r.id, ConnQual: uint64(q)})
+	resp, err := call()
 	if err := r.c.done(resp, err); err != nil {
 		return err
 	}

@@ -187,14 +187,7 @@ func (p *Provider) Open(ctx context.Context, op api.OpenParams) (api.IA, error) 
 
 	p.mu.Lock()
 	c.opening--
-	stop := c.idleLocked() && p.running == c
-	if stop {
-		p.running = nil
-	}
-	p.mu.Unlock()
-	if stop {
-		c.stop()
-	}
+	p.unlockStopIdle(c)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +209,17 @@ func (p *Provider) heldLocked() bool {
 // stops the process.
 func (p *Provider) released(c *runningPlugin) {
 	p.mu.Lock()
+	if p.unlockStopIdle(c) {
+		return
+	}
+	c.releaseRings()
+}
+
+// unlockStopIdle unlocks p.mu, which the caller holds, and stops c if it
+// is the running process and has no IA open or opening; it reports
+// whether it stopped c. c.stop runs without p.mu, so that a new start is
+// not held up by the old process ending.
+func (p *Provider) unlockStopIdle(c *runningPlugin) bool {
 	stop := c.idleLocked() && p.running == c
 	if stop {
 		p.running = nil
@@ -223,9 +227,8 @@ func (p *Provider) released(c *runningPlugin) {
 	p.mu.Unlock()
 	if stop {
 		c.stop()
-		return
 	}
-	c.releaseRings()
+	return stop
 }
 
 // lost records that the process of c ended on its own.

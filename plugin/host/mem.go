@@ -38,13 +38,11 @@ type proxyLMR struct {
 }
 
 func (l *proxyLMR) Query() (api.LMRParam, error) {
-	q, err := queryAs(l, (*pb.QueryResp).GetLmr, "LMR")
-	if err != nil {
-		return api.LMRParam{}, err
-	}
-	return api.LMRParam{IA: l.ia, MemType: api.MemType(q.MemType), Length: q.Length, PZ: proxyOf[api.PZ](l.c, q.Pz), Priv: api.MemPriv(q.Priv),
-		VAType: api.VAType(q.VaType), LMRContext: api.LMRContext(q.LmrContext), RMRContext: api.RMRContext(q.RmrContext),
-		RegisteredSize: q.RegisteredSize, RegisteredAddress: api.VAddr(q.RegisteredAddress)}, nil
+	return queryTo(l, (*pb.QueryResp).GetLmr, "LMR", func(q *pb.LMRParam) api.LMRParam {
+		return api.LMRParam{IA: l.ia, MemType: api.MemType(q.MemType), Length: q.Length, PZ: proxyOf[api.PZ](l.c, q.Pz), Priv: api.MemPriv(q.Priv),
+			VAType: api.VAType(q.VaType), LMRContext: api.LMRContext(q.LmrContext), RMRContext: api.RMRContext(q.RmrContext),
+			RegisteredSize: q.RegisteredSize, RegisteredAddress: api.VAddr(q.RegisteredAddress)}
+	})
 }
 
 func (l *proxyLMR) Free() error {
@@ -62,12 +60,10 @@ type proxyRMR struct {
 }
 
 func (m *proxyRMR) Query() (api.RMRParam, error) {
-	q, err := queryAs(m, (*pb.QueryResp).GetRmr, "RMR")
-	if err != nil {
-		return api.RMRParam{}, err
-	}
-	return api.RMRParam{IA: m.ia, PZ: proxyOf[api.PZ](m.c, q.Pz), LMRTriplet: wire.LMRTripletFromPB(q.LmrTriplet), Priv: api.MemPriv(q.Priv),
-		RMRContext: api.RMRContext(q.RmrContext), Scope: api.RMRScope(q.Scope), VAType: api.VAType(q.VaType)}, nil
+	return queryTo(m, (*pb.QueryResp).GetRmr, "RMR", func(q *pb.RMRParam) api.RMRParam {
+		return api.RMRParam{IA: m.ia, PZ: proxyOf[api.PZ](m.c, q.Pz), LMRTriplet: wire.LMRTripletFromPB(q.LmrTriplet), Priv: api.MemPriv(q.Priv),
+			RMRContext: api.RMRContext(q.RmrContext), Scope: api.RMRScope(q.Scope), VAType: api.VAType(q.VaType)}
+	})
 }
 
 func (m *proxyRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {

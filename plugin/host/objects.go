@@ -186,6 +186,17 @@ func (c *runningPlugin) query(o proxy) (*pb.QueryResp, error) {
 	return r, nil
 }
 
+// queryTo is queryAs for a Query method: it converts the part of the
+// answer pick returns with conv.
+func queryTo[M, P any](o proxy, pick func(*pb.QueryResp) *M, kind string, conv func(*M) P) (P, error) {
+	q, err := queryAs(o, pick, kind)
+	if err != nil {
+		var zero P
+		return zero, err
+	}
+	return conv(q), nil
+}
+
 // queryAs fetches o's parameters and returns the part of the answer pick
 // selects (one of the QueryResp getters), which the plugin must fill; kind
 // names it in the error when the plugin did not.

@@ -15,13 +15,11 @@ type proxySRQ struct {
 }
 
 func (s *proxySRQ) Query() (api.SRQParam, error) {
-	q, err := queryAs(s, (*pb.QueryResp).GetSrq, "SRQ")
-	if err != nil {
-		return api.SRQParam{}, err
-	}
-	return api.SRQParam{IA: s.ia, State: api.SRQState(q.State), PZ: proxyOf[api.PZ](s.c, q.Pz), MaxRecvDTOs: int(q.MaxRecvDtos),
-		MaxRecvIOV: int(q.MaxRecvIov), LowWatermark: int(q.LowWatermark), AvailableDTOCount: int(q.AvailableDtoCount),
-		OutstandingDTOCount: int(q.OutstandingDtoCount)}, nil
+	return queryTo(s, (*pb.QueryResp).GetSrq, "SRQ", func(q *pb.SRQParam) api.SRQParam {
+		return api.SRQParam{IA: s.ia, State: api.SRQState(q.State), PZ: proxyOf[api.PZ](s.c, q.Pz), MaxRecvDTOs: int(q.MaxRecvDtos),
+			MaxRecvIOV: int(q.MaxRecvIov), LowWatermark: int(q.LowWatermark), AvailableDTOCount: int(q.AvailableDtoCount),
+			OutstandingDTOCount: int(q.OutstandingDtoCount)}
+	})
 }
 
 func (s *proxySRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
