@@ -283,31 +283,29 @@ func go_cno_query(h unsafe.Pointer, mask C.DAT_CNO_PARAM_MASK, p *C.DAT_CNO_PARA
 
 //export go_cno_wait
 func go_cno_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
-	var a args
-	o := a.obj(h, api.HandleCNO)
-	a.arg(out != nil, 3)
-	if a.r != success {
-		return a.r
-	}
-	ctx, cancel := waitContext(t)
-	evd, err := o.v.(api.CNO).Wait(ctx)
-	cancel()
-	if err != nil {
-		return ret(err)
-	}
-	*out = C.DAT_EVD_HANDLE(handleOf(evd))
-	return success
+	return cnoEVD(h, out, 3, func(c api.CNO) (api.EVD, error) {
+		ctx, cancel := waitContext(t)
+		defer cancel()
+		return c.Wait(ctx)
+	})
 }
 
 //export go_cno_trigger
 func go_cno_trigger(h unsafe.Pointer, out *C.DAT_EVD_HANDLE) C.DAT_RETURN {
+	return cnoEVD(h, out, 2, api.CNO.Triggered)
+}
+
+// cnoEVD is the body of dat_cno_wait and dat_cno_trigger: it makes call on
+// the CNO h and returns the EVD call names through out, the argument at
+// position pos.
+func cnoEVD(h unsafe.Pointer, out *C.DAT_EVD_HANDLE, pos int, call func(api.CNO) (api.EVD, error)) C.DAT_RETURN {
 	var a args
 	o := a.obj(h, api.HandleCNO)
-	a.arg(out != nil, 2)
+	a.arg(out != nil, pos)
 	if a.r != success {
 		return a.r
 	}
-	evd, err := o.v.(api.CNO).Triggered()
+	evd, err := call(o.v.(api.CNO))
 	if err != nil {
 		return ret(err)
 	}
