@@ -58,9 +58,7 @@ func add[I any, T comparable](s *kit.Set[T], x T) (I, error) {
 // NON_PEER_REJECTED and waiters are released. It returns once no
 // goroutine of the IA runs.
 func (i *ia) Close(flags api.CloseFlags) error {
-	fab.Lock()
-	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs); err != nil {
-		fab.Unlock()
+	if err := i.LockClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs); err != nil {
 		return err
 	}
 	delete(fab.ias, i.addr)

@@ -99,11 +99,8 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 // Query reports the limits and what the provider leaves out
 // (dat_ia_query(3DAT)).
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
-	a := iaattr.IA(limits)
-	a.AdapterName, a.Address = "minimal", i.addr
+	a, p := iaattr.Named(limits, "minimal", i.addr, false)
 	a.MaxSRQs, a.MaxEPPerSRQ, a.MaxRecvPerSRQ = 0, 0, 0
-	p := iaattr.Provider(limits)
-	p.ProviderName, p.ProviderVersionMajor = "minimal", 1
 	p.EPCreator = api.PSPCreatesEPNever
 	p.SRQSupported, p.SRQEPPZDifferenceSupported = false, false
 	p.SRQWatermarksSupported, p.SRQInfoSupported, p.EPRecvInfoSupported = 0, 0, 0

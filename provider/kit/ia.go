@@ -56,3 +56,40 @@ func (b *IA) BeginClose(flags api.CloseFlags, tables ...Counted) error {
 	b.closed = true
 	return nil
 }
+
+// Live takes the lock to report whether the IA is still open: nil before
+// its Close begins, ErrIAClosed after. It is for calls that need nothing
+// of the IA but that (dat_ia_query(3DAT)); the lock is released on return.
+func (b *IA) Live() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrIAClosed
+	}
+	return nil
+}
+
+// LockClose takes the lock and begins the IA's Close as BeginClose does.
+// On nil it returns with the lock held, for the provider to destroy what
+// the IA holds and then release it; on an error the lock is released and
+// the IA is as it was.
+func (b *IA) LockClose(flags api.CloseFlags, tables ...Counted) error {
+	b.mu.Lock()
+	if err := b.BeginClose(flags, tables...); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Clearable is a table a closing IA empties once it has destroyed what
+// the table holds: a Set, or any table with a Clear method.
+type Clearable interface{ Clear() }
+
+// ClearAll empties every table, the end of an abrupt dat_ia_close(3DAT)
+// after the provider has destroyed their objects.
+func ClearAll(tables ...Clearable) {
+	for _, t := range tables {
+		t.Clear()
+	}
+}

@@ -117,3 +117,41 @@ func TestIABase(t *testing.T) {
 		t.Fatalf("AsyncEVD after close: %v", err)
 	}
 }
+
+// Live and LockClose take the IA's lock themselves: LockClose returns with
+// it held only when the close begins.
+func TestIALiveAndLockClose(t *testing.T) {
+	var mu sync.Mutex
+	var ia testIA
+	ia.InitIA(&mu, new(struct{ api.EVD }))
+	if err := ia.Live(); err != nil {
+		t.Fatalf("Live on an open IA: %v", err)
+	}
+	pzs := kit.NewSet[*int](api.HandlePZ, 0)
+	pzs.Add(new(int))
+	if err := ia.LockClose(api.CloseGraceful, &pzs); !errors.Is(err, api.ErrInvalidState) {
+		t.Fatalf("graceful LockClose with a PZ left: %v", err)
+	}
+	if !mu.TryLock() {
+		t.Fatal("a failed LockClose kept the lock")
+	}
+	mu.Unlock()
+	if err := ia.LockClose(api.CloseAbrupt, &pzs); err != nil {
+		t.Fatalf("abrupt LockClose: %v", err)
+	}
+	if mu.TryLock() {
+		t.Fatal("LockClose returned nil without the lock held")
+	}
+	kit.ClearAll(&pzs)
+	mu.Unlock()
+	if pzs.Len() != 0 {
+		t.Fatalf("ClearAll left %d PZ(s)", pzs.Len())
+	}
+	if err := ia.Live(); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("Live after close: %v", err)
+	}
+	if err := ia.LockClose(api.CloseAbrupt); !errors.Is(err, api.ErrInvalidHandle) || !mu.TryLock() {
+		t.Fatalf("second LockClose: %v (or it kept the lock)", err)
+	}
+	mu.Unlock()
+}

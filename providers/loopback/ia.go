@@ -52,20 +52,10 @@ func newIA(a Addr) *ia {
 // Query returns the IA's attributes and limits, which the provider
 // enforces, and the provider's attributes (dat_ia_query(3DAT)).
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
-	fabric.mu.Lock()
-	closed := i.Closed()
-	fabric.mu.Unlock()
-	if closed {
-		return api.IAAttr{}, api.ProviderAttr{}, kit.ErrIAClosed
+	if err := i.Live(); err != nil {
+		return api.IAAttr{}, api.ProviderAttr{}, err
 	}
-	a := iaattr.IA(providerLimits)
-	a.AdapterName = "loopback"
-	a.Address = i.addr
-	a.TransportAttrs = []api.NamedAttr{{Name: "transport", Value: "in-process copy"}}
-	p := iaattr.Provider(providerLimits)
-	p.ProviderName = "loopback"
-	p.ProviderVersionMajor = 1
-	p.DTOAsyncReturnGuaranteed = false
+	a, p := iaattr.Named(providerLimits, "loopback", i.addr, false, api.NamedAttr{Name: "transport", Value: "in-process copy"})
 	return a, p, nil
 }
 
@@ -77,11 +67,9 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 // rejections, EVD waiters return ErrAbort, CNO waiters return a nil EVD,
 // and Close returns once no goroutine of the IA runs.
 func (i *ia) Close(flags api.CloseFlags) error {
-	fabric.mu.Lock()
 	// Pending connection requests keep a graceful close from closing it
 	// too; the async EVD belongs to the IA.
-	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs); err != nil {
-		fabric.mu.Unlock()
+	if err := i.LockClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs); err != nil {
 		return err
 	}
 	waits := i.teardown()
@@ -128,16 +116,7 @@ func (i *ia) teardown() []func() {
 	}
 	i.async.Release()
 	waits = append(waits, i.cnos.CloseAll())
-	i.pzs.Clear()
-	i.evds.Clear()
-	i.eps.Clear()
-	i.psps.Clear()
-	i.rsps.Clear()
-	i.crs.Clear()
-	i.lmrs.Clear()
-	i.rmrs.Clear()
-	i.srqs.Clear()
-	i.mem.Clear()
+	kit.ClearAll(&i.pzs, &i.evds, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs, i.mem)
 	return waits
 }
 

@@ -64,20 +64,11 @@ func newIA(ip net.IP) *ia {
 // enforces, and the provider's attributes (dat_ia_query(3DAT)). The
 // address is a *net.IPAddr: the IA's local IP.
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
-	i.mu.Lock()
-	closed := i.Closed()
-	i.mu.Unlock()
-	if closed {
-		return api.IAAttr{}, api.ProviderAttr{}, kit.ErrIAClosed
+	if err := i.Live(); err != nil {
+		return api.IAAttr{}, api.ProviderAttr{}, err
 	}
-	a := iaattr.IA(providerLimits)
-	a.AdapterName = "tcp"
-	a.Address = &net.IPAddr{IP: i.ip}
-	a.TransportAttrs = []api.NamedAttr{{Name: "transport", Value: "tcp"}, {Name: "wire_version", Value: fmt.Sprint(wireVersion)}}
-	p := iaattr.Provider(providerLimits)
-	p.ProviderName = "tcp"
-	p.ProviderVersionMajor = 1
-	p.DTOAsyncReturnGuaranteed = true
+	a, p := iaattr.Named(providerLimits, "tcp", &net.IPAddr{IP: i.ip}, true,
+		api.NamedAttr{Name: "transport", Value: "tcp"}, api.NamedAttr{Name: "wire_version", Value: fmt.Sprint(wireVersion)})
 	return a, p, nil
 }
 
@@ -89,9 +80,7 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 // written), EVD waiters return ErrAbort and CNO waiters a nil EVD. Close
 // returns once every goroutine of the IA has ended.
 func (i *ia) Close(flags api.CloseFlags) error {
-	i.mu.Lock()
-	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs); err != nil {
-		i.mu.Unlock()
+	if err := i.LockClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs); err != nil {
 		return err
 	}
 	for s := range i.psps.All() {
@@ -113,16 +102,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.async.Release()
 	cnosIdle := i.cnos.CloseAll()
 	i.srqCond.Broadcast()
-	i.pzs.Clear()
-	i.evds.Clear()
-	i.eps.Clear()
-	i.psps.Clear()
-	i.rsps.Clear()
-	i.crs.Clear()
-	i.lmrs.Clear()
-	i.rmrs.Clear()
-	i.srqs.Clear()
-	i.mem.Clear()
+	kit.ClearAll(&i.pzs, &i.evds, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs, i.mem)
 	i.mu.Unlock()
 	i.wg.Wait()
 	cnosIdle()

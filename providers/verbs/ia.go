@@ -113,11 +113,8 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 // *net.IPAddr, the IA's local IP; TransportAttrs name the device, port,
 // link layer, GID and MTU, VendorAttrs the device's identity.
 func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
-	i.mu.Lock()
-	closed := i.Closed()
-	i.mu.Unlock()
-	if closed {
-		return api.IAAttr{}, api.ProviderAttr{}, kit.ErrIAClosed
+	if err := i.Live(); err != nil {
+		return api.IAAttr{}, api.ProviderAttr{}, err
 	}
 	return iaAttr(i.dev, i.addr), providerAttr(i.dev), nil
 }
@@ -126,9 +123,7 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 // objects other than the async EVD exist; CloseAbrupt destroys them all,
 // releasing their rdma-core resources before it returns.
 func (i *ia) Close(flags api.CloseFlags) error {
-	i.mu.Lock()
-	if err := i.BeginClose(flags, &i.pzs, &i.evds, &i.cnos, &i.lmrs, &i.rmrs, &i.eps, &i.psps, &i.rsps, &i.srqs, &i.crs); err != nil {
-		i.mu.Unlock()
+	if err := i.LockClose(flags, &i.pzs, &i.evds, &i.cnos, &i.lmrs, &i.rmrs, &i.eps, &i.psps, &i.rsps, &i.srqs, &i.crs); err != nil {
 		return err
 	}
 	// Children before parents: requests, listeners and connections, QPs,
@@ -171,16 +166,8 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	}
 	i.async.Release()
 	cnosIdle := i.cnos.CloseAll()
-	i.lmrs.Clear()
-	i.rmrs.Clear()
+	kit.ClearAll(&i.lmrs, &i.rmrs, &i.pzs, &i.evds, &i.eps, &i.psps, &i.rsps, &i.srqs, &i.crs)
 	clear(i.rkeys)
-	i.pzs.Clear()
-	i.evds.Clear()
-	i.eps.Clear()
-	i.psps.Clear()
-	i.rsps.Clear()
-	i.srqs.Clear()
-	i.crs.Clear()
 	clear(i.owners)
 	i.mu.Unlock()
 	// The watchers take ia.mu: stop them without it.

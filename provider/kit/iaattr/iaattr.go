@@ -10,6 +10,8 @@
 package iaattr
 
 import (
+	"net"
+
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/epattr"
 )
@@ -105,4 +107,18 @@ func Provider(l Limits) api.ProviderAttr {
 		RDMAReadLMRRMRContextExposure: false,
 		RMRScopeSupported:             api.RMRScopeEP,
 	}
+}
+
+// Named returns IA(l) and Provider(l) with what a provider names of its
+// own filled in: name as both the adapter's and the provider's name,
+// version 1 of the provider, its address, whether its DTO calls return
+// before the transfer completes (DTOAsyncReturnGuaranteed), and its
+// transport attributes. A provider that differs further edits the result.
+func Named(l Limits, name string, addr net.Addr, asyncReturn bool, transport ...api.NamedAttr) (api.IAAttr, api.ProviderAttr) {
+	a := IA(l)
+	a.AdapterName, a.Address, a.TransportAttrs = name, addr, transport
+	p := Provider(l)
+	p.ProviderName, p.ProviderVersionMajor = name, 1
+	p.DTOAsyncReturnGuaranteed = asyncReturn
+	return a, p
 }
