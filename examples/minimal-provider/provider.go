@@ -36,6 +36,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
 	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/iaattr"
 )
 
@@ -64,11 +65,7 @@ var limits = iaattr.Limits{
 }
 
 // defaultEPAttr fills the limits an EP's attributes leave at zero.
-var defaultEPAttr = api.EPAttr{
-	ServiceType: api.ServiceRC, MaxMessageSize: 1 << 30, MaxRDMASize: 1 << 30,
-	MaxRecvDTOs: 256, MaxRequestDTOs: 256, MaxRecvIOV: 16, MaxRequestIOV: 16,
-	MaxRDMAReadIn: 16, MaxRDMAReadOut: 16, MaxRDMAReadIOV: 16, MaxRDMAWriteIOV: 16,
-}
+var defaultEPAttr = epattr.Defaults(limits.EP(), 256, 16, 16)
 
 // fab is the process-wide state: the open IAs, the listening service
 // points by connection qualifier, and the one lock over every object.

@@ -56,12 +56,9 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 }
 
 func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	a := defaultEPAttr
-	if attr != nil {
-		a = withDefaults(*attr)
-		if err := checkEPAttr(&a); err != nil {
-			return nil, err
-		}
+	a, err := epattr.Resolve(attr, defaultEPAttr, epLimits)
+	if err != nil {
+		return nil, err
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
@@ -129,9 +126,6 @@ func withDefaults(a api.EPAttr) api.EPAttr { return epattr.WithDefaults(a, defau
 
 // epLimits are the EP attribute limits the provider enforces.
 var epLimits = providerLimits.EP()
-
-// checkEPAttr checks attributes against the provider's limits.
-func checkEPAttr(a *api.EPAttr) error { return epattr.Check(a, epLimits) }
 
 // HandleType reports HandleEP (dat_get_handle_type(3DAT)).
 func (p *ep) HandleType() api.HandleType { return api.HandleEP }

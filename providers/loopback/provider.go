@@ -11,6 +11,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
 	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/iaattr"
 )
 
@@ -126,19 +127,7 @@ var providerLimits = iaattr.Limits{
 
 // defaultEPAttr is what an EP gets for a nil attribute pointer, and what
 // zero numeric fields of a given one are replaced with.
-var defaultEPAttr = api.EPAttr{
-	ServiceType:     api.ServiceRC,
-	MaxMessageSize:  maxMessageSize,
-	MaxRDMASize:     maxRDMASize,
-	MaxRecvDTOs:     1024,
-	MaxRequestDTOs:  1024,
-	MaxRecvIOV:      16,
-	MaxRequestIOV:   16,
-	MaxRDMAReadIn:   16,
-	MaxRDMAReadOut:  16,
-	MaxRDMAReadIOV:  16,
-	MaxRDMAWriteIOV: 16,
-}
+var defaultEPAttr = epattr.Defaults(providerLimits.EP(), 1024, 16, 16)
 
 // fabricState is the process-wide state of the provider: the fabric every
 // IA of the process is on. One mutex serialises every object's state; only

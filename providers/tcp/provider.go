@@ -11,6 +11,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
 	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/iaattr"
 )
 
@@ -224,19 +225,7 @@ var providerLimits = iaattr.Limits{
 
 // defaultEPAttr is what an EP gets for a nil attribute pointer, and what
 // zero numeric fields of a given one are replaced with.
-var defaultEPAttr = api.EPAttr{
-	ServiceType:     api.ServiceRC,
-	MaxMessageSize:  maxMessageSize,
-	MaxRDMASize:     maxRDMASize,
-	MaxRecvDTOs:     1024,
-	MaxRequestDTOs:  1024,
-	MaxRecvIOV:      16,
-	MaxRequestIOV:   16,
-	MaxRDMAReadIn:   16,
-	MaxRDMAReadOut:  16,
-	MaxRDMAReadIOV:  16,
-	MaxRDMAWriteIOV: 16,
-}
+var defaultEPAttr = epattr.Defaults(providerLimits.EP(), 1024, 16, 16)
 
 // portQuals numbers the port qualifiers of active EPs, process-wide. They
 // start above every TCP port so that they are never mistaken for one.

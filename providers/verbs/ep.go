@@ -91,12 +91,9 @@ func defaultEPAttr(d *device) api.EPAttr {
 // (dat_ep_create(3DAT)). The request and receive EVDs must have been
 // created for DTO completions: their CQs are the QP's.
 func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
-	a := defaultEPAttr(i.dev)
-	if attr != nil {
-		a = epattr.WithDefaults(*attr, a)
-		if err := epattr.Check(&a, epLimits(i.dev)); err != nil {
-			return nil, err
-		}
+	a, err := epattr.Resolve(attr, defaultEPAttr(i.dev), epLimits(i.dev))
+	if err != nil {
+		return nil, err
 	}
 	z := pzOf(pzArg)
 	if z == nil {

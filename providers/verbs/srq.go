@@ -224,8 +224,8 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	if s == nil || s.ia != i {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
 	}
-	a := epattr.WithDefaults(*attr, defaultEPAttr(i.dev))
-	if err := epattr.Check(&a, epLimits(i.dev)); err != nil {
+	a, err := epattr.Resolve(attr, defaultEPAttr(i.dev), epLimits(i.dev))
+	if err != nil {
 		return nil, err
 	}
 	z := pzOf(pzArg)

@@ -50,6 +50,36 @@ func WithDefaults(a, d api.EPAttr) api.EPAttr {
 	return a
 }
 
+// Defaults returns the attributes an EP of a provider with limits l gets
+// where its consumer sets none: the RC service, messages and RDMA
+// transfers as large as l allows, dtos receive and request DTOs, iov
+// segments for every kind of DTO and reads RDMA reads each way. A provider
+// passes it to WithDefaults and Resolve.
+func Defaults(l Limits, dtos, iov, reads int) api.EPAttr {
+	return api.EPAttr{
+		ServiceType:    api.ServiceRC,
+		MaxMessageSize: uint32(l.MaxMessageSize), MaxRDMASize: uint32(l.MaxRDMASize),
+		MaxRecvDTOs: dtos, MaxRequestDTOs: dtos,
+		MaxRecvIOV: iov, MaxRequestIOV: iov, MaxRDMAReadIOV: iov, MaxRDMAWriteIOV: iov,
+		MaxRDMAReadIn: reads, MaxRDMAReadOut: reads,
+	}
+}
+
+// Resolve returns the attributes an EP is created with
+// (dat_ep_create(3DAT)): d for a nil attr; otherwise *attr with its zero
+// limits taken from d (WithDefaults) and checked against l (Check), whose
+// error it returns. attr is not modified.
+func Resolve(attr *api.EPAttr, d api.EPAttr, l Limits) (api.EPAttr, error) {
+	if attr == nil {
+		return d, nil
+	}
+	a := WithDefaults(*attr, d)
+	if err := Check(&a, l); err != nil {
+		return api.EPAttr{}, err
+	}
+	return a, nil
+}
+
 // Check reports the first attribute of a outside l: ErrInvalidParameter
 // for a limit, a service other than RC or unknown completion flags, and
 // ErrModelNotSupported for an unsupported QOS.

@@ -114,3 +114,34 @@ func TestEndpoint(t *testing.T) {
 		t.Fatal("Param hands out the EP's own attribute list")
 	}
 }
+
+// Resolve gives the defaults for a nil attr, fills a given one's zero
+// limits from them and refuses one beyond the limits.
+func TestDefaultsAndResolve(t *testing.T) {
+	l := Limits{MaxDTOs: 64, MaxIOV: 8, MaxRDMAReads: 4, MaxMessageSize: 1 << 20, MaxRDMASize: 1 << 21,
+		QOS: api.QOSBestEffort, Flags: api.CompletionSuppress}
+	d := Defaults(l, 32, 8, 4)
+	want := api.EPAttr{ServiceType: api.ServiceRC, MaxMessageSize: 1 << 20, MaxRDMASize: 1 << 21,
+		MaxRecvDTOs: 32, MaxRequestDTOs: 32, MaxRecvIOV: 8, MaxRequestIOV: 8, MaxRDMAReadIOV: 8, MaxRDMAWriteIOV: 8,
+		MaxRDMAReadIn: 4, MaxRDMAReadOut: 4}
+	if d.ServiceType != want.ServiceType || d.MaxMessageSize != want.MaxMessageSize || d.MaxRDMASize != want.MaxRDMASize ||
+		d.MaxRecvDTOs != 32 || d.MaxRequestDTOs != 32 || d.MaxRecvIOV != 8 || d.MaxRequestIOV != 8 ||
+		d.MaxRDMAReadIOV != 8 || d.MaxRDMAWriteIOV != 8 || d.MaxRDMAReadIn != 4 || d.MaxRDMAReadOut != 4 {
+		t.Fatalf("Defaults = %+v, want %+v", d, want)
+	}
+	if a, err := Resolve(nil, d, l); err != nil || a.MaxRecvDTOs != 32 || a.MaxMessageSize != 1<<20 {
+		t.Fatalf("Resolve(nil) = %+v, %v; want the defaults", a, err)
+	}
+	given := api.EPAttr{ServiceType: api.ServiceRC, MaxRecvDTOs: 16, ProviderSpecific: []api.NamedAttr{{Name: "x"}}}
+	a, err := Resolve(&given, d, l)
+	if err != nil || a.MaxRecvDTOs != 16 || a.MaxRequestDTOs != 32 || a.MaxRecvIOV != 8 {
+		t.Fatalf("Resolve(given) = %+v, %v; want its own receive depth and the defaults elsewhere", a, err)
+	}
+	if a.ProviderSpecific[0].Name = "y"; given.ProviderSpecific[0].Name != "x" || given.MaxRequestDTOs != 0 {
+		t.Fatal("Resolve modified or shares the consumer's attributes")
+	}
+	big := api.EPAttr{ServiceType: api.ServiceRC, MaxRecvDTOs: 65}
+	if _, err := Resolve(&big, d, l); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Fatalf("Resolve beyond the limits: %v, want ErrInvalidParameter", err)
+	}
+}
