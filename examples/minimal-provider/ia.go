@@ -121,14 +121,7 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
 }
 
 func (i *ia) CreateEVD(qlen int, c api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	defer lock()()
-	e := newEVD(i, qlen, flags, &i.async.EVD)
-	v, err := add[api.EVD](&i.evds, e)
-	if err == nil {
-		cno, _ := dispatch.AsCNO(c, i) // the guard has checked c
-		e.SetCNO(cno)
-	}
-	return v, err
+	return dispatch.Create(i, &i.IA, &i.evds, qlen, limits.MaxEVDQLen, flags, c, func() *evd { return newEVD(i, qlen, flags, &i.async.EVD) })
 }
 
 // post delivers a provider event; an EP without this EVD (nil) drops it.

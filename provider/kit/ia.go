@@ -69,6 +69,19 @@ func (b *IA) Live() error {
 	return nil
 }
 
+// WhileOpen runs f with the lock held if the IA is open and returns f's
+// error; once the IA's Close has begun it returns ErrIAClosed without
+// running f. It is for the calls that create an object of the IA, which
+// must not add to an IA whose Close has emptied its tables.
+func (b *IA) WhileOpen(f func() error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrIAClosed
+	}
+	return f()
+}
+
 // LockClose takes the lock and begins the IA's Close as BeginClose does.
 // On nil it returns with the lock held, for the provider to destroy what
 // the IA holds and then release it; on an error the lock is released and

@@ -155,3 +155,30 @@ func TestIALiveAndLockClose(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// WhileOpen runs f under the lock on an open IA only.
+func TestIAWhileOpen(t *testing.T) {
+	var mu sync.Mutex
+	var ia testIA
+	ia.InitIA(&mu, nil)
+	ran := false
+	want := errors.New("f's error")
+	err := ia.WhileOpen(func() error {
+		if mu.TryLock() {
+			t.Error("f runs without the lock")
+			mu.Unlock()
+		}
+		ran = true
+		return want
+	})
+	if !ran || err != want {
+		t.Fatalf("WhileOpen on an open IA: ran %v, %v", ran, err)
+	}
+	mu.Lock()
+	_ = ia.BeginClose(api.CloseAbrupt)
+	mu.Unlock()
+	ran = false
+	if err := ia.WhileOpen(func() error { ran = true; return nil }); ran || !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("WhileOpen on a closed IA: ran %v, %v", ran, err)
+	}
+}

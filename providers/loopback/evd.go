@@ -2,7 +2,6 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
 )
 
@@ -29,25 +28,7 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
 // CreateEVD creates an EVD of qlen events accepting the streams in flags,
 // feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
 func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	if err := dispatch.CheckCreate(qlen, maxEVDQLen, flags); err != nil {
-		return nil, err
-	}
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
-	c, err := dispatch.AsCNO(cnoArg, i)
-	if err != nil {
-		return nil, err
-	}
-	if err := i.evds.Room(); err != nil {
-		return nil, err
-	}
-	e := newEVD(i, qlen, flags, &i.async.EVD)
-	i.evds.Add(e)
-	e.SetCNO(c)
-	return e, nil
+	return dispatch.Create(i, &i.IA, &i.evds, qlen, maxEVDQLen, flags, cnoArg, func() *evd { return newEVD(i, qlen, flags, &i.async.EVD) })
 }
 
 // post delivers an event from a provider stream. A nil EVD (an EP created

@@ -74,22 +74,7 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
 // CreateEVD creates an EVD of qlen events accepting the streams in flags,
 // feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
 func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	if err := dispatch.CheckCreate(qlen, maxEVDQLen, flags); err != nil {
-		return nil, err
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	c, err := dispatch.AsCNO(cnoArg, i)
-	if err != nil {
-		return nil, err
-	}
-	if err := i.evds.Room(); err != nil {
-		return nil, err
-	}
-	e := newEVD(i, qlen, flags, &i.async.EVD)
-	i.evds.Add(e)
-	e.SetCNO(c)
-	return e, nil
+	return dispatch.Create(i, &i.IA, &i.evds, qlen, maxEVDQLen, flags, cnoArg, func() *evd { return newEVD(i, qlen, flags, &i.async.EVD) })
 }
 
 // post delivers a provider event; a nil EVD discards it. An overflow is

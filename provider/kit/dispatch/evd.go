@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/eventq"
 )
 
@@ -141,3 +142,42 @@ func (e *EVD) CNO() *CNO { return e.cno }
 // Post delivers an event from a provider stream (see the package function
 // Post: an overflow is reported on the IA's async EVD).
 func (e *EVD) Post(ev *api.Event, notify bool) { Post(e.Q, ev, notify, e.self, e.async) }
+
+// Created is what Create asks of a provider's EVD type: a pointer to a
+// type that embeds EVD.
+type Created interface {
+	comparable
+	api.EVD
+	SetCNO(*CNO)
+}
+
+// Create is an IA's CreateEVD (dat_evd_create(3DAT)) for a provider whose
+// EVD is the base and what make adds to it. It checks qlen and flags
+// against maxQLen (CheckCreate) and then, under the IA's lock and only
+// while it is open (ErrIAClosed otherwise): the CNO cnoArg names, a live
+// one of self or nil (AsCNO); room in evds; then it adds the EVD make
+// returns, which runs with the lock held, to evds and links it to the
+// CNO. base is self's kit.IA. On an error nothing is made or added.
+func Create[E Created](self api.IA, base *kit.IA, evds *kit.Set[E], qlen, maxQLen int, flags api.EVDFlags, cnoArg api.CNO, make func() E) (api.EVD, error) {
+	if err := CheckCreate(qlen, maxQLen, flags); err != nil {
+		return nil, err
+	}
+	var e E
+	err := base.WhileOpen(func() error {
+		c, err := AsCNO(cnoArg, self)
+		if err != nil {
+			return err
+		}
+		if err := evds.Room(); err != nil {
+			return err
+		}
+		e = make()
+		evds.Add(e)
+		e.SetCNO(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}

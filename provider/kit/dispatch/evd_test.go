@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 )
 
 // testEVD is a provider's EVD as the kit means it: the base embedded.
@@ -118,5 +119,61 @@ func TestCNOTable(t *testing.T) {
 	}
 	if _, err := cnos.Create(nil); !errors.Is(err, api.ErrInvalidHandle) {
 		t.Fatalf("Create after CloseAll: %v", err)
+	}
+}
+
+// ownerIA stands for a provider's IA where only its identity matters.
+type ownerIA struct {
+	api.IA
+	n int
+}
+
+// Create adds an EVD only to an open IA with room, with a CNO of that IA,
+// and links the two.
+func TestCreate(t *testing.T) {
+	var mu sync.Mutex
+	self, other := &ownerIA{n: 1}, &ownerIA{n: 2}
+	var base kit.IA
+	base.InitIA(&mu, nil)
+	evds := kit.NewSet[*testEVD](api.HandleEVD, 1)
+	made := 0
+	mk := func() *testEVD {
+		if mu.TryLock() {
+			t.Error("make runs without the IA's lock")
+			mu.Unlock()
+		}
+		made++
+		e := &testEVD{}
+		e.Init(e, self, &mu, 4, 8, api.EVDDTO, nil)
+		return e
+	}
+	mine, _ := NewCNOObject(nil, false, self, &mu, func(*CNOObject) {})
+	theirs, _ := NewCNOObject(nil, false, other, &mu, func(*CNOObject) {})
+
+	if _, err := Create(self, &base, &evds, 9, 8, api.EVDDTO, nil, mk); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("qlen above the limit: %v", err)
+	}
+	if _, err := Create(self, &base, &evds, 4, 8, api.EVDDTO, theirs, mk); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Errorf("another IA's CNO: %v", err)
+	}
+	e, err := Create(self, &base, &evds, 4, 8, api.EVDDTO, mine, mk)
+	if err != nil || !evds.Has(e.(*testEVD)) {
+		t.Fatalf("Create: %v, %v; want an EVD in the table", e, err)
+	}
+	if p, _ := e.Query(); p.CNO != api.CNO(mine) {
+		t.Errorf("the EVD feeds %v, want its CNO", p.CNO)
+	}
+	if e, err := Create(self, &base, &evds, 4, 8, api.EVDDTO, nil, mk); e != nil || !errors.Is(err, api.ErrInsufficientResources) {
+		t.Errorf("full table: %v, %v", e, err)
+	}
+	mu.Lock()
+	_ = base.BeginClose(api.CloseAbrupt)
+	mu.Unlock()
+	evds.Clear()
+	if e, err := Create(self, &base, &evds, 4, 8, api.EVDDTO, nil, mk); e != nil || !errors.Is(err, api.ErrInvalidHandle) {
+		t.Errorf("closed IA: %v, %v", e, err)
+	}
+	if made != 1 || evds.Len() != 0 {
+		t.Errorf("make ran %d times, table holds %d; want 1 and 0", made, evds.Len())
 	}
 }
