@@ -446,12 +446,8 @@ func (c *cr) finish() {
 func (c *cr) releaseLocal() {
 	p := c.local
 	c.local = nil
-	switch {
-	case p == nil || p.freed:
-	case p.ProviderOwned:
+	if p != nil && !p.freed && p.Unclaim() {
 		p.destroy()
-	case p.State == api.EPPassiveConnectionPending:
-		p.State = api.EPUnconnected
 	}
 }
 

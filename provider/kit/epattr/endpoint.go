@@ -47,3 +47,20 @@ func (e *Endpoint) Param(ia api.IA, local net.Addr) api.EPParam {
 	prm.Attr.ProviderSpecific = slices.Clone(e.Attr.ProviderSpecific)
 	return prm
 }
+
+// Unclaim ends the hold of a connection request that will not be
+// accepted on its local EP (dat_cr_reject(3DAT), or the requester gave
+// up): it reports true for an EP the provider made for the request
+// (ProviderOwned), which the provider then destroys; a consumer's EP that
+// the request moved to PASSIVE_CONNECTION_PENDING returns to UNCONNECTED;
+// an EP in any other state is left as it is. The provider skips an EP it
+// has freed.
+func (e *Endpoint) Unclaim() (destroy bool) {
+	if e.ProviderOwned {
+		return true
+	}
+	if e.State == api.EPPassiveConnectionPending {
+		e.State = api.EPUnconnected
+	}
+	return false
+}

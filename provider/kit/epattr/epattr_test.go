@@ -145,3 +145,23 @@ func TestDefaultsAndResolve(t *testing.T) {
 		t.Fatalf("Resolve beyond the limits: %v, want ErrInvalidParameter", err)
 	}
 }
+
+// Unclaim hands a provider-made EP back for destruction and returns a
+// consumer's pending EP to UNCONNECTED, and touches nothing else.
+func TestUnclaim(t *testing.T) {
+	for _, tc := range []struct {
+		e       Endpoint
+		destroy bool
+		state   api.EPState
+	}{
+		{Endpoint{ProviderOwned: true, State: api.EPTentativeConnectionPending}, true, api.EPTentativeConnectionPending},
+		{Endpoint{State: api.EPPassiveConnectionPending}, false, api.EPUnconnected},
+		{Endpoint{State: api.EPConnected}, false, api.EPConnected},
+		{Endpoint{State: api.EPReserved}, false, api.EPReserved},
+	} {
+		e := tc.e
+		if d := e.Unclaim(); d != tc.destroy || e.State != tc.state {
+			t.Errorf("Unclaim of %+v: destroy %v, state %v; want %v, %v", tc.e, d, e.State, tc.destroy, tc.state)
+		}
+	}
+}
