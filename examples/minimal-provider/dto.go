@@ -110,15 +110,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 	case completion.Send:
 		p.send(w)
 	case completion.Bind:
-		r := w.rmr
-		if r.freed {
-			w.drop(p.ia)
-			p.complete(w, api.RMROperationFailed, 0)
-			break
-		}
-		r.ia.mem.Rebind(&r.reg, w.bind, w.rctx)
-		w.bind = nil
-		p.complete(w, api.DTOSuccess, 0)
+		p.complete(w, p.ia.mem.FinishBind(&w.rmr.reg, &w.bind, w.rctx, w.rmr.freed), 0)
 	default:
 		p.rdma(w)
 	}

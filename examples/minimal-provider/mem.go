@@ -80,15 +80,13 @@ func (r *rmr) Query() (api.RMRParam, error) {
 // is a request on ep's queue like any DTO.
 func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, e api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
 	defer lock()()
-	p, l := e.(*ep), (*lmr)(nil)
-	if t.Length > 0 {
-		l = lm.(*lmr)
-		if err := memreg.CheckBind(&l.reg, r.pz, t, priv); err != nil {
-			return 0, err
-		}
+	p, named := e.(*ep), (*memreg.LMR[*pz])(nil)
+	if l, ok := lm.(*lmr); ok && l != nil {
+		named = &l.reg // the guard has checked that it is live and of this IA
 	}
-	if p.pz != r.pz {
-		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
+	l, err := memreg.BindTarget(named, t, priv, r.pz, p.pz)
+	if err != nil {
+		return 0, err
 	}
 	w := reqWR{kind: completion.Bind, cookie: cookie, flags: flags, rmr: r}
 	switch p.State {
@@ -102,11 +100,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
-	r.ia.mem.Unbind(&r.reg)
-	r.reg.VA = va
-	if l != nil {
-		w.bind, w.rctx = r.ia.mem.NewBinding(&l.reg, t, priv, va, r.pz, p, r)
-	}
+	w.bind, w.rctx = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
 	if err := p.postLocked(&w); err != nil {
 		w.drop(r.ia)
 		return 0, err
@@ -116,12 +110,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 
 // drop releases what a bind that does not run holds: its context and its
 // count on the LMR.
-func (w *reqWR) drop(i *ia) {
-	if w.bind != nil {
-		i.mem.Drop(w.bind, w.rctx)
-		w.bind = nil
-	}
-}
+func (w *reqWR) drop(i *ia) { i.mem.DropBind(&w.bind, w.rctx) }
 
 func (r *rmr) Free() error {
 	defer lock()()

@@ -194,18 +194,13 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if p == nil {
 		return 0, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
 	}
-	var l *lmr
-	if t.Length > 0 {
-		var ok bool
-		if l, ok = lmrArg.(*lmr); !ok || l == nil || l.freed || l.ia != r.ia {
-			return 0, api.Errorf(api.InvalidHandle, api.SubHandleLMR, "not a live LMR of this IA")
-		}
-		if err := memreg.CheckBind(&l.reg, r.pz, t, priv); err != nil {
-			return 0, err
-		}
+	var named *memreg.LMR[*pz]
+	if l, ok := lmrArg.(*lmr); ok && l != nil && !l.freed && l.ia == r.ia {
+		named = &l.reg
 	}
-	if p.pz != r.pz {
-		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
+	l, err := memreg.BindTarget(named, t, priv, r.pz, p.pz)
+	if err != nil {
+		return 0, err
 	}
 	w := reqWR{kind: reqBind, cookie: cookie, flags: flags, rmr: r}
 	switch p.State {
@@ -222,13 +217,9 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
-	r.ia.mem.Unbind(&r.reg)
-	r.reg.VA = va
-	if l != nil {
-		// The binding's count on the LMR is held by the request until it
-		// runs or is flushed.
-		w.bind, w.rctx = r.ia.mem.NewBinding(&l.reg, t, priv, va, r.pz, p, r)
-	}
+	// The binding's count on the LMR is held by the request until it runs
+	// or is flushed.
+	w.bind, w.rctx = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
 	if err := p.postLocked(&w); err != nil {
 		w.dropBind(r.ia)
 		return 0, err
@@ -240,24 +231,12 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 // fabric.mu is held.
 func (p *ep) execBind(w *reqWR) {
 	r := w.rmr
-	if r.freed {
-		w.dropBind(r.ia)
-		p.complete(w, api.RMROperationFailed, 0)
-		return
-	}
-	r.ia.mem.Rebind(&r.reg, w.bind, w.rctx) // the request's hold on the LMR passes to the RMR
-	w.bind = nil
-	p.complete(w, api.DTOSuccess, 0)
+	p.complete(w, r.ia.mem.FinishBind(&r.reg, &w.bind, w.rctx, r.freed), 0)
 }
 
 // dropBind releases what a bind request holds when it does not run: its
 // reserved context and its count on the LMR.
-func (w *reqWR) dropBind(i *ia) {
-	if w.bind != nil {
-		i.mem.Drop(w.bind, w.rctx)
-		w.bind = nil
-	}
-}
+func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.rctx) }
 
 // unbind withdraws the RMR's binding: its context stops working at once.
 // fabric.mu is held.

@@ -129,18 +129,13 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	}
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
-	var l *lmr
-	if t.Length > 0 {
-		var ok bool
-		if l, ok = lmrArg.(*lmr); !ok || l == nil || l.ia != r.ia {
-			return 0, api.Errorf(api.InvalidHandle, api.SubHandleLMR, "not a live LMR of this IA")
-		}
-		if err := memreg.CheckBind(&l.reg, r.pz, t, priv); err != nil {
-			return 0, err
-		}
+	var named *memreg.LMR[*pz]
+	if l, ok := lmrArg.(*lmr); ok && l != nil && l.ia == r.ia {
+		named = &l.reg
 	}
-	if p.pz != r.pz {
-		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
+	l, err := memreg.BindTarget(named, t, priv, r.pz, p.pz)
+	if err != nil {
+		return 0, err
 	}
 	w := reqWR{kind: reqBind, cookie: cookie, flags: flags, rmr: r}
 	switch p.State {
@@ -157,11 +152,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
-	r.unbind()
-	r.reg.VA = va
-	if l != nil {
-		w.bind, w.rctx = r.ia.mem.NewBinding(&l.reg, t, priv, va, r.pz, p, r)
-	}
+	w.bind, w.rctx = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
 	if err := p.postLocked(&w); err != nil {
 		w.dropBind(r.ia)
 		return 0, err
@@ -174,23 +165,11 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 
 // publishBind makes the binding of bind request w current. ia.mu is held.
 func (w *reqWR) publishBind(i *ia) api.DTOStatus {
-	r := w.rmr
-	if r.freed {
-		w.dropBind(i)
-		return api.RMROperationFailed
-	}
-	i.mem.Rebind(&r.reg, w.bind, w.rctx)
-	w.bind = nil
-	return api.DTOSuccess
+	return i.mem.FinishBind(&w.rmr.reg, &w.bind, w.rctx, w.rmr.freed)
 }
 
 // dropBind releases what an unexecuted bind request holds.
-func (w *reqWR) dropBind(i *ia) {
-	if w.bind != nil {
-		i.mem.Drop(w.bind, w.rctx)
-		w.bind = nil
-	}
-}
+func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.rctx) }
 
 // unbind withdraws the RMR's binding at once. ia.mu is held.
 func (r *rmr) unbind() { r.ia.mem.Unbind(&r.reg) }

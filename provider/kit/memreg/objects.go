@@ -180,6 +180,70 @@ func CheckBind[PZ comparable](l *LMR[PZ], pz PZ, t api.LMRTriplet, priv api.MemP
 	return nil
 }
 
+// BindTarget applies the synchronous checks of dat_rmr_bind(3DAT) to a
+// bind of the window t for an RMR in rmrPZ over an EP in epPZ, and
+// returns the LMR to bind: nil for an unbind (t of zero length, whatever
+// l is). l is the LMR the call names, nil when it names no live LMR of
+// the IA, which for a non-empty t is ErrInvalidHandle (SubHandleLMR); then
+// CheckBind; an EP in another PZ than the RMR is ErrProtectionViolation.
+func BindTarget[PZ comparable](l *LMR[PZ], t api.LMRTriplet, priv api.MemPriv, rmrPZ, epPZ PZ) (*LMR[PZ], error) {
+	if t.Length == 0 {
+		l = nil
+	} else {
+		if l == nil {
+			return nil, api.Errorf(api.InvalidHandle, api.SubHandleLMR, "not a live LMR of this IA")
+		}
+		if err := CheckBind(l, rmrPZ, t, priv); err != nil {
+			return nil, err
+		}
+	}
+	if epPZ != rmrPZ {
+		return nil, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the EP is in another protection zone than the RMR")
+	}
+	return l, nil
+}
+
+// StartBind begins a bind of r that BindTarget has passed, once the
+// provider has decided to queue it: r's current binding is withdrawn at
+// once (its context stops working) and r takes va; for l not nil it
+// prepares the new binding (NewBinding), which FinishBind publishes when
+// the request runs and DropBind releases if it never does. For an unbind
+// (l nil) it returns no binding and context 0.
+func (t *Table[PZ, EP]) StartBind(r *RMR[PZ, EP], l *LMR[PZ], tr api.LMRTriplet, priv api.MemPriv, va api.VAType, pz PZ, ep EP, owner any) (*Binding[PZ, EP], api.RMRContext) {
+	t.Unbind(r)
+	r.VA = va
+	if l == nil {
+		return nil, 0
+	}
+	return t.NewBinding(l, tr, priv, va, pz, ep, owner)
+}
+
+// FinishBind ends a queued bind of r when the request runs and returns
+// the status its completion reports: when r has been freed meanwhile
+// (gone) it releases the prepared binding *b (DropBind) and returns
+// RMROperationFailed; otherwise it publishes *b under c as r's binding
+// (Rebind; a nil *b is an unbind) and returns DTOSuccess. *b is nil on
+// return.
+func (t *Table[PZ, EP]) FinishBind(r *RMR[PZ, EP], b **Binding[PZ, EP], c api.RMRContext, gone bool) api.DTOStatus {
+	if gone {
+		t.DropBind(b, c)
+		return api.RMROperationFailed
+	}
+	t.Rebind(r, *b, c) // the binding's hold on its LMR passes to r
+	*b = nil
+	return api.DTOSuccess
+}
+
+// DropBind releases what a queued bind that will not run holds, its
+// prepared binding *b (if any) with context c, and sets *b to nil, so
+// that a second call does nothing.
+func (t *Table[PZ, EP]) DropBind(b **Binding[PZ, EP], c api.RMRContext) {
+	if *b != nil {
+		t.Drop(*b, c)
+		*b = nil
+	}
+}
+
 // NewBinding prepares the bind of the window t of l, which CheckBind has
 // passed, for remote access with priv in pz over ep's connection only;
 // owner is the provider's RMR. It reserves the new context, which works

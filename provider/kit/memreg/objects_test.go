@@ -117,3 +117,60 @@ func TestBinding(t *testing.T) {
 		t.Errorf("StaleContext %d names a window or is 0", s)
 	}
 }
+
+// A bind checked by BindTarget, started by StartBind and then finished,
+// dropped or overtaken by the RMR's free keeps the LMR's count and the
+// contexts right.
+func TestBindLifecycle(t *testing.T) {
+	tab := New[*pz, *ep]()
+	z, e := &pz{1}, &ep{1}
+	var l LMR[*pz]
+	tab.Register(&l, make([]byte, 64), api.MemTypeVirtual, api.MemPrivLocalRead|api.MemPrivLocalWrite, api.VATypeZB, z)
+	tr := api.LMRTriplet{LMRContext: l.LMRContext, Addr: 0, Length: 16}
+
+	if got, err := BindTarget(&l, api.LMRTriplet{}, api.MemPrivRemoteRead, z, z); got != nil || err != nil {
+		t.Fatalf("BindTarget of an unbind = %v, %v; want no LMR, no error", got, err)
+	}
+	if _, err := BindTarget(nil, tr, api.MemPrivRemoteRead, z, z); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Errorf("BindTarget without a live LMR: %v", err)
+	}
+	if _, err := BindTarget(&l, tr, api.MemPrivRemoteRead, z, &pz{2}); !errors.Is(err, api.ErrProtectionViolation) {
+		t.Errorf("BindTarget with the EP in another PZ: %v", err)
+	}
+	if _, err := BindTarget(&l, api.LMRTriplet{LMRContext: l.LMRContext, Addr: 60, Length: 16}, api.MemPrivRemoteRead, z, z); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("BindTarget outside the LMR: %v", err)
+	}
+	target, err := BindTarget(&l, tr, api.MemPrivRemoteRead, z, z)
+	if err != nil || target != &l {
+		t.Fatalf("BindTarget = %v, %v", target, err)
+	}
+
+	var r RMR[*pz, *ep]
+	b, c := tab.StartBind(&r, target, tr, api.MemPrivRemoteRead, api.VATypeVA, z, e, "owner")
+	if b == nil || c == 0 || l.Bound != 1 || r.VA != api.VATypeVA || tab.Window(c) != nil {
+		t.Fatalf("StartBind: binding %v, context %d, bound %d, VA %v, window published early %v", b, c, l.Bound, r.VA, tab.Window(c) != nil)
+	}
+	if tab.FinishBind(&r, &b, c, false) != api.DTOSuccess || b != nil || r.Cur == nil || tab.Window(c) == nil || l.Bound != 1 {
+		t.Fatalf("FinishBind: binding left %v, current %v, bound %d", b, r.Cur, l.Bound)
+	}
+
+	// A second bind withdraws the first at once; dropping it leaves the RMR unbound.
+	b, c2 := tab.StartBind(&r, target, tr, api.MemPrivRemoteRead, api.VATypeZB, z, e, "owner")
+	if tab.Window(c) != nil || r.Cur != nil || l.Bound != 1 {
+		t.Fatalf("StartBind over a binding: old context works %v, current %v, bound %d", tab.Window(c) != nil, r.Cur, l.Bound)
+	}
+	tab.DropBind(&b, c2)
+	tab.DropBind(&b, c2)
+	if b != nil || l.Bound != 0 {
+		t.Fatalf("DropBind twice: binding %v, bound %d", b, l.Bound)
+	}
+
+	// A bind whose RMR was freed before it ran fails and holds nothing.
+	b, c3 := tab.StartBind(&r, target, tr, api.MemPrivRemoteRead, api.VATypeZB, z, e, "owner")
+	if tab.FinishBind(&r, &b, c3, true) != api.RMROperationFailed || b != nil || l.Bound != 0 || r.Cur != nil {
+		t.Fatalf("FinishBind of a freed RMR: binding %v, bound %d, current %v", b, l.Bound, r.Cur)
+	}
+	if b, c := tab.StartBind(&r, nil, api.LMRTriplet{}, 0, api.VATypeZB, z, e, "owner"); b != nil || c != 0 {
+		t.Fatalf("StartBind of an unbind = %v, %d", b, c)
+	}
+}
