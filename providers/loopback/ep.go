@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
@@ -62,10 +61,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
-	z, err := asPZ(pzArg, i)
+	z, err := i.livePZ(pzArg, false)
 	if err != nil {
 		return nil, err
 	}

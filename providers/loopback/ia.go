@@ -208,6 +208,20 @@ func asPZ(x api.PZ, i *ia) (*pz, error) {
 	return z, nil
 }
 
+// livePZ is the start of a call that creates an object of an open IA in
+// the PZ pzArg names: ErrIAClosed once the IA is closed, then the PZ
+// (asPZ), which must not be nil when need is set. fabric.mu is held.
+func (i *ia) livePZ(pzArg api.PZ, need bool) (*pz, error) {
+	if i.Closed() {
+		return nil, kit.ErrIAClosed
+	}
+	z, err := asPZ(pzArg, i)
+	if err == nil && z == nil && need {
+		err = api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
+	}
+	return z, err
+}
+
 // pzOrNil returns z as an api.PZ, or a nil interface for a nil z.
 func pzOrNil(z *pz) api.PZ {
 	if z == nil {

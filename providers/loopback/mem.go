@@ -2,7 +2,6 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
@@ -59,15 +58,9 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
-	z, err := asPZ(pzArg, i)
+	z, err := i.livePZ(pzArg, true)
 	if err != nil {
 		return nil, err
-	}
-	if z == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
 	var src *memreg.LMR[*pz]
 	if l, ok := region.LMR.(*lmr); ok && l != nil && !l.freed && l.ia == i {

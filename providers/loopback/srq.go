@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -32,15 +31,9 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
-	z, err := asPZ(pzArg, i)
+	z, err := i.livePZ(pzArg, true)
 	if err != nil {
 		return nil, err
-	}
-	if z == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
 	if err := i.srqs.Room(); err != nil {
 		return nil, err
