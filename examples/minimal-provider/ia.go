@@ -25,6 +25,10 @@ type ia struct {
 	lmrs              kit.Set[*lmr]
 	rmrs              kit.Set[*rmr]
 	mem               *memreg.Table[*pz, *ep]
+
+	// The sync calls check segments only: copies by the processor need no
+	// synchronisation.
+	memreg.Coherent[*pz, *ep]
 }
 
 func newIA(a Addr) *ia {
@@ -37,6 +41,7 @@ func newIA(a Addr) *ia {
 		mem: memreg.New[*pz, *ep](),
 	}
 	i.cnos = dispatch.NewCNOs(i, &fab.Mutex, n)
+	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i
 }
 
@@ -86,14 +91,6 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		w()
 	}
 	return nil
-}
-
-// SyncRDMARead and SyncRDMAWrite only check the segments: copies by the
-// processor need no synchronisation (dat_lmr_sync_rdma_read(3DAT)).
-func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error { return i.SyncRDMAWrite(segs) }
-func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error {
-	defer lock()()
-	return i.mem.CheckSegments(segs)
 }
 
 // pz is a protection zone.

@@ -29,6 +29,9 @@ type ia struct {
 	rmrs kit.Set[*rmr]
 	srqs kit.Set[*srq]
 	mem  *memreg.Table[*pz, *ep] // LMR and RMR contexts
+
+	// The sync calls check segments only: an RDMA is a copy by the processor.
+	memreg.Coherent[*pz, *ep]
 }
 
 func newIA(a Addr) *ia {
@@ -46,6 +49,7 @@ func newIA(a Addr) *ia {
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.cnos = dispatch.NewCNOs(i, &fabric.mu, maxObjects)
+	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i
 }
 
@@ -118,28 +122,6 @@ func (i *ia) teardown() []func() {
 	waits = append(waits, i.cnos.CloseAll())
 	kit.ClearAll(&i.pzs, &i.evds, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs, i.mem)
 	return waits
-}
-
-// SyncRDMARead checks that every segment lies inside an LMR of the IA
-// (ErrInvalidParameter otherwise) and does nothing more: an incoming RDMA
-// read is a copy by the processor, which sees the consumer's writes
-// (dat_lmr_sync_rdma_read(3DAT)).
-func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
-
-// SyncRDMAWrite checks the segments like SyncRDMARead and does nothing
-// more: an incoming RDMA write is a copy by the processor, which the
-// consumer sees (dat_lmr_sync_rdma_write(3DAT)).
-func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
-
-// checkSegments checks that each non-empty segment names an LMR of the IA,
-// in any PZ, and lies inside it.
-func (i *ia) checkSegments(segs []api.LMRTriplet) error {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if i.Closed() {
-		return kit.ErrIAClosed
-	}
-	return i.mem.CheckSegments(segs)
 }
 
 // CreatePZ creates a protection zone (dat_pz_create(3DAT)).

@@ -38,6 +38,9 @@ type ia struct {
 	rmrs kit.Set[*rmr]
 	srqs kit.Set[*srq]
 	mem  *memreg.Table[*pz, *ep]
+
+	// The sync calls check segments only: the memory is coherent.
+	memreg.Coherent[*pz, *ep]
 }
 
 func newIA(ip net.IP) *ia {
@@ -56,6 +59,7 @@ func newIA(ip net.IP) *ia {
 	}
 	i.srqCond = sync.NewCond(&i.mu)
 	i.cnos = dispatch.NewCNOs(i, &i.mu, maxObjects)
+	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	i.cnos.Prepare = func(c *dispatch.CNOObject) { c.BeforeWait = func() { i.handBackFeeds(c.State()) } }
 	return i
 }
@@ -107,19 +111,6 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.wg.Wait()
 	cnosIdle()
 	return nil
-}
-
-// SyncRDMARead checks that every segment lies inside an LMR of the IA and
-// does nothing more: the memory is coherent (dat_lmr_sync_rdma_read(3DAT)).
-func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
-
-// SyncRDMAWrite is SyncRDMARead for dat_lmr_sync_rdma_write(3DAT).
-func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.checkSegments(segs) }
-
-func (i *ia) checkSegments(segs []api.LMRTriplet) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.mem.CheckSegments(segs)
 }
 
 // CreatePZ creates a protection zone (dat_pz_create(3DAT)).
