@@ -87,17 +87,27 @@ func defaultEPAttr(d *device) api.EPAttr {
 	}
 }
 
+// epArgs resolves the attributes an EP is created with (epattr.Resolve
+// with the device's defaults and limits) and its PZ, which may not be nil.
+func (i *ia) epArgs(pzArg api.PZ, attr *api.EPAttr) (api.EPAttr, *pz, error) {
+	a, err := epattr.Resolve(attr, defaultEPAttr(i.dev), epLimits(i.dev))
+	if err != nil {
+		return api.EPAttr{}, nil, err
+	}
+	z := pzOf(pzArg)
+	if z == nil {
+		return api.EPAttr{}, nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
+	}
+	return a, z, nil
+}
+
 // CreateEP creates an Endpoint in the UNCONNECTED state with its QP
 // (dat_ep_create(3DAT)). The request and receive EVDs must have been
 // created for DTO completions: their CQs are the QP's.
 func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
-	a, err := epattr.Resolve(attr, defaultEPAttr(i.dev), epLimits(i.dev))
+	a, z, err := i.epArgs(pzArg, attr)
 	if err != nil {
 		return nil, err
-	}
-	z := pzOf(pzArg)
-	if z == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
 	re, qe, ce := evdOf(recvEVD), evdOf(requestEVD), evdOf(connectEVD)
 	var made *ep

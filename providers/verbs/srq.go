@@ -224,13 +224,9 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	if s == nil || s.ia != i {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
 	}
-	a, err := epattr.Resolve(attr, defaultEPAttr(i.dev), epLimits(i.dev))
+	a, z, err := i.epArgs(pzArg, attr)
 	if err != nil {
 		return nil, err
-	}
-	z := pzOf(pzArg)
-	if z == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
 	}
 	var made *ep
 	defer func() { made.armCQs() }() // after the unlock
