@@ -1,8 +1,6 @@
 package loopback
 
 import (
-	"fmt"
-
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
@@ -123,8 +121,8 @@ func (s *srq) Free() error {
 	if s.freed {
 		return errSRQFreed
 	}
-	if len(s.eps) > 0 {
-		return api.Errorf(api.InvalidState, api.SubStateSRQInUse, fmt.Sprintf("%d EP(s) use the SRQ", len(s.eps)))
+	if err := srqattr.CheckFree(len(s.eps)); err != nil {
+		return err
 	}
 	s.freed = true
 	s.Clear()

@@ -195,8 +195,8 @@ func (s *srq) SetLW(lw int) error {
 func (s *srq) Free() error {
 	s.ia.mu.Lock()
 	defer s.ia.mu.Unlock()
-	if s.eps > 0 {
-		return api.Errorf(api.InvalidState, api.SubStateSRQInUse, fmt.Sprintf("%d EP(s) use the SRQ", s.eps))
+	if err := srqattr.CheckFree(s.eps); err != nil {
+		return err
 	}
 	s.destroy()
 	s.ia.srqs.Remove(s)

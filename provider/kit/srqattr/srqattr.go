@@ -62,3 +62,12 @@ func CheckLW(lw, max int) error {
 	}
 	return nil
 }
+
+// CheckFree is the check of dat_srq_free(3DAT): ErrInvalidState
+// (SubStateSRQInUse), saying how many, while eps EPs use the SRQ.
+func CheckFree(eps int) error {
+	if eps > 0 {
+		return api.Errorf(api.InvalidState, api.SubStateSRQInUse, fmt.Sprintf("%d EP(s) use the SRQ", eps))
+	}
+	return nil
+}

@@ -37,3 +37,13 @@ func TestChecks(t *testing.T) {
 		t.Errorf("CheckLW = %v", err)
 	}
 }
+
+func TestCheckFree(t *testing.T) {
+	if err := CheckFree(0); err != nil {
+		t.Errorf("CheckFree of an unused SRQ: %v", err)
+	}
+	var de *api.Error
+	if err := CheckFree(2); !errors.As(err, &de) || de.Type != api.InvalidState || de.Sub != api.SubStateSRQInUse {
+		t.Errorf("CheckFree of an SRQ 2 EPs use: %v, want ErrInvalidState/SubStateSRQInUse", err)
+	}
+}
