@@ -159,9 +159,9 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 		}
 		switch w.kind {
 		case reqWrite:
-			p.execWrite(w)
+			p.execRDMA(w, true)
 		case reqRead:
-			p.execRead(w)
+			p.execRDMA(w, false)
 		case reqReadToRMR:
 			p.execReadToRMR(w)
 		case reqBind:
@@ -226,41 +226,36 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 	return true
 }
 
-func (p *ep) execWrite(w *reqWR) {
-	src, n, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
-	defer clear(src)
-	switch {
-	case !ok:
-		p.fail(w, api.DTOErrLocalProtection)
-	case n > uint64(p.Attr.MaxRDMASize):
-		p.fail(w, api.DTOErrLocalLength)
-	default:
-		dst, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteWrite)
-		if !ok {
-			p.fail(w, api.DTOErrRemoteAccess)
-			return
-		}
-		sgl.Gather(dst, src)
-		p.complete(w, api.DTOSuccess, n)
+// execRDMA runs an RDMA write, the bytes w.iov names into the peer's
+// window at w.remote, or (write false) an RDMA read, w.remote.Length bytes
+// of that window into w.iov. The two differ only in the privileges they
+// need and the direction of the copy. fabric.mu is held.
+func (p *ep) execRDMA(w *reqWR, write bool) {
+	local, remote := api.MemPrivLocalWrite, api.MemPrivRemoteRead
+	if write {
+		local, remote = api.MemPrivLocalRead, api.MemPrivRemoteWrite
 	}
-}
-
-func (p *ep) execRead(w *reqWR) {
-	dst, _, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, api.MemPrivLocalWrite)
-	defer clear(dst)
-	n := uint64(w.remote.Length)
+	segs, n, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, local)
+	defer clear(segs)
+	if !write {
+		n = uint64(w.remote.Length)
+	}
 	switch {
 	case !ok:
 		p.fail(w, api.DTOErrLocalProtection)
 	case n > uint64(p.Attr.MaxRDMASize):
 		p.fail(w, api.DTOErrLocalLength)
 	default:
-		src, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteRead)
+		span, ok := p.peer.remoteSpan(w.remote, n, remote)
 		if !ok {
 			p.fail(w, api.DTOErrRemoteAccess)
 			return
 		}
-		sgl.Scatter(dst, src)
+		if write {
+			sgl.Gather(span, segs)
+		} else {
+			sgl.Scatter(segs, span)
+		}
 		p.complete(w, api.DTOSuccess, n)
 	}
 }
