@@ -41,13 +41,6 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	}
 }
 
-// postAsync posts an asynchronous error event about obj to the IA's async
-// EVD. fabric.mu is held.
-func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
-	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
-	i.async.post(&ev, true)
-}
-
 // Free destroys the EVD and its queued events (dat_evd_free(3DAT)):
 // ErrInvalidState (SubStateEVDInUse) while an EP, PSP or RSP reports to it,
 // and always for the async EVD. A blocked waiter returns ErrAbort.

@@ -372,7 +372,7 @@ func (p *ep) heldRecvs() int {
 func (p *ep) watermarks(held int) bool {
 	soft, hard := p.WM.Check(held)
 	if soft {
-		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
+		p.ia.async.PostAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
 	}
 	return hard && p.State == api.EPConnected && p.c != nil
 }

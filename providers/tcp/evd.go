@@ -85,12 +85,6 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	}
 }
 
-// postAsync posts an asynchronous event about obj to the async EVD.
-func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
-	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
-	i.async.post(&ev, true)
-}
-
 // Dequeue removes the first event without blocking (dat_evd_dequeue(3DAT)).
 func (e *evd) Dequeue(ev *api.Event) error {
 	err := e.EVD.Dequeue(ev)

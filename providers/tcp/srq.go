@@ -33,7 +33,7 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	}
 	s := &srq{ia: i, pz: z}
 	i.srqs.Add(s)
-	s.Init(attr, maxRecvPerSRQ, func() { i.postAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
+	s.Init(attr, maxRecvPerSRQ, func() { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	return s, nil
 }
 

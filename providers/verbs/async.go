@@ -163,25 +163,25 @@ func (i *ia) deviceEvent(ev *C.struct_gd_async_event) {
 	}
 	switch ev._type {
 	case C.IBV_EVENT_DEVICE_FATAL:
-		i.postAsync(api.AsyncIACatastrophicEvent, i, api.ReasonIACatastrophic)
+		i.async.PostAsync(api.AsyncIACatastrophicEvent, i, api.ReasonIACatastrophic)
 	case C.IBV_EVENT_PORT_ERR:
 		if uint8(ev.port) == i.dev.port.Num {
-			i.postAsync(api.AsyncIACatastrophicEvent, i, api.ReasonIAOther)
+			i.async.PostAsync(api.AsyncIACatastrophicEvent, i, api.ReasonIAOther)
 		}
 	case C.IBV_EVENT_QP_FATAL, C.IBV_EVENT_QP_REQ_ERR, C.IBV_EVENT_QP_ACCESS_ERR:
 		if p := i.qps[uint32(ev.qp_num)]; p != nil {
-			i.postAsync(api.AsyncEPBrokenEvent, p, api.ReasonEPTransferToError)
+			i.async.PostAsync(api.AsyncEPBrokenEvent, p, api.ReasonEPTransferToError)
 		}
 	case C.IBV_EVENT_CQ_ERR:
 		for e := range i.evds.All() {
 			if e.cq != nil && ev.obj == unsafe.Pointer(e.cq.cq) {
-				i.postAsync(api.AsyncEVDOverflowEvent, e, api.ReasonEVDOverflow)
+				i.async.PostAsync(api.AsyncEVDOverflowEvent, e, api.ReasonEVDOverflow)
 			}
 		}
 	case C.IBV_EVENT_SRQ_ERR:
 		for s := range i.srqs.All() {
 			if s.srq != nil && ev.obj == unsafe.Pointer(s.srq) {
-				i.postAsync(api.AsyncProviderInternalErrorEvent, s, api.ReasonSRQTransferToError)
+				i.async.PostAsync(api.AsyncProviderInternalErrorEvent, s, api.ReasonSRQTransferToError)
 			}
 		}
 	}

@@ -199,7 +199,7 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 		}
 		c.byWatcher.Add(1)
 		if failed != 0 {
-			e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
+			e.ia.async.PostAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
 			return
 		}
 		c.armMu.Lock()
@@ -269,7 +269,7 @@ func (e *evd) arm() {
 	c.armMu.Unlock()
 	c.pollMu.Unlock()
 	if rc != 0 {
-		e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
+		e.ia.async.PostAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
 		return
 	}
 	e.drain(false)

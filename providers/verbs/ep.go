@@ -419,7 +419,7 @@ func (p *ep) dropID() {
 func (p *ep) watermarks(held int) bool {
 	soft, hard := p.WM.Check(held)
 	if soft {
-		p.ia.postAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
+		p.ia.async.PostAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
 	}
 	return hard && p.State == api.EPConnected
 }

@@ -196,12 +196,6 @@ func (i *ia) SyncRDMARead(segs []api.LMRTriplet) error {
 // SyncRDMAWrite is SyncRDMARead for dat_lmr_sync_rdma_write(3DAT).
 func (i *ia) SyncRDMAWrite(segs []api.LMRTriplet) error { return i.SyncRDMARead(segs) }
 
-// postAsync posts an asynchronous event about obj to the async EVD.
-func (i *ia) postAsync(n api.EventNumber, obj api.Object, reason int) {
-	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
-	i.async.post(&ev, true)
-}
-
 // deviceText is the device, port and address in one phrase, for messages.
 func (d *device) String() string {
 	return d.name + " port " + strconv.Itoa(int(d.port.Num)) + " (" + d.ip.String() + ")"

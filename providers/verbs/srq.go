@@ -150,7 +150,7 @@ func (s *srq) taken(slot int) (api.Cookie, bool) {
 func (s *srq) checkLW() {
 	if s.armed && s.used < s.lw {
 		s.armed = false
-		s.ia.postAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark)
+		s.ia.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark)
 	}
 }
 

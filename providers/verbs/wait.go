@@ -87,7 +87,7 @@ func (e *evd) driveWait(ctx context.Context, threshold int, ev *api.Event) (int,
 			}
 			return e.Q.EndWait(), api.Errorf(api.Abort, api.NoSubtype, "EVD destroyed")
 		case c.failed != 0:
-			e.ia.postAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
+			e.ia.async.PostAsync(api.AsyncProviderInternalErrorEvent, e, api.ReasonEVDOther)
 			c.dead.Store(true)
 			e.Q.EndWait()
 			return e.Q.Wait(ctx, threshold, ev)

@@ -181,3 +181,11 @@ func Create[E Created](self api.IA, base *kit.IA, evds *kit.Set[E], qlen, maxQLe
 	}
 	return e, nil
 }
+
+// PostAsync posts the asynchronous event n about obj, with reason, to e,
+// which is an IA's async EVD, and notifies its waiters; an overflow is
+// counted as Post counts it.
+func (e *EVD) PostAsync(n api.EventNumber, obj api.Object, reason int) {
+	ev := api.Event{Number: n, Async: api.AsyncErrorData{Object: obj, Reason: reason}}
+	e.Post(&ev, true)
+}

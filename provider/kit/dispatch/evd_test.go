@@ -177,3 +177,16 @@ func TestCreate(t *testing.T) {
 		t.Errorf("make ran %d times, table holds %d; want 1 and 0", made, evds.Len())
 	}
 }
+
+func TestPostAsync(t *testing.T) {
+	var mu sync.Mutex
+	async := &testEVD{}
+	async.Init(async, nil, &mu, 4, 8, api.EVDAsync, nil)
+	obj := &testEVD{}
+	async.PostAsync(api.AsyncEPBrokenEvent, obj, api.ReasonEPTransferToError)
+	var ev api.Event
+	if err := async.Dequeue(&ev); err != nil || ev.Number != api.AsyncEPBrokenEvent ||
+		ev.Async.Object != api.Object(obj) || ev.Async.Reason != api.ReasonEPTransferToError {
+		t.Fatalf("PostAsync delivered %+v, %v", ev, err)
+	}
+}
