@@ -185,8 +185,7 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 // (dat_ep_set_watermark(3DAT)); EP.Query reports the soft one.
 func (p *ep) SetWatermark(soft, hard int) error {
 	defer lock()()
-	p.Attr.SRQSoftHighWatermark = soft
-	p.WM.Set(soft, hard)
+	p.SetWatermarks(soft, hard)
 	p.watermarks()
 	return nil
 }
@@ -194,12 +193,7 @@ func (p *ep) SetWatermark(soft, hard int) error {
 // watermarks posts the soft watermark's event when it is due and breaks
 // the connection when the hard one is exceeded.
 func (p *ep) watermarks() {
-	soft, hard := p.WM.Check(p.recvs.Len())
-	if soft {
-		ev := api.Event{Number: epattr.SoftHighWatermarkEvent, Async: api.AsyncErrorData{Object: p, Reason: api.ReasonEPSoftHighWater}}
-		p.ia.async.post(&ev, true)
-	}
-	if hard && p.State == api.EPConnected {
+	if p.Watch(p.recvs.Len(), p, &p.ia.async.EVD) {
 		p.endPair(api.ConnectionBrokenEvent)
 	}
 }

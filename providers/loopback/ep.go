@@ -370,8 +370,7 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	if p.freed {
 		return errEPFreed
 	}
-	p.Attr.SRQSoftHighWatermark = soft
-	p.WM.Set(soft, hard)
+	p.SetWatermarks(soft, hard)
 	if p.watermarks(p.recvs.Len()) {
 		p.breakConnection()
 	}
@@ -385,11 +384,7 @@ func (p *ep) SetWatermark(soft, hard int) error {
 // exceeded while connected, for the caller to break the connection.
 // fabric.mu is held.
 func (p *ep) watermarks(held int) bool {
-	soft, hard := p.WM.Check(held)
-	if soft {
-		p.ia.async.PostAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
-	}
-	return hard && p.State == api.EPConnected
+	return p.Watch(held, p, &p.ia.async.EVD)
 }
 
 // asEP converts an EP argument; nil stays nil.

@@ -346,8 +346,7 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	p.Attr.SRQSoftHighWatermark = soft
-	p.WM.Set(soft, hard)
+	p.SetWatermarks(soft, hard)
 	if p.watermarks(p.heldRecvs()) {
 		p.breakConn(p.c, false)
 	}
@@ -370,9 +369,5 @@ func (p *ep) heldRecvs() int {
 // whether the hard one is exceeded on a connection that is up, for the
 // caller to break it. ia.mu is held.
 func (p *ep) watermarks(held int) bool {
-	soft, hard := p.WM.Check(held)
-	if soft {
-		p.ia.async.PostAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
-	}
-	return hard && p.State == api.EPConnected && p.c != nil
+	return p.Watch(held, p, &p.ia.async.EVD) && p.c != nil
 }

@@ -417,11 +417,7 @@ func (p *ep) dropID() {
 // whether the hard one is exceeded while connected, for the caller to
 // break the connection (broken). ia.mu is held.
 func (p *ep) watermarks(held int) bool {
-	soft, hard := p.WM.Check(held)
-	if soft {
-		p.ia.async.PostAsync(epattr.SoftHighWatermarkEvent, p, api.ReasonEPSoftHighWater)
-	}
-	return hard && p.State == api.EPConnected
+	return p.Watch(held, p, &p.ia.async.EVD)
 }
 
 // watchHard checks the watermarks once the connection is up: the hard

@@ -259,8 +259,7 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	p.Attr.SRQSoftHighWatermark = soft
-	p.WM.Set(soft, hard)
+	p.SetWatermarks(soft, hard)
 	if p.watermarks(p.recvs.Len()) {
 		p.broken()
 	}

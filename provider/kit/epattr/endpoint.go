@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/dispatch"
 )
 
 // Endpoint is what a software provider records of an EP alike, whatever
@@ -63,4 +64,25 @@ func (e *Endpoint) Unclaim() (destroy bool) {
 		e.State = api.EPUnconnected
 	}
 	return false
+}
+
+// SetWatermarks records the high watermarks of dat_ep_set_watermark(3DAT),
+// which CheckWatermarks has passed: the soft one in the attributes, where
+// dat_ep_query(3DAT) reports it, and both in WM, armed again.
+func (e *Endpoint) SetWatermarks(soft, hard int) {
+	e.Attr.SRQSoftHighWatermark = soft
+	e.WM.Set(soft, hard)
+}
+
+// Watch checks the watermarks against the held receive buffers (WM.Check):
+// when the soft one's event is due it posts it to async, the IA's async
+// EVD, as SoftHighWatermarkEvent naming self, the provider's EP; it
+// reports whether the hard one is exceeded while the EP is CONNECTED, for
+// the provider to break the connection. The EP's lock is held.
+func (e *Endpoint) Watch(held int, self api.EP, async *dispatch.EVD) (breakConn bool) {
+	soft, hard := e.WM.Check(held)
+	if soft {
+		async.PostAsync(SoftHighWatermarkEvent, self, api.ReasonEPSoftHighWater)
+	}
+	return hard && e.State == api.EPConnected
 }
