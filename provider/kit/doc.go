@@ -24,7 +24,9 @@
 // In this package:
 //
 //   - IA, the base of a provider's IA object: its handle type, async EVD,
-//     closed mark and BeginClose, the start of dat_ia_close(3DAT);
+//     closed mark and BeginClose (or LockClose), the start of
+//     dat_ia_close(3DAT), with ClearAll for its end; Live and WhileOpen
+//     for the calls that need an open IA;
 //   - Set, a table of one kind of object of an IA, and InUse, which decides
 //     a graceful dat_ia_close(3DAT) from them once for every provider;
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
@@ -39,19 +41,23 @@
 //   - eventq: the bounded, allocation-free event queue behind an EVD, with
 //     overflow accounting, thresholds and CNO notification;
 //   - dispatch: the EVD base a provider's EVD embeds (every EVD call but
-//     Free), CNOObject, a complete CNO, and CNOs, the table that creates an
-//     IA's CNOs and closes them with it; CheckOpen, the start of Open;
+//     Free, and PostAsync for the async EVD), Create, an IA's CreateEVD,
+//     CNOObject, a complete CNO, and CNOs, the table that creates an IA's
+//     CNOs and closes them with it; CheckOpen, the start of Open;
 //   - completion: the events that complete DTOs and receives under the
 //     rules for suppressed, unsignalled and solicited completions;
 //   - connreq: connection-management argument checks and the choice of the
 //     EP an accept connects;
 //   - iaattr, epattr, srqattr: a provider's limits stated once, the IA,
 //     provider and EP attributes made from them, and the checks of EP
-//     attributes, watermarks and SRQ sizes against them; epattr.Endpoint,
-//     the EP state every provider records alike (attributes, state,
-//     connection ends, watermarks), for a provider's EP to embed;
+//     attributes, watermarks and SRQ sizes against them (epattr.Resolve,
+//     an EP's attributes at creation); epattr.Endpoint, the EP state every
+//     provider records alike (attributes, state, connection ends,
+//     watermarks, with Watch and Unclaim), for a provider's EP to embed;
 //   - memreg: the LMR and RMR tables of an IA, with the triplet checks
-//     every DTO makes before it touches memory, RMR binding and contexts;
+//     every DTO makes before it touches memory, RMR binding and contexts
+//     (BindTarget, StartBind, FinishBind, DropBind), and Coherent, the
+//     sync calls of memory that needs no synchronisation;
 //   - ring and sgl: a reusing FIFO for queued work requests, and copies
 //     between scatter/gather lists.
 //
