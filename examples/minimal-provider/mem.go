@@ -22,16 +22,15 @@ func (i *ia) CreateLMR(z api.PZ, region api.Region, priv api.MemPriv, va api.VAT
 	if l, ok := region.LMR.(*lmr); ok {
 		src = &l.reg
 	}
-	mem, err := memreg.Memory(region, src)
+	p := z.(*pz)
+	l, err := memreg.CreateLMR(i.mem, &i.lmrs, region, src, priv, va, p, func() (*lmr, *memreg.LMR[*pz]) {
+		l := &lmr{ia: i, pz: p}
+		return l, &l.reg
+	})
 	if err != nil {
 		return nil, err
 	}
-	l := &lmr{ia: i, pz: z.(*pz)}
-	v, err := add[api.LMR](&i.lmrs, l)
-	if err == nil {
-		i.mem.Register(&l.reg, mem, region.Type, priv, va, l.pz)
-	}
-	return v, err
+	return l, nil
 }
 
 func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }

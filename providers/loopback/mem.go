@@ -66,16 +66,13 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if l, ok := region.LMR.(*lmr); ok && l != nil && !l.freed && l.ia == i {
 		src = &l.reg
 	}
-	mem, err := memreg.Memory(region, src)
+	l, err := memreg.CreateLMR(i.mem, &i.lmrs, region, src, priv, va, z, func() (*lmr, *memreg.LMR[*pz]) {
+		l := &lmr{ia: i, pz: z}
+		return l, &l.reg
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := i.lmrs.Room(); err != nil {
-		return nil, err
-	}
-	l := &lmr{ia: i, pz: z}
-	i.mem.Register(&l.reg, mem, region.Type, priv, va, z)
-	i.lmrs.Add(l)
 	z.users++
 	return l, nil
 }

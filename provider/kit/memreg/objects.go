@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 )
 
 // The LMR and RMR objects of a software provider, as far as they are the
@@ -304,4 +305,26 @@ func (t *Table[PZ, EP]) Invalidatable(c api.RMRContext, pz PZ, ep EP) any {
 		return nil
 	}
 	return w.Owner
+}
+
+// CreateLMR is the end of dat_lmr_create(3DAT) once the provider has the
+// PZ and has checked priv and va (CheckPrivVA): it resolves the memory
+// region names (Memory; src is the registration of the LMR region.LMR
+// names when that is a live LMR of the IA, else nil), checks that lmrs
+// has room, and then makes the provider's LMR with make, which returns it
+// and its registration, registers it in t (Register) and adds it to lmrs.
+// make runs only once nothing can fail; on an error nothing is made.
+func CreateLMR[L, PZ, EP comparable](t *Table[PZ, EP], lmrs *kit.Set[L], region api.Region, src *LMR[PZ], priv api.MemPriv, va api.VAType, pz PZ, make func() (L, *LMR[PZ])) (L, error) {
+	var none L
+	mem, err := Memory(region, src)
+	if err != nil {
+		return none, err
+	}
+	if err := lmrs.Room(); err != nil {
+		return none, err
+	}
+	l, reg := make()
+	t.Register(reg, mem, region.Type, priv, va, pz)
+	lmrs.Add(l)
+	return l, nil
 }

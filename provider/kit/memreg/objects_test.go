@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 )
 
 func TestRegisterDeregister(t *testing.T) {
@@ -172,5 +173,29 @@ func TestBindLifecycle(t *testing.T) {
 	}
 	if b, c := tab.StartBind(&r, nil, api.LMRTriplet{}, 0, api.VATypeZB, z, e, "owner"); b != nil || c != 0 {
 		t.Fatalf("StartBind of an unbind = %v, %d", b, c)
+	}
+}
+
+// CreateLMR registers and adds an LMR only when its memory resolves and
+// the table has room.
+func TestCreateLMR(t *testing.T) {
+	type provLMR struct{ reg LMR[*pz] }
+	tab := New[*pz, *ep]()
+	lmrs := kit.NewSet[*provLMR](api.HandleLMR, 1)
+	z := &pz{1}
+	made := 0
+	mk := func() (*provLMR, *LMR[*pz]) { made++; l := &provLMR{}; return l, &l.reg }
+	if _, err := CreateLMR(tab, &lmrs, api.Region{Type: api.MemTypeVirtual}, nil, api.MemPrivLocalRead, api.VATypeZB, z, mk); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Fatalf("CreateLMR without memory: %v", err)
+	}
+	l, err := CreateLMR(tab, &lmrs, api.Region{Type: api.MemTypeVirtual, Bytes: make([]byte, 16)}, nil, api.MemPrivLocalRead, api.VATypeZB, z, mk)
+	if err != nil || !lmrs.Has(l) || tab.LMR(l.reg.LMRContext) == nil || l.reg.Region.PZ != z {
+		t.Fatalf("CreateLMR: %v; in the set %v, registered %v", err, lmrs.Has(l), err == nil && tab.LMR(l.reg.LMRContext) != nil)
+	}
+	if _, err := CreateLMR(tab, &lmrs, api.Region{Type: api.MemTypeLMR}, &l.reg, api.MemPrivLocalRead, api.VATypeZB, z, mk); !errors.Is(err, api.ErrInsufficientResources) {
+		t.Fatalf("CreateLMR in a full table: %v", err)
+	}
+	if made != 1 || tab.LMRs() != 1 {
+		t.Fatalf("make ran %d times, %d LMRs registered; want 1 and 1", made, tab.LMRs())
 	}
 }
