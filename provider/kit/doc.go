@@ -55,9 +55,10 @@
 //     provider records alike (attributes, state, connection ends,
 //     watermarks, with Watch and Unclaim), for a provider's EP to embed;
 //   - memreg: the LMR and RMR tables of an IA, with the triplet checks
-//     every DTO makes before it touches memory, RMR binding and contexts
-//     (BindTarget, StartBind, FinishBind, DropBind), and Coherent, the
-//     sync calls of memory that needs no synchronisation;
+//     every DTO makes before it touches memory, LMR creation (CreateLMR),
+//     RMR binding and contexts (BindTarget, StartBind, FinishBind,
+//     DropBind), and Coherent, the sync calls of memory that needs no
+//     synchronisation;
 //   - ring and sgl: a reusing FIFO for queued work requests, and copies
 //     between scatter/gather lists.
 //
