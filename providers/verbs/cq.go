@@ -18,6 +18,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/godat/godat/api"
 )
 
@@ -84,7 +86,7 @@ type cq struct {
 	waitersOwn atomic.Bool
 	evicting   bool            // a waiter asked the watcher for the channel
 	parked     bool            // the driven waiter blocks (or is about to) on the channel
-	past       bool            // file's read deadline is in the past (a kick)
+	past       bool            // file's read deadline is in the past (the watcher's kick)
 	waited     bool            // a driven wait ended since lookBack last looked
 	backSet    bool            // back is set
 	closing    bool            // destroy has begun
@@ -94,10 +96,15 @@ type cq struct {
 	handed     chan struct{} // the watcher has handed the channel over (capacity 1)
 	resume     chan struct{} // the channel is the watcher's again (capacity 1)
 	stop       chan struct{} // closed by destroy
-	// The driven waiter's own (one at a time): what its read found.
-	parkFn func(uintptr) bool
-	got    bool
-	failed C.int
+	// kickFD is an eventfd that wakes the driven waiter blocked in
+	// poll(2) (kick); closed by destroy, under chMu, once closing is set.
+	kickFD int
+	// The driven waiter's own (one at a time): its block and what it
+	// found.
+	blockFn func(uintptr)
+	pfds    [2]unix.PollFd
+	got     bool
+	failed  C.int
 	// dead: the channel failed (reported); waits no longer read it.
 	dead atomic.Bool
 	// Notifications taken by the watcher and by driven waits (tests).
@@ -154,8 +161,14 @@ func newCQ(e *evd, depth int) (*cq, error) {
 		C.gd_cq_destroy(c.ch, c.cq)
 		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "completion channel: "+err.Error())
 	}
-	c.file, c.rc = file, rc
-	c.parkFn = c.parkCB
+	kfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		file.Close()
+		C.gd_cq_destroy(c.ch, c.cq)
+		return nil, api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "eventfd: "+err.Error())
+	}
+	c.file, c.rc, c.kickFD = file, rc, kfd
+	c.blockFn = c.blockCB
 	c.wc = (*C.struct_ibv_wc)(C.calloc(wcBatch, C.size_t(unsafe.Sizeof(C.struct_ibv_wc{}))))
 	c.wcs = unsafe.Slice(c.wc, wcBatch)
 	c.timer = time.AfterFunc(time.Hour, e.settle)
@@ -281,6 +294,8 @@ func (c *cq) destroy() {
 	c.timer.Stop()
 	c.chMu.Lock()
 	c.closing = true
+	close(c.stop)
+	c.ring() // a driven waiter blocked in poll(2) returns (Close waits for it)
 	c.back.Stop()
 	if c.ctxStop != nil {
 		c.ctxStop()
@@ -288,8 +303,10 @@ func (c *cq) destroy() {
 	}
 	c.ctx = nil
 	c.chMu.Unlock()
-	close(c.stop)
-	c.file.Close()
+	c.file.Close() // (after the waiter's block, which runs under its Control)
+	c.chMu.Lock()
+	unix.Close(c.kickFD)
+	c.chMu.Unlock()
 	<-c.done
 	c.pollMu.Lock()
 	C.gd_cq_destroy(c.ch, c.cq)

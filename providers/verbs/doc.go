@@ -147,8 +147,11 @@
 //
 // A Wait that must block reads the channel itself (a driven wait, as the
 // tcp provider's waiter drives its sockets): it arms the CQ, drains it,
-// and parks in the poller on the channel's descriptor; the completion's
-// notification wakes that goroutine alone, which takes and acknowledges
+// and blocks in poll(2), in its own thread, on the channel's descriptor
+// and an eventfd that kicks it; the completion's notification wakes that
+// thread alone (a goroutine parked in Go's poller is woken by whichever
+// thread polls the network, and a C caller's, locked to its own thread,
+// is then handed over to it: a second wake-up), which takes and acknowledges
 // the channel event (ibv_get_cq_event, ibv_ack_cq_events), drains the CQ
 // and returns, leaving the CQ unarmed until the next wait arms it. So a
 // completion costs the waiter one wake-up, where a watcher in between
@@ -160,9 +163,9 @@
 // when the watcher gets it back and arms the CQ; meanwhile completions
 // nobody waits for or dequeues stay in the CQ. Whatever else must end a
 // blocked Wait (an event posted to the queue otherwise, PostSE, the end
-// of its context, SetUnwaitable, Free, the IA's close) sets the
-// descriptor's read deadline in the past, and the Wait asks the queue
-// again (eventq's BeginWait and Check).
+// of its context, SetUnwaitable, Free, the IA's close) writes the
+// eventfd, and the Wait asks the queue again (eventq's BeginWait and
+// Check).
 //
 // An event godat posts to the EVD itself (a connection event, a flush)
 // first drains an unarmed CQ, so it stays behind the completions that

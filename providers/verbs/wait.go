@@ -9,9 +9,10 @@ import "C"
 
 import (
 	"context"
-	"errors"
-	"os"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
 )
@@ -30,19 +31,23 @@ const (
 // periods.
 const waitHold = 20 * time.Millisecond
 
-// longAgo is a read deadline in the past: setting it wakes whoever is
-// blocked reading the channel's descriptor.
+// longAgo is a read deadline in the past: setting it wakes the watcher
+// blocked reading the channel's descriptor (take).
 var longAgo = time.Unix(1, 0)
 
 // driveWait is Wait on an EVD with a CQ: the waiting goroutine reads the
 // completion channel itself, so that a completion wakes it and nothing
-// else. It arms the CQ, drains it, and blocks in Go's network poller on
-// the channel's descriptor; woken by a notification, it takes the event
-// (and acknowledges it), drains the CQ into the queue and returns what
-// it waited for, leaving the CQ unarmed until the next wait or the
-// watcher arms it. A kick (an event posted to the queue some other way,
-// the end of ctx, SetUnwaitable, Free or IA close) wakes it by setting
-// the descriptor's read deadline in the past.
+// else. It arms the CQ, drains it, and blocks in poll(2), in its own
+// thread, on the channel's descriptor and a kick eventfd; woken by a
+// notification, it takes the event (and acknowledges it), drains the CQ
+// into the queue and returns what it waited for, leaving the CQ unarmed
+// until the next wait or the watcher arms it. A kick (an event posted to
+// the queue some other way, the end of ctx, SetUnwaitable, Free or IA
+// close) wakes it through the eventfd. (Blocking in the thread rather
+// than in Go's network poller spares a C caller, whose goroutine is
+// locked to its thread, a second wake-up: a goroutine parked in the
+// poller is woken by whichever thread polls the network, and then handed
+// over to its own thread.)
 //
 // The channel is read by one goroutine at a time: the first driven wait
 // takes it from the watcher (take), and the waits keep it until no wait
@@ -76,12 +81,12 @@ func (e *evd) driveWait(ctx context.Context, threshold int, ev *api.Event) (int,
 			return e.Q.EndWait(), api.ContextError(ctx)
 		}
 		c.got, c.failed = false, 0
-		err := c.rc.Read(c.parkFn)
+		err := c.rc.Control(c.blockFn)
 		c.setParked(false)
 		switch {
-		case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
-			// The descriptor is closed: the CQ is being destroyed,
-			// after its queue was closed.
+		case err != nil || c.stopped():
+			// The descriptor is closed, or about to be: the CQ is
+			// being destroyed, after its queue was closed.
 			if done, n, err := e.Q.Check(ev); done {
 				return n, err
 			}
@@ -104,17 +109,58 @@ func (e *evd) driveWait(ctx context.Context, threshold int, ev *api.Event) (int,
 	}
 }
 
-// parkCB is the driven waiter's read of the channel: it takes one
-// notification, if there is one, and acknowledges it.
-func (c *cq) parkCB(uintptr) bool {
-	r := C.gd_cq_event(c.ch)
-	switch {
-	case r < 0:
-		c.failed = -r
-	case r > 0:
-		c.got = true
+// blockCheck bounds, in milliseconds, how long a blocked driven waiter
+// may miss the destruction of its CQ (destroy kicks it; this is the
+// backstop).
+const blockCheck = 50
+
+// blockCB is the driven waiter's block, under the channel file's
+// RawConn.Control (fd is its descriptor, valid meanwhile): poll(2) on it
+// and the kick eventfd until one is readable; then it takes one
+// notification, if there is one, and acknowledges it. A kick that came
+// before the block leaves the eventfd readable, so it is not lost.
+func (c *cq) blockCB(fd uintptr) {
+	c.chMu.Lock() // (destroy closes kickFD under chMu, after this returns)
+	kfd := c.kickFD
+	c.chMu.Unlock()
+	c.pfds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	c.pfds[1] = unix.PollFd{Fd: int32(kfd), Events: unix.POLLIN}
+	for {
+		n, err := unix.Poll(c.pfds[:], blockCheck)
+		if err == unix.EINTR || err == nil && n == 0 {
+			if c.stopped() {
+				return
+			}
+			continue
+		}
+		if err != nil {
+			c.failed = C.int(err.(syscall.Errno))
+			return
+		}
+		break
 	}
-	return r != 0
+	if c.pfds[1].Revents != 0 {
+		var b [8]byte
+		_, _ = unix.Read(kfd, b[:])
+	}
+	if c.pfds[0].Revents != 0 {
+		switch r := C.gd_cq_event(c.ch); {
+		case r < 0:
+			c.failed = -r
+		case r > 0:
+			c.got = true
+		}
+	}
+}
+
+// stopped reports whether destroy has begun.
+func (c *cq) stopped() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // take makes the channel the driven waits' own, asking the watcher for
@@ -146,7 +192,7 @@ func (c *cq) take() bool {
 func (c *cq) yield(e *evd) bool {
 	c.chMu.Lock()
 	if !c.evicting {
-		c.clearDeadline() // (a kick that came after its waiter had its notification)
+		c.clearDeadline() // (nothing is due: clear what an earlier take left)
 		c.chMu.Unlock()
 		return true
 	}
@@ -235,28 +281,33 @@ func (c *cq) giveBack() {
 // to be). The queue calls it with its lock held.
 func (c *cq) kick() {
 	c.chMu.Lock()
-	if c.parked {
+	if c.parked && !c.closing {
 		c.parked = false
-		c.setDeadline()
+		c.ring()
 	}
 	c.chMu.Unlock()
+}
+
+// ring writes the kick eventfd. chMu is held, and the eventfd is open
+// (closing is set before destroy closes it).
+func (c *cq) ring() {
+	one := [8]byte{1}
+	_, _ = unix.Write(c.kickFD, one[:])
 }
 
 // kickCtx is kick for context.AfterFunc.
 func (c *cq) kickCtx() { c.kick() }
 
-// setParked records that the driven waiter is about to block (on), with
-// the read deadline cleared so that it blocks, or that it no longer is.
+// setParked records that the driven waiter is about to block (on), or
+// that it no longer is.
 func (c *cq) setParked(on bool) {
 	c.chMu.Lock()
 	c.parked = on
-	if on {
-		c.clearDeadline()
-	}
 	c.chMu.Unlock()
 }
 
-// setDeadline wakes the reader of the channel. chMu is held.
+// setDeadline wakes the watcher out of its read of the channel. chMu is
+// held.
 func (c *cq) setDeadline() {
 	if !c.past {
 		c.past = true
@@ -264,7 +315,8 @@ func (c *cq) setDeadline() {
 	}
 }
 
-// clearDeadline lets the next read of the channel block. chMu is held.
+// clearDeadline lets the watcher's next read of the channel block. chMu
+// is held.
 func (c *cq) clearDeadline() {
 	if c.past {
 		c.past = false
