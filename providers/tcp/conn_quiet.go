@@ -121,10 +121,10 @@ func (c *conn) waitFD(fd uintptr) bool {
 		c.waitErr = io.EOF
 	default:
 		c.rbStart, c.rbEnd = 0, k
-		if c.rxCalls > 1 {
-			// Data woke the reader and no poller took it meanwhile:
-			// whatever they polled before, they do not read the
-			// stream as it comes.
+		if c.rxCalls > 1 && !counted {
+			// Data woke the reader, no poller took it meanwhile, and
+			// none polled since the last look: whatever they polled
+			// before, they do not read the stream as it comes.
 			c.busyLooks = 0
 		}
 	}
@@ -133,13 +133,15 @@ func (c *conn) waitFD(fd uintptr) bool {
 
 // quietAfter is how many looks in a row must find pollers at work before
 // the reader goes quiet; a look that finds no poll since the last halves
-// the count, and a wake-up for data that no poller took clears it. A
-// consumer that spins on its EVDs takes what arrives before its reader
-// wakes, at every look. One that polls for its completions but otherwise
-// spins on memory (an RDMA-write ping-pong that watches its landing area,
-// as dtest -W does) does not take the peer's writes: quiet mode would
-// leave them in the socket until the next quiet check.
-const quietAfter = 8
+// the count, and clears it if data woke the reader and no poller took it.
+// A consumer that spins on its EVDs is seen at every look (when its
+// reader's wake-up preempts it, the reader takes the data, but the
+// consumer's polls are seen all the same). One that polls for its
+// completions but otherwise spins on memory (an RDMA-write ping-pong that
+// watches its landing area, as dtest -W does) is not seen when the peer's
+// write comes: quiet mode would leave it in the socket until the next
+// quiet check.
+const quietAfter = 4
 
 // busyLook counts a look of the reader's that found pollers at work and
 // reports whether enough did (quietAfter) for it to go quiet.

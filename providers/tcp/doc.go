@@ -238,8 +238,9 @@
 //
 //   - The reader enters quiet mode when it finds pollers at work (they
 //     polled since it last looked, or one holds the receive token) at
-//     quietAfter (8) of its looks in a row, a look that finds none halving
-//     the count and a wake-up for data no poller took clearing it: at a
+//     quietAfter (4) of its looks in a row, a look that finds none halving
+//     the count, or clearing it when data woke the reader and no poller
+//     took it: at a
 //     wake-up, or at a frame boundary when it is busy with a stream that
 //     never runs dry (it leaves what is buffered and an unfinished
 //     payload to them). A consumer that spins on its EVDs is seen at
