@@ -301,7 +301,6 @@ func (c *conn) onReadReq(f *frame) bool {
 	clear(c.rsegs)
 	c.respQueued++
 	c.placed = f.Seq
-	c.rxWrite = true
 	return c.ackIn(f, false)
 }
 
