@@ -373,6 +373,13 @@ func (c *Conn) close() error {
 			c.await(c.linger, func() bool { return c.peerGone })
 		}
 	}
+	// Read and Write copy in and out of the registered buffers outside
+	// c.mu: wait for the calls in progress (closing ends them, and the
+	// kick above woke those that wait) and keep their locks, so that
+	// none touches the memory release frees. Later calls find the locks
+	// taken and c.closed closed: net.ErrClosed.
+	c.rlock <- struct{}{}
+	c.wlock <- struct{}{}
 	return c.release()
 }
 

@@ -364,3 +364,35 @@ func listenForRaw(t *testing.T, open opener) (cli api.IA, l net.Listener, accept
 	}()
 	return cli, l, ch
 }
+
+// TestCloseDuringWrite closes a connection while a Write copies into its
+// send buffers, with bytes from the peer left unread so that Close is
+// abrupt (no linger): Close must not free the buffers under the Write
+// (the race detector, or a fault on the unmapped memory, would say so),
+// and the Write returns net.ErrClosed or the count it posted.
+func TestCloseDuringWrite(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		for range 10 {
+			p := mustPipe(t, open, datnet.Options{Buffers: 4, BufferSize: 64 << 10})
+			if _, err := p.c2.Write([]byte("unread")); err != nil {
+				t.Fatal(err)
+			}
+			go io.Copy(io.Discard, p.c2)
+			msg := make([]byte, 1<<20)
+			wrote := make(chan error, 1)
+			go func() {
+				for {
+					if _, err := p.c1.Write(msg); err != nil {
+						wrote <- err
+						return
+					}
+				}
+			}()
+			time.Sleep(time.Millisecond)
+			p.c1.Close()
+			if err := <-wrote; !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+				t.Fatalf("Write during Close: %v", err)
+			}
+		}
+	})
+}
