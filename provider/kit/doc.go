@@ -44,6 +44,8 @@
 //     Free, and PostAsync for the async EVD), Create, an IA's CreateEVD,
 //     CNOObject, a complete CNO, and CNOs, the table that creates an IA's
 //     CNOs and closes them with it; CheckOpen, the start of Open;
+//     CtxKick, which wakes a waiter blocked outside Go's channels when
+//     its context ends;
 //   - completion: the events that complete DTOs and receives under the
 //     rules for suppressed, unsignalled and solicited completions;
 //   - connreq: connection-management argument checks and the choice of the

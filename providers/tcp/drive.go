@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/dispatch"
 )
 
 // maxDriven is the most connections an EVD may be fed by for its waiter to
@@ -57,8 +58,7 @@ type driver struct {
 	blockFn func(uintptr)
 	blocked error // blockCB's result
 	evs     [maxDriven + 1]unix.EpollEvent
-	ctx     context.Context // the context whose end kicks (AfterFunc)
-	stop    func() bool
+	ctxKick dispatch.CtxKick // the end of the waiter's context kicks
 }
 
 func newDriver() (*driver, error) {
@@ -84,6 +84,7 @@ func newDriver() (*driver, error) {
 		return nil, err
 	}
 	d.blockFn, d.dropFn = d.blockCB, d.dropCB
+	d.ctxKick.Init(d.kick)
 	return d, nil
 }
 
@@ -106,9 +107,6 @@ func (d *driver) ring() {
 	_, _ = unix.Write(d.kickFD, one[:])
 }
 
-// kickCtx is kick for context.AfterFunc.
-func (d *driver) kickCtx() { d.kick() }
-
 // close releases the driver; a waiter still blocked on it is woken.
 func (d *driver) close() {
 	d.mu.Lock()
@@ -120,26 +118,8 @@ func (d *driver) close() {
 	d.dead.Store(true)
 	unix.Close(d.kickFD)
 	d.mu.Unlock()
-	if d.stop != nil {
-		d.stop()
-	}
+	d.ctxKick.Stop()
 	d.ep.Close()
-}
-
-// watchCtx makes the end of ctx kick the waiter. The registration is kept
-// for the next wait with the same context (no allocation per wait).
-func (d *driver) watchCtx(ctx context.Context) {
-	if ctx == d.ctx {
-		return
-	}
-	if d.stop != nil {
-		d.stop()
-		d.stop = nil
-	}
-	d.ctx = ctx
-	if ctx.Done() != nil {
-		d.stop = context.AfterFunc(ctx, d.kickCtx)
-	}
 }
 
 // armCB adds or re-arms the sockets of d.arm in the epoll instance.
@@ -297,7 +277,7 @@ func (e *evd) driveWait(d *driver, ctx context.Context, threshold int, ev *api.E
 	if done {
 		return n, err
 	}
-	d.watchCtx(ctx)
+	d.ctxKick.Watch(ctx)
 	defer d.disarm()
 	for {
 		d.arm, d.armOut = d.arm[:0], d.armOut[:0]

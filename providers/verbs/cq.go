@@ -9,7 +9,6 @@ package verbs
 import "C"
 
 import (
-	"context"
 	"errors"
 	"os"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/dispatch"
 )
 
 // wcBatch is how many work completions one cgo call polls at most.
@@ -84,18 +84,17 @@ type cq struct {
 	owner int
 	// waitersOwn is owner == ownWaiters, for settle.
 	waitersOwn atomic.Bool
-	evicting   bool            // a waiter asked the watcher for the channel
-	parked     bool            // the driven waiter blocks (or is about to) on the channel
-	past       bool            // file's read deadline is in the past (the watcher's kick)
-	waited     bool            // a driven wait ended since lookBack last looked
-	backSet    bool            // back is set
-	closing    bool            // destroy has begun
-	back       *time.Timer     // lookBack
-	ctx        context.Context // the context whose end kicks (ctxStop)
-	ctxStop    func() bool
-	handed     chan struct{} // the watcher has handed the channel over (capacity 1)
-	resume     chan struct{} // the channel is the watcher's again (capacity 1)
-	stop       chan struct{} // closed by destroy
+	evicting   bool             // a waiter asked the watcher for the channel
+	parked     bool             // the driven waiter blocks (or is about to) on the channel
+	past       bool             // file's read deadline is in the past (the watcher's kick)
+	waited     bool             // a driven wait ended since lookBack last looked
+	backSet    bool             // back is set
+	closing    bool             // destroy has begun
+	back       *time.Timer      // lookBack
+	ctxKick    dispatch.CtxKick // the end of the waiter's context kicks
+	handed     chan struct{}    // the watcher has handed the channel over (capacity 1)
+	resume     chan struct{}    // the channel is the watcher's again (capacity 1)
+	stop       chan struct{}    // closed by destroy
 	// kickFD is an eventfd that wakes the driven waiter blocked in
 	// poll(2) (kick); closed by destroy, under chMu, once closing is set.
 	kickFD int
@@ -169,6 +168,7 @@ func newCQ(e *evd, depth int) (*cq, error) {
 	}
 	c.file, c.rc, c.kickFD = file, rc, kfd
 	c.blockFn = c.blockCB
+	c.ctxKick.Init(c.kick)
 	c.wc = (*C.struct_ibv_wc)(C.calloc(wcBatch, C.size_t(unsafe.Sizeof(C.struct_ibv_wc{}))))
 	c.wcs = unsafe.Slice(c.wc, wcBatch)
 	c.timer = time.AfterFunc(time.Hour, e.settle)
@@ -297,11 +297,7 @@ func (c *cq) destroy() {
 	close(c.stop)
 	c.ring() // a driven waiter blocked in poll(2) returns (Close waits for it)
 	c.back.Stop()
-	if c.ctxStop != nil {
-		c.ctxStop()
-		c.ctxStop = nil
-	}
-	c.ctx = nil
+	c.ctxKick.Stop()
 	c.chMu.Unlock()
 	c.file.Close() // (after the waiter's block, which runs under its Control)
 	c.chMu.Lock()

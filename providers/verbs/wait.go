@@ -295,9 +295,6 @@ func (c *cq) ring() {
 	_, _ = unix.Write(c.kickFD, one[:])
 }
 
-// kickCtx is kick for context.AfterFunc.
-func (c *cq) kickCtx() { c.kick() }
-
 // setParked records that the driven waiter is about to block (on), or
 // that it no longer is.
 func (c *cq) setParked(on bool) {
@@ -324,20 +321,12 @@ func (c *cq) clearDeadline() {
 	}
 }
 
-// watchCtx makes the end of ctx kick the waiter. The registration is kept
-// for the next wait with the same context (no allocation per wait).
+// watchCtx makes the end of ctx kick the waiter (dispatch.CtxKick),
+// unless the CQ is being destroyed.
 func (c *cq) watchCtx(ctx context.Context) {
 	c.chMu.Lock()
 	defer c.chMu.Unlock()
-	if ctx == c.ctx || c.closing {
-		return
-	}
-	if c.ctxStop != nil {
-		c.ctxStop()
-		c.ctxStop = nil
-	}
-	c.ctx = ctx
-	if ctx.Done() != nil {
-		c.ctxStop = context.AfterFunc(ctx, c.kickCtx)
+	if !c.closing {
+		c.ctxKick.Watch(ctx)
 	}
 }
