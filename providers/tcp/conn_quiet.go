@@ -15,7 +15,7 @@ import (
 type quiet struct {
 	sk          *sock.Conn    // the socket once up, outside the runtime's poller; nil: c.nc is a net.Conn
 	polled      atomic.Bool   // a poller tried to drive the connection since the reader last looked
-	rxPolls     atomic.Uint32 // pollers' reads that returned data
+	rxPolls     uint32        // frames, or parts of a payload, pollers processed (under ia.mu)
 	rxPollsSeen uint32        // rxPolls at the last quiet check (under ia.mu)
 	rxCalls     int           // waitFD calls in the current wait: the first is before it (reader scratch)
 	busyLooks   int           // the reader's recent looks that found pollers at work (reader scratch)
@@ -48,7 +48,7 @@ func (c *conn) enterQuiet() {
 	}
 	c.ia.mu.Lock()
 	if !c.closing {
-		c.quietIn, c.rxPollsSeen = quietCheck, c.rxPolls.Load()
+		c.quietIn, c.rxPollsSeen = quietCheck, c.rxPolls
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
 	}
 	c.ia.mu.Unlock()

@@ -150,9 +150,9 @@ func (c *conn) kicked(err error) bool {
 	polled := c.polled.Swap(false)
 	busy := c.rxTok.Load() != 0 || c.wbusy
 	if polled && !busy && c.isQuiet() {
-		busy = c.rxPolls.Load() != c.rxPollsSeen || c.sk.Pending() == 0
+		busy = c.rxPolls != c.rxPollsSeen || c.sk.Pending() == 0
 	}
-	c.rxPollsSeen = c.rxPolls.Load()
+	c.rxPollsSeen = c.rxPolls
 	c.settleReap()
 	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
@@ -261,11 +261,7 @@ func (c *conn) pollDirFD(fd uintptr) {
 // directly; a net.TCPConn through its RawConn.
 func (c *conn) readNB(b []byte) (int, error) {
 	if c.sk != nil {
-		n, err := c.sk.ReadNB(b)
-		if n > 0 {
-			c.rxPolls.Add(1)
-		}
-		return n, err
+		return c.sk.ReadNB(b)
 	}
 	c.rxDst, c.rxN, c.rxErr = b, 0, nil
 	if err := c.rc.Control(c.pollDirFn); err != nil {
@@ -326,6 +322,9 @@ func (c *conn) step(polled, resume bool) bool {
 	mu := &c.ia.mu
 	mu.Lock()
 	c.deferWake++
+	if polled {
+		c.rxPolls++ // (for the quiet check, which holds ia.mu too)
+	}
 	var ok bool
 	if resume {
 		ok = c.continuePayload(polled)
