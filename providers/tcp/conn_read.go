@@ -146,9 +146,12 @@ func (c *conn) kicked(err error) bool {
 	// span a look), or if it polled since the last look, unless input
 	// waits that no poll since has read any of: then the pollers come
 	// only between messages (one that spins on memory for the next
-	// message, say), and the reader must take it.
+	// message, say), and the reader must take it. The writer goroutine's
+	// write is no poller's: it may wait for room that only the peer's
+	// reading of this side's writes makes, and the peer's writer for
+	// this reader's, so a reader kept quiet by it could stall both.
 	polled := c.polled.Swap(false)
-	busy := c.rxTok.Load() != 0 || c.wbusy
+	busy := c.rxTok.Load() != 0 || c.wbusy && !c.wblock
 	if polled && !busy && c.isQuiet() {
 		busy = c.rxPolls != c.rxPollsSeen || c.sk.Pending() == 0
 	}

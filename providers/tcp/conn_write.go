@@ -31,6 +31,7 @@ type sender struct {
 
 	rc            syscall.RawConn // nil: no direct writes
 	wbusy         bool            // a goroutine is writing
+	wblock        bool            // the writer goroutine is writing, and may wait for room
 	directRest    bool            // wvec holds the unwritten rest of a direct write
 	txPend        atomic.Bool     // directRest, for pollers to see without the lock
 	deferWake     int             // goroutines that flush before they release ia.mu
@@ -89,12 +90,12 @@ func (c *conn) writeLoop() {
 		if c.directRest {
 			// The rest of a direct write: always finished, even when
 			// closing, so that the stream stays whole.
-			c.directRest, c.wbusy = false, true
+			c.directRest, c.wbusy, c.wblock = false, true, true
 			c.txPend.Store(false)
 			mu.Unlock()
 			err := c.writeVec()
 			mu.Lock()
-			c.wbusy = false
+			c.wbusy, c.wblock = false, false
 			if err != nil && !c.closing {
 				c.ep.lost(c)
 			}
@@ -135,7 +136,7 @@ func (c *conn) writeLoop() {
 			close(c.wdone)
 			return
 		}
-		c.wbusy = true
+		c.wbusy, c.wblock = true, true
 		quick := c.batch()
 		// The batch refers to wstage and to the DTOs' memory only: the
 		// ring's slots may be reused while it is written.
@@ -145,7 +146,7 @@ func (c *conn) writeLoop() {
 			c.quickAck()
 		}
 		mu.Lock()
-		c.wbusy = false
+		c.wbusy, c.wblock = false, false
 		if err != nil && !c.closing {
 			c.ep.lost(c)
 		}

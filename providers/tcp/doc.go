@@ -256,7 +256,10 @@
 //     the stream and errors are seen by the pollers' next read, which
 //     leaves them to the reader and wakes it (above), or by the reader
 //     once it watches again. It looks whether a poller polled since,
-//     holds the token or is writing (a long write may span a look), 1 ms
+//     holds the token or is writing (a long write may span a look; the
+//     writer goroutine's write is no poller's: it may be waiting for
+//     room that only the peer's reading makes, while the peer's writer
+//     waits for this reader's), 1 ms
 //     after it went quiet and then twice as long after each look that
 //     found one, up to quietMax (16 ms): each look wakes a runtime
 //     thread, which preempts a polling consumer on a small machine.

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -276,5 +277,84 @@ func TestDriverKickBeforePark(t *testing.T) {
 		d.close() // ends the blocked park
 		<-done
 		t.Fatal("park blocked although a kick came after parked was set")
+	}
+}
+
+// TestDrivenWaitBulkBothWays runs dtest's default exchange: each end
+// streams large RDMA writes at the other and blocks in Wait for the last
+// one's completion, then sends a message and blocks for the peer's. Each
+// end's writer then waits for room while its consumer waits to be woken:
+// the reading that frees the room must go on all the same, on both ends.
+func TestDrivenWaitBulkBothWays(t *testing.T) {
+	cli, srv := benchPair(t)
+	const size, burst, rounds = 4 << 20, 10, 20
+	type end struct {
+		c    *client
+		src  api.LMRTriplet
+		land api.RMRTriplet
+	}
+	mkEnd := func(c *client) *end {
+		mem, err := api.AllocMemory(2 * size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mem.Free() })
+		l, err := c.ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()[:2*size]}, api.MemPrivAll, api.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Free() })
+		p, _ := l.Query()
+		return &end{c: c, src: p.Triplet(size, size), land: p.RemoteTriplet(0, size)}
+	}
+	ce, se := mkEnd(cli), mkEnd(srv)
+	run := func(from, to *end) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var ev api.Event
+		for r := range rounds {
+			if err := from.c.ep.PostRecv([]api.LMRTriplet{from.c.lmr.Triplet(0, 64)}, api.Cookie(r), api.CompletionDefault); err != nil {
+				return err
+			}
+			for i := range burst {
+				flags := api.CompletionSuppress
+				if i == burst-1 {
+					flags = api.CompletionDefault
+				}
+				if err := from.c.ep.PostRDMAWrite([]api.LMRTriplet{from.src}, api.Cookie(i), to.land, flags); err != nil {
+					return err
+				}
+			}
+			if _, err := from.c.req.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess {
+				return fmt.Errorf("round %d: the last write's completion: %v %+v", r, err, ev.DTO)
+			}
+			// Then reads of the peer's memory, one at a time.
+			for i := range 4 {
+				if err := from.c.ep.PostRDMARead([]api.LMRTriplet{from.src}, api.Cookie(100+i), to.land, api.CompletionDefault); err != nil {
+					return err
+				}
+				if i&1 == 1 {
+					time.Sleep(time.Duration(r%3) * time.Millisecond)
+				}
+				if _, err := from.c.req.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess {
+					return fmt.Errorf("round %d: read %d: %v %+v", r, i, err, ev.DTO)
+				}
+			}
+			if err := from.c.ep.PostSend([]api.LMRTriplet{from.c.lmr.Triplet(64, 64)}, 0, api.CompletionSuppress); err != nil {
+				return err
+			}
+			if _, err := from.c.recv.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess {
+				return fmt.Errorf("round %d: the peer's message: %v %+v", r, err, ev.DTO)
+			}
+		}
+		return nil
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- run(se, ce) }()
+	if err := run(ce, se); err != nil {
+		t.Error("client:", err)
+	}
+	if err := <-errc; err != nil {
+		t.Error("server:", err)
 	}
 }

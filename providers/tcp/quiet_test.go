@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -866,4 +867,102 @@ func TestQuietCheckTakesStalledInput(t *testing.T) {
 	if ev.DTO.Cookie != 42 || ev.DTO.Status != api.DTOSuccess {
 		t.Fatalf("send: %+v", ev.DTO)
 	}
+}
+
+// TestQuietWithBlockedWriter checks that a transfer goes on without its
+// consumers once they stop polling, when each end's writer goroutine is
+// blocked in a write that the peer reads too slowly: pollers make the
+// readers quiet in the middle of many large RDMA writes both ways, then
+// stop calling in. A writer blocked for room is no poller at work: each
+// reader must leave quiet mode and read, or neither writer ever gets
+// room (dtest's default run hung so, once, in CI).
+func TestQuietWithBlockedWriter(t *testing.T) {
+	var quiet atomic.Int32
+	testHookQuiet = func(c *conn, in bool) {
+		if in {
+			quiet.Add(1)
+		}
+	}
+	t.Cleanup(func() { testHookQuiet = nil })
+	cli, srv := benchPair(t)
+	const size, writes = 128 << 20, 64
+	type end struct {
+		c      *client
+		land   []byte
+		src    []byte
+		srcTri api.LMRTriplet
+		dst    api.RMRTriplet
+	}
+	mkEnd := func(c *client) *end {
+		mem, err := api.AllocMemory(2 * size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mem.Free() })
+		b := mem.Bytes()[:2*size]
+		l, err := c.ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: b}, api.MemPrivAll, api.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Free() })
+		p, _ := l.Query()
+		return &end{c: c, land: b[:size], src: b[size:], srcTri: p.Triplet(size, size), dst: p.RemoteTriplet(0, size)}
+	}
+	ce, se := mkEnd(cli), mkEnd(srv)
+	// Writes are placed in order: the last one's last byte lands last.
+	landed := func(e *end, tag byte) bool {
+		w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&e.land[size-4])))
+		return byte(w>>24) == tag
+	}
+	// round posts many writes each way (the readers look for pollers
+	// between them), polls until both connections went quiet, and stops
+	// calling in; it reports whether they went quiet before the writes
+	// were done (else it showed nothing).
+	round := func(r int) bool {
+		ctag, stag := byte(2*r+1), byte(2*r+2)
+		ce.src[size-1], se.src[size-1] = ctag, stag
+		for _, e := range []*end{ce, se} {
+			peer := se
+			if e == se {
+				peer = ce
+			}
+			for i := range writes {
+				off := uint32(i) * (size / writes)
+				src, dst := e.srcTri, peer.dst
+				src.Addr += api.VAddr(off)
+				dst.Addr += api.VAddr(off)
+				src.Length, dst.Length = size/writes, size/writes
+				if err := e.c.ep.PostRDMAWrite([]api.LMRTriplet{src}, api.Cookie(i), dst, api.CompletionSuppress); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		quiet.Store(0)
+		done := func() bool { return landed(se, ctag) && landed(ce, stag) }
+		var wg sync.WaitGroup
+		for _, e := range []*end{ce, se} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var ev api.Event
+				for quiet.Load() < 2 && !done() {
+					_ = e.c.req.Dequeue(&ev) // (nothing comes: the writes are suppressed)
+				}
+			}()
+		}
+		wg.Wait()
+		shown := !done()
+		for end := time.Now().Add(30 * time.Second); !done(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("round %d: with no consumer calling in, the writes stalled (the client's landed: %v, the server's: %v)", r, landed(se, ctag), landed(ce, stag))
+			}
+		}
+		return shown
+	}
+	for r := range 5 {
+		if round(r) {
+			return
+		}
+	}
+	t.Log("the writes were done before both connections went quiet: nothing shown")
 }
