@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -184,16 +185,28 @@ type run struct {
 	out bytes.Buffer
 }
 
+// start starts a program of the pair. Its output is line-buffered
+// (stdbuf), so that a run that hangs shows how far it got, and a run
+// still going when ctx ends is asked for its goroutines' stacks
+// (GODAT_STACKS, SIGQUIT) before it is killed.
 func start(t *testing.T, ctx context.Context, prog string, args ...string) *run {
+	if sb, err := exec.LookPath("stdbuf"); err == nil {
+		prog, args = sb, append([]string{"-oL", "-eL", prog}, args...)
+	}
 	r := &run{cmd: exec.CommandContext(ctx, prog, args...)}
-	r.cmd.Env = env()
+	r.cmd.Env = append(env(), "GODAT_STACKS=1")
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
+	r.cmd.Cancel = r.quit
 	r.cmd.WaitDelay = 5 * time.Second
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
+
+// quit asks a started program for its goroutines' stacks, which ends it;
+// Wait kills it if that takes longer than WaitDelay.
+func (r *run) quit() error { return r.cmd.Process.Signal(syscall.SIGQUIT) }
 
 // listening reports whether a socket of this machine listens on TCP port.
 func listening(port int) bool {
@@ -243,8 +256,14 @@ func pair(t *testing.T, prog string, port int, server, client []string, serverOK
 	select {
 	case serr = <-done:
 	case <-time.After(time.Minute):
-		s.cmd.Process.Kill()
-		serr = fmt.Errorf("still running a minute after the client ended: %w", <-done)
+		s.quit()
+		select {
+		case serr = <-done:
+		case <-time.After(5 * time.Second):
+			s.cmd.Process.Kill()
+			serr = <-done
+		}
+		serr = fmt.Errorf("still running a minute after the client ended: %w", serr)
 	}
 	if cerr != nil || !strings.Contains(c.out.String(), clientOK) {
 		t.Errorf("client %v: %v\n%s", client, cerr, c.out.String())
@@ -276,6 +295,23 @@ func TestDtest(t *testing.T) {
 				append([]string{"-P", "tcp", "-h", "127.0.0.1"}, args...),
 				"DAPL Test Complete. PASSED", "DAPL Test Complete. PASSED")
 		})
+	}
+}
+
+// TestStacksOnQuit checks the hang report the pairs rely on: a C program
+// run with GODAT_STACKS set writes its goroutines' stacks on SIGQUIT.
+func TestStacksOnQuit(t *testing.T) {
+	prog := dapl(t, "dtest")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, done := serve(t, ctx, prog, 15828, "-P", "tcp", "-s") // waits for a client
+	if err := s.quit(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	out := s.out.String()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(out, "goroutine ") || !strings.Contains(out, "runtime/pprof") {
+		t.Fatalf("SIGQUIT with GODAT_STACKS: %v, want exit status 2 and the stacks:\n%s", err, out)
 	}
 }
 
