@@ -620,11 +620,15 @@ func TestCNOWaitHandsBack(t *testing.T) {
 // allowed.)
 func TestMemoryWatcherWritesDoNotWait(t *testing.T) {
 	for _, every := range []int{1, 10} {
-		t.Run(fmt.Sprintf("signal-every-%d", every), func(t *testing.T) { memoryWatcher(t, every) })
+		t.Run(fmt.Sprintf("signal-every-%d", every), func(t *testing.T) { memoryWatcher(t, every, 0) })
 	}
+	// The server answers late: the ACK of each client write goes alone,
+	// the client's poll for the write's completion takes it and stops,
+	// and the answer comes while the client watches memory only.
+	t.Run("late-answers", func(t *testing.T) { memoryWatcher(t, 1, 10*credDelay) })
 }
 
-func memoryWatcher(t *testing.T, signalEvery int) {
+func memoryWatcher(t *testing.T, signalEvery int, answerAfter time.Duration) {
 	var stalls atomic.Int64
 	testHookStall = func(*conn) { stalls.Add(1) }
 	t.Cleanup(func() { testHookStall = nil })
@@ -712,6 +716,8 @@ func memoryWatcher(t *testing.T, signalEvery int) {
 			if err := watch(se, byte(1+i%255)); err != nil {
 				errc <- err
 				return
+			}
+			for t0 := time.Now(); time.Since(t0) < answerAfter; {
 			}
 			if err := write(se, ce, i); err != nil {
 				errc <- err
