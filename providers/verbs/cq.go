@@ -29,8 +29,15 @@ const wcBatch = 32
 // pollCheck is how long a CQ stays unarmed after the last Dequeue that
 // found its EVD empty: while a consumer polls, it drains the CQ itself,
 // and arming the CQ would only cost a notification (a wake-up, a read and
-// a re-arm) per completion.
-const pollCheck = time.Millisecond
+// a re-arm) per completion. Each look that finds the consumer still
+// polling doubles the wait for the next, up to pollMax: a look is a timer
+// that wakes a runtime thread and starts a goroutine, which on a small
+// machine preempts the very consumer that polls (and its peer), so
+// steady polling costs a few looks a second rather than a thousand.
+const (
+	pollCheck = time.Millisecond
+	pollMax   = 16 * time.Millisecond
+)
 
 // cq is the completion queue of an EVD that receives DTO or RMR bind
 // completions, with its completion channel. A goroutine parked in Go's
@@ -43,7 +50,8 @@ const pollCheck = time.Millisecond
 // The CQ is armed (a notification asked for) except while a consumer
 // polls: a Dequeue that finds the EVD empty marks the CQ polled, and the
 // watcher, woken by a notification, then leaves it unarmed and a timer
-// looks again every pollCheck; once a whole period passes without such a
+// looks again after pollCheck, then less and less often while the
+// consumer polls (pollMax); once a whole period passes without such a
 // Dequeue, or as soon as a Wait blocks, the CQ is armed again. An EVD
 // that feeds a CNO, or has a Wait blocked, stays armed. Events godat
 // posts directly to an EVD whose CQ is unarmed (connection events,
@@ -57,12 +65,14 @@ type cq struct {
 	file *os.File // a duplicate of the channel's descriptor, for the poller
 	done chan struct{}
 
-	pollMu   sync.Mutex  // one drain at a time, so events keep the CQ's order
-	armMu    sync.Mutex  // orders arms; taken last (after pollMu or ia.mu)
-	armed    atomic.Bool // a notification is asked for; written under armMu
-	armedSol bool        // ...for solicited (or failed) completions only; under armMu
-	polled   atomic.Bool // a Dequeue found the EVD empty since the last look
-	timer    *time.Timer // the look while the CQ is unarmed
+	pollMu   sync.Mutex    // one drain at a time, so events keep the CQ's order
+	armMu    sync.Mutex    // orders arms; taken last (after pollMu or ia.mu)
+	armed    atomic.Bool   // a notification is asked for; written under armMu
+	armedSol bool          // ...for solicited (or failed) completions only; under armMu
+	polled   atomic.Bool   // a Dequeue found the EVD empty since the last look
+	timer    *time.Timer   // the look while the CQ is unarmed
+	pollIn   atomic.Int64  // the wait for the next look, while a consumer polls (ns)
+	looks    atomic.Uint64 // looks that found a consumer polling (tests)
 
 	// The QPs that use the CQ, under ia.mu (useCQs): receive queues of
 	// EPs that wait for solicited messages only (solRecv), other receive
@@ -238,7 +248,8 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 
 // settle drains the CQ and arms it again, unless a consumer has polled
 // since the last look: then it leaves it unarmed, and to that consumer,
-// and looks again after pollCheck. The look touches neither the CQ nor a
+// and looks again later (pollCheck, then twice as late each time, up to
+// pollMax). The look touches neither the CQ nor a
 // lock while the consumer polls: its goroutine may run on another thread
 // beside the consumer, and a drain here would contend with the consumer
 // for pollMu, and for ia.mu, which the consumer's post holds through its
@@ -251,9 +262,13 @@ func (e *evd) settle() {
 		return // (the watcher settles when it has the channel back: yield)
 	}
 	if c.polled.Swap(false) && !e.cnoFed.Load() && e.waiting.Load() == 0 {
-		c.timer.Reset(pollCheck)
+		d := max(time.Duration(c.pollIn.Load()), pollCheck)
+		c.pollIn.Store(int64(min(2*d, pollMax)))
+		c.looks.Add(1)
+		c.timer.Reset(d)
 		return
 	}
+	c.pollIn.Store(int64(pollCheck))
 	e.arm()
 }
 

@@ -29,3 +29,7 @@ func WatcherOwns(e api.EVD) bool {
 	defer c.chMu.Unlock()
 	return c.owner == ownWatcher
 }
+
+// PollLooks reports how many looks at e's CQ (as for CQNotes) found a
+// consumer polling and left the CQ unarmed.
+func PollLooks(e api.EVD) uint64 { return e.(*evd).cq.looks.Load() }

@@ -293,3 +293,48 @@ func TestWatcherAfterQuickWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestPollingLooksBackOff checks that a consumer that keeps polling an
+// EVD keeps its CQ unarmed at the price of few looks: each look that
+// finds it still polling waits twice as long for the next, up to 16 ms,
+// so that 300 ms of polling cost a few tens of timer wake-ups, not one a
+// millisecond (each preempts the consumer on a small machine).
+func TestPollingLooksBackOff(t *testing.T) {
+	needDevice(t)
+	client, server := connectSides(t, newSideOn(t, openRaw(t)), newSideOn(t, openRaw(t)))
+	var ev api.Event
+	// poll polls the server's EVD until the time given; true: an event came.
+	poll := func(until time.Time) bool {
+		for time.Now().Before(until) {
+			err := server.evd.Dequeue(&ev)
+			if err == nil {
+				return true
+			}
+			if !errors.Is(err, api.ErrQueueEmpty) {
+				t.Fatal(err)
+			}
+		}
+		return false
+	}
+	// The server polls before the client's message comes (to receive 7,
+	// posted by connectSides), so that its notification finds a poller
+	// and the watcher leaves the CQ to it.
+	poll(time.Now().Add(5 * time.Millisecond))
+	if err := client.ep.PostSend([]api.LMRTriplet{client.seg(0, 8)}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !poll(time.Now().Add(10*time.Second)) || ev.DTO.Cookie != 7 {
+		t.Fatalf("the polled receive: %+v", ev)
+	}
+	from := verbs.PollLooks(server.evd)
+	const span = 300 * time.Millisecond
+	poll(time.Now().Add(span))
+	looks := verbs.PollLooks(server.evd) - from
+	if looks == 0 {
+		t.Fatal("the CQ was never left to the polling consumer")
+	}
+	if looks > 40 {
+		t.Fatalf("%d looks at the CQ in %v of steady polling; want a few tens at most", looks, span)
+	}
+	t.Logf("%d looks in %v of polling", looks, span)
+}
