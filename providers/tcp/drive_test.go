@@ -288,27 +288,8 @@ func TestDriverKickBeforePark(t *testing.T) {
 func TestDrivenWaitBulkBothWays(t *testing.T) {
 	cli, srv := benchPair(t)
 	const size, burst, rounds = 4 << 20, 10, 20
-	type end struct {
-		c    *client
-		src  api.LMRTriplet
-		land api.RMRTriplet
-	}
-	mkEnd := func(c *client) *end {
-		mem, err := api.AllocMemory(2 * size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = mem.Free() })
-		l, err := c.ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()[:2*size]}, api.MemPrivAll, api.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Free() })
-		p, _ := l.Query()
-		return &end{c: c, src: p.Triplet(size, size), land: p.RemoteTriplet(0, size)}
-	}
-	ce, se := mkEnd(cli), mkEnd(srv)
-	run := func(from, to *end) error {
+	ce, se := newRDMAEnd(t, cli, size), newRDMAEnd(t, srv, size)
+	run := func(from, to *rdmaEnd) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		var ev api.Event
@@ -321,7 +302,7 @@ func TestDrivenWaitBulkBothWays(t *testing.T) {
 				if i == burst-1 {
 					flags = api.CompletionDefault
 				}
-				if err := from.c.ep.PostRDMAWrite([]api.LMRTriplet{from.src}, api.Cookie(i), to.land, flags); err != nil {
+				if err := from.c.ep.PostRDMAWrite([]api.LMRTriplet{from.srcTri}, api.Cookie(i), to.dst, flags); err != nil {
 					return err
 				}
 			}
@@ -330,7 +311,7 @@ func TestDrivenWaitBulkBothWays(t *testing.T) {
 			}
 			// Then reads of the peer's memory, one at a time.
 			for i := range 4 {
-				if err := from.c.ep.PostRDMARead([]api.LMRTriplet{from.src}, api.Cookie(100+i), to.land, api.CompletionDefault); err != nil {
+				if err := from.c.ep.PostRDMARead([]api.LMRTriplet{from.srcTri}, api.Cookie(100+i), to.dst, api.CompletionDefault); err != nil {
 					return err
 				}
 				if i&1 == 1 {

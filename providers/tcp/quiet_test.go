@@ -634,35 +634,11 @@ func memoryWatcher(t *testing.T, signalEvery int, answerAfter time.Duration) {
 	t.Cleanup(func() { testHookStall = nil })
 	cli, srv := benchPair(t)
 	const size, rounds = 64, 400
-	// Each end's memory (outside the Go heap, which the provider's
-	// goroutines write without the race detector seeing why it is safe)
-	// holds its landing area and then its source.
-	type end struct {
-		c         *client
-		land, src []byte
-		srcTri    api.LMRTriplet
-		dst       api.RMRTriplet
-	}
-	mkEnd := func(c *client) *end {
-		mem, err := api.AllocMemory(2 * size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = mem.Free() })
-		b := mem.Bytes()[:2*size]
-		l, err := c.ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: b}, api.MemPrivAll, api.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Free() })
-		p, _ := l.Query()
-		return &end{c: c, land: b[:size], src: b[size:], srcTri: p.Triplet(size, size), dst: p.RemoteTriplet(0, size)}
-	}
-	ce, se := mkEnd(cli), mkEnd(srv)
+	ce, se := newRDMAEnd(t, cli, size), newRDMAEnd(t, srv, size)
 	deadline := time.Now().Add(30 * time.Second)
 	// watch spins on the landing area's last byte (an atomic load of
 	// its word: the provider's reader stores it) without calling in.
-	watch := func(e *end, tag byte) error {
+	watch := func(e *rdmaEnd, tag byte) error {
 		for spins := 1; ; spins++ {
 			w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&e.land[size-4])))
 			if byte(w>>24) == tag {
@@ -678,7 +654,7 @@ func memoryWatcher(t *testing.T, signalEvery int, answerAfter time.Duration) {
 	}
 	// write posts the write of round i to the peer's area; every
 	// signalEvery-th is signalled, and its completion is polled for.
-	write := func(from, to *end, i int) error {
+	write := func(from, to *rdmaEnd, i int) error {
 		from.src[size-1] = byte(1 + i%255)
 		flags := api.CompletionSuppress
 		if (i+1)%signalEvery == 0 {
@@ -892,31 +868,9 @@ func TestQuietWithBlockedWriter(t *testing.T) {
 	t.Cleanup(func() { testHookQuiet = nil })
 	cli, srv := benchPair(t)
 	const size, writes = 128 << 20, 64
-	type end struct {
-		c      *client
-		land   []byte
-		src    []byte
-		srcTri api.LMRTriplet
-		dst    api.RMRTriplet
-	}
-	mkEnd := func(c *client) *end {
-		mem, err := api.AllocMemory(2 * size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = mem.Free() })
-		b := mem.Bytes()[:2*size]
-		l, err := c.ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: b}, api.MemPrivAll, api.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Free() })
-		p, _ := l.Query()
-		return &end{c: c, land: b[:size], src: b[size:], srcTri: p.Triplet(size, size), dst: p.RemoteTriplet(0, size)}
-	}
-	ce, se := mkEnd(cli), mkEnd(srv)
+	ce, se := newRDMAEnd(t, cli, size), newRDMAEnd(t, srv, size)
 	// Writes are placed in order: the last one's last byte lands last.
-	landed := func(e *end, tag byte) bool {
+	landed := func(e *rdmaEnd, tag byte) bool {
 		w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&e.land[size-4])))
 		return byte(w>>24) == tag
 	}
@@ -927,7 +881,7 @@ func TestQuietWithBlockedWriter(t *testing.T) {
 	round := func(r int) bool {
 		ctag, stag := byte(2*r+1), byte(2*r+2)
 		ce.src[size-1], se.src[size-1] = ctag, stag
-		for _, e := range []*end{ce, se} {
+		for _, e := range []*rdmaEnd{ce, se} {
 			peer := se
 			if e == se {
 				peer = ce
@@ -946,7 +900,7 @@ func TestQuietWithBlockedWriter(t *testing.T) {
 		quiet.Store(0)
 		done := func() bool { return landed(se, ctag) && landed(ce, stag) }
 		var wg sync.WaitGroup
-		for _, e := range []*end{ce, se} {
+		for _, e := range []*rdmaEnd{ce, se} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -971,4 +925,32 @@ func TestQuietWithBlockedWriter(t *testing.T) {
 		}
 	}
 	t.Log("the writes were done before both connections went quiet: nothing shown")
+}
+
+// rdmaEnd is one end of an RDMA test: memory outside the Go heap (which
+// the provider's goroutines write without the race detector seeing why
+// it is safe) holding a landing area of size bytes and then a source as
+// large, registered on the end's IA.
+type rdmaEnd struct {
+	c         *client
+	land, src []byte
+	srcTri    api.LMRTriplet // the source, for local use
+	dst       api.RMRTriplet // the landing area, for the peer
+}
+
+func newRDMAEnd(t *testing.T, c *client, size int) *rdmaEnd {
+	t.Helper()
+	mem, err := api.AllocMemory(2 * size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Free() })
+	b := mem.Bytes()[:2*size]
+	l, err := c.ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: b}, api.MemPrivAll, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Free() })
+	p, _ := l.Query()
+	return &rdmaEnd{c: c, land: b[:size], src: b[size:], srcTri: p.Triplet(uint64(size), uint32(size)), dst: p.RemoteTriplet(0, uint32(size))}
 }
