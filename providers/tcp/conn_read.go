@@ -147,9 +147,9 @@ func (c *conn) kicked(err error) bool {
 	// waits that no poll since has read any of: then the pollers come
 	// only between messages (one that spins on memory for the next
 	// message, say), and the reader must take it. The writer goroutine's
-	// write is no poller's: it may wait for room that only the peer's
-	// reading of this side's writes makes, and the peer's writer for
-	// this reader's, so a reader kept quiet by it could stall both.
+	// write is no poller's: it may be waiting for room that the peer's
+	// reader makes, while that reader is kept quiet the same way by a
+	// writer waiting for this one: both ends would stall.
 	polled := c.polled.Swap(false)
 	busy := c.rxTok.Load() != 0 || c.wbusy && !c.wblock
 	if polled && !busy && c.isQuiet() {
