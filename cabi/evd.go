@@ -219,6 +219,9 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) {
 		p, _ := ev.Software.(uintptr)
 		*(*uintptr)(unsafe.Pointer(&x.pointer)) = p // the consumer's own pointer, returned as given
 	}
+	if logEvents {
+		logEvent(c)
+	}
 }
 
 // CNOs.
