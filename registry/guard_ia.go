@@ -15,6 +15,20 @@ func (ia *gIA) checkPrivateData(pd []byte, sub api.Subtype) error {
 	return nil
 }
 
+// checkPrivVA refuses memory privileges with bits the DAT pages do not
+// define and VA types other than VA and ZB, for dat_lmr_create(3DAT) and
+// dat_rmr_bind(3DAT); privArg and vaArg are the arguments' positions.
+// Providers rely on it and do not check again.
+func checkPrivVA(priv api.MemPriv, va api.VAType, privArg, vaArg api.Subtype) error {
+	if priv&^api.MemPrivAll != 0 {
+		return api.Errorf(api.InvalidParameter, privArg, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
+	}
+	if va != api.VATypeVA && va != api.VATypeZB {
+		return api.Errorf(api.InvalidParameter, vaArg, fmt.Sprintf("VA type %d is unknown", va))
+	}
+	return nil
+}
+
 // checkTimeout rejects negative timeouts other than TimeoutInfinite.
 func checkTimeout(t api.Timeout, sub api.Subtype) error {
 	if t < 0 && t != api.TimeoutInfinite {
@@ -519,17 +533,11 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	default:
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("memory type %#x is unknown", uint32(region.Type)))
 	}
-	if priv&^api.MemPrivAll != 0 {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg6, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
+	if err := checkPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
+		return nil, err
 	}
-	switch va {
-	case api.VATypeVA:
-	case api.VATypeZB:
-		if !ia.attr.ZBSupported {
-			return nil, api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider does not support zero-based LMRs")
-		}
-	default:
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, fmt.Sprintf("VA type %d is unknown", va))
+	if va == api.VATypeZB && !ia.attr.ZBSupported {
+		return nil, api.Errorf(api.ModelNotSupported, api.NoSubtype, "the provider does not support zero-based LMRs")
 	}
 	ia.enter()
 	p, err := ia.p.CreateLMR(gpz.p, preg, priv, va)

@@ -557,11 +557,8 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	if err != nil {
 		return 0, err
 	}
-	if priv&^api.MemPrivAll != 0 {
-		return 0, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
-	}
-	if va != api.VATypeVA && va != api.VATypeZB {
-		return 0, api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("VA type %d is unknown", va))
+	if err := checkPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
+		return 0, err
 	}
 	if glmr != nil && glmr.pz != g.pz {
 		return 0, api.Errorf(api.ProtectionViolation, api.NoSubtype, "the LMR is in another protection zone than the RMR")

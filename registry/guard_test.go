@@ -444,6 +444,10 @@ func TestGuardMemoryArguments(t *testing.T) {
 		_, err := e.ia.CreateLMR(e.pz, api.Region{Bytes: e.buf}, 0x80, api.VATypeVA)
 		return err
 	})
+	e.rejects(t, api.InvalidParameter, api.SubArg7, func() error {
+		_, err := e.ia.CreateLMR(e.pz, api.Region{Bytes: e.buf}, api.MemPrivAll, api.VATypeZB+1)
+		return err
+	})
 	e.rejects(t, api.ModelNotSupported, api.NoSubtype, func() error {
 		_, err := e.ia.CreateLMR(e.pz, api.Region{Bytes: e.buf}, api.MemPrivAll, api.VATypeZB)
 		return err
@@ -469,6 +473,10 @@ func TestGuardMemoryArguments(t *testing.T) {
 	})
 	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error {
 		_, err := rmr.Bind(e.lmr, api.LMRTriplet{Length: 8}, 0x100, api.VATypeVA, e.ep, 1, 0)
+		return err
+	})
+	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error {
+		_, err := rmr.Bind(e.lmr, api.LMRTriplet{Length: 8}, api.MemPrivAll, api.VATypeZB+1, e.ep, 1, 0)
 		return err
 	})
 	e.rejects(t, api.InvalidParameter, api.SubArg5, func() error {
