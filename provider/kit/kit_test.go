@@ -182,3 +182,31 @@ func TestIAWhileOpen(t *testing.T) {
 		t.Fatalf("WhileOpen on a closed IA: ran %v, %v", ran, err)
 	}
 }
+
+// testPZ and otherPZ are PZs of two providers.
+type testPZ struct{ api.ContextSlot }
+type otherPZ struct{ api.ContextSlot }
+
+func (*testPZ) HandleType() api.HandleType   { return api.HandlePZ }
+func (*testPZ) Query() (api.PZParam, error)  { return api.PZParam{}, nil }
+func (*testPZ) CreateRMR() (api.RMR, error)  { return nil, nil }
+func (*testPZ) Free() error                  { return nil }
+func (*otherPZ) HandleType() api.HandleType  { return api.HandlePZ }
+func (*otherPZ) Query() (api.PZParam, error) { return api.PZParam{}, nil }
+func (*otherPZ) CreateRMR() (api.RMR, error) { return nil, nil }
+func (*otherPZ) Free() error                 { return nil }
+
+func TestPZArg(t *testing.T) {
+	z := &testPZ{}
+	if got, err := kit.PZArg[*testPZ](z); err != nil || got != z {
+		t.Fatalf("PZArg of the provider's PZ: %v, %v", got, err)
+	}
+	var nilPZ *testPZ
+	for name, x := range map[string]api.PZ{"nil": nil, "typed nil": nilPZ, "another provider's": &otherPZ{}} {
+		got, err := kit.PZArg[*testPZ](x)
+		var de *api.Error
+		if got != nil || !errors.As(err, &de) || de.Type != api.InvalidHandle || de.Sub != api.SubHandlePZ {
+			t.Errorf("PZArg of a %s PZ: %v, %v; want nil and ErrInvalidHandle/SubHandlePZ", name, got, err)
+		}
+	}
+}

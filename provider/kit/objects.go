@@ -96,3 +96,16 @@ func InUse(tables ...Counted) error {
 	return api.Errorf(api.InvalidState, api.SubStateIAInUse,
 		fmt.Sprintf("the IA still has %d object(s): %s", n, strings.Join(parts, ", ")))
 }
+
+// PZArg returns the provider's own PZ, of type P, that x names, for a
+// call that creates an object in it: nil, or a PZ of another provider, is
+// ErrInvalidHandle. The guard refuses both first; PZArg keeps a call that
+// reaches the provider without it from using a nil pointer.
+func PZArg[P comparable](x api.PZ) (P, error) {
+	z, ok := x.(P)
+	var none P
+	if !ok || z == none {
+		return none, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "the PZ handle is nil or not this provider's")
+	}
+	return z, nil
+}

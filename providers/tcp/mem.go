@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
@@ -28,9 +29,9 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
 		return nil, err
 	}
-	z := pzOf(pzArg)
-	if z == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
+	z, err := kit.PZArg[*pz](pzArg)
+	if err != nil {
+		return nil, err
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -22,9 +23,9 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	if err := srqattr.CheckCreate(attr, maxRecvPerSRQ, maxIOV); err != nil {
 		return nil, err
 	}
-	z := pzOf(pzArg)
-	if z == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
+	z, err := kit.PZArg[*pz](pzArg)
+	if err != nil {
+		return nil, err
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -94,11 +95,8 @@ func (i *ia) epArgs(pzArg api.PZ, attr *api.EPAttr) (api.EPAttr, *pz, error) {
 	if err != nil {
 		return api.EPAttr{}, nil, err
 	}
-	z := pzOf(pzArg)
-	if z == nil {
-		return api.EPAttr{}, nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
-	}
-	return a, z, nil
+	z, err := kit.PZArg[*pz](pzArg)
+	return a, z, err
 }
 
 // CreateEP creates an Endpoint in the UNCONNECTED state with its QP
@@ -401,13 +399,17 @@ func (p *ep) destroy() {
 }
 
 // dropID destroys the EP's cm id, if it has one. ia.mu is held.
-func (p *ep) dropID() {
-	if p.id == nil {
+func (p *ep) dropID() { p.ia.destroyID(&p.id) }
+
+// destroyID destroys the cm id *id, if there is one, after taking it out
+// of the table that routes its events, and clears *id. ia.mu is held.
+func (i *ia) destroyID(id **C.struct_rdma_cm_id) {
+	if *id == nil {
 		return
 	}
-	delete(p.ia.owners, p.id)
-	C.rdma_destroy_id(p.id)
-	p.id = nil
+	delete(i.owners, *id)
+	C.rdma_destroy_id(*id)
+	*id = nil
 }
 
 // watermarks checks the EP's high watermarks against held receive

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
@@ -120,9 +121,9 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
 		return nil, err
 	}
-	z := pzOf(pzArg)
-	if z == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
+	z, err := kit.PZArg[*pz](pzArg)
+	if err != nil {
+		return nil, err
 	}
 	var mem []byte
 	switch region.Type {
