@@ -203,18 +203,22 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 	return dst, true
 }
 
+// payloadRead says whether the payload the reader was reading arrived
+// whole on a connection still in use. A failed read breaks the connection
+// unless it is already closing. ia.mu is held.
+func (c *conn) payloadRead(err error) bool {
+	if err != nil && !c.closing {
+		c.ep.lost(c)
+	}
+	return err == nil && !c.closing
+}
+
 // endSend completes the receive of a SEND whose payload was read (err:
 // or not); polled says that a poller read it. ia.mu is held.
 func (c *conn) endSend(f *frame, err error, polled bool) bool {
 	p := c.ep
 	inval := f.Type == frSendInv
-	if err != nil {
-		if !c.closing {
-			p.lost(c)
-		}
-		return false
-	}
-	if c.closing || !c.inRecv {
+	if !c.payloadRead(err) || !c.inRecv {
 		return false
 	}
 	c.inRecv = false
@@ -265,14 +269,7 @@ func (c *conn) beginWrite(f *frame) ([][]byte, bool) {
 // endWrite acknowledges a WRITE whose data was read (err: or not).
 // ia.mu is held.
 func (c *conn) endWrite(f *frame, err error) bool {
-	p := c.ep
-	if err != nil {
-		if !c.closing {
-			p.lost(c)
-		}
-		return false
-	}
-	if c.closing {
+	if !c.payloadRead(err) {
 		return false
 	}
 	c.placed = f.Seq
@@ -327,16 +324,10 @@ func (c *conn) beginReadResp(f *frame) ([][]byte, bool) {
 // endReadResp completes the read whose response was read (err: or not).
 // ia.mu is held.
 func (c *conn) endReadResp(f *frame, err error) bool {
+	if !c.payloadRead(err) {
+		return false
+	}
 	p := c.ep
-	if err != nil {
-		if !c.closing {
-			p.lost(c)
-		}
-		return false
-	}
-	if c.closing {
-		return false
-	}
 	w := p.reqs.Front()
 	w.done = true
 	c.inFlight--
