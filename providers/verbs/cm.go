@@ -518,11 +518,7 @@ func (s *psp) Free() error {
 
 // stop destroys the listening id. ia.mu is held.
 func (s *psp) stop() {
-	if s.id != nil {
-		delete(s.ia.owners, s.id)
-		C.rdma_destroy_id(s.id)
-		s.id = nil
-	}
+	s.ia.destroyID(&s.id)
 }
 
 // cmEvent turns a connection request into a CR on the PSP's EVD. ia.mu
@@ -644,11 +640,7 @@ func (c *cr) Reject(privateData []byte) error {
 
 // drop destroys the request's id. ia.mu is held.
 func (c *cr) drop() {
-	if c.id != nil {
-		delete(c.ia.owners, c.id)
-		C.rdma_destroy_id(c.id)
-		c.id = nil
-	}
+	c.ia.destroyID(&c.id)
 	c.ia.crs.Remove(c)
 }
 
@@ -757,11 +749,7 @@ func (r *rsp) stop() {
 }
 
 func (r *rsp) unlisten() {
-	if r.id != nil {
-		delete(r.ia.owners, r.id)
-		C.rdma_destroy_id(r.id)
-		r.id = nil
-	}
+	r.ia.destroyID(&r.id)
 }
 
 // cmEvent turns the first connection request into a CR for the reserved
