@@ -29,6 +29,8 @@
 //     for the calls that need an open IA;
 //   - Set, a table of one kind of object of an IA, and InUse, which decides
 //     a graceful dat_ia_close(3DAT) from them once for every provider;
+//   - PZArg, the provider's own PZ that a create call names, or
+//     ErrInvalidHandle;
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
 //     whose methods answer ErrModelNotSupported for the optional calls a
 //     provider leaves out (SRQs and the receive counts that go with them,
