@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
 
 	"github.com/godat/godat/api"
 )
@@ -74,9 +75,7 @@ func rdmaGroups() []group {
 			}},
 			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, and no target byte changes", func(t *checkT) {
 				t.rdmaFault(remote, 0x31, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					rt := dst.rtr(0, 64)
-					rt.RMRContext = otherContext(dst.p.RMRContext)
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 64), c, rt, api.CompletionDefault)
+					return p.cli.ep.PostRDMAWrite(src.iov(0, 64), c, dst.wrongRTR(0, 64), api.CompletionDefault)
 				})
 			}},
 			{"RETURN VALUES", "a write running past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
@@ -100,9 +99,7 @@ func rdmaGroups() []group {
 			}},
 			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: a suppressed write the target refuses still completes: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
 				t.rdmaFault(remote, 0x3A, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					rt := dst.rtr(0, 16)
-					rt.RMRContext = otherContext(dst.p.RMRContext)
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, rt, api.CompletionSuppress)
+					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.wrongRTR(0, 16), api.CompletionSuppress)
 				})
 			}},
 			{"RETURN VALUES", "a write starting before the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
@@ -119,10 +116,7 @@ func rdmaGroups() []group {
 			}},
 			{"RETURN VALUES", "a region in another PZ than the target EP's: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
 				p := t.pair()
-				pz2, err := p.srv.ia.CreatePZ()
-				t.noErr(err, "IA.CreatePZ")
-				dst, err := p.srv.tryRegion(pz2, 64, remote, api.VATypeVA)
-				t.noErr(err, "IA.CreateLMR in a second PZ")
+				dst := p.srv.regionIn(p.srv.newPZ(), 64, remote)
 				src := p.cli.region(64, rw)
 				src.fill(0, 64, 0x35)
 				t.remoteFault(p, dst, func(c api.Cookie) error {
@@ -174,9 +168,7 @@ func rdmaGroups() []group {
 			}},
 			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, target untouched", func(t *checkT) {
 				t.rdmaFault(remote, 0, 0x62, func(p *pair, dst, src *region, c api.Cookie) error {
-					rt := src.rtr(0, 64)
-					rt.RMRContext = otherContext(src.p.RMRContext)
-					return p.cli.ep.PostRDMARead(dst.iov(0, 64), c, rt, api.CompletionDefault)
+					return p.cli.ep.PostRDMARead(dst.iov(0, 64), c, src.wrongRTR(0, 64), api.CompletionDefault)
 				})
 			}},
 			{"RETURN VALUES", "a read running past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
@@ -220,8 +212,7 @@ func rdmaGroups() []group {
 				p := t.pair()
 				src := p.srv.region(64, remote)
 				want := src.fill(0, 48, 0x71)
-				l := p.cli.region(128, remote)
-				_, lt := p.cli.bind(l, 16, 64, api.MemPrivRemoteRead|api.MemPrivRemoteWrite)
+				l, _, lt := p.cli.window(128, 16, 64)
 				lt.Length = 48
 				t.noErr(p.cli.ep.PostRDMAReadToRMR(lt, 3, src.rtr(0, 48), api.CompletionDefault), "PostRDMAReadToRMR")
 				ev := p.cli.expectReq(3, api.DTOSuccess, "the read-to-RMR completion")
@@ -236,8 +227,7 @@ func rdmaGroups() []group {
 				p := t.pair()
 				src := p.srv.region(64, remote)
 				src.fill(0, 64, 0x72)
-				l := p.cli.region(128, remote)
-				_, lt := p.cli.bind(l, 16, 64, api.MemPrivRemoteRead|api.MemPrivRemoteWrite)
+				l, _, lt := p.cli.window(128, 16, 64)
 				lt.Length = 47
 				t.lengthFault(p, l, 16, 16+47, "an RDMA read of 48 bytes into a 47-byte local triplet at 16", func(c api.Cookie) error {
 					return p.cli.ep.PostRDMAReadToRMR(lt, c, src.rtr(0, 48), api.CompletionDefault)
@@ -247,54 +237,58 @@ func rdmaGroups() []group {
 
 		{page: "dat_ep_post_send_with_invalidate", checks: []check{
 			{"DESCRIPTION (DAT 2.0 dat.h)", "the receiver's completion is RECEIVE_WITH_INVALIDATE and names the invalidated RMR context", func(t *checkT) {
-				p := t.pair()
-				win := p.srv.region(64, remote)
-				_, rt := p.srv.bind(win, 0, 64, api.MemPrivRemoteWrite|api.MemPrivRemoteRead)
-				rr := p.srv.region(64, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				sr := p.cli.region(8, rw)
-				t.noErr(p.cli.ep.PostSendWithInvalidate(sr.iov(0, 8), 2, api.CompletionDefault, true, rt.RMRContext), "PostSendWithInvalidate")
-				p.cli.expectReq(2, api.DTOSuccess, "the send-with-invalidate completion")
-				ev := p.srv.expectRecv(1, api.DTOSuccess, "the receive")
-				if ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != rt.RMRContext {
+				x := t.sendInvalidate(true)
+				ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+				if rt := x.rt; ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != rt.RMRContext {
 					t.Fatalf("receive completion op %v context %#x, want %v with context %#x", ev.DTO.Op, ev.DTO.RMRContext, api.OpReceiveWithInvalidate, rt.RMRContext)
 				}
 			}},
 			{"DESCRIPTION (DAT 2.0 dat.h)", "after the send-with-invalidate is received, the invalidated RMR context no longer grants access", func(t *checkT) {
-				p := t.pair()
-				win := p.srv.region(64, remote)
-				_, rt := p.srv.bind(win, 0, 64, api.MemPrivRemoteWrite|api.MemPrivRemoteRead)
-				rr := p.srv.region(64, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				sr := p.cli.region(64, rw)
-				sr.fill(0, 64, 0x5A)
-				t.noErr(p.cli.ep.PostSendWithInvalidate(sr.iov(0, 8), 2, api.CompletionDefault, true, rt.RMRContext), "PostSendWithInvalidate")
-				p.cli.expectReq(2, api.DTOSuccess, "the send-with-invalidate completion")
-				p.srv.expectRecv(1, api.DTOSuccess, "its receive")
-				t.remoteFault(p, win, func(c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(sr.iov(0, 16), c, rt, api.CompletionDefault)
+				x := t.sendInvalidate(true)
+				x.p.srv.expectRecv(1, api.DTOSuccess, "its receive")
+				x.sr.fill(0, 64, 0x5A)
+				t.remoteFault(x.p, x.win, func(c api.Cookie) error {
+					return x.p.cli.ep.PostRDMAWrite(x.sr.iov(0, 16), c, x.rt, api.CompletionDefault)
 				})
 			}},
 			{"DESCRIPTION (DAT 2.0 dat.h)", "with invalidate false it is a plain send and the RMR context keeps working", func(t *checkT) {
-				p := t.pair()
-				win := p.srv.region(64, remote)
-				_, rt := p.srv.bind(win, 0, 64, api.MemPrivRemoteWrite|api.MemPrivRemoteRead)
-				rr := p.srv.region(64, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				sr := p.cli.region(64, rw)
-				want := sr.fill(0, 16, 0x5B)
-				t.noErr(p.cli.ep.PostSendWithInvalidate(sr.iov(0, 8), 2, api.CompletionDefault, false, rt.RMRContext), "PostSendWithInvalidate(invalidate=false)")
-				p.cli.expectReq(2, api.DTOSuccess, "the send completion")
-				ev := p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+				x := t.sendInvalidate(false)
+				ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
 				if ev.DTO.Op != api.OpReceive {
 					t.Errorf("receive completion op %v, want %v", ev.DTO.Op, api.OpReceive)
 				}
-				t.noErr(p.cli.ep.PostRDMAWrite(sr.iov(0, 16), 3, rt, api.CompletionDefault), "PostRDMAWrite through the context")
-				p.cli.expectReq(3, api.DTOSuccess, "the RDMA write through the still valid context")
-				if !bytes.Equal(win.b[:16], want) {
+				want := x.sr.fill(0, 16, 0x5B)
+				t.noErr(x.p.cli.ep.PostRDMAWrite(x.sr.iov(0, 16), 3, x.rt, api.CompletionDefault), "PostRDMAWrite through the context")
+				x.p.cli.expectReq(3, api.DTOSuccess, "the RDMA write through the still valid context")
+				if !bytes.Equal(x.win.b[:16], want) {
 					t.Fatalf("the RDMA write did not land")
 				}
 			}},
 		}},
 	}
+}
+
+// invalidation is what sendInvalidate made: the pair, the server's window
+// (region and triplet) and the client's 64-byte send region.
+type invalidation struct {
+	p       *pair
+	win, sr *region
+	rt      api.RMRTriplet
+}
+
+// sendInvalidate connects a pair, binds a 64-byte window on the server and
+// posts a receive there (cookie 1), sends 8 bytes with
+// PostSendWithInvalidate (cookie 2, invalidate inv) of the window's RMR
+// context and waits for the send's successful completion; the checks of
+// dat_ep_post_send_with_invalidate then look at the receive.
+func (t *checkT) sendInvalidate(inv bool) *invalidation {
+	t.T.Helper()
+	p := t.pair()
+	win, _, rt := p.srv.window(64, 0, 64)
+	rr := p.srv.region(64, rw)
+	p.srv.postRecv(rr, 0, 64, 1)
+	sr := p.cli.region(64, rw)
+	t.noErr(p.cli.ep.PostSendWithInvalidate(sr.iov(0, 8), 2, api.CompletionDefault, inv, rt.RMRContext), fmt.Sprintf("PostSendWithInvalidate(invalidate=%v)", inv))
+	p.cli.expectReq(2, api.DTOSuccess, "the send-with-invalidate completion")
+	return &invalidation{p: p, win: win, sr: sr, rt: rt}
 }

@@ -153,9 +153,7 @@ func postSendGroups() []group {
 			}},
 			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG hides a successful completion; the message is still delivered", func(t *checkT) {
 				p := t.pair()
-				sr, rr := p.cli.region(64, rw), p.srv.region(128, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				p.srv.postRecv(rr, 64, 64, 2)
+				sr := p.twoReceives()
 				t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 10, api.CompletionSuppress), "EP.PostSend with CompletionSuppress")
 				p.cli.postSend(sr, 0, 8, 11)
 				p.cli.expectReq(11, api.DTOSuccess, "the next request completion (the suppressed one must not appear)")
@@ -233,9 +231,7 @@ func postSendGroups() []group {
 				a := cli.epAttr()
 				a.RequestCompletionFlags = api.CompletionUnsignalled
 				p := t.pairWith(pairCfg{cli: cli, cliAttr: a})
-				sr, rr := p.cli.region(8, rw), p.srv.region(128, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				p.srv.postRecv(rr, 64, 64, 2)
+				sr := p.twoReceives()
 				t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 20, api.CompletionUnsignalled), "PostSend(unsignalled)")
 				p.cli.postSend(sr, 0, 8, 21)
 				p.cli.expectReq(20, api.DTOSuccess, "the unsignalled send's completion")
@@ -337,11 +333,7 @@ func postSendGroups() []group {
 			{"RETURN VALUES", "more segments than the EP's MaxRequestIOV is DAT_INVALID_PARAMETER; exactly MaxRequestIOV works", func(t *checkT) {
 				p := t.pair()
 				n := t.queryEP(p.cli.ep).Attr.MaxRequestIOV
-				if n <= 0 || n > 4096 {
-					t.Skipf("MaxRequestIOV is %d", n)
-				}
-				r := p.cli.region(n+1, rw)
-				iov := r.byteIOV(n + 1)
+				iov := p.cli.segsPast("MaxRequestIOV", n, 4096)
 				t.wantErr(p.cli.ep.PostSend(iov, 1, api.CompletionDefault), api.ErrInvalidParameter, "PostSend with MaxRequestIOV+1 segments")
 				rr := p.srv.region(n+1, rw)
 				p.srv.postRecv(rr, 0, n+1, 2)
@@ -379,10 +371,7 @@ func postSendGroups() []group {
 			}},
 			{"RETURN VALUES", "an LMR of another PZ than the EP's is a protection violation; the peer gets nothing", func(t *checkT) {
 				p := t.pair()
-				pz2, err := p.cli.ia.CreatePZ()
-				t.noErr(err, "IA.CreatePZ")
-				r, err := p.cli.tryRegion(pz2, 64, rw, api.VATypeVA)
-				t.noErr(err, "IA.CreateLMR in a second PZ")
+				r := p.cli.regionIn(p.cli.newPZ(), 64, rw)
 				r.fill(0, 64, 0x14)
 				t.sendFault(p, func(c api.Cookie) error {
 					return p.cli.ep.PostSend(r.iov(0, 16), c, api.CompletionDefault)

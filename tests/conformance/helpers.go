@@ -494,9 +494,43 @@ func (r *region) byteIOV(k int) []api.LMRTriplet {
 // region registers size bytes (rounded up to whole pages) in the node's PZ.
 func (n *node) region(size int, priv api.MemPriv) *region {
 	n.t.T.Helper()
-	r, err := n.tryRegion(n.pz, size, priv, api.VATypeVA)
+	return n.regionIn(n.pz, size, priv)
+}
+
+// regionIn is region registered in pz.
+func (n *node) regionIn(pz api.PZ, size int, priv api.MemPriv) *region {
+	n.t.T.Helper()
+	r, err := n.tryRegion(pz, size, priv, api.VATypeVA)
 	n.t.noErr(err, fmt.Sprintf("IA.CreateLMR(%d bytes, privileges %#x)", size, priv))
 	return r
+}
+
+// newPZ creates another PZ on n's IA, for the checks on objects of
+// different PZs.
+func (n *node) newPZ() api.PZ {
+	n.t.T.Helper()
+	pz, err := n.ia.CreatePZ()
+	n.t.noErr(err, "IA.CreatePZ")
+	return pz
+}
+
+// segsPast skips the check unless the limit k (called name) is between 1
+// and most, and returns k+1 one-byte segments of a new region of n: one
+// segment more than the limit allows.
+func (n *node) segsPast(name string, k, most int) []api.LMRTriplet {
+	n.t.T.Helper()
+	n.t.skipUnlessIn(name, k, most)
+	return n.region(k+1, rw).byteIOV(k + 1)
+}
+
+// skipUnlessIn skips the check unless the limit v (called name) is
+// between 1 and most: the checks that go one past a limit need it small
+// enough to reach.
+func (t *checkT) skipUnlessIn(name string, v, most int) {
+	t.T.Helper()
+	if v < 1 || v > most {
+		t.Skipf("%s is %d", name, v)
+	}
 }
 
 // tryRegion registers size bytes in pz and returns the error of CreateLMR.
@@ -542,6 +576,13 @@ func (r *region) iov(off, n int) []api.LMRTriplet { return []api.LMRTriplet{r.tr
 // context.
 func (r *region) rtr(off, n int) api.RMRTriplet {
 	return api.RMRTriplet{Addr: r.addr(off), Length: uint32(n), RMRContext: r.p.RMRContext}
+}
+
+// wrongRTR is rtr with an RMR context that is not the LMR's.
+func (r *region) wrongRTR(off, n int) api.RMRTriplet {
+	rt := r.rtr(off, n)
+	rt.RMRContext = otherContext(r.p.RMRContext)
+	return rt
 }
 
 // fill writes a pattern derived from seed into the region at off.
@@ -674,6 +715,34 @@ func (e *end) bind(r *region, off, n int, priv api.MemPriv) (api.RMR, api.RMRTri
 	e.t.T.Helper()
 	rmr := e.newRMR()
 	return rmr, e.rebind(rmr, r, off, n, priv)
+}
+
+// window registers size bytes with remote privileges on e's IA and binds a
+// new RMR over n bytes at off with remote read and write, as bind does.
+func (e *end) window(size, off, n int) (*region, api.RMR, api.RMRTriplet) {
+	e.t.T.Helper()
+	r := e.region(size, remote)
+	rmr, rt := e.bind(r, off, n, rmrRW)
+	return r, rmr, rt
+}
+
+// unbind binds rmr to a zero-length triplet of r, which unbinds it, and
+// waits for the bind to complete successfully.
+func (e *end) unbind(rmr api.RMR, r *region) {
+	e.t.T.Helper()
+	_, err := rmr.Bind(r.lmr, r.tr(0, 0), rmrRW, api.VATypeVA, e.ep, 0xDE, api.CompletionDefault)
+	e.t.noErr(err, "RMR.Bind with a zero-length triplet")
+	e.expectBind(rmr, 0xDE, api.DTOSuccess, "the unbind completion")
+}
+
+// inUse checks that free, of an object (obj) that another one (user)
+// uses, is DAT_INVALID_STATE with subtype st until freeUser has freed the
+// user, and succeeds after.
+func (t *checkT) inUse(obj string, free func() error, st api.Subtype, user string, freeUser func() error) {
+	t.T.Helper()
+	t.wantErr(free(), sub(api.InvalidState, st), obj+".Free while used by "+user)
+	t.noErr(freeUser(), "freeing "+user)
+	t.noErr(free(), obj+".Free once "+user+" is gone")
 }
 
 // rebind binds rmr again and waits for the completion.

@@ -39,6 +39,21 @@ func (t *checkT) writeFault(p *pair, target *region, rt api.RMRTriplet) {
 	})
 }
 
+// sendCarries sends iov from p's client into a 64-byte receive on p's
+// server (what says where the bytes come from) and checks that the message
+// is want.
+func (t *checkT) sendCarries(p *pair, iov []api.LMRTriplet, want []byte, what string) {
+	t.T.Helper()
+	rr := p.srv.region(64, rw)
+	p.srv.postRecv(rr, 0, 64, 1)
+	t.noErr(p.cli.ep.PostSend(iov, 2, api.CompletionDefault), "PostSend "+what)
+	p.cli.expectReq(2, api.DTOSuccess, "the send")
+	p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+	if !bytes.Equal(rr.b[:len(want)], want) {
+		t.Fatalf("the send %s carried other bytes", what)
+	}
+}
+
 // noCrossPZBind binds rmr over the whole of r on e's EP, where the three
 // are not all in one PZ (what says which differs): the bind is refused, or
 // its completion is not a success (dat_rmr_bind(3DAT) RETURN VALUES).
@@ -85,8 +100,7 @@ func memGroups() []group {
 			}},
 			{"DESCRIPTION", "a rebind returns a new context and the old one fails at once (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
 				p := t.pair()
-				r := p.srv.region(64, remote)
-				rmr, old := p.srv.bind(r, 0, 64, rmrRW)
+				r, rmr, old := p.srv.window(64, 0, 64)
 				nw := p.srv.rebind(rmr, r, 0, 64, rmrRW)
 				if nw.RMRContext == old.RMRContext {
 					t.Fatalf("the rebind returned the same RMR context %#x", old.RMRContext)
@@ -114,11 +128,8 @@ func memGroups() []group {
 			}},
 			{"DESCRIPTION", "binding a zero-length triplet unbinds: the context fails (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
 				p := t.pair()
-				r := p.srv.region(64, remote)
-				rmr, rt := p.srv.bind(r, 0, 64, rmrRW)
-				_, err := rmr.Bind(r.lmr, r.tr(0, 0), rmrRW, api.VATypeVA, p.srv.ep, 0xDE, api.CompletionDefault)
-				t.noErr(err, "RMR.Bind with a zero-length triplet")
-				p.srv.expectBind(rmr, 0xDE, api.DTOSuccess, "the unbind completion")
+				r, rmr, rt := p.srv.window(64, 0, 64)
+				p.srv.unbind(rmr, r)
 				t.writeFault(p, r, rt)
 			}},
 			{"DESCRIPTION", "the bind fences later DTOs: a Send carrying the context, posted right after the bind, lets the peer use it at once", func(t *checkT) {
@@ -151,16 +162,14 @@ func memGroups() []group {
 			{"DESCRIPTION", "access outside the window but inside the LMR fails (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
 				p := t.pair()
 				t.skipForDeviation(p.srv.node, DeviationRMRWindowBounds)
-				r := p.srv.region(256, remote)
-				_, rt := p.srv.bind(r, 64, 64, rmrRW)
+				r, _, rt := p.srv.window(256, 64, 64)
 				rt.Addr = r.addr(120) // 8 bytes inside, 8 bytes past the window
 				t.writeFault(p, r, rt)
 			}},
 			{"DESCRIPTION", "access reaching one byte past the window but inside the LMR fails (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
 				p := t.pair()
 				t.skipForDeviation(p.srv.node, DeviationRMRWindowBounds)
-				r := p.srv.region(256, remote)
-				_, rt := p.srv.bind(r, 64, 64, rmrRW)
+				r, _, rt := p.srv.window(256, 64, 64)
 				src := p.cli.region(17, rw)
 				src.fill(0, 17, 0xE2)
 				rt.Addr, rt.Length = r.addr(112), 17 // the last 16 bytes of the window and one more
@@ -236,28 +245,21 @@ func memGroups() []group {
 			{"RETURN VALUES", "an RMR of another PZ than the EP and LMR does not bind", func(t *checkT) {
 				p := t.pair()
 				r := p.srv.region(64, remote)
-				pz2, err := p.srv.ia.CreatePZ()
-				t.noErr(err, "IA.CreatePZ")
-				rmr, err := pz2.CreateRMR()
+				rmr, err := p.srv.newPZ().CreateRMR()
 				t.noErr(err, "PZ.CreateRMR in a second PZ")
 				t.noCrossPZBind(p.srv, rmr, r, "an RMR of another PZ than the EP and LMR")
 			}},
 			{"RETURN VALUES", "an EP of another PZ than the RMR, whose LMR is in the RMR's PZ, does not bind", func(t *checkT) {
 				p := t.pair()
-				pz2, err := p.srv.ia.CreatePZ()
-				t.noErr(err, "IA.CreatePZ")
-				r, err := p.srv.tryRegion(pz2, 64, remote, api.VATypeVA)
-				t.noErr(err, "IA.CreateLMR in the second PZ")
+				pz2 := p.srv.newPZ()
+				r := p.srv.regionIn(pz2, 64, remote)
 				rmr, err := pz2.CreateRMR()
 				t.noErr(err, "PZ.CreateRMR in the second PZ")
 				t.noCrossPZBind(p.srv, rmr, r, "an EP of another PZ than the RMR and LMR")
 			}},
 			{"RETURN VALUES", "an LMR of another PZ than the RMR and the EP does not bind", func(t *checkT) {
 				p := t.pair()
-				pz2, err := p.srv.ia.CreatePZ()
-				t.noErr(err, "IA.CreatePZ")
-				r, err := p.srv.tryRegion(pz2, 64, remote, api.VATypeVA)
-				t.noErr(err, "IA.CreateLMR in a second PZ")
+				r := p.srv.regionIn(p.srv.newPZ(), 64, remote)
 				rmr := p.srv.newRMR()
 				t.noCrossPZBind(p.srv, rmr, r, "an LMR of another PZ than the RMR and EP")
 			}},
@@ -291,8 +293,7 @@ func memGroups() []group {
 		{page: "dat_rmr_free", checks: []check{
 			{"DESCRIPTION", "freeing a bound RMR invalidates its context (REMOTE_ACCESS, BROKEN, no byte changes)", func(t *checkT) {
 				p := t.pair()
-				r := p.srv.region(64, remote)
-				rmr, rt := p.srv.bind(r, 0, 64, rmrRW)
+				r, rmr, rt := p.srv.window(64, 0, 64)
 				t.noErr(rmr.Free(), "RMR.Free of a bound RMR")
 				t.writeFault(p, r, rt)
 			}},
@@ -321,11 +322,8 @@ func memGroups() []group {
 			}},
 			{"DESCRIPTION", "an unbound RMR reports a zero-length triplet", func(t *checkT) {
 				p := t.pair()
-				r := p.srv.region(64, remote)
-				rmr, _ := p.srv.bind(r, 0, 64, rmrRW)
-				_, err := rmr.Bind(r.lmr, r.tr(0, 0), rmrRW, api.VATypeVA, p.srv.ep, 0xDE, api.CompletionDefault)
-				t.noErr(err, "RMR.Bind with a zero-length triplet")
-				p.srv.expectBind(rmr, 0xDE, api.DTOSuccess, "the unbind completion")
+				r, rmr, _ := p.srv.window(64, 0, 64)
+				p.srv.unbind(rmr, r)
 				rp, err := rmr.Query()
 				t.noErr(err, "RMR.Query")
 				if rp.LMRTriplet.Length != 0 {
@@ -378,16 +376,9 @@ func memGroups() []group {
 				if lp.LMRContext == r.p.LMRContext {
 					t.Fatalf("the second registration has the same LMR context")
 				}
-				rr := p.srv.region(64, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
 				tr := r.tr(0, 32)
 				tr.LMRContext = lp.LMRContext
-				t.noErr(p.cli.ep.PostSend([]api.LMRTriplet{tr}, 2, api.CompletionDefault), "PostSend through the second registration")
-				p.cli.expectReq(2, api.DTOSuccess, "the send")
-				p.srv.expectRecv(1, api.DTOSuccess, "the receive")
-				if !bytes.Equal(rr.b[:32], want) {
-					t.Fatalf("the send through the second registration carried other bytes")
-				}
+				t.sendCarries(p, []api.LMRTriplet{tr}, want, "through the second registration")
 			}},
 			{"DESCRIPTION", "DAT_MEM_TYPE_SHARED_VIRTUAL registers AllocMemory memory usable for DTOs", func(t *checkT) {
 				p := t.pair()
@@ -401,15 +392,8 @@ func memGroups() []group {
 				t.noErr(err, "IA.CreateLMR(DAT_MEM_TYPE_SHARED_VIRTUAL)")
 				lp, err := lmr.Query()
 				t.noErr(err, "LMR.Query")
-				rr := p.srv.region(64, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
 				tr := api.LMRTriplet{Addr: api.AddrOf(m.Bytes()), Length: 32, LMRContext: lp.LMRContext}
-				t.noErr(p.cli.ep.PostSend([]api.LMRTriplet{tr}, 2, api.CompletionDefault), "PostSend from shared memory")
-				p.cli.expectReq(2, api.DTOSuccess, "the send")
-				p.srv.expectRecv(1, api.DTOSuccess, "the receive")
-				if !bytes.Equal(rr.b[:32], want) {
-					t.Fatalf("the send from shared memory carried other bytes")
-				}
+				t.sendCarries(p, []api.LMRTriplet{tr}, want, "from shared memory")
 			}},
 			{"DESCRIPTION (DAT 2.0 dat.h)", "a zero-based LMR takes offsets from the region start in its triplets", func(t *checkT) {
 				p := t.pair()
@@ -419,14 +403,7 @@ func memGroups() []group {
 				r, err := p.cli.tryRegion(p.cli.pz, 64, rw, api.VATypeZB)
 				t.noErr(err, "IA.CreateLMR(VATypeZB)")
 				want := r.fill(8, 16, 0x3E)
-				rr := p.srv.region(64, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				t.noErr(p.cli.ep.PostSend(r.iov(8, 16), 2, api.CompletionDefault), "PostSend at zero-based offset 8")
-				p.cli.expectReq(2, api.DTOSuccess, "the send")
-				p.srv.expectRecv(1, api.DTOSuccess, "the receive")
-				if !bytes.Equal(rr.b[:16], want) {
-					t.Fatalf("the send from offset 8 of a zero-based LMR carried other bytes")
-				}
+				t.sendCarries(p, r.iov(8, 16), want, "from offset 8 of a zero-based LMR")
 			}},
 			{"RETURN VALUES", "a nil PZ is DAT_INVALID_HANDLE", func(t *checkT) {
 				n := t.node()
@@ -448,8 +425,7 @@ func memGroups() []group {
 		{page: "dat_lmr_free", checks: []check{
 			{"DESCRIPTION", "an LMR with a bound RMR cannot be freed (DAT_INVALID_STATE_LMR_IN_USE) until the RMR is freed", func(t *checkT) {
 				p := t.pair()
-				r := p.srv.region(64, remote)
-				rmr, rt := p.srv.bind(r, 0, 64, rmrRW)
+				r, rmr, rt := p.srv.window(64, 0, 64)
 				t.wantErr(r.lmr.Free(), sub(api.InvalidState, api.SubStateLMRInUse), "LMR.Free with a bound RMR")
 				t.rdmaWrite(p, rt, pattern(8, 1), 1) // the refused Free changed nothing
 				t.noErr(rmr.Free(), "RMR.Free")
@@ -479,30 +455,22 @@ func memGroups() []group {
 			{"DESCRIPTION", "a PZ used by an LMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the LMR is freed", func(t *checkT) {
 				n := t.node()
 				r := n.region(64, rw)
-				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an LMR")
-				t.noErr(r.lmr.Free(), "LMR.Free")
-				t.noErr(n.pz.Free(), "PZ.Free once the LMR is gone")
+				t.inUse("PZ", n.pz.Free, api.SubStatePZInUse, "the LMR", r.lmr.Free)
 			}},
 			{"DESCRIPTION", "a PZ used by an EP cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the EP is freed", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
-				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an EP")
-				t.noErr(e.ep.Free(), "EP.Free")
-				t.noErr(n.pz.Free(), "PZ.Free once the EP is gone")
+				t.inUse("PZ", n.pz.Free, api.SubStatePZInUse, "the EP", e.ep.Free)
 			}},
 			{"DESCRIPTION", "a PZ used by an RMR cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the RMR is freed", func(t *checkT) {
 				n := t.node()
 				rmr := n.newRMR()
-				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an RMR")
-				t.noErr(rmr.Free(), "RMR.Free")
-				t.noErr(n.pz.Free(), "PZ.Free once the RMR is gone")
+				t.inUse("PZ", n.pz.Free, api.SubStatePZInUse, "the RMR", rmr.Free)
 			}},
 			{"DESCRIPTION", "a PZ used by an SRQ cannot be freed (DAT_INVALID_STATE_PZ_IN_USE) until the SRQ is freed", func(t *checkT) {
 				n := t.node()
 				s := n.srq(4, 1)
-				t.wantErr(n.pz.Free(), sub(api.InvalidState, api.SubStatePZInUse), "PZ.Free with an SRQ")
-				t.noErr(s.Free(), "SRQ.Free")
-				t.noErr(n.pz.Free(), "PZ.Free once the SRQ is gone")
+				t.inUse("PZ", n.pz.Free, api.SubStatePZInUse, "the SRQ", s.Free)
 			}},
 			{"DESCRIPTION", "an unused PZ frees, and every call on it or that passes it is DAT_INVALID_HANDLE", freedPZ},
 		}},
@@ -529,11 +497,9 @@ func syncChecks(sync func(api.IA, []api.LMRTriplet) error) []check {
 	return []check{
 		{"DESCRIPTION", "segments of several LMRs and PZs are synchronized in one call", func(t *checkT) {
 			n := t.node()
-			pz2, err := n.ia.CreatePZ()
-			t.noErr(err, "IA.CreatePZ")
+			pz2 := n.newPZ()
 			a := n.region(64, remote)
-			b, err := n.tryRegion(pz2, 64, remote, api.VATypeVA)
-			t.noErr(err, "IA.CreateLMR in a second PZ")
+			b := n.regionIn(pz2, 64, remote)
 			t.noErr(sync(n.ia, []api.LMRTriplet{a.tr(0, 64), b.tr(8, 16)}), "synchronizing two segments")
 		}},
 		{"RETURN VALUES", "a segment outside its LMR is DAT_INVALID_PARAMETER", func(t *checkT) {

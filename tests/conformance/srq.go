@@ -256,9 +256,7 @@ func srqGroups() []group {
 				n := t.node()
 				s := n.srq(4, 1)
 				m := t.querySRQ(s).MaxRecvDTOs
-				if m < 1 || m > 4096 {
-					t.Skipf("the SRQ's MaxRecvDTOs is %d", m)
-				}
+				t.skipUnlessIn("the SRQ's MaxRecvDTOs", m, 4096)
 				r := n.region(8*(m+1), rw)
 				for i := range m {
 					t.noErr(s.PostRecv(r.iov(8*i, 8), api.Cookie(i)), "SRQ.PostRecv")
@@ -269,11 +267,7 @@ func srqGroups() []group {
 				n := t.node()
 				s := n.srq(4, 2)
 				k := t.querySRQ(s).MaxRecvIOV
-				if k < 1 || k > 64 {
-					t.Skipf("the SRQ's MaxRecvIOV is %d", k)
-				}
-				r := n.region(k+1, rw)
-				iov := r.byteIOV(k + 1)
+				iov := n.segsPast("the SRQ's MaxRecvIOV", k, 64)
 				t.wantErr(s.PostRecv(iov, 1), api.ErrInvalidParameter, fmt.Sprintf("SRQ.PostRecv with MaxRecvIOV+1 (%d) segments", k+1))
 				t.noErr(s.PostRecv(iov[:k], 2), fmt.Sprintf("SRQ.PostRecv with MaxRecvIOV (%d) segments", k))
 			}},
