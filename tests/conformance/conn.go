@@ -20,10 +20,16 @@ type pending struct {
 // connection request with private data pd from a new client EP.
 func (t *checkT) request(pd []byte) *pending {
 	t.T.Helper()
+	return t.requestWithin(pd, connTimeout)
+}
+
+// requestWithin is request with the connect timeout given.
+func (t *checkT) requestWithin(pd []byte, timeout api.Timeout) *pending {
+	t.T.Helper()
 	srv, cli := t.node(), t.node()
 	psp, q := srv.listen(api.PSPConsumer)
 	c := cli.end(nil)
-	c.connect(srv, q, pd)
+	c.connectWithin(srv, q, pd, timeout)
 	ev := srv.expectCR("the CONNECTION_REQUEST")
 	return &pending{srv: srv, cli: cli, c: c, psp: psp, q: q, ev: ev, cr: ev.CR.CR}
 }

@@ -85,7 +85,7 @@ func connectGroups() []group {
 				srv, cli := t.node(), t.node()
 				_, q := srv.listen(api.PSPConsumer)
 				c := cli.end(nil)
-				t.noErr(c.ep.Connect(srv.attr.Address, q, 300*time.Millisecond, nil, api.QOSBestEffort, api.ConnectDefault), "EP.Connect with a 300ms timeout")
+				c.connectWithin(srv, q, nil, 300*time.Millisecond)
 				c.expectConn(api.ConnectionTimedOutEvent, "the end of a connect nobody answers")
 				t.eventuallyState(c.ep, "after TIMED_OUT", api.EPDisconnected)
 			}},
@@ -109,14 +109,9 @@ func connectGroups() []group {
 				t.badConnect(func(*node) (time.Duration, []byte) { return -5 * time.Millisecond, nil }, "Connect with timeout -5ms")
 			}},
 			{"PARAMETERS", "DAT_TIMEOUT_INFINITE is a valid connect timeout", func(t *checkT) {
-				srv, cli := t.node(), t.node()
-				_, q := srv.listen(api.PSPConsumer)
-				c := cli.end(nil)
-				t.noErr(c.ep.Connect(srv.attr.Address, q, api.TimeoutInfinite, nil, api.QOSBestEffort, api.ConnectDefault), "Connect with DAT_TIMEOUT_INFINITE")
-				ev := srv.expectCR("the CONNECTION_REQUEST")
-				s := srv.end(nil)
-				t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
-				c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED")
+				pr := t.requestWithin(nil, api.TimeoutInfinite)
+				t.noErr(pr.cr.Accept(pr.srv.end(nil).ep, nil), "CR.Accept")
+				pr.c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED")
 			}},
 			{"DESCRIPTION", "a qos the provider does not support is DAT_MODEL_NOT_SUPPORTED", func(t *checkT) {
 				srv, cli := t.node(), t.node()
@@ -180,14 +175,11 @@ func connectGroups() []group {
 				pr.accept(pr.srv.end(nil), nil)
 			}},
 			{"DESCRIPTION", "Accept after the requester timed out does not connect (ACCEPT_COMPLETION_ERROR or a refused Accept)", func(t *checkT) {
-				srv, cli := t.node(), t.node()
-				_, q := srv.listen(api.PSPConsumer)
-				c := cli.end(nil)
-				t.noErr(c.ep.Connect(srv.attr.Address, q, time.Second, nil, api.QOSBestEffort, api.ConnectDefault), "EP.Connect with a 1s timeout")
-				ev := srv.expectCR("the CONNECTION_REQUEST")
+				pr := t.requestWithin(nil, time.Second)
+				c := pr.c
 				c.expectConn(api.ConnectionTimedOutEvent, "the requester's TIMED_OUT")
-				s := srv.end(nil)
-				if err := ev.CR.CR.Accept(s.ep, nil); err != nil {
+				s := pr.srv.end(nil)
+				if err := pr.cr.Accept(s.ep, nil); err != nil {
 					if connected(t.state(s.ep)) {
 						t.Fatalf("Accept failed (%v) but the EP is CONNECTED", err)
 					}

@@ -15,10 +15,7 @@ func connEPGroups() []group {
 		{page: "dat_ep_disconnect", checks: []check{
 			{"DESCRIPTION", "a graceful disconnect gives DISCONNECTED on both sides and both EPs are DISCONNECTED", func(t *checkT) {
 				p := t.pair()
-				t.noErr(p.cli.ep.Disconnect(api.CloseGraceful), "EP.Disconnect(graceful)")
-				p.cli.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED on the disconnecting side")
-				p.srv.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED on the peer")
-				t.eventuallyState(p.cli.ep, "the disconnecting EP", api.EPDisconnected)
+				t.disconnectBoth(p)
 				t.eventuallyState(p.srv.ep, "the peer EP", api.EPDisconnected)
 			}},
 			{"DESCRIPTION", "an abrupt disconnect gives DISCONNECTED locally, ends the peer's connection, and both EPs are DISCONNECTED", func(t *checkT) {
@@ -159,10 +156,7 @@ func connEPGroups() []group {
 		{page: "dat_ep_reset", checks: []check{
 			{"DESCRIPTION", "Reset moves a DISCONNECTED EP to UNCONNECTED, from where it connects again", func(t *checkT) {
 				p := t.pair()
-				t.noErr(p.cli.ep.Disconnect(api.CloseGraceful), "EP.Disconnect")
-				p.cli.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED")
-				p.srv.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED on the peer")
-				t.eventuallyState(p.cli.ep, "the disconnected EP", api.EPDisconnected)
+				t.disconnectBoth(p)
 				t.noErr(p.cli.ep.Reset(), "EP.Reset")
 				t.wantState(p.cli.ep, api.EPUnconnected, "after Reset")
 				p.cli.connect(p.srv.node, p.q, nil)
@@ -309,6 +303,16 @@ type exchange struct {
 	sr, rr   *region
 	total    int    // the bytes of one round
 	sent     []byte // this round's data
+}
+
+// disconnectBoth disconnects p's client gracefully, waits for DISCONNECTED
+// on both sides and for the client's EP to be DISCONNECTED.
+func (t *checkT) disconnectBoth(p *pair) {
+	t.T.Helper()
+	t.noErr(p.cli.ep.Disconnect(api.CloseGraceful), "EP.Disconnect(graceful)")
+	p.cli.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED on the disconnecting side")
+	p.srv.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED on the peer")
+	t.eventuallyState(p.cli.ep, "the disconnecting EP", api.EPDisconnected)
 }
 
 // newExchange registers the regions of an exchange between cli and srv.

@@ -54,28 +54,20 @@ func listenGroups() []group {
 			}},
 			{"DESCRIPTION", "with PSPProvider the request carries a provider-created EP with no PZ and no EVDs", func(t *checkT) {
 				pr := t.providerRequest()
-				cp, err := pr.cr.Query()
-				t.noErr(err, "CR.Query")
-				if cp.LocalEP == nil {
-					t.Fatalf("CRParam.LocalEP is nil for a request on a PSPProvider PSP")
-				}
-				ep, err := cp.LocalEP.Query()
+				local := pr.localEP()
+				ep, err := local.Query()
 				t.noErr(err, "EP.Query of the provider EP")
 				if ep.PZ != nil || ep.RecvEVD != nil || ep.RequestEVD != nil || ep.ConnectEVD != nil {
 					t.Errorf("the provider EP has a PZ or EVDs; the page says they are all DAT_HANDLE_NULL")
 				}
-				if s := t.state(cp.LocalEP); s != api.EPTentativeConnectionPending && s != api.EPUnconfiguredTentative {
+				if s := t.state(local); s != api.EPTentativeConnectionPending && s != api.EPUnconfiguredTentative {
 					t.Errorf("provider EP state %v, want TENTATIVE_CONNECTION_PENDING (or UNCONFIGURED_TENTATIVE)", s)
 				}
 			}},
 			{"USAGE", "with PSPProvider the consumer sets PZ and EVDs with Modify, Accept(nil) connects the provider EP and it carries data", func(t *checkT) {
 				pr := t.providerRequest()
-				cp, err := pr.cr.Query()
-				t.noErr(err, "CR.Query")
-				if cp.LocalEP == nil {
-					t.Fatalf("CRParam.LocalEP is nil for a request on a PSPProvider PSP")
-				}
-				s := &end{node: pr.srv, ep: cp.LocalEP}
+				local := pr.localEP()
+				s := &end{node: pr.srv, ep: local}
 				t.noErr(s.ep.Modify(api.EPFieldPZ|api.EPFieldRecvEVD|api.EPFieldRequestEVD|api.EPFieldConnectEVD,
 					&api.EPParam{PZ: s.pz, RecvEVD: s.recv, RequestEVD: s.req, ConnectEVD: s.conn}), "EP.Modify of the provider EP")
 				pd := pattern(16, 0x99)
@@ -167,8 +159,7 @@ func listenGroups() []group {
 			{"USAGE", "CreateRSP moves the EP to RESERVED", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
-				_, err := n.ia.CreateRSP(n.freeQual(), e.ep, n.cr)
-				t.noErr(err, "IA.CreateRSP")
+				n.reserve(e.ep, n.freeQual())
 				t.wantState(e.ep, api.EPReserved, "the RSP's EP")
 			}},
 			{"USAGE", "a request on the RSP names the RSP and the reserved EP, which becomes PASSIVE_CONNECTION_PENDING", func(t *checkT) {
@@ -205,9 +196,8 @@ func listenGroups() []group {
 			{"RETURN VALUES", "an EP that is not UNCONNECTED is DAT_INVALID_STATE", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
+				n.reserve(e.ep, n.freeQual())
 				_, err := n.ia.CreateRSP(n.freeQual(), e.ep, n.cr)
-				t.noErr(err, "IA.CreateRSP")
-				_, err = n.ia.CreateRSP(n.freeQual(), e.ep, n.cr)
 				t.wantErr(err, api.ErrInvalidState, "CreateRSP with an EP already RESERVED")
 			}},
 			{"RETURN VALUES", "a conn_qual in use is DAT_CONN_QUAL_IN_USE", func(t *checkT) {
@@ -228,9 +218,7 @@ func listenGroups() []group {
 				n := t.node()
 				e := n.end(nil)
 				q := n.freeQual()
-				rsp, err := n.ia.CreateRSP(q, e.ep, n.cr)
-				t.noErr(err, "IA.CreateRSP")
-				rp, err := rsp.Query()
+				rp, err := n.reserve(e.ep, q).Query()
 				t.noErr(err, "RSP.Query")
 				if rp.ConnQual != q || rp.EVD != n.cr || rp.EP != e.ep || rp.IA != n.ia {
 					t.Fatalf("RSP.Query = {conn_qual %d, same EVD %v, same EP %v, same IA %v}, want {%d, true, true, true}",
@@ -243,18 +231,14 @@ func listenGroups() []group {
 			{"DESCRIPTION", "the reserved EP reverts to the consumer (UNCONNECTED)", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
-				rsp, err := n.ia.CreateRSP(n.freeQual(), e.ep, n.cr)
-				t.noErr(err, "IA.CreateRSP")
-				t.noErr(rsp.Free(), "RSP.Free")
+				t.noErr(n.reserve(e.ep, n.freeQual()).Free(), "RSP.Free")
 				t.wantState(e.ep, api.EPUnconnected, "the EP after RSP.Free")
 			}},
 			{"DESCRIPTION", "requests for a freed RSP's conn_qual are rejected as if nobody listened", func(t *checkT) {
 				srv, cli := t.node(), t.node()
 				e := srv.end(nil)
 				q := srv.freeQual()
-				rsp, err := srv.ia.CreateRSP(q, e.ep, srv.cr)
-				t.noErr(err, "IA.CreateRSP")
-				t.noErr(rsp.Free(), "RSP.Free")
+				t.noErr(srv.reserve(e.ep, q).Free(), "RSP.Free")
 				c := cli.end(nil)
 				c.connect(srv, q, nil)
 				c.expectConn(api.ConnectionNonPeerRejectedEvent, "connecting to a freed RSP")
@@ -279,13 +263,33 @@ func (t *checkT) rspRequest() *rsp {
 	t.T.Helper()
 	srv, cli := t.node(), t.node()
 	r := &rsp{srv: srv, cli: cli, s: srv.end(nil), q: srv.freeQual()}
-	var err error
-	r.rsp, err = srv.ia.CreateRSP(r.q, r.s.ep, srv.cr)
-	t.noErr(err, "IA.CreateRSP")
+	r.rsp = srv.reserve(r.s.ep, r.q)
 	r.c = cli.end(nil)
 	r.c.connect(srv, r.q, nil)
 	r.ev = srv.expectCR("the CONNECTION_REQUEST on the RSP")
 	return r
+}
+
+// reserve creates an RSP on n's IA for conn_qual q, reserving ep, with n's
+// CR EVD.
+func (n *node) reserve(ep api.EP, q api.ConnQual) api.RSP {
+	n.t.T.Helper()
+	rsp, err := n.ia.CreateRSP(q, ep, n.cr)
+	n.t.noErr(err, "IA.CreateRSP")
+	return rsp
+}
+
+// localEP returns the EP that the provider created for the request, from
+// the CR's Query, failing the check if there is none.
+func (pr *pending) localEP() api.EP {
+	t := pr.srv.t
+	t.T.Helper()
+	cp, err := pr.cr.Query()
+	t.noErr(err, "CR.Query")
+	if cp.LocalEP == nil {
+		t.Fatalf("CRParam.LocalEP is nil for a request on a PSPProvider PSP")
+	}
+	return cp.LocalEP
 }
 
 // providerRequest sends a request to a PSPProvider PSP, skipping the check

@@ -102,6 +102,16 @@ func (t *checkT) recvResult(c <-chan result, what string) result {
 	return result{}
 }
 
+// waiterGot takes the result of the waiter c (what names it) and checks
+// that its Wait succeeded with the event posted as v on e.
+func (t *checkT) waiterGot(c <-chan result, e api.EVD, v any, what string) result {
+	t.T.Helper()
+	r := t.recvResult(c, what)
+	t.noErr(r.err, what)
+	t.expectSE(r.ev, e, v, what+"'s event")
+	return r
+}
+
 // untilWaiter retries Dequeue until it reports DAT_INVALID_STATE, which
 // says a waiter is blocked on e; it fails the check if that never happens.
 func (t *checkT) untilWaiter(e api.EVD, what string) {

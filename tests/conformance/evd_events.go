@@ -58,9 +58,7 @@ func evdEventGroups() []group {
 				c := t.goWait(e, 2, eventTimeout)
 				t.postSE(e, "first")
 				t.postSE(e, "second")
-				r := t.recvResult(c, "the waiter")
-				t.noErr(r.err, "Wait for 2 events")
-				t.expectSE(r.ev, e, "first", "the waiter's event")
+				r := t.waiterGot(c, e, "first", "the waiter")
 				if r.n < 1 {
 					t.Fatalf("nmore %d, want at least threshold-1 = 1", r.n)
 				}
@@ -167,9 +165,7 @@ func evdEventGroups() []group {
 				c := t.goWait(e, 1, eventTimeout)
 				t.untilWaiter(e, "Dequeue during a Wait")
 				t.postSE(e, "x")
-				r := t.recvResult(c, "the waiter")
-				t.noErr(r.err, "the waiter")
-				t.expectSE(r.ev, e, "x", "the waiter's event")
+				t.waiterGot(c, e, "x", "the waiter")
 			}},
 		}},
 

@@ -16,9 +16,7 @@ func evdStateGroups() []group {
 				}
 				c := t.goWait(e, 1, eventTimeout)
 				t.postSE(e, "x")
-				r := t.recvResult(c, "a direct waiter on a disabled EVD")
-				t.noErr(r.err, "a direct waiter on a disabled EVD")
-				t.expectSE(r.ev, e, "x", "the direct waiter's event")
+				t.waiterGot(c, e, "x", "a direct waiter on a disabled EVD")
 			}},
 			{"DESCRIPTION", "the events of a disabled EVD are queued but do not trigger its CNO", func(t *checkT) {
 				n := t.node()
@@ -122,24 +120,17 @@ func evdStateGroups() []group {
 			{"RETURN VALUES", "an EVD used by an EP cannot be freed (DAT_INVALID_STATE_EVD_IN_USE) until the EP is freed", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
-				t.wantErr(n.recv.Free(), sub(api.InvalidState, api.SubStateEVDInUse), "EVD.Free of an EP's receive EVD")
-				t.noErr(e.ep.Free(), "EP.Free")
-				t.noErr(n.recv.Free(), "EVD.Free once unused")
+				t.inUse("EVD", n.recv.Free, api.SubStateEVDInUse, "the EP", e.ep.Free)
 			}},
 			{"RETURN VALUES", "an EVD used by a PSP cannot be freed (DAT_INVALID_STATE_EVD_IN_USE) until the PSP is freed", func(t *checkT) {
 				n := t.node()
 				psp, _ := n.listen(api.PSPConsumer)
-				t.wantErr(n.cr.Free(), sub(api.InvalidState, api.SubStateEVDInUse), "EVD.Free of a PSP's EVD")
-				t.noErr(psp.Free(), "PSP.Free")
-				t.noErr(n.cr.Free(), "EVD.Free once the PSP is gone")
+				t.inUse("EVD", n.cr.Free, api.SubStateEVDInUse, "the PSP", psp.Free)
 			}},
 			{"RETURN VALUES", "an EVD used by an RSP cannot be freed (DAT_INVALID_STATE_EVD_IN_USE) until the RSP is freed", func(t *checkT) {
 				n := t.node()
-				rsp, err := n.ia.CreateRSP(n.freeQual(), n.end(nil).ep, n.cr)
-				t.noErr(err, "IA.CreateRSP")
-				t.wantErr(n.cr.Free(), sub(api.InvalidState, api.SubStateEVDInUse), "EVD.Free of an RSP's EVD")
-				t.noErr(rsp.Free(), "RSP.Free")
-				t.noErr(n.cr.Free(), "EVD.Free once the RSP is gone")
+				rsp := n.reserve(n.end(nil).ep, n.freeQual())
+				t.inUse("EVD", n.cr.Free, api.SubStateEVDInUse, "the RSP", rsp.Free)
 			}},
 			{"USAGE", "the IA's async EVD cannot be freed by the consumer (DAT_INVALID_STATE_EVD_IN_USE)", func(t *checkT) {
 				n := t.node()

@@ -242,8 +242,7 @@ func freedPSP(t *checkT) {
 func freedRSP(t *checkT) {
 	n := t.node()
 	e := n.end(nil)
-	rsp, err := n.ia.CreateRSP(n.freeQual(), e.ep, n.cr)
-	t.noErr(err, "IA.CreateRSP")
+	rsp := n.reserve(e.ep, n.freeQual())
 	t.noErr(rsp.Free(), "RSP.Free")
 	t.allInvalidHandle(append([]call{
 		{"RSP.Query", func() error { _, err := rsp.Query(); return err }},

@@ -336,7 +336,13 @@ type end struct {
 // connect asks for a connection to q on the IA of srv.
 func (e *end) connect(srv *node, q api.ConnQual, pd []byte) {
 	e.t.T.Helper()
-	e.t.noErr(e.ep.Connect(srv.attr.Address, q, connTimeout, pd, api.QOSBestEffort, api.ConnectDefault), "EP.Connect")
+	e.connectWithin(srv, q, pd, connTimeout)
+}
+
+// connectWithin is connect with the connect timeout given.
+func (e *end) connectWithin(srv *node, q api.ConnQual, pd []byte, timeout api.Timeout) {
+	e.t.T.Helper()
+	e.t.noErr(e.ep.Connect(srv.attr.Address, q, timeout, pd, api.QOSBestEffort, api.ConnectDefault), fmt.Sprintf("EP.Connect with timeout %v", timeout))
 }
 
 // expectConn waits for the next connection event of e and fails unless it
