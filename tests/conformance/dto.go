@@ -96,6 +96,45 @@ func (t *checkT) rdmaFault(priv api.MemPriv, localFill, remoteFill byte, post fu
 	t.remoteFault(p, remote, func(c api.Cookie) error { return post(p, local, remote, c) })
 }
 
+// rdmaWriteTo is an rdmaFault post: an RDMA write of the first n bytes of
+// the local region, with flags, to the triplet that at picks in the remote
+// region.
+func rdmaWriteTo(n int, at func(r *region, n int) api.RMRTriplet, flags api.CompletionFlags) func(p *pair, local, remote *region, c api.Cookie) error {
+	return func(p *pair, local, remote *region, c api.Cookie) error {
+		return p.cli.ep.PostRDMAWrite(local.iov(0, n), c, at(remote, n), flags)
+	}
+}
+
+// rdmaReadFrom is an rdmaFault post: an RDMA read into the first n bytes
+// of the local region from the triplet that at picks in the remote region.
+func rdmaReadFrom(n int, at func(r *region, n int) api.RMRTriplet) func(p *pair, local, remote *region, c api.Cookie) error {
+	return func(p *pair, local, remote *region, c api.Cookie) error {
+		return p.cli.ep.PostRDMARead(local.iov(0, n), c, at(remote, n), api.CompletionDefault)
+	}
+}
+
+// The remote triplets of n bytes in r that the RDMA checks pick: at r's
+// start, the same with an RMR context that is not the LMR's, starting 8
+// bytes before r, and (pastEnd) ending over bytes past r's end.
+
+func atStart(r *region, n int) api.RMRTriplet { return r.rtr(0, n) }
+
+func wrongContext(r *region, n int) api.RMRTriplet {
+	rt := r.rtr(0, n)
+	rt.RMRContext = otherContext(r.p.RMRContext)
+	return rt
+}
+
+func beforeStart(r *region, n int) api.RMRTriplet {
+	rt := r.rtr(0, n)
+	rt.Addr -= 8
+	return rt
+}
+
+func pastEnd(over int) func(r *region, n int) api.RMRTriplet {
+	return func(r *region, n int) api.RMRTriplet { return r.rtr(len(r.b)+over-n, n) }
+}
+
 // sendFault is localFault for a send: the server has a receive posted into
 // a region that must stay untouched; the marker is a good 8-byte send that
 // must be the next thing that receive and the client's request queue see.

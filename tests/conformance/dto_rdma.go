@@ -74,19 +74,13 @@ func rdmaGroups() []group {
 				dst.unchanged(snap, "a zero-length RDMA write")
 			}},
 			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, and no target byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x31, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 64), c, dst.wrongRTR(0, 64), api.CompletionDefault)
-				})
+				t.rdmaFault(remote, 0x31, 0, rdmaWriteTo(64, wrongContext, api.CompletionDefault))
 			}},
 			{"RETURN VALUES", "a write running past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x32, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.rtr(len(dst.b)-8, 16), api.CompletionDefault)
-				})
+				t.rdmaFault(remote, 0x32, 0, rdmaWriteTo(16, pastEnd(8), api.CompletionDefault))
 			}},
 			{"RETURN VALUES", "a write reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x38, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 17), c, dst.rtr(len(dst.b)-16, 17), api.CompletionDefault)
-				})
+				t.rdmaFault(remote, 0x38, 0, rdmaWriteTo(17, pastEnd(1), api.CompletionDefault))
 			}},
 			{"RETURN VALUES", "a local IOV one byte longer than the remote segment is DAT_LENGTH_ERROR, or fails, and nothing outside the segment is written", func(t *checkT) {
 				p := t.pair()
@@ -98,21 +92,13 @@ func rdmaGroups() []group {
 				})
 			}},
 			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: a suppressed write the target refuses still completes: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x3A, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.wrongRTR(0, 16), api.CompletionSuppress)
-				})
+				t.rdmaFault(remote, 0x3A, 0, rdmaWriteTo(16, wrongContext, api.CompletionSuppress))
 			}},
 			{"RETURN VALUES", "a write starting before the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x33, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					rt := dst.rtr(0, 16)
-					rt.Addr -= 8
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, rt, api.CompletionDefault)
-				})
+				t.rdmaFault(remote, 0x33, 0, rdmaWriteTo(16, beforeStart, api.CompletionDefault))
 			}},
 			{"RETURN VALUES", "a region without remote write privilege: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(rw|api.MemPrivRemoteRead, 0x34, 0, func(p *pair, src, dst *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.rtr(0, 16), api.CompletionDefault)
-				})
+				t.rdmaFault(rw|api.MemPrivRemoteRead, 0x34, 0, rdmaWriteTo(16, atStart, api.CompletionDefault))
 			}},
 			{"RETURN VALUES", "a region in another PZ than the target EP's: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
 				p := t.pair()
@@ -167,19 +153,13 @@ func rdmaGroups() []group {
 				}
 			}},
 			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, target untouched", func(t *checkT) {
-				t.rdmaFault(remote, 0, 0x62, func(p *pair, dst, src *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMARead(dst.iov(0, 64), c, src.wrongRTR(0, 64), api.CompletionDefault)
-				})
+				t.rdmaFault(remote, 0, 0x62, rdmaReadFrom(64, wrongContext))
 			}},
 			{"RETURN VALUES", "a read running past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				t.rdmaFault(remote, 0, 0, func(p *pair, dst, src *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMARead(dst.iov(0, 16), c, src.rtr(len(src.b)-8, 16), api.CompletionDefault)
-				})
+				t.rdmaFault(remote, 0, 0, rdmaReadFrom(16, pastEnd(8)))
 			}},
 			{"RETURN VALUES", "a region without remote read privilege: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				t.rdmaFault(rw|api.MemPrivRemoteWrite, 0, 0x63, func(p *pair, dst, src *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMARead(dst.iov(0, 16), c, src.rtr(0, 16), api.CompletionDefault)
-				})
+				t.rdmaFault(rw|api.MemPrivRemoteWrite, 0, 0x63, rdmaReadFrom(16, atStart))
 			}},
 			{"RETURN VALUES", "a remote segment longer than the local IOV is DAT_LENGTH_ERROR or a local length error, and nothing outside the IOV is written", func(t *checkT) {
 				t.readTooShort(16, 64)
@@ -188,9 +168,7 @@ func rdmaGroups() []group {
 				t.readTooShort(63, 64)
 			}},
 			{"RETURN VALUES", "a read reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				t.rdmaFault(remote, 0, 0, func(p *pair, dst, src *region, c api.Cookie) error {
-					return p.cli.ep.PostRDMARead(dst.iov(0, 17), c, src.rtr(len(src.b)-16, 17), api.CompletionDefault)
-				})
+				t.rdmaFault(remote, 0, 0, rdmaReadFrom(17, pastEnd(1)))
 			}},
 			{"RETURN VALUES", "a local buffer without local write privilege is refused or fails locally, and is not written", func(t *checkT) {
 				p := t.pair()

@@ -227,12 +227,7 @@ func postSendGroups() []group {
 				t.wantErr(p.cli.ep.PostSend(sr.iov(0, 8), 1, api.CompletionUnsignalled), api.ErrInvalidParameter, "PostSend(unsignalled) on an EP without unsignalled completions")
 			}},
 			{"DESCRIPTION", "an unsignalled completion is still queued, in order, on an EP configured for it", func(t *checkT) {
-				cli := t.node()
-				a := cli.epAttr()
-				a.RequestCompletionFlags = api.CompletionUnsignalled
-				p := t.pairWith(pairCfg{cli: cli, cliAttr: a})
-				sr := p.twoReceives()
-				t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 20, api.CompletionUnsignalled), "PostSend(unsignalled)")
+				p, sr := t.unsignalledSend(t.node())
 				p.cli.postSend(sr, 0, 8, 21)
 				p.cli.expectReq(20, api.DTOSuccess, "the unsignalled send's completion")
 				p.cli.expectReq(21, api.DTOSuccess, "the signalled send's completion")
@@ -244,11 +239,7 @@ func postSendGroups() []group {
 				// The message's arrival shows that the send is done.
 				cli := t.node()
 				c := cli.cnoOn(cli.req, "the request EVD")
-				a := cli.epAttr()
-				a.RequestCompletionFlags = api.CompletionUnsignalled
-				p := t.pairWith(pairCfg{cli: cli, cliAttr: a})
-				sr := p.twoReceives()
-				t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 20, api.CompletionUnsignalled), "PostSend(unsignalled)")
+				p, sr := t.unsignalledSend(cli)
 				p.srv.expectRecv(1, api.DTOSuccess, "the unsignalled send's message")
 				t.neverTriggered(c, "by an unsignalled completion")
 				p.cli.postSend(sr, 0, 8, 21)
@@ -379,6 +370,20 @@ func postSendGroups() []group {
 			}},
 		}},
 	}
+}
+
+// unsignalledSend connects a pair whose client, cli, is configured for
+// unsignalled request completions, posts two receives on the server (see
+// twoReceives) and an unsignalled 8-byte send (cookie 20) from the client;
+// it returns the pair and the client's send region.
+func (t *checkT) unsignalledSend(cli *node) (*pair, *region) {
+	t.T.Helper()
+	a := cli.epAttr()
+	a.RequestCompletionFlags = api.CompletionUnsignalled
+	p := t.pairWith(pairCfg{cli: cli, cliAttr: a})
+	sr := p.twoReceives()
+	t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 20, api.CompletionUnsignalled), "PostSend(unsignalled)")
+	return p, sr
 }
 
 // sendOnDisconnected checks that an 8-byte send with flags, posted on a

@@ -584,13 +584,6 @@ func (r *region) rtr(off, n int) api.RMRTriplet {
 	return api.RMRTriplet{Addr: r.addr(off), Length: uint32(n), RMRContext: r.p.RMRContext}
 }
 
-// wrongRTR is rtr with an RMR context that is not the LMR's.
-func (r *region) wrongRTR(off, n int) api.RMRTriplet {
-	rt := r.rtr(off, n)
-	rt.RMRContext = otherContext(r.p.RMRContext)
-	return rt
-}
-
 // fill writes a pattern derived from seed into the region at off.
 func (r *region) fill(off, n int, seed byte) []byte {
 	p := pattern(n, seed)

@@ -54,6 +54,18 @@ func (t *checkT) sendCarries(p *pair, iov []api.LMRTriplet, want []byte, what st
 	}
 }
 
+// bindWith binds a new RMR over a new 64-byte region with remote
+// privileges on e's EP with cookie (what names the call) and waits for the
+// bind's completion with status st.
+func (e *end) bindWith(cookie api.Cookie, st api.DTOStatus, what string) {
+	e.t.T.Helper()
+	r := e.region(64, remote)
+	rmr := e.newRMR()
+	_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, e.ep, cookie, api.CompletionDefault)
+	e.t.noErr(err, what)
+	e.expectBind(rmr, cookie, st, "the completion of "+what)
+}
+
 // noCrossPZBind binds rmr over the whole of r on e's EP, where the three
 // are not all in one PZ (what says which differs): the bind is refused, or
 // its completion is not a success (dat_rmr_bind(3DAT) RETURN VALUES).
@@ -76,11 +88,7 @@ func memGroups() []group {
 		{page: "dat_rmr_bind", checks: []check{
 			{"DESCRIPTION", "the bind completes with its cookie on the request EVD of the EP it was posted on", func(t *checkT) {
 				p := t.pair()
-				r := p.srv.region(64, remote)
-				rmr := p.srv.newRMR()
-				_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 0x77, api.CompletionDefault)
-				t.noErr(err, "RMR.Bind")
-				p.srv.expectBind(rmr, 0x77, api.DTOSuccess, "the bind completion")
+				p.srv.bindWith(0x77, api.DTOSuccess, "RMR.Bind")
 			}},
 			{"DESCRIPTION", "the bound window grants remote write and read inside it and nothing outside changes", func(t *checkT) {
 				p := t.pair()
@@ -220,11 +228,7 @@ func memGroups() []group {
 			}},
 			{"DESCRIPTION", "a bind posted on a DISCONNECTED EP is accepted and flushed at once", func(t *checkT) {
 				p := t.disconnectedPair()
-				r := p.cli.region(64, remote)
-				rmr := p.cli.newRMR()
-				_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.cli.ep, 0x42, api.CompletionDefault)
-				t.noErr(err, "Bind on a DISCONNECTED EP")
-				p.cli.expectBind(rmr, 0x42, api.DTOErrFlushed, "the flushed bind")
+				p.cli.bindWith(0x42, api.DTOErrFlushed, "Bind on a DISCONNECTED EP")
 			}},
 			{"RETURN VALUES", "a nil LMR (with a non-zero length) or a nil EP is DAT_INVALID_HANDLE", func(t *checkT) {
 				p := t.pair()
