@@ -21,6 +21,18 @@ func (n *node) srq(maxRecv, maxIOV int) api.SRQ {
 	return s
 }
 
+// srqPosted creates an SRQ of 8 one-segment receives on n and posts k
+// buffers of srqSlot bytes to it (cookies 0 to k-1).
+func (n *node) srqPosted(k int) api.SRQ {
+	n.t.T.Helper()
+	s := n.srq(8, 1)
+	r := n.region(k*srqSlot, rw)
+	for i := range k {
+		n.t.noErr(s.PostRecv(r.iov(i*srqSlot, srqSlot), api.Cookie(i)), "SRQ.PostRecv")
+	}
+	return s
+}
+
 func (n *node) needSRQ() {
 	n.t.T.Helper()
 	if !n.pattr.SRQSupported {
@@ -452,11 +464,7 @@ func srqGroups() []group {
 			}},
 			{"DESCRIPTION", "a low watermark above the current number of buffers fires during the call", func(t *checkT) {
 				n := t.node()
-				s := n.srq(8, 1)
-				r := n.region(2*srqSlot, rw)
-				for i := range 2 {
-					t.noErr(s.PostRecv(r.iov(i*srqSlot, srqSlot), api.Cookie(i)), "SRQ.PostRecv")
-				}
+				s := n.srqPosted(2)
 				t.noErr(s.SetLW(5), "SRQ.SetLW(5) with 2 buffers")
 				n.expectAsync(s, api.ReasonSRQLowWatermark, "the low-watermark event")
 			}},
@@ -478,25 +486,15 @@ func srqGroups() []group {
 				}
 			}},
 			{"DESCRIPTION", "resizing below the outstanding buffers is DAT_INVALID_STATE and changes nothing", func(t *checkT) {
-				n := t.node()
-				s := n.srq(8, 1)
+				s := t.node().srqPosted(4)
 				before := t.querySRQ(s).MaxRecvDTOs
-				r := n.region(4*srqSlot, rw)
-				for i := range 4 {
-					t.noErr(s.PostRecv(r.iov(i*srqSlot, srqSlot), api.Cookie(i)), "SRQ.PostRecv")
-				}
 				t.wantErr(s.Resize(2), api.ErrInvalidState, "SRQ.Resize(2) with 4 buffers posted")
 				if m := t.querySRQ(s).MaxRecvDTOs; m != before {
 					t.Fatalf("MaxRecvDTOs changed from %d to %d by the refused Resize", before, m)
 				}
 			}},
 			{"DESCRIPTION", "resizing to one below the posted buffers is DAT_INVALID_STATE; to exactly their number succeeds", func(t *checkT) {
-				n := t.node()
-				s := n.srq(8, 1)
-				r := n.region(4*srqSlot, rw)
-				for i := range 4 {
-					t.noErr(s.PostRecv(r.iov(i*srqSlot, srqSlot), api.Cookie(i)), "SRQ.PostRecv")
-				}
+				s := t.node().srqPosted(4)
 				t.wantErr(s.Resize(3), api.ErrInvalidState, "SRQ.Resize(3) with 4 buffers posted")
 				t.noErr(s.Resize(4), "SRQ.Resize(4) with 4 buffers posted")
 			}},
