@@ -55,62 +55,36 @@ func benchPair(b testing.TB) (cli, srv *client) {
 	return cli, srv
 }
 
-// benchWrite posts RDMA writes of n bytes one at a time and waits for each
-// completion (Wait: latency) over b.N iterations.
-func benchWrite(b *testing.B, n int) {
+// benchRDMA posts RDMA writes (or, when read is set, RDMA reads, whose
+// response is read from the socket straight into the local LMR) of n bytes
+// one at a time and waits for each completion (Wait: latency) over b.N
+// iterations.
+func benchRDMA(b *testing.B, n int, read bool) {
 	cli, srv := benchPair(b)
 	lp, err := srv.ia.CreateLMR(srv.pz, api.Region{Type: api.MemTypeVirtual, Bytes: make([]byte, n)}, api.MemPrivAll, api.VATypeVA)
 	if err != nil {
 		b.Fatal(err)
 	}
 	prm, _ := lp.Query()
-	src := make([]byte, n)
-	sl, err := cli.ia.CreateLMR(cli.pz, api.Region{Type: api.MemTypeVirtual, Bytes: src}, api.MemPrivAll, api.VATypeVA)
+	local := make([]byte, n)
+	ll, err := cli.ia.CreateLMR(cli.pz, api.Region{Type: api.MemTypeVirtual, Bytes: local}, api.MemPrivAll, api.VATypeVA)
 	if err != nil {
 		b.Fatal(err)
 	}
-	sp, _ := sl.Query()
-	iov := []api.LMRTriplet{sp.Triplet(0, uint32(n))}
+	lprm, _ := ll.Query()
+	iov := []api.LMRTriplet{lprm.Triplet(0, uint32(n))}
 	rt := api.RMRTriplet{Addr: prm.RegisteredAddress, Length: uint32(n), RMRContext: prm.RMRContext}
+	post := cli.ep.PostRDMAWrite
+	if read {
+		post = cli.ep.PostRDMARead
+	}
 	ctx := context.Background()
 	var ev api.Event
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if err := cli.ep.PostRDMAWrite(iov, 1, rt, api.CompletionDefault); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := cli.req.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess {
-			b.Fatal(err, ev.DTO.Status)
-		}
-	}
-}
-
-// benchRead posts RDMA reads of n bytes one at a time and waits for each
-// (the response is read from the socket straight into the local LMR).
-func benchRead(b *testing.B, n int) {
-	cli, srv := benchPair(b)
-	lp, err := srv.ia.CreateLMR(srv.pz, api.Region{Type: api.MemTypeVirtual, Bytes: make([]byte, n)}, api.MemPrivAll, api.VATypeVA)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prm, _ := lp.Query()
-	dst := make([]byte, n)
-	dl, err := cli.ia.CreateLMR(cli.pz, api.Region{Type: api.MemTypeVirtual, Bytes: dst}, api.MemPrivAll, api.VATypeVA)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dp, _ := dl.Query()
-	iov := []api.LMRTriplet{dp.Triplet(0, uint32(n))}
-	rt := api.RMRTriplet{Addr: prm.RegisteredAddress, Length: uint32(n), RMRContext: prm.RMRContext}
-	ctx := context.Background()
-	var ev api.Event
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if err := cli.ep.PostRDMARead(iov, 1, rt, api.CompletionDefault); err != nil {
+		if err := post(iov, 1, rt, api.CompletionDefault); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := cli.req.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess {
@@ -121,15 +95,15 @@ func benchRead(b *testing.B, n int) {
 
 // BenchmarkRDMARead1M is the throughput of 1 MiB RDMA reads, one at a
 // time; BenchmarkRawTCP1M is its baseline.
-func BenchmarkRDMARead1M(b *testing.B) { benchRead(b, 1<<20) }
+func BenchmarkRDMARead1M(b *testing.B) { benchRDMA(b, 1<<20, true) }
 
 // BenchmarkRDMAWrite64 is the latency of a 64-byte RDMA write until its
 // completion (the peer's ACK).
-func BenchmarkRDMAWrite64(b *testing.B) { benchWrite(b, 64) }
+func BenchmarkRDMAWrite64(b *testing.B) { benchRDMA(b, 64, false) }
 
 // BenchmarkRDMAWrite1M is the throughput of 1 MiB RDMA writes, one at a
 // time.
-func BenchmarkRDMAWrite1M(b *testing.B) { benchWrite(b, 1<<20) }
+func BenchmarkRDMAWrite1M(b *testing.B) { benchRDMA(b, 1<<20, false) }
 
 // rawPair is two connected raw TCP sockets on 127.0.0.1.
 func rawPair(b *testing.B) (net.Conn, net.Conn) {
