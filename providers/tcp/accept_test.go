@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -30,12 +29,7 @@ const emfileEnv = "GODAT_TCP_TEST_EMFILE"
 // binary re-executed: see emfileEnv.)
 func TestAcceptRetriesAfterEMFILE(t *testing.T) {
 	if os.Getenv(emfileEnv) == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(exe, "-test.run=^TestAcceptRetriesAfterEMFILE$", "-test.count=1", "-test.v", "-test.timeout=5m")
-		cmd.Env = append(os.Environ(), emfileEnv+"=1")
+		cmd := selfCommand(t, []string{emfileEnv + "=1"}, "-test.run=^TestAcceptRetriesAfterEMFILE$", "-test.count=1", "-test.v", "-test.timeout=5m")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !bytes.Contains(out, []byte("--- PASS: TestAcceptRetriesAfterEMFILE")) {
 			t.Fatalf("the test process: %v\n%s", err, out)

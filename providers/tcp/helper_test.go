@@ -202,8 +202,8 @@ func helperWin(b []byte) api.RMRTriplet {
 		Addr: api.VAddr(binary.BigEndian.Uint64(b[4:])), Length: binary.BigEndian.Uint32(b[12:])}
 }
 
-// startHelper starts the helper process and returns its port; stop ends it
-// (closing its stdin) and kill kills it.
+// helperProc is a running helper server: the port it listens on, its
+// stdin (closing it stops the helper), the process and its exit.
 type helperProc struct {
 	port  api.ConnQual
 	stdin io.WriteCloser

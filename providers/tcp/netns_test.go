@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -209,40 +208,20 @@ func TestHelperNetnsConnect(t *testing.T) {
 }
 
 // nsHelper starts the helper server (helper_test.go) in namespace ns with
-// configuration conf; it is stopped (stdin closed) when t ends.
+// configuration conf; it is stopped (stdin closed) when t ends, and must
+// exit cleanly then.
 func nsHelper(t *testing.T, ns, conf string) *helperProc {
 	t.Helper()
 	cmd := nsCommand(t, ns, conf, []string{helperEnv + "=1"}, "-test.run=^$")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
+	h, err := spawnHelper(t, cmd)
 	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &helperProc{stdin: stdin, proc: cmd.Process, done: make(chan error, 1)}
-	q, err := readPort(stdout)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		t.Fatalf("the helper in %s did not report its port: %v\n%s", ns, err, stderr.String())
 	}
-	h.port = q
-	go func() { _, _ = io.Copy(io.Discard, stdout); h.done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = h.stdin.Close()
-		var err error
-		select {
-		case err = <-h.done:
-		case <-time.After(hangDeadline):
-			_ = h.proc.Kill()
-			err = <-h.done
+		killed, err := h.stop(hangDeadline)
+		if killed {
 			t.Errorf("the helper in %s did not exit when its stdin closed", ns)
 		}
 		if err != nil {

@@ -24,7 +24,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -187,24 +186,9 @@ func raiseNoFile(tb testing.TB, want uint64) {
 func scaleRun(tb testing.TB, n int) scaleResult {
 	tb.Helper()
 	raiseNoFile(tb, uint64(2*n+256))
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^TestHelperScaleServer$", "-test.count=1", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), scaleServerEnv+"="+strconv.Itoa(n))
+	cmd := selfCommand(tb, []string{scaleServerEnv + "=" + strconv.Itoa(n)}, "-test.run=^TestHelperScaleServer$", "-test.count=1", "-test.timeout=10m")
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
+	stdin, stdout := startPiped(tb, cmd)
 	lines := make(chan string, 4)
 	done := make(chan error, 1)
 	go func() {

@@ -3,6 +3,7 @@ package tcp
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,46 +14,78 @@ import (
 	"github.com/godat/godat/registry"
 )
 
-// startHelperProc starts this test binary as the helper server.
+// startHelperProc starts this test binary as the helper server; it is
+// stopped (stdin closed, killed if it does not exit) when t ends.
 func startHelperProc(t *testing.T) *helperProc {
 	t.Helper()
+	cmd := selfCommand(t, []string{helperEnv + "=1"}, "-test.run=^$")
+	cmd.Stderr = os.Stderr
+	h, err := spawnHelper(t, cmd)
+	if err != nil {
+		t.Fatalf("helper did not report its port: %v", err)
+	}
+	t.Cleanup(func() { h.stop(20 * time.Second) })
+	return h
+}
+
+// selfCommand returns a command running this test binary with args and
+// the extra environment env.
+func selfCommand(tb testing.TB, env []string, args ...string) *exec.Cmd {
+	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
-	cmd.Stderr = os.Stderr
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// startPiped starts cmd with a pipe to its stdin and one from its stdout.
+func startPiped(tb testing.TB, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser) {
+	tb.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	h := &helperProc{stdin: stdin, proc: cmd.Process, done: make(chan error, 1)}
+	return stdin, stdout
+}
+
+// spawnHelper starts cmd, a helper server (helper_test.go), and returns it
+// once it has reported its port; if it does not, it is killed and the
+// error returned.
+func spawnHelper(t *testing.T, cmd *exec.Cmd) (*helperProc, error) {
+	t.Helper()
+	stdin, stdout := startPiped(t, cmd)
 	q, err := readPort(stdout)
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		t.Fatalf("helper did not report its port: %v", err)
+		return nil, err
 	}
-	h.port = q
-	go func() { h.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = h.stdin.Close()
-		select {
-		case <-h.done:
-		case <-time.After(20 * time.Second):
-			_ = h.proc.Kill()
-			<-h.done
-		}
-	})
-	return h
+	h := &helperProc{port: q, stdin: stdin, proc: cmd.Process, done: make(chan error, 1)}
+	go func() { _, _ = io.Copy(io.Discard, stdout); h.done <- cmd.Wait() }()
+	return h, nil
+}
+
+// stop closes h's stdin, which tells it to exit, and waits for it, killing
+// it after timeout; it returns whether it was killed and how it exited.
+func (h *helperProc) stop(timeout time.Duration) (killed bool, err error) {
+	_ = h.stdin.Close()
+	select {
+	case err = <-h.done:
+	case <-time.After(timeout):
+		_ = h.proc.Kill()
+		killed, err = true, <-h.done
+	}
+	return killed, err
 }
 
 // client is one client EP with its own EVDs and buffers.
