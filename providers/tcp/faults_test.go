@@ -51,8 +51,8 @@ func openIA(t testing.TB) api.IA {
 	return ia
 }
 
-// newEndpoint is newClient with EVDs of qlen events and a buffer of size
-// bytes (registered with local privileges only).
+// newEndpoint creates a client EP on ia with EVDs of qlen events and a
+// buffer of size bytes (registered with local privileges only).
 func newEndpoint(t testing.TB, ia api.IA, qlen, size int) *client {
 	t.Helper()
 	c := &client{t: t, ia: ia, buf: make([]byte, size)}
@@ -145,6 +145,25 @@ func checkCompletions(t testing.TB, evs []api.Event, cookies []api.Cookie, what 
 		}
 	}
 	return ok
+}
+
+// expectFlushed waits for the completions of the DTOs cookies names on e
+// and checks that every one is FLUSHED, in post order.
+func expectFlushed(t testing.TB, e api.EVD, cookies []api.Cookie, what string) {
+	t.Helper()
+	if n := checkCompletions(t, waitEvents(t, e, len(cookies), what+" completions"), cookies, what); n != 0 {
+		t.Fatalf("%s: %d completed successfully, want every one FLUSHED", what, n)
+	}
+}
+
+// expectEnded checks that c's EP is DISCONNECTED and that none of its EVDs
+// holds an event: an EP whose connection ended and whose DTOs completed.
+func expectEnded(t testing.TB, c *client, what string) {
+	t.Helper()
+	expectState(t, c.ep, api.EPDisconnected, what)
+	for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
+		expectQuiet(t, e, what)
+	}
 }
 
 // cookieRange returns the cookies first, first+1, ... first+n-1.
@@ -268,16 +287,10 @@ func TestFaultPeerKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.expect(c.connEVD, api.ConnectionBrokenEvent, "BROKEN when the stopped peer is killed")
-		if n := checkCompletions(t, waitEvents(t, c.req, len(reqs), "request completions"), reqs, "requests"); n != 0 {
-			t.Fatalf("%d requests completed successfully although the peer was stopped before they were posted", n)
-		}
-		if n := checkCompletions(t, waitEvents(t, c.recv, len(recvs), "receive completions"), recvs, "receives"); n != 0 {
-			t.Fatalf("%d receives completed successfully", n)
-		}
-		expectState(t, c.ep, api.EPDisconnected, "after BROKEN")
-		for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
-			expectQuiet(t, e, "after the flush")
-		}
+		// The peer was stopped before they were posted: it acknowledged none.
+		expectFlushed(t, c.req, reqs, "requests")
+		expectFlushed(t, c.recv, recvs, "receives")
+		expectEnded(t, c, "after BROKEN")
 	})
 
 	t.Run("killed mid-stream", func(t *testing.T) {
@@ -304,13 +317,8 @@ func TestFaultPeerKilled(t *testing.T) {
 		evs := append([]api.Event{first}, waitEvents(t, c.req, len(reqs)-1, "request completions")...)
 		n := checkCompletions(t, evs, reqs, "RDMA writes")
 		t.Logf("%d of %d RDMA writes completed before the kill, %d were flushed", n, len(reqs), len(reqs)-n)
-		if n := checkCompletions(t, waitEvents(t, c.recv, len(recvs), "receive completions"), recvs, "receives"); n != 0 {
-			t.Fatalf("%d receives completed successfully", n)
-		}
-		expectState(t, c.ep, api.EPDisconnected, "after BROKEN")
-		for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
-			expectQuiet(t, e, "after the flush")
-		}
+		expectFlushed(t, c.recv, recvs, "receives")
+		expectEnded(t, c, "after BROKEN")
 	})
 }
 
@@ -390,16 +398,9 @@ func resetConn(t *testing.T, nc net.Conn) {
 func expectResetOutcome(t *testing.T, c *client, reqs, recvs []api.Cookie) {
 	t.Helper()
 	c.expect(c.connEVD, api.ConnectionBrokenEvent, "BROKEN after the reset")
-	if n := checkCompletions(t, waitEvents(t, c.req, len(reqs), "request completions"), reqs, "requests"); n != 0 {
-		t.Fatalf("%d requests completed successfully; the peer acknowledged none", n)
-	}
-	if n := checkCompletions(t, waitEvents(t, c.recv, len(recvs), "receive completions"), recvs, "receives"); n != 0 {
-		t.Fatalf("%d receives completed successfully; the peer sent nothing", n)
-	}
-	expectState(t, c.ep, api.EPDisconnected, "after BROKEN")
-	for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
-		expectQuiet(t, e, "after the flush")
-	}
+	expectFlushed(t, c.req, reqs, "requests")   // the peer acknowledged none
+	expectFlushed(t, c.recv, recvs, "receives") // the peer sent nothing
+	expectEnded(t, c, "after BROKEN")
 }
 
 // TestFaultConnectionReset resets (RST) a connection from a raw peer that
@@ -487,13 +488,7 @@ func TestFaultNobodyListens(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectState(t, c.ep, api.EPUnconnected, "after Reset")
-	c.connect(s.q, "again")
-	ev := s.expect(s.crEVD, api.ConnectionRequestEvent, "the second request")
-	if err := ev.CR.CR.Accept(s.ep, nil); err != nil {
-		t.Fatal(err)
-	}
-	c.expect(c.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED after Reset")
-	s.expect(s.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
+	s.establish(c, s.client, "again", "the connection after Reset")
 }
 
 // TestFaultAcceptTimeout: the passive side does not accept in time. The
@@ -553,13 +548,7 @@ func connectedPair(t *testing.T, qlen, size int) (cli, srv *client) {
 	s := newServer(t)
 	srv = newEndpoint(t, s.ia, qlen, size)
 	cli = newEndpoint(t, openIA(t), qlen, size)
-	cli.connect(s.q, "pair")
-	ev := s.expect(s.crEVD, api.ConnectionRequestEvent, "the pair's request")
-	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
-		t.Fatal(err)
-	}
-	cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (active)")
-	srv.expect(srv.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
+	s.establish(cli, srv, "pair", "the pair")
 	return cli, srv
 }
 
@@ -628,10 +617,7 @@ func TestFaultDisconnectDuringReads(t *testing.T) {
 			cli.expect(cli.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED (requester)")
 			srv.expect(srv.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED (responder)")
 			for _, c := range []*client{cli, srv} {
-				expectState(t, c.ep, api.EPDisconnected, "after DISCONNECTED")
-				for _, e := range []api.EVD{c.connEVD, c.req, c.recv} {
-					expectQuiet(t, e, "after DISCONNECTED")
-				}
+				expectEnded(t, c, "after DISCONNECTED")
 			}
 			for _, c := range []*client{cli, srv} {
 				if err := c.ep.Free(); err != nil {

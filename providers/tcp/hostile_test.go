@@ -28,12 +28,9 @@ type server struct {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	ia, err := registry.Open(context.Background(), "tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ia.Close(api.CloseAbrupt) })
+	ia := openIA(t)
 	s := &server{client: newClient(t, ia)}
+	var err error
 	if s.crEVD, err = ia.CreateEVD(16, nil, api.EVDCR); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +38,20 @@ func newServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// establish connects cli to s's PSP with private data pd and accepts the
+// request on srv, which may be s's own client: both EPs get ESTABLISHED.
+// what names the connection in failures.
+func (s *server) establish(cli, srv *client, pd, what string) {
+	s.t.Helper()
+	cli.connect(s.q, pd)
+	ev := s.expect(s.crEVD, api.ConnectionRequestEvent, what+": the request")
+	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
+		s.t.Fatal(err)
+	}
+	cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, what+": ESTABLISHED (active)")
+	srv.expect(srv.connEVD, api.ConnectionEstablishedEvent, what+": ESTABLISHED (passive)")
 }
 
 // rawHello returns a valid HELLO with generous limits.
@@ -101,13 +112,7 @@ func goodPair(t *testing.T, s *server) {
 	if err := srv.ep.PostRecv([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
-	cli.connect(s.q, "good")
-	ev := s.expect(s.crEVD, api.ConnectionRequestEvent, "the good request")
-	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
-		t.Fatal(err)
-	}
-	cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (good)")
-	srv.expect(srv.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (good, passive)")
+	s.establish(cli, srv, "good", "the good connection")
 	copy(cli.buf, "fine")
 	if err := cli.ep.PostSend([]api.LMRTriplet{cli.lmr.Triplet(0, 4)}, 2, api.CompletionDefault); err != nil {
 		t.Fatal(err)

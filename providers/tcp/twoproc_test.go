@@ -99,29 +99,10 @@ type client struct {
 	lmr                api.LMRParam
 }
 
+// newClient is newEndpoint with EVDs of 64 events and a 256 KiB buffer.
 func newClient(t testing.TB, ia api.IA) *client {
 	t.Helper()
-	c := &client{t: t, ia: ia, buf: make([]byte, 256<<10)}
-	var err error
-	if c.pz, err = ia.CreatePZ(); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range []*api.EVD{&c.recv, &c.req, &c.connEVD} {
-		if *e, err = ia.CreateEVD(64, nil, api.EVDDTO|api.EVDConnection|api.EVDRMRBind); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if c.ep, err = ia.CreateEP(c.pz, c.recv, c.req, c.connEVD, nil); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ia.CreateLMR(c.pz, api.Region{Type: api.MemTypeVirtual, Bytes: c.buf}, api.MemPrivLocalRead|api.MemPrivLocalWrite, api.VATypeVA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.lmr, err = l.Query(); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newEndpoint(t, ia, 64, 256<<10)
 }
 
 func (c *client) next(e api.EVD, what string) api.Event {
