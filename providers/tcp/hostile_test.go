@@ -307,11 +307,7 @@ func TestHostileListener(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := rawListener(t, tc.serve)
-			ia, err := registry.Open(context.Background(), "tcp")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ia.Close(api.CloseAbrupt)
+			ia := openIA(t)
 			c := newClient(t, ia)
 			a, _, _ := ia.Query()
 			if err := c.ep.Connect(a.Address, q, tc.timeout, []byte("x"), api.QOSBestEffort, api.ConnectDefault); err != nil {
@@ -367,11 +363,7 @@ func TestHostileRequester(t *testing.T) {
 
 func TestConnectUnreachable(t *testing.T) {
 	// An IPv4 IA cannot reach an IPv6 address: UNREACHABLE.
-	ia, err := registry.Open(context.Background(), "tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ia.Close(api.CloseAbrupt)
+	ia := openIA(t)
 	c := newClient(t, ia)
 	if err := c.ep.Connect(&net.IPAddr{IP: net.IPv6loopback}, 1, 20*time.Second, nil, api.QOSBestEffort, api.ConnectDefault); err != nil {
 		t.Fatal(err)

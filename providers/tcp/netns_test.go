@@ -10,7 +10,6 @@ package tcp
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -60,6 +59,20 @@ func newNetns(t *testing.T) string {
 	})
 	ipCmd(t, "-n", name, "link", "set", "lo", "up")
 	return name
+}
+
+// twoHosts creates two network namespaces joined by a veth pair: gdv0 in
+// the first with address server+prefix, gdv1 in the second with
+// client+prefix (extra are further flags of ip addr add), both up.
+func twoHosts(t *testing.T, server, client, prefix string, extra ...string) (a, b string) {
+	t.Helper()
+	a, b = newNetns(t), newNetns(t)
+	ipCmd(t, "-n", a, "link", "add", "gdv0", "type", "veth", "peer", "name", "gdv1", "netns", b)
+	ipCmd(t, append([]string{"-n", a, "addr", "add", server + prefix, "dev", "gdv0"}, extra...)...)
+	ipCmd(t, append([]string{"-n", b, "addr", "add", client + prefix, "dev", "gdv1"}, extra...)...)
+	ipCmd(t, "-n", a, "link", "set", "gdv0", "up")
+	ipCmd(t, "-n", b, "link", "set", "gdv1", "up")
+	return a, b
 }
 
 // ipCmd runs ip with args.
@@ -161,11 +174,7 @@ func TestHelperNetnsConnect(t *testing.T) {
 	if spec == "" {
 		t.Skip("runs only inside TestFaultUnreachable's namespace")
 	}
-	ia, err := registry.Open(context.Background(), "tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ia.Close(api.CloseAbrupt)
+	ia := openIA(t)
 	for _, c := range strings.Split(spec, ";") {
 		f := strings.Split(c, "|")
 		if len(f) != 3 {
@@ -292,12 +301,7 @@ func TestNetnsTwoHosts(t *testing.T) {
 		{"IPv6", "fd00:77::1", "fd00:77::2", "/64", []string{"nodad"}},
 	} {
 		t.Run(fam.name, func(t *testing.T) {
-			a, b := newNetns(t), newNetns(t)
-			ipCmd(t, "-n", a, "link", "add", "gdv0", "type", "veth", "peer", "name", "gdv1", "netns", b)
-			ipCmd(t, append([]string{"-n", a, "addr", "add", fam.server + fam.prefix, "dev", "gdv0"}, fam.extra...)...)
-			ipCmd(t, append([]string{"-n", b, "addr", "add", fam.client + fam.prefix, "dev", "gdv1"}, fam.extra...)...)
-			ipCmd(t, "-n", a, "link", "set", "gdv0", "up")
-			ipCmd(t, "-n", b, "link", "set", "gdv1", "up")
+			a, b := twoHosts(t, fam.server, fam.client, fam.prefix, fam.extra...)
 			confA, confB := writeConf(t, fam.server), writeConf(t, fam.client)
 
 			// datinfo: the server's configuration in its own namespace...
@@ -318,27 +322,37 @@ func TestNetnsTwoHosts(t *testing.T) {
 	}
 }
 
+// serverSpec reads the environment variable env that a test sets for its
+// child test run in a namespace: n fields, the first two the server's IP
+// address and port. It skips t when env is unset (a normal run, not inside
+// where) and fails it when the fields are not that.
+func serverSpec(t *testing.T, env string, n int, where string) (f []string, server net.IP, port api.ConnQual) {
+	t.Helper()
+	spec := os.Getenv(env)
+	if spec == "" {
+		t.Skip("runs only inside " + where)
+	}
+	f = strings.Fields(spec)
+	if len(f) != n {
+		t.Fatalf("bad %s %q", env, spec)
+	}
+	server = net.ParseIP(f[0])
+	q, err := strconv.ParseUint(f[1], 10, 16)
+	if server == nil || err != nil {
+		t.Fatalf("bad %s %q", env, spec)
+	}
+	return f, server, api.ConnQual(q)
+}
+
 // TestHelperNetnsClient is TestNetnsTwoHosts's client, run in the client's
 // namespace. It does nothing in a normal run.
 func TestHelperNetnsClient(t *testing.T) {
-	spec := os.Getenv(netnsClientEnv)
-	if spec == "" {
-		t.Skip("runs only inside TestNetnsTwoHosts's client namespace")
+	f, server, port := serverSpec(t, netnsClientEnv, 3, "TestNetnsTwoHosts's client namespace")
+	client := net.ParseIP(f[2])
+	if client == nil {
+		t.Fatalf("bad %s %q", netnsClientEnv, f)
 	}
-	f := strings.Fields(spec)
-	if len(f) != 3 {
-		t.Fatalf("bad %s %q", netnsClientEnv, spec)
-	}
-	server, client := net.ParseIP(f[0]), net.ParseIP(f[2])
-	port, err := strconv.ParseUint(f[1], 10, 16)
-	if server == nil || client == nil || err != nil {
-		t.Fatalf("bad %s %q", netnsClientEnv, spec)
-	}
-	ia, err := registry.Open(context.Background(), "tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ia.Close(api.CloseAbrupt)
+	ia := openIA(t)
 	attr, _, err := ia.Query()
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +365,7 @@ func TestHelperNetnsClient(t *testing.T) {
 	if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ep.Connect(&net.IPAddr{IP: server}, api.ConnQual(port), hangDeadline, []byte("across"), api.QOSBestEffort, api.ConnectDefault); err != nil {
+	if err := c.ep.Connect(&net.IPAddr{IP: server}, port, hangDeadline, []byte("across"), api.QOSBestEffort, api.ConnectDefault); err != nil {
 		t.Fatal(err)
 	}
 	ev := c.expect(c.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED across namespaces")
@@ -362,49 +376,13 @@ func TestHelperNetnsClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ra, ok := prm.RemoteAddr.(*net.IPAddr); !ok || !ra.IP.Equal(server) || prm.RemotePortQual != api.ConnQual(port) {
+	if ra, ok := prm.RemoteAddr.(*net.IPAddr); !ok || !ra.IP.Equal(server) || prm.RemotePortQual != port {
 		t.Fatalf("EP remote %v port %d, want %v port %d", prm.RemoteAddr, prm.RemotePortQual, server, port)
 	}
 	if la, ok := prm.LocalAddr.(*net.IPAddr); !ok || !la.IP.Equal(client) {
 		t.Fatalf("EP local address %v, want %v", prm.LocalAddr, client)
 	}
-	ev = c.dto(c.recv, 1, api.DTOSuccess, "the window message")
-	if ev.DTO.Length != 16 {
-		t.Fatalf("window message of %d bytes", ev.DTO.Length)
-	}
-	win := helperWin(c.buf)
-
-	// RDMA write the whole window, read it back.
-	src, dst := c.buf[64<<10:128<<10], c.buf[128<<10:192<<10]
-	for i := range src {
-		src[i] = byte(i*11 + i>>10)
-	}
-	if err := c.ep.PostRDMAWrite([]api.LMRTriplet{c.lmr.Triplet(64<<10, win.Length)}, 10, win, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	c.dto(c.req, 10, api.DTOSuccess, "RDMA write across namespaces")
-	if err := c.ep.PostRDMARead([]api.LMRTriplet{c.lmr.Triplet(128<<10, win.Length)}, 11, win, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	c.dto(c.req, 11, api.DTOSuccess, "RDMA read across namespaces")
-	if !bytes.Equal(src, dst) {
-		t.Fatal("the window read back differs from what was written")
-	}
-
-	// A send and the receive of its echo.
-	msg := c.buf[192<<10 : 192<<10+3000]
-	copy(msg, src)
-	if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(200<<10, 4096)}, 2, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ep.PostSend([]api.LMRTriplet{c.lmr.Triplet(192<<10, 3000)}, 12, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	c.dto(c.req, 12, api.DTOSuccess, "the send across namespaces")
-	ev = c.dto(c.recv, 2, api.DTOSuccess, "the echo")
-	if ev.DTO.Length != 3000 || !bytes.Equal(c.buf[200<<10:200<<10+3000], msg) {
-		t.Fatal("the echo differs")
-	}
+	c.exchange(3000, "across namespaces")
 
 	// A port of the server's host nobody listens on (the kernel there
 	// answers RST): NON_PEER_REJECTED.

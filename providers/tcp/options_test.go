@@ -300,12 +300,7 @@ const netnsSilentEnv = "GODAT_TCP_NETNS_SILENT"
 func TestNetnsSilentPeer(t *testing.T) {
 	needNetns(t)
 	const server, client = "10.78.0.1", "10.78.0.2"
-	a, b := newNetns(t), newNetns(t)
-	ipCmd(t, "-n", a, "link", "add", "gdv0", "type", "veth", "peer", "name", "gdv1", "netns", b)
-	ipCmd(t, "-n", a, "addr", "add", server+"/24", "dev", "gdv0")
-	ipCmd(t, "-n", b, "addr", "add", client+"/24", "dev", "gdv1")
-	ipCmd(t, "-n", a, "link", "set", "gdv0", "up")
-	ipCmd(t, "-n", b, "link", "set", "gdv1", "up")
+	a, b := twoHosts(t, server, client, "/24")
 	h := nsHelper(t, a, writeConfPlatform(t, server, "peer_timeout=2s"))
 	out := runChildTest(t, b, writeConfPlatform(t, client, "peer_timeout=2s"), "TestHelperNetnsSilent",
 		[]string{fmt.Sprintf("%s=%s %d %s gdv0", netnsSilentEnv, server, h.port, a)})
@@ -319,24 +314,8 @@ func TestNetnsSilentPeer(t *testing.T) {
 // TestHelperNetnsSilent is TestNetnsSilentPeer's client, run in the
 // client's namespace. It does nothing in a normal run.
 func TestHelperNetnsSilent(t *testing.T) {
-	spec := os.Getenv(netnsSilentEnv)
-	if spec == "" {
-		t.Skip("runs only inside TestNetnsSilentPeer's client namespace")
-	}
-	f := strings.Fields(spec)
-	if len(f) != 4 {
-		t.Fatalf("bad %s %q", netnsSilentEnv, spec)
-	}
-	server := net.ParseIP(f[0])
-	port, err := strconv.ParseUint(f[1], 10, 16)
-	if server == nil || err != nil {
-		t.Fatalf("bad %s %q", netnsSilentEnv, spec)
-	}
-	ia, err := registry.Open(context.Background(), "tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ia.Close(api.CloseAbrupt)
+	f, server, port := serverSpec(t, netnsSilentEnv, 4, "TestNetnsSilentPeer's client namespace")
+	ia := openIA(t)
 
 	// Two connections to the helper, each with its window message.
 	connect := func(name string) (*client, api.RMRTriplet) {
@@ -344,7 +323,7 @@ func TestHelperNetnsSilent(t *testing.T) {
 		if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.ep.Connect(&net.IPAddr{IP: server}, api.ConnQual(port), hangDeadline, []byte(name), api.QOSBestEffort, api.ConnectDefault); err != nil {
+		if err := c.ep.Connect(&net.IPAddr{IP: server}, port, hangDeadline, []byte(name), api.QOSBestEffort, api.ConnectDefault); err != nil {
 			t.Fatal(err)
 		}
 		c.expect(c.connEVD, api.ConnectionEstablishedEvent, name+": ESTABLISHED")
@@ -354,7 +333,7 @@ func TestHelperNetnsSilent(t *testing.T) {
 	// A request the helper holds unanswered: the requester waits in the
 	// handshake, without a timeout of its own.
 	held := newClient(t, ia)
-	if err := held.ep.Connect(&net.IPAddr{IP: server}, api.ConnQual(port), api.TimeoutInfinite, []byte("hold"), api.QOSBestEffort, api.ConnectDefault); err != nil {
+	if err := held.ep.Connect(&net.IPAddr{IP: server}, port, api.TimeoutInfinite, []byte("hold"), api.QOSBestEffort, api.ConnectDefault); err != nil {
 		t.Fatal(err)
 	}
 	idle, _ := connect("idle")
@@ -362,7 +341,7 @@ func TestHelperNetnsSilent(t *testing.T) {
 	// The held request's TCP connection is up (the TCP connect is bounded
 	// by the Connect timeout, not by peer_timeout).
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		if dialled, _ := connSockets(t, api.ConnQual(port)); len(dialled) >= 3 {
+		if dialled, _ := connSockets(t, port); len(dialled) >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -93,11 +93,7 @@ func TestHelperScaleServer(t *testing.T) {
 	if err != nil || n < 1 {
 		t.Fatalf("bad %s %q", scaleServerEnv, v)
 	}
-	ia, err := registry.Open(context.Background(), "tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ia.Close(api.CloseAbrupt)
+	ia := openIA(t)
 	pz, err := ia.CreatePZ()
 	if err != nil {
 		t.Fatal(err)

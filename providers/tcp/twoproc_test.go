@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/registry"
 )
 
 // startHelperProc starts this test binary as the helper server; it is
@@ -145,6 +144,52 @@ func (c *client) connect(q api.ConnQual, pd string) {
 	}
 }
 
+// exchange checks, on c connected to the helper server with receive 1
+// posted, the helper's window message, an RDMA write of the whole window
+// and its read back, and a send of n bytes (at most 4096) that the helper
+// echoes; where names the path in failures. It returns the window.
+func (c *client) exchange(n uint32, where string) api.RMRTriplet {
+	c.t.Helper()
+	ev := c.dto(c.recv, 1, api.DTOSuccess, "the window message")
+	if ev.DTO.Length != 16 {
+		c.t.Fatalf("window message of %d bytes", ev.DTO.Length)
+	}
+	win := helperWin(c.buf)
+
+	// RDMA write the whole window, read it back.
+	src, dst := c.buf[64<<10:128<<10], c.buf[128<<10:192<<10]
+	for i := range src {
+		src[i] = byte(i*7 + i>>9)
+	}
+	if err := c.ep.PostRDMAWrite([]api.LMRTriplet{c.lmr.Triplet(64<<10, win.Length)}, 10, win, api.CompletionDefault); err != nil {
+		c.t.Fatal(err)
+	}
+	c.dto(c.req, 10, api.DTOSuccess, "RDMA write "+where)
+	if err := c.ep.PostRDMARead([]api.LMRTriplet{c.lmr.Triplet(128<<10, win.Length)}, 11, win, api.CompletionDefault); err != nil {
+		c.t.Fatal(err)
+	}
+	c.dto(c.req, 11, api.DTOSuccess, "RDMA read "+where)
+	if !bytes.Equal(src, dst) {
+		c.t.Fatal("the window read back differs from what was written")
+	}
+
+	// Echo: a send and the receive of its echo.
+	msg := c.buf[192<<10 : 192<<10+n]
+	copy(msg, src)
+	if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(200<<10, 4096)}, 2, api.CompletionDefault); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.ep.PostSend([]api.LMRTriplet{c.lmr.Triplet(192<<10, n)}, 12, api.CompletionDefault); err != nil {
+		c.t.Fatal(err)
+	}
+	c.dto(c.req, 12, api.DTOSuccess, "the send "+where)
+	ev = c.dto(c.recv, 2, api.DTOSuccess, "the echo")
+	if ev.DTO.Length != n || !bytes.Equal(c.buf[200<<10:200<<10+n], msg) {
+		c.t.Fatal("the echo differs")
+	}
+	return win
+}
+
 // TestTwoProcess runs the core connection and data transfer checks between
 // this process and a helper process: the conformance suite itself opens
 // both ends in one process (see the package tests' README in the report).
@@ -153,11 +198,7 @@ func TestTwoProcess(t *testing.T) {
 		t.Skip("starts a second process")
 	}
 	h := startHelperProc(t)
-	ia, err := registry.Open(context.Background(), "tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ia.Close(api.CloseAbrupt)
+	ia := openIA(t)
 
 	// Accept with private data both ways, then the server's window message.
 	c := newClient(t, ia)
@@ -169,43 +210,7 @@ func TestTwoProcess(t *testing.T) {
 	if string(ev.Conn.PrivateData) != "welcome hi" {
 		t.Fatalf("accept private data %q", ev.Conn.PrivateData)
 	}
-	ev = c.dto(c.recv, 1, api.DTOSuccess, "the window message")
-	if ev.DTO.Length != 16 {
-		t.Fatalf("window message of %d bytes", ev.DTO.Length)
-	}
-	win := helperWin(c.buf)
-
-	// RDMA write the whole window, read it back.
-	src, dst := c.buf[64<<10:128<<10], c.buf[128<<10:192<<10]
-	for i := range src {
-		src[i] = byte(i*7 + i>>9)
-	}
-	if err := c.ep.PostRDMAWrite([]api.LMRTriplet{c.lmr.Triplet(64<<10, win.Length)}, 10, win, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	c.dto(c.req, 10, api.DTOSuccess, "RDMA write across processes")
-	if err := c.ep.PostRDMARead([]api.LMRTriplet{c.lmr.Triplet(128<<10, win.Length)}, 11, win, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	c.dto(c.req, 11, api.DTOSuccess, "RDMA read across processes")
-	if !bytes.Equal(src, dst) {
-		t.Fatal("the window read back differs from what was written")
-	}
-
-	// Echo: a send and the receive of its echo.
-	msg := c.buf[192<<10 : 192<<10+1000]
-	copy(msg, src)
-	if err := c.ep.PostRecv([]api.LMRTriplet{c.lmr.Triplet(200<<10, 4096)}, 2, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ep.PostSend([]api.LMRTriplet{c.lmr.Triplet(192<<10, 1000)}, 12, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	c.dto(c.req, 12, api.DTOSuccess, "the send")
-	ev = c.dto(c.recv, 2, api.DTOSuccess, "the echo")
-	if ev.DTO.Length != 1000 || !bytes.Equal(c.buf[200<<10:200<<10+1000], msg) {
-		t.Fatal("the echo differs")
-	}
+	win := c.exchange(1000, "across processes")
 
 	// A wrong RMR context: REMOTE_ACCESS and BROKEN.
 	bad := win
