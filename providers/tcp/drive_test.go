@@ -134,32 +134,27 @@ func TestDrivenWaitNoAllocs(t *testing.T) {
 			t.Fatalf("Wait: %v %+v", err, ev.DTO)
 		}
 	}
+	// postRecvSend posts a receive (cookie recv) and a send (cookie send)
+	// of iov on ep.
+	postRecvSend := func(ep api.EP, iov []api.LMRTriplet, recv, send api.Cookie) {
+		if err := ep.PostRecv(iov, recv, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		if err := ep.PostSend(iov, send, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The server's send completes when the client's next send carries
 	// the ACK: the server collects it one round later.
 	round := func() {
-		if err := cli.ep.PostRecv(ciov, 2, api.CompletionDefault); err != nil {
-			t.Fatal(err)
-		}
-		if err := cli.ep.PostSend(ciov, 3, api.CompletionDefault); err != nil {
-			t.Fatal(err)
-		}
+		postRecvSend(cli.ep, ciov, 2, 3)
 		wait(srv.recv)
 		wait(srv.req)
-		if err := srv.ep.PostRecv(siov, 1, api.CompletionDefault); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.ep.PostSend(siov, 4, api.CompletionDefault); err != nil {
-			t.Fatal(err)
-		}
+		postRecvSend(srv.ep, siov, 1, 4)
 		wait(cli.recv)
 		wait(cli.req)
 	}
-	if err := srv.ep.PostRecv(siov, 1, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.ep.PostSend(siov, 4, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
+	postRecvSend(srv.ep, siov, 1, 4)
 	if err := cli.ep.PostRecv(ciov, 2, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
