@@ -80,8 +80,7 @@ func TestConnQualsAreProcessWide(t *testing.T) {
 	if _, err := b.ia.CreatePSP(q, b.connEVD, api.PSPConsumer); !errors.Is(err, api.ErrConnQualInUse) {
 		t.Fatalf("CreatePSP on a qualifier another IA listens on: %v", err)
 	}
-	_, q2, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q2 := b.listen(api.PSPConsumer)
 	if q2 == q {
 		t.Fatal("CreatePSPAny returned a qualifier in use")
 	}
@@ -143,8 +142,7 @@ func TestConnectFailures(t *testing.T) {
 func TestTimeoutThenAcceptCompletionError(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	ea, eb := a.ep(nil), b.ep(nil)
-	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q := b.listen(api.PSPConsumer)
 	must(t, ea.Connect(b.addr, q, 20*time.Millisecond, nil, 0, 0), "Connect")
 	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
 	a.expect(a.connEVD, api.ConnectionTimedOutEvent)
@@ -161,8 +159,7 @@ func TestTimerStoppedByAcceptAndByFree(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	connect(t, a, b, nil) // infinite timeout path
 	ea := a.ep(nil)
-	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q := b.listen(api.PSPConsumer)
 	must(t, ea.Connect(b.addr, q, time.Hour, nil, 0, 0), "Connect")
 	b.expect(b.connEVD, api.ConnectionRequestEvent)
 	must(t, ea.Free(), "Free during ACTIVE_CONNECTION_PENDING")
@@ -229,8 +226,7 @@ func TestRSPLifecycle(t *testing.T) {
 
 func TestPSPProviderEP(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPProvider)
-	must(t, err, "CreatePSPAny")
+	q := b.listen(api.PSPProvider)
 
 	// Rejected: the provider takes its EP back.
 	ea := a.ep(nil)
@@ -282,10 +278,8 @@ func TestPSPProviderEP(t *testing.T) {
 
 func TestHandoff(t *testing.T) {
 	a, b, c := newNode(t), newNode(t), newNode(t)
-	_, q1, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
-	_, qc, err := c.ia.CreatePSPAny(c.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q1 := b.listen(api.PSPConsumer)
+	qc := c.listen(api.PSPConsumer)
 
 	ea := a.ep(nil)
 	must(t, ea.Connect(b.addr, q1, -1, []byte("pd"), 0, 0), "Connect")
@@ -299,8 +293,7 @@ func TestHandoff(t *testing.T) {
 
 func TestHandoffDelivers(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q1, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q1 := b.listen(api.PSPConsumer)
 	conn2 := b.evd(1, api.EVDCR|api.EVDConnection|api.EVDSoftware)
 	_, q2, err := b.ia.CreatePSPAny(conn2, api.PSPConsumer)
 	must(t, err, "CreatePSPAny")
@@ -374,8 +367,7 @@ func TestDisconnectGracefulAndAbrupt(t *testing.T) {
 
 func TestDisconnectDuringActivePending(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q := b.listen(api.PSPConsumer)
 	ea := a.ep(nil)
 	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
 	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
@@ -453,8 +445,7 @@ func TestIACloseGracefulAndAbrupt(t *testing.T) {
 	}()
 	time.Sleep(10 * time.Millisecond)
 	// A pending request to the closing IA is rejected.
-	_, q, err := a.ia.CreatePSPAny(a.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q := a.listen(api.PSPConsumer)
 	eb := b.ep(nil)
 	must(t, eb.Connect(a.addr, q, time.Hour, nil, 0, 0), "Connect")
 	a.expect(a.connEVD, api.ConnectionRequestEvent)

@@ -2,7 +2,6 @@ package loopback
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -268,9 +267,7 @@ func TestLocalProtectionFailures(t *testing.T) {
 			return n.region(64, api.MemPrivLocalWrite).iov(0, 8)
 		}},
 		{"other PZ", func(n *node, r *region) []api.LMRTriplet {
-			z, err := n.ia.CreatePZ()
-			must(n.t, err, "CreatePZ")
-			return n.regionIn(z, make([]byte, 64), api.MemPrivAll, api.VATypeVA).iov(0, 8)
+			return n.regionOtherPZ(64).iov(0, 8)
 		}},
 		{"freed LMR", func(n *node, r *region) []api.LMRTriplet {
 			x := n.region(64, api.MemPrivAll)
@@ -316,9 +313,7 @@ func TestRemoteAccessFailures(t *testing.T) {
 			return p.b.region(64, api.MemPrivLocalWrite|api.MemPrivRemoteRead).rtr(0, 8)
 		}},
 		{"target EP in another PZ", func(p *pair, r *region) api.RMRTriplet {
-			z, err := p.b.ia.CreatePZ()
-			must(p.b.t, err, "CreatePZ")
-			return p.b.regionIn(z, make([]byte, 64), api.MemPrivAll, api.VATypeVA).rtr(0, 8)
+			return p.b.regionOtherPZ(64).rtr(0, 8)
 		}},
 		{"RMR bound to another EP", func(p *pair, r *region) api.RMRTriplet {
 			other := connect(p.a.t, p.a, p.b, nil)
@@ -364,15 +359,7 @@ func TestCompletionFlags(t *testing.T) {
 	b.expectDTO(b.recv, 1, api.DTOSuccess)
 
 	// Unsignalled: queued, but a waiter is not woken by it.
-	woke := make(chan api.Event, 1)
-	go func() {
-		var ev api.Event
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-		defer cancel()
-		a.req.Wait(ctx, 1, &ev)
-		woke <- ev
-	}()
-	time.Sleep(10 * time.Millisecond)
+	woke := inBackground(waitEvent(a.req))
 	must(t, p.eb.PostRecv(r.iov(8, 8), 3, 0), "PostRecv")
 	must(t, p.ea.PostSend(s.iov(0, 8), 4, api.CompletionUnsignalled|api.CompletionSolicitedWait), "unsignalled PostSend")
 	select {
@@ -390,14 +377,7 @@ func TestCompletionFlags(t *testing.T) {
 	b.expectDTO(b.recv, 5, api.DTOSuccess)
 
 	// Solicited wait: an unsolicited send's receive does not wake the waiter.
-	go func() {
-		var ev api.Event
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-		defer cancel()
-		b.recv.Wait(ctx, 1, &ev)
-		woke <- ev
-	}()
-	time.Sleep(10 * time.Millisecond)
+	woke = inBackground(waitEvent(b.recv))
 	must(t, p.eb.PostRecv(r.iov(24, 8), 7, 0), "PostRecv")
 	must(t, p.ea.PostSend(s.iov(0, 8), 8, api.CompletionSuppress), "unsolicited PostSend")
 	select {

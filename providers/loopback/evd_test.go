@@ -16,8 +16,7 @@ func TestEVDOverflowReportsOncePerEpisode(t *testing.T) {
 	ea, err := a.ia.CreateEP(a.pz, a.recv, small, a.connEVD, nil)
 	must(t, err, "CreateEP")
 	eb := b.ep(nil)
-	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q := b.listen(api.PSPConsumer)
 	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
 	must(t, b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR.Accept(eb, nil), "Accept")
 	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
@@ -114,27 +113,18 @@ func TestCNOWithProviderEVDs(t *testing.T) {
 	if prm.CNO != c {
 		t.Fatalf("EVD reports CNO %v", prm.CNO)
 	}
-	got := make(chan api.EVD, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-		defer cancel()
+	cnoWait := func(ctx context.Context) api.EVD {
 		w, _ := c.Wait(ctx)
-		got <- w
-	}()
-	time.Sleep(5 * time.Millisecond)
+		return w
+	}
+	got := inBackground(cnoWait)
 	must(t, e.PostSE(&api.Event{Number: api.SoftwareEvent}), "PostSE")
 	if w := <-got; w != e {
 		t.Fatalf("CNO.Wait returned %v, want the EVD", w)
 	}
 	<-called
 	// Detach: a waiter is released with nil.
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-		defer cancel()
-		w, _ := c.Wait(ctx)
-		got <- w
-	}()
-	time.Sleep(5 * time.Millisecond)
+	got = inBackground(cnoWait)
 	must(t, e.ModifyCNO(nil), "ModifyCNO(nil)")
 	if w := <-got; w != nil {
 		t.Fatalf("released CNO waiter got %v", w)

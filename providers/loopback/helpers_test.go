@@ -93,6 +93,15 @@ func (n *node) regionIn(z api.PZ, b []byte, priv api.MemPriv, va api.VAType) *re
 	return &region{b: b, lmr: l, prm: prm}
 }
 
+// regionOtherPZ registers size bytes with every privilege in a new PZ of
+// n's IA: memory that n's EPs, of n.pz, may not use.
+func (n *node) regionOtherPZ(size int) *region {
+	n.t.Helper()
+	z, err := n.ia.CreatePZ()
+	must(n.t, err, "CreatePZ")
+	return n.regionIn(z, make([]byte, size), api.MemPrivAll, api.VATypeVA)
+}
+
 func (r *region) iov(off, n int) []api.LMRTriplet {
 	return []api.LMRTriplet{r.prm.Triplet(uint64(off), uint32(n))}
 }
@@ -122,6 +131,15 @@ func connect(t testing.TB, a, b *node, attr *api.EPAttr) *pair {
 	b.expect(b.connEVD, api.ConnectionEstablishedEvent)
 	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 	return &pair{a: a, b: b, ea: ea, eb: eb}
+}
+
+// listen creates a PSP of n's IA on a free qualifier, with flags, whose
+// requests go to n.connEVD, and returns the qualifier.
+func (n *node) listen(flags api.PSPFlags) api.ConnQual {
+	n.t.Helper()
+	_, q, err := n.ia.CreatePSPAny(n.connEVD, flags)
+	must(n.t, err, "CreatePSPAny")
+	return q
 }
 
 func newPair(t testing.TB) *pair { return connect(t, newNode(t), newNode(t), nil) }
@@ -157,6 +175,30 @@ func (n *node) none(e api.EVD, what string) {
 	var ev api.Event
 	if err := e.Dequeue(&ev); !errors.Is(err, api.ErrQueueEmpty) {
 		n.t.Fatalf("%s: got event %v (%v), want none", what, ev.Number, err)
+	}
+}
+
+// inBackground calls wait in a goroutine, with a context that ends after
+// waitFor, and returns the channel that gets its result; it sleeps briefly
+// first so that the call is blocked when the caller goes on.
+func inBackground[T any](wait func(ctx context.Context) T) <-chan T {
+	ch := make(chan T, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		ch <- wait(ctx)
+	}()
+	time.Sleep(10 * time.Millisecond)
+	return ch
+}
+
+// waitEvent returns a wait for inBackground: the event e.Wait gives, the
+// zero event if none comes.
+func waitEvent(e api.EVD) func(ctx context.Context) api.Event {
+	return func(ctx context.Context) api.Event {
+		var ev api.Event
+		e.Wait(ctx, 1, &ev)
+		return ev
 	}
 }
 

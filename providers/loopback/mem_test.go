@@ -99,9 +99,7 @@ func TestRMRBindErrors(t *testing.T) {
 	if err := bind(ro.lmr, ro.prm.Triplet(0, 8), api.MemPrivRemoteWrite); !errors.Is(err, api.ErrPrivilegesViolation) {
 		t.Fatalf("remote write over an LMR without local write: %v", err)
 	}
-	z, err := p.b.ia.CreatePZ()
-	must(t, err, "CreatePZ")
-	other := p.b.regionIn(z, make([]byte, 64), api.MemPrivAll, api.VATypeVA)
+	other := p.b.regionOtherPZ(64)
 	if err := bind(other.lmr, other.prm.Triplet(0, 8), api.MemPrivRemoteRead); !errors.Is(err, api.ErrProtectionViolation) {
 		t.Fatalf("LMR of another PZ: %v", err)
 	}

@@ -13,8 +13,7 @@ func srqPair(t *testing.T, k int, attr api.SRQAttr) (a, b *node, srq api.SRQ, ca
 	a, b = newNode(t), newNode(t)
 	srq, err := b.ia.CreateSRQ(b.pz, attr)
 	must(t, err, "CreateSRQ")
-	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q := b.listen(api.PSPConsumer)
 	for range k {
 		eb, err := b.ia.CreateEPWithSRQ(b.pz, b.recv, b.req, b.connEVD, srq, &api.EPAttr{})
 		must(t, err, "CreateEPWithSRQ")

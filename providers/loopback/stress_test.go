@@ -82,8 +82,7 @@ func TestConcurrentConnections(t *testing.T) {
 // disconnects from several goroutines at once, for the race detector.
 func TestConcurrentObjectChurn(t *testing.T) {
 	a, b := newNode(t), newNode(t)
-	_, q, err := b.ia.CreatePSPAny(b.connEVD, api.PSPConsumer)
-	must(t, err, "CreatePSPAny")
+	q := b.listen(api.PSPConsumer)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // acceptor
