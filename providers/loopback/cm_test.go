@@ -217,8 +217,7 @@ func TestRSPLifecycle(t *testing.T) {
 	_, err = b.ia.CreateRSP(779, ee, b.connEVD)
 	must(t, err, "CreateRSP")
 	ef := a.ep(nil)
-	must(t, ef.Connect(b.addr, 779, -1, nil, 0, 0), "Connect")
-	must(t, b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR.Accept(nil, nil), "Accept(nil)")
+	must(t, b.request(ef, 779).Accept(nil, nil), "Accept(nil)")
 	b.expect(b.connEVD, api.ConnectionEstablishedEvent)
 	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 	wantState(t, ee, api.EPConnected)
@@ -230,8 +229,7 @@ func TestPSPProviderEP(t *testing.T) {
 
 	// Rejected: the provider takes its EP back.
 	ea := a.ep(nil)
-	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
+	cr := b.request(ea, q)
 	prm, err := cr.Query()
 	must(t, err, "CR.Query")
 	pep := prm.LocalEP
@@ -248,8 +246,7 @@ func TestPSPProviderEP(t *testing.T) {
 
 	// Accepted after Modify: it carries data.
 	must(t, ea.Reset(), "Reset")
-	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	cr = b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
+	cr = b.request(ea, q)
 	prm, err = cr.Query()
 	must(t, err, "CR.Query")
 	pep = prm.LocalEP
@@ -369,8 +366,7 @@ func TestDisconnectDuringActivePending(t *testing.T) {
 	a, b := newNode(t), newNode(t)
 	q := b.listen(api.PSPConsumer)
 	ea := a.ep(nil)
-	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	cr := b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR
+	cr := b.request(ea, q)
 	must(t, ea.Disconnect(api.CloseAbrupt), "Disconnect")
 	a.expect(a.connEVD, api.ConnectionDisconnectedEvent)
 	wantState(t, ea, api.EPDisconnected)

@@ -17,8 +17,7 @@ func TestEVDOverflowReportsOncePerEpisode(t *testing.T) {
 	must(t, err, "CreateEP")
 	eb := b.ep(nil)
 	q := b.listen(api.PSPConsumer)
-	must(t, ea.Connect(b.addr, q, -1, nil, 0, 0), "Connect")
-	must(t, b.expect(b.connEVD, api.ConnectionRequestEvent).CR.CR.Accept(eb, nil), "Accept")
+	must(t, b.request(ea, q).Accept(eb, nil), "Accept")
 	a.expect(a.connEVD, api.ConnectionEstablishedEvent)
 
 	src := a.region(8, api.MemPrivAll)

@@ -142,6 +142,14 @@ func (n *node) listen(flags api.PSPFlags) api.ConnQual {
 	return q
 }
 
+// request connects ep to qualifier q of n, without a timeout or private
+// data, and returns the connection request n gets.
+func (n *node) request(ep api.EP, q api.ConnQual) api.CR {
+	n.t.Helper()
+	must(n.t, ep.Connect(n.addr, q, -1, nil, 0, 0), "Connect")
+	return n.expect(n.connEVD, api.ConnectionRequestEvent).CR.CR
+}
+
 func newPair(t testing.TB) *pair { return connect(t, newNode(t), newNode(t), nil) }
 
 // expect waits for the next event on e and checks its number.
