@@ -143,8 +143,7 @@ func TestReadToRMRAndSendWithInvalidate(t *testing.T) {
 	// The context is dead now: a write through it breaks the connection.
 	must(t, p.ea.PostRDMAWrite(sb.iov(0, 8), 8, api.RMRTriplet{Addr: api.AddrOf(win.b), Length: 8, RMRContext: ctx}, 0), "PostRDMAWrite")
 	p.a.expectDTO(p.a.req, 8, api.DTOErrRemoteAccess)
-	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
-	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
+	p.expectBroken()
 }
 
 func TestSendWithInvalidateOfLMRContextFails(t *testing.T) {
@@ -160,8 +159,7 @@ func TestSendWithInvalidateOfLMRContextFails(t *testing.T) {
 	if !zero(rb.b) {
 		t.Fatal("the message was placed although the invalidate failed")
 	}
-	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
-	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
+	p.expectBroken()
 }
 
 // TestRNRSendWaitsForReceive checks the receiver-not-ready choice: a send
@@ -334,8 +332,7 @@ func TestRemoteAccessFailures(t *testing.T) {
 			rt := tc.remote(p, target)
 			must(t, p.ea.PostRDMAWrite(src.iov(0, 8), 1, rt, 0), "PostRDMAWrite")
 			p.a.expectDTO(p.a.req, 1, api.DTOErrRemoteAccess)
-			p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
-			p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
+			p.expectBroken()
 			if !bytes.Equal(target.b, before) {
 				t.Fatal("a refused write changed memory")
 			}

@@ -150,6 +150,13 @@ func (n *node) request(ep api.EP, q api.ConnQual) api.CR {
 	return n.expect(n.connEVD, api.ConnectionRequestEvent).CR.CR
 }
 
+// expectBroken checks that both ends of p got BROKEN.
+func (p *pair) expectBroken() {
+	p.a.t.Helper()
+	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
+	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
+}
+
 func newPair(t testing.TB) *pair { return connect(t, newNode(t), newNode(t), nil) }
 
 // expect waits for the next event on e and checks its number.

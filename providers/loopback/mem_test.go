@@ -45,9 +45,7 @@ func TestRMRBindRebindUnbind(t *testing.T) {
 	p.a.expectDTO(p.a.req, 4, api.DTOSuccess)
 	must(t, p.ea.PostRDMAWrite(src.iov(0, 16), 5, api.RMRTriplet{Addr: 0, Length: 16, RMRContext: ctx1}, 0), "write via the old context")
 	p.a.expectDTO(p.a.req, 5, api.DTOErrRemoteAccess)
-	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
-
-	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
+	p.expectBroken()
 }
 
 func TestRMRUnbindAndFree(t *testing.T) {
