@@ -56,27 +56,7 @@ func TestNoDevice(t *testing.T) {
 	if !strings.HasPrefix(why, "rdma-core ") {
 		t.Errorf("reason %q does not say it comes from rdma-core", why)
 	}
-	reg, err := registry.Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Every IA of testdata/dat.conf (godat's built-in IAs follow them).
-	checked := 0
-	for _, pi := range reg.List() {
-		if pi.Origin == registry.OriginBuiltIn {
-			continue
-		}
-		checked++
-		if pi.Available || pi.Reason != why {
-			t.Errorf("IA %s: available=%v reason %q, want unavailable: %q", pi.IAName, pi.Available, pi.Reason, why)
-		}
-	}
-	if checked == 0 {
-		t.Error("no IA of the configuration file was listed")
-	}
-	if _, err := reg.Open(context.Background(), "verbs"); !errors.Is(err, api.ErrProviderNotFound) || !strings.HasSuffix(err.Error(), why) {
-		t.Errorf("Open = %v, want ErrProviderNotFound with %q", err, why)
-	}
+	expectUnavailable(t, why)
 }
 
 func named(l []api.NamedAttr, name string) string {
