@@ -11,48 +11,13 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/registry"
 )
 
-// benchPair connects two EPs of two IAs on 127.0.0.1 for the benchmarks.
+// benchPair is connectedPair with newClient's sizes, for the benchmarks
+// and the tests of the polled and driven paths.
 func benchPair(b testing.TB) (cli, srv *client) {
 	b.Helper()
-	ctx := context.Background()
-	ia1, err := registry.Open(ctx, "tcp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ia2, err := registry.Open(ctx, "tcp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ia1.Close(api.CloseAbrupt); ia2.Close(api.CloseAbrupt) })
-	cli, srv = newClient(b, ia1), newClient(b, ia2)
-	cr, err := ia2.CreateEVD(4, nil, api.EVDCR)
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, q, err := ia2.CreatePSPAny(cr, api.PSPConsumer)
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, _, _ := ia2.Query()
-	if err := cli.ep.Connect(a.Address, q, api.TimeoutInfinite, nil, 0, 0); err != nil {
-		b.Fatal(err)
-	}
-	var ev api.Event
-	if _, err := cr.Wait(ctx, 1, &ev); err != nil {
-		b.Fatal(err)
-	}
-	if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
-		b.Fatal(err)
-	}
-	for _, e := range []api.EVD{cli.connEVD, srv.connEVD} {
-		if _, err := e.Wait(ctx, 1, &ev); err != nil || ev.Number != api.ConnectionEstablishedEvent {
-			b.Fatal(err, ev.Number)
-		}
-	}
-	return cli, srv
+	return connectedPair(b, 64, 256<<10)
 }
 
 // benchRDMA posts RDMA writes (or, when read is set, RDMA reads, whose

@@ -543,7 +543,7 @@ func TestFaultAcceptTimeout(t *testing.T) {
 }
 
 // connectedPair connects two EPs of two IAs on 127.0.0.1.
-func connectedPair(t *testing.T, qlen, size int) (cli, srv *client) {
+func connectedPair(t testing.TB, qlen, size int) (cli, srv *client) {
 	t.Helper()
 	s := newServer(t)
 	srv = newEndpoint(t, s.ia, qlen, size)

@@ -26,9 +26,13 @@ type server struct {
 	q     api.ConnQual
 }
 
-func newServer(t *testing.T) *server {
+// newServer is newServerOn an IA of its own.
+func newServer(t testing.TB) *server { return newServerOn(t, openIA(t)) }
+
+// newServerOn makes a server of ia: a client EP, a CR EVD and a PSP on a
+// free port whose requests go to that EVD.
+func newServerOn(t testing.TB, ia api.IA) *server {
 	t.Helper()
-	ia := openIA(t)
 	s := &server{client: newClient(t, ia)}
 	var err error
 	if s.crEVD, err = ia.CreateEVD(16, nil, api.EVDCR); err != nil {

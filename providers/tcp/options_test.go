@@ -243,26 +243,12 @@ func TestOptionsSocket(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cli, srv := newClient(t, ia), newClient(t, ia)
-			crEVD, err := ia.CreateEVD(4, nil, api.EVDCR)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, q, err := ia.CreatePSPAny(crEVD, api.PSPConsumer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cli.connect(q, "options")
-			ev := cli.expect(crEVD, api.ConnectionRequestEvent, "the request")
-			if err := ev.CR.CR.Accept(srv.ep, nil); err != nil {
-				t.Fatal(err)
-			}
-			cli.expect(cli.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (active)")
-			srv.expect(srv.connEVD, api.ConnectionEstablishedEvent, "ESTABLISHED (passive)")
+			s, cli := newServerOn(t, ia), newClient(t, ia)
+			s.establish(cli, s.client, "options", "the connection")
 
-			dialled, accepted := connSockets(t, q)
+			dialled, accepted := connSockets(t, s.q)
 			if len(dialled) == 0 || len(accepted) == 0 {
-				t.Fatalf("found %d dialled and %d accepted sockets for port %d, want both", len(dialled), len(accepted), q)
+				t.Fatalf("found %d dialled and %d accepted sockets for port %d, want both", len(dialled), len(accepted), s.q)
 			}
 			for side, socks := range map[string][]sockOpts{"dialled": dialled, "accepted": accepted} {
 				for _, o := range socks {
@@ -279,7 +265,7 @@ func TestOptionsSocket(t *testing.T) {
 			if err := cli.ep.Disconnect(api.CloseAbrupt); err != nil {
 				t.Fatal(err)
 			}
-			srv.expect(srv.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED (passive)")
+			s.expect(s.connEVD, api.ConnectionDisconnectedEvent, "DISCONNECTED (passive)")
 		})
 	}
 }
