@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"go/ast"
@@ -12,10 +11,10 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/syncbuf"
 )
 
 // hookedRegistry is testRegistry's fake provider under IAs with hooks.
@@ -207,24 +206,6 @@ func TestHooksCount(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestHooksTrace checks what the trace hooks log: one record per call,
 // naming the operation, the IA, the handle and the DAT result; the data
 // path only under trace-data.
@@ -234,7 +215,7 @@ func TestHooksTrace(t *testing.T) {
 		data bool
 	}{{"traced", false}, {"all", true}} {
 		t.Run(tc.ia, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuf.Buffer
 			l := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{
 				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 					if a.Key == slog.TimeKey || a.Key == "took" {
@@ -277,7 +258,7 @@ func TestHooksTrace(t *testing.T) {
 // both to one log: every handle, the IAs' own included, has a name of
 // its own, so the trace tells the two apart.
 func TestHooksTraceNamesAcrossIAs(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	l := slog.New(slog.NewTextHandler(&out, nil))
 	ia1, evd1, ep1 := openHooked(t, "traced", WithTraceLogger(l))
 	ia2, evd2, ep2 := openHooked(t, "traced", WithTraceLogger(l))

@@ -7,12 +7,12 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/syncbuf"
 )
 
 // noHang bounds the waits of the tests below for something that must
@@ -20,22 +20,7 @@ import (
 const noHang = 20 * time.Second
 
 // serverLog collects a server's output for a test to wait on.
-type serverLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *serverLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *serverLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type serverLog struct{ syncbuf.Buffer }
 
 func (l *serverLog) line(s string) { l.Write([]byte(s + "\n")) }
 

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/syncbuf"
 	"github.com/godat/godat/plugin/host"
 )
 
@@ -356,31 +356,13 @@ func TestWrapperScriptPlugin(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer for several writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A silent plugin costs StartTimeout once, not once per IA: its other IAs
 // fail at once with the same reason until its executable changes. While
 // waiting, the host says once what it is waiting for.
 func TestSilentPluginIsNotRetriedAtOnce(t *testing.T) {
 	defer func(d time.Duration) { host.StartTimeout = d }(host.StartTimeout)
 	host.StartTimeout = 3 * time.Second
-	var log syncBuffer
+	var log syncbuf.Buffer
 	defer host.SetLogOutput(io.MultiWriter(&log, os.Stderr))()
 	m := mark(t)
 	dir := t.TempDir()
