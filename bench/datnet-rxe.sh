@@ -44,17 +44,7 @@ REPS=${REPS:-5}
 LAT_ITERS=${LAT_ITERS:-5000}
 BW_COUNT=${BW_COUNT:-500}
 BENCHTIME=${BENCHTIME:-1s}
-export PATH="/usr/local/go/bin:$PATH"
-export RXE_VM_NO_KVM="${RXE_VM_NO_KVM:-1}"
-[ "$RXE_VM_NO_KVM" = 0 ] && unset RXE_VM_NO_KVM
-
-run="${RXE_VM_RUN:-../shared/tools/rxe-vm/run}"
-if [ ! -x "$run" ]; then
-	where="$run"
-	[ -n "${RXE_VM_RUN:-}" ] || where="$run (beside this checkout: $(cd .. && pwd)/shared/tools/rxe-vm/run)"
-	echo "FAIL: no rxe-vm harness at $where; put the shared tools directory beside the checkout, or set RXE_VM_RUN to the harness's run script." >&2
-	exit 1
-fi
+. bench/rxe-vm.sh
 if ! command -v rstream >/dev/null 2>&1; then
 	if [ "$(id -u)" -eq 0 ]; then
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rdmacm-utils
@@ -125,20 +115,14 @@ done
 GUEST
 
 echo "running $REPS repetitions in the rxe VM" >&2
-RXE_VM_EXTRA_BINS="rstream timeout" nice -n 10 "$run" -q --timeout "${RXE_VM_TIMEOUT:-1800}" \
-	-e REPS="$REPS" -e LAT_ITERS="$LAT_ITERS" -e BW_COUNT="$BW_COUNT" -e BENCHTIME="$BENCHTIME" \
-	-- bash "$out/datnet-rxe-guest.sh" >"$WORK/guest.out" 2>"$WORK/guest.err" || {
-	echo "the VM run failed (exit $?):" >&2
-	tail -40 "$WORK/guest.err" >&2
-	exit 1
-}
+rxe_vm_run "${RXE_VM_TIMEOUT:-1800}" "rstream timeout" "$out/datnet-rxe-guest.sh" \
+	-e REPS="$REPS" -e LAT_ITERS="$LAT_ITERS" -e BW_COUNT="$BW_COUNT" -e BENCHTIME="$BENCHTIME"
 grep -E 'FAILED' -A 20 "$WORK/guest.err" >&2 || true
 
 # median (min–max) per metric, then the ratios of the medians.
 awk -F'\t' -f bench/table.awk -f /dev/stdin "$WORK/guest.out" <<'AWK'
 END {
-	print "| measurement | tool | median (min–max) | runs |"
-	print "|---|---|---|---|"
+	rowhead()
 	row("rr.datnet", "64 B request/response, round trip µs", "datnet on verbs (BenchmarkRequestResponse)")
 	row("rr.rstream-spin", "64 B request/response, round trip µs", "rstream (non-blocking, spinning)")
 	row("rr.rstream-block", "64 B request/response, round trip µs", "rstream -T b (blocking)")
@@ -147,9 +131,7 @@ END {
 	row("stream.rstream-spin", "64 KiB stream, MB/s", "rstream (non-blocking, spinning)")
 	row("stream.rstream-block", "64 KiB stream, MB/s", "rstream -T b (blocking)")
 	row("stream.rawtcp", "64 KiB stream, MB/s", "raw TCP (BenchmarkStream)")
-	print ""
-	print "| ratio of the medians | value |"
-	print "|---|---|"
+	ratiohead()
 	ratio("rr.datnet", "rr.rstream-spin", "64 B round trip: datnet ÷ rstream (goal ≤ 1)")
 	ratio("rr.datnet", "rr.rstream-block", "64 B round trip: datnet ÷ rstream -T b (goal ≤ 1)")
 	ratio("stream.datnet", "stream.rstream-spin", "64 KiB stream: datnet ÷ rstream (goal ≥ 1)")

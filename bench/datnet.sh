@@ -25,15 +25,12 @@ awk '
 }' "$out" > "$out.r"
 awk -F'\t' -f bench/table.awk -f /dev/stdin "$out.r" <<'AWK'
 END {
-	print "| measurement | tool | median (min–max) | runs |"
-	print "|---|---|---|---|"
+	rowhead()
 	row("rr.datnet", "64 B request/response, one way µs", "datnet over the tcp IA")
 	row("rr.rawtcp", "64 B request/response, one way µs", "raw TCP net.Conn")
 	row("stream.datnet", "64 KiB stream, MB/s", "datnet over the tcp IA")
 	row("stream.rawtcp", "64 KiB stream, MB/s", "raw TCP net.Conn")
-	print ""
-	print "| ratio of the medians | value |"
-	print "|---|---|"
+	ratiohead()
 	ratio("rr.datnet", "rr.rawtcp", "64 B one way: datnet ÷ raw TCP (goal ≤ 1.3)")
 	ratio("stream.datnet", "stream.rawtcp", "64 KiB stream: datnet ÷ raw TCP (goal ≥ 0.8)")
 }

@@ -60,17 +60,7 @@ PIN=${PIN:-0}
 LAT_ITERS=${LAT_ITERS:-2000}
 BW_ITERS=${BW_ITERS:-100}
 PP_BW_ITERS=${PP_BW_ITERS:-50}
-export PATH="/usr/local/go/bin:$PATH"
-export RXE_VM_NO_KVM="${RXE_VM_NO_KVM:-1}"
-[ "$RXE_VM_NO_KVM" = 0 ] && unset RXE_VM_NO_KVM
-
-run="${RXE_VM_RUN:-../shared/tools/rxe-vm/run}"
-if [ ! -x "$run" ]; then
-	where="$run"
-	[ -n "${RXE_VM_RUN:-}" ] || where="$run (beside this checkout: $(cd .. && pwd)/shared/tools/rxe-vm/run)"
-	echo "FAIL: no rxe-vm harness at $where; put the shared tools directory beside the checkout, or set RXE_VM_RUN to the harness's run script." >&2
-	exit 1
-fi
+. bench/rxe-vm.sh
 
 extra=
 for b in ib_write_lat ib_write_bw ib_send_lat; do
@@ -188,20 +178,14 @@ GUEST
 
 pin=unpinned; [ "$PIN" = 1 ] && pin="servers on vCPU 0, clients on vCPU 1"
 echo "running $REPS repetitions in the rxe VM (perftest:${extra:- none}; $pin)" >&2
-RXE_VM_EXTRA_BINS="${extra# }" nice -n 10 "$run" -q --timeout "${RXE_VM_TIMEOUT:-900}" \
-	-e REPS="$REPS" -e PIN="$PIN" -e LAT_ITERS="$LAT_ITERS" -e BW_ITERS="$BW_ITERS" -e PP_BW_ITERS="$PP_BW_ITERS" \
-	-- bash "$out/verbs-bench-guest.sh" >"$WORK/guest.out" 2>"$WORK/guest.err" || {
-	echo "the VM run failed (exit $?):" >&2
-	tail -40 "$WORK/guest.err" >&2
-	exit 1
-}
+rxe_vm_run "${RXE_VM_TIMEOUT:-900}" "${extra# }" "$out/verbs-bench-guest.sh" \
+	-e REPS="$REPS" -e PIN="$PIN" -e LAT_ITERS="$LAT_ITERS" -e BW_ITERS="$BW_ITERS" -e PP_BW_ITERS="$PP_BW_ITERS"
 grep -v '^R' "$WORK/guest.err" | grep -E 'FAILED|exit' >&2 || true
 
 # median (min–max) per metric, then the ratios of the medians.
 awk -F'\t' -v reps="$REPS" -f bench/table.awk -f /dev/stdin "$WORK/guest.out" <<'AWK'
 END {
-	print "| measurement | tool | median (min–max) | runs |"
-	print "|---|---|---|---|"
+	rowhead()
 	row("wlat64.oneway_us.p1", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=1")
 	row("wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=2")
 	row("swlat64.oneway_us.p1", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat-suppress -mode poll, GOMAXPROCS=1")
@@ -224,9 +208,7 @@ END {
 		row("base.bw1M.poll.GBps", "1 MiB RDMA-write stream, GB/s", "dattest at BASE, -mode poll")
 		row("base.bw1M.wait.GBps", "1 MiB RDMA-write stream, GB/s", "dattest at BASE, -mode wait")
 	}
-	print ""
-	print "| ratio of the medians | value |"
-	print "|---|---|"
+	ratiohead()
 	# dattest wlat is one-way; ibv_rc_pingpong gives the round trip.
 	nk = split("wlat64.oneway_us wlat64.oneway_us.p1 swlat64.oneway_us swlat64.oneway_us.p1 lat64.oneway_us lat64.oneway_us.p1", ks, " ")
 	for (i = 1; i <= nk; i++) if (ks[i] in med) { r = ks[i]; sub(/oneway/, "rtt", r); med[r] = 2 * med[ks[i]] }
