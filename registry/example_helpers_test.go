@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"log"
+	"testing"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/registry"
@@ -95,6 +96,16 @@ func connect(ctx context.Context, cli, srv *peer, srvEP api.EP, pd []byte) []byt
 	est, err := api.WaitFor(ctx, cli.evd, api.ConnectionEstablishedEvent)
 	check(err)
 	return est.Conn.PrivateData
+}
+
+// connectedPeers returns a server and a client peer connected EP to EP,
+// for a test; both close when the test ends.
+func connectedPeers(t *testing.T) (srv, cli *peer) {
+	srv, cli = newPeer(), newPeer()
+	t.Cleanup(srv.close)
+	t.Cleanup(cli.close)
+	connect(context.Background(), cli, srv, srv.ep, nil)
+	return srv, cli
 }
 
 func check(err error) {

@@ -15,10 +15,7 @@ import (
 // and what holds it, keeps the provider's code, subtype and words.
 func TestProviderInUseNamesObjects(t *testing.T) {
 	ctx := context.Background()
-	srv, cli := newPeer(), newPeer()
-	defer srv.close()
-	defer cli.close()
-	connect(ctx, cli, srv, srv.ep, nil)
+	srv, _ := connectedPeers(t)
 	name := registry.HandleName
 	refused := func(err error, sub api.Subtype, want string) {
 		t.Helper()

@@ -13,10 +13,7 @@ import (
 // bytes at that offset, for windows bound with either VA type.
 func TestRemoteTripletsReadTheirBytes(t *testing.T) {
 	ctx := context.Background()
-	srv, cli := newPeer(), newPeer()
-	defer srv.close()
-	defer cli.close()
-	connect(ctx, cli, srv, srv.ep, nil)
+	srv, cli := connectedPeers(t)
 	for i := range srv.mem.Bytes() {
 		srv.mem.Bytes()[i] = byte(i * 7)
 	}
