@@ -496,35 +496,28 @@ func runWith(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 func checkMain(ctx context.Context, cfg clientConfig, o options, stdout, stderr io.Writer) int {
 	rep, err := runCheck(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "dattest:", err)
+	code := writeResult(o, stdout, stderr, rep, err, writeCheck)
+	if code == exitOK && !rep.Passed {
 		return exitFailure
 	}
-	if o.json {
-		err = writeJSON(stdout, rep)
-	} else {
-		err = writeCheck(stdout, rep)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "dattest:", err)
-		return exitFailure
-	}
-	if !rep.Passed {
-		return exitFailure
-	}
-	return exitOK
+	return code
 }
 
 func benchMain(ctx context.Context, cfg clientConfig, o options, stdout, stderr io.Writer) int {
 	rows, err := runBench(ctx, cfg, o.params)
-	if err != nil {
-		fmt.Fprintln(stderr, "dattest:", err)
-		return exitFailure
-	}
-	if o.json {
-		err = writeJSON(stdout, rows)
-	} else {
-		err = writeBench(stdout, rows)
+	return writeResult(o, stdout, stderr, rows, err, writeBench)
+}
+
+// writeResult writes v, what a client run returned with err, as JSON under
+// -json or else with write, and returns exitFailure if the run or the
+// writing failed (saying why on stderr), else exitOK.
+func writeResult[T any](o options, stdout, stderr io.Writer, v T, err error, write func(io.Writer, T) error) int {
+	if err == nil {
+		if o.json {
+			err = writeJSON(stdout, v)
+		} else {
+			err = write(stdout, v)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dattest:", err)
@@ -533,7 +526,6 @@ func benchMain(ctx context.Context, cfg clientConfig, o options, stdout, stderr 
 	return exitOK
 }
 
-// writeCheck prints the validated sequence as a table.
 func writeCheck(w io.Writer, rep *checkReport) error {
 	fmt.Fprintf(w, "client IA %s, server %s\n\n", rep.ClientIA, rep.Server)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
