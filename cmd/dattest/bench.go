@@ -123,23 +123,14 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 				if isWLat(op) && !p.poll {
 					return nil, fmt.Errorf("%s: an RDMA-write ping-pong runs in poll mode only", label)
 				}
-				prog.begin(label+" godat", size, p.iters, false)
-				var d time.Duration
-				var err error
-				if isWLat(op) {
-					d, err = c.wlat(ctx, w, size, warm, p.iters, op == "wlat-suppress", prog)
-				} else {
-					d, err = c.lat(ctx, size, warm, p.iters, p.poll, prog)
-				}
-				prog.end()
+				d, r, err := godatAndRaw(prog, label, size, p.iters, false, func() (time.Duration, error) {
+					if isWLat(op) {
+						return c.wlat(ctx, w, size, warm, p.iters, op == "wlat-suppress", prog)
+					}
+					return c.lat(ctx, size, warm, p.iters, p.poll, prog)
+				}, func() (time.Duration, error) { return raw.lat(ctx, size, warm, p.iters, p.poll) })
 				if err != nil {
-					return nil, fmt.Errorf("%s godat: %w", label, err)
-				}
-				prog.begin(label+" raw TCP", size, p.iters, false)
-				r, err := raw.lat(ctx, size, warm, p.iters, p.poll)
-				prog.end()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", label, err)
+					return nil, err
 				}
 				row.Unit, row.Godat, row.Raw = "us", us(d), us(r)
 				row.Ratio = ratio(row.Godat, row.Raw)
@@ -147,17 +138,11 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 				if err := c.checkSize(size, true); err != nil {
 					return nil, err
 				}
-				prog.begin(label+" godat", size, p.iters, true)
-				g, err := c.bw(ctx, w, size, warm, p.iters, p.poll, prog)
-				prog.end()
+				g, r, err := godatAndRaw(prog, label, size, p.iters, true,
+					func() (float64, error) { return c.bw(ctx, w, size, warm, p.iters, p.poll, prog) },
+					func() (float64, error) { return raw.bw(ctx, size, warm, p.iters, p.poll) })
 				if err != nil {
-					return nil, fmt.Errorf("%s godat: %w", label, err)
-				}
-				prog.begin(label+" raw TCP", size, p.iters, true)
-				r, err := raw.bw(ctx, size, warm, p.iters, p.poll)
-				prog.end()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", label, err)
+					return nil, err
 				}
 				row.Unit, row.Godat, row.Raw = "GB/s", g/1e9, r/1e9
 				row.Ratio = ratio(row.Godat, row.Raw)
@@ -169,17 +154,11 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 				if err := c.fill(ctx, 0, size, seed); err != nil {
 					return nil, fmt.Errorf("%s godat: %w", label, err)
 				}
-				prog.begin(label+" godat", size, p.iters, true)
-				g, err := c.read(ctx, w, dst, size, win, seed, warm, p.iters, p.poll, prog)
-				prog.end()
+				g, r, err := godatAndRaw(prog, label, size, p.iters, true,
+					func() (float64, error) { return c.read(ctx, w, dst, size, win, seed, warm, p.iters, p.poll, prog) },
+					func() (float64, error) { return raw.read(ctx, size, win, warm, p.iters, p.poll) })
 				if err != nil {
-					return nil, fmt.Errorf("%s godat: %w", label, err)
-				}
-				prog.begin(label+" raw TCP", size, p.iters, true)
-				r, err := raw.read(ctx, size, win, warm, p.iters, p.poll)
-				prog.end()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", label, err)
+					return nil, err
 				}
 				row.Unit, row.Godat, row.Raw = "GB/s", g/1e9, r/1e9
 				row.Ratio = ratio(row.Godat, row.Raw)
@@ -188,6 +167,24 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 		}
 	}
 	return rows, nil
+}
+
+// godatAndRaw measures one bench row: godat with run, then the raw TCP
+// baseline with raw, each under its progress line (bw: a rate).
+func godatAndRaw[T any](prog *progress, label string, size, iters int, bw bool, run, raw func() (T, error)) (g, r T, err error) {
+	prog.begin(label+" godat", size, iters, bw)
+	g, err = run()
+	prog.end()
+	if err != nil {
+		return g, r, fmt.Errorf("%s godat: %w", label, err)
+	}
+	prog.begin(label+" raw TCP", size, iters, bw)
+	r, err = raw()
+	prog.end()
+	if err != nil {
+		return g, r, fmt.Errorf("%s: %w", label, err)
+	}
+	return g, r, nil
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
