@@ -135,16 +135,24 @@ func openFDs(t testing.TB) map[string]string {
 	return m
 }
 
-// newFDs names the descriptors open now that were not in before.
-func newFDs(t testing.TB, before map[string]string) []string {
+// noNewFDs notes the descriptors open now and returns the check a test
+// defers: it reports those open by then that were not now; when says
+// what the test has done by then.
+func noNewFDs(t testing.TB, when string) func() {
 	t.Helper()
-	var out []string
-	for fd, target := range openFDs(t) {
-		if before[fd] != target {
-			out = append(out, fd+" -> "+target)
+	before := openFDs(t)
+	return func() {
+		t.Helper()
+		var extra []string
+		for fd, target := range openFDs(t) {
+			if before[fd] != target {
+				extra = append(extra, fd+" -> "+target)
+			}
+		}
+		if len(extra) > 0 {
+			t.Errorf("descriptors open %s that were not before: %v", when, extra)
 		}
 	}
-	return out
 }
 
 // exited reports whether process pid has ended and been reaped.
@@ -166,12 +174,7 @@ func pluginStatus(t testing.TB, r *registry.Registry) registry.PluginStatus {
 // process.
 func TestLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	fds := openFDs(t)
-	defer func() {
-		if extra := newFDs(t, fds); len(extra) > 0 {
-			t.Errorf("descriptors open after the plugin stopped that were not before it started: %v", extra)
-		}
-	}()
+	defer noNewFDs(t, "after the plugin stopped")()
 	r := loadRegistry(t, writeConfig(t, examplePath, "", "a", "b"))
 	if st := pluginStatus(t, r); st.State != "stopped" || st.PID != 0 {
 		t.Fatalf("before any Open: %+v", st)
@@ -224,12 +227,7 @@ func TestLifecycle(t *testing.T) {
 // reason, from Open and in the listing, without a panic or a hang.
 func TestUnavailable(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	fds := openFDs(t)
-	defer func() {
-		if extra := newFDs(t, fds); len(extra) > 0 {
-			t.Errorf("descriptors open after the failed starts that were not before: %v", extra)
-		}
-	}()
+	defer noNewFDs(t, "after the failed starts")()
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "notexec")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
