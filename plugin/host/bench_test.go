@@ -73,12 +73,7 @@ func newBenchSide(b testing.TB, r *registry.Registry, name string, size int) *be
 		MaxMessageSize: 1 << 20, MaxRDMASize: 1 << 20}
 	s.ep, err = s.ia.CreateEP(s.pz, s.recv, s.req, s.con, attr)
 	check(err)
-	s.mem, err = api.AllocMemory(size)
-	check(err)
-	s.lmr, err = s.ia.CreateLMR(s.pz, api.Region{Type: api.MemTypeVirtual, Bytes: s.mem.Bytes()}, api.MemPrivAll, api.VATypeVA)
-	check(err)
-	s.lp, err = s.lmr.Query()
-	check(err)
+	s.mem, s.lmr, s.lp = registerMemory(b, s.ia, s.pz, size)
 	return s
 }
 

@@ -52,12 +52,7 @@ func newSide(t *testing.T, r *registry.Registry, name string) *side {
 	}
 	s.ep, err = s.ia.CreateEP(s.pz, s.recv, s.req, s.con, nil)
 	must(err)
-	s.mem, err = api.AllocMemory(1 << 16)
-	must(err)
-	s.lmr, err = s.ia.CreateLMR(s.pz, api.Region{Type: api.MemTypeVirtual, Bytes: s.mem.Bytes()}, api.MemPrivAll, api.VATypeVA)
-	must(err)
-	s.lp, err = s.lmr.Query()
-	must(err)
+	s.mem, s.lmr, s.lp = registerMemory(t, s.ia, s.pz, 1<<16)
 	return s
 }
 

@@ -119,6 +119,25 @@ func loadRegistry(t testing.TB, path string) *registry.Registry {
 	return r
 }
 
+// registerMemory allocates size bytes with api.AllocMemory, the memory a
+// plugin's LMR needs, and registers them in pz with every privilege.
+func registerMemory(t testing.TB, ia api.IA, pz api.PZ, size int) (*api.Memory, api.LMR, api.LMRParam) {
+	t.Helper()
+	mem, err := api.AllocMemory(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lmr, err := ia.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()}, api.MemPrivAll, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := lmr.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem, lmr, lp
+}
+
 // openFDs lists the test process's open descriptors: what each points to,
 // by number.
 func openFDs(t testing.TB) map[string]string {
