@@ -74,12 +74,7 @@ var returnTypeNames = map[ReturnType]string{
 }
 
 // String returns the C name of the return type, e.g. "DAT_INVALID_STATE".
-func (t ReturnType) String() string {
-	if s, ok := returnTypeNames[t]; ok {
-		return s
-	}
-	return "DAT_RETURN_TYPE(0x" + strconv.FormatUint(uint64(t), 16) + ")"
-}
+func (t ReturnType) String() string { return mappedName(returnTypeNames, t, "DAT_RETURN_TYPE") }
 
 // Subtype is the minor part of a DAT return code (DAT_RETURN_SUBTYPE in
 // dat_error.h), naming which argument, handle or state caused the error.
@@ -237,11 +232,24 @@ var subtypeNames = [...]string{
 }
 
 // String returns the C name of the subtype, e.g. "DAT_INVALID_ARG3".
-func (s Subtype) String() string {
-	if int(s) < len(subtypeNames) {
-		return subtypeNames[s]
+func (s Subtype) String() string { return listedName(subtypeNames[:], s, "DAT_RETURN_SUBTYPE") }
+
+// listedName is the String of an enumeration numbered from 0: names[v], or
+// typ(v) for a value past the list.
+func listedName[T ~uint32](names []string, v T, typ string) string {
+	if uint64(v) < uint64(len(names)) {
+		return names[v]
 	}
-	return "DAT_RETURN_SUBTYPE(" + strconv.FormatUint(uint64(s), 10) + ")"
+	return typ + "(" + strconv.FormatUint(uint64(v), 10) + ")"
+}
+
+// mappedName is the String of an enumeration with gaps: names[v], or
+// typ(0x<v in hex>) for a value names lacks.
+func mappedName[T ~uint32](names map[T]string, v T, typ string) string {
+	if s, ok := names[v]; ok {
+		return s
+	}
+	return typ + "(0x" + strconv.FormatUint(uint64(v), 16) + ")"
 }
 
 // Error is the error every godat call returns. It carries the DAT return type

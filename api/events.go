@@ -1,9 +1,6 @@
 package api
 
-import (
-	"net"
-	"strconv"
-)
+import "net"
 
 // EventNumber identifies the kind of an Event (DAT_EVENT_NUMBER).
 type EventNumber uint32
@@ -51,12 +48,7 @@ var eventNames = map[EventNumber]string{
 
 // String returns the event name without its DAT_ prefix, e.g.
 // "CONNECTION_ESTABLISHED".
-func (n EventNumber) String() string {
-	if s, ok := eventNames[n]; ok {
-		return s
-	}
-	return "EventNumber(0x" + strconv.FormatUint(uint64(n), 16) + ")"
-}
+func (n EventNumber) String() string { return mappedName(eventNames, n, "EventNumber") }
 
 // Stream returns the EVD flag of the event stream that carries events of
 // number n; an EVD accepts an event only if it was created with that flag.
@@ -106,12 +98,7 @@ var dtoStatusNames = [...]string{
 
 // String returns the status name without its DAT_DTO_ prefix, e.g.
 // "ERR_FLUSHED".
-func (s DTOStatus) String() string {
-	if int(s) < len(dtoStatusNames) {
-		return dtoStatusNames[s]
-	}
-	return "DTOStatus(" + strconv.Itoa(int(s)) + ")"
-}
+func (s DTOStatus) String() string { return listedName(dtoStatusNames[:], s, "DTOStatus") }
 
 // Asynchronous error reasons (the reason field of AsyncErrorData), as in
 // dat.h; their meaning depends on the kind of object the event names.

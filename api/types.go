@@ -129,12 +129,7 @@ var dtoOpNames = [...]string{"SEND", "RDMA_WRITE", "RDMA_READ", "RECEIVE", "RECE
 
 // String returns the operation name without its DAT_DTO_ prefix, e.g.
 // "RDMA_WRITE".
-func (o DTOOp) String() string {
-	if int(o) < len(dtoOpNames) {
-		return dtoOpNames[o]
-	}
-	return "DTOOp(" + strconv.Itoa(int(o)) + ")"
-}
+func (o DTOOp) String() string { return listedName(dtoOpNames[:], o, "DTOOp") }
 
 // QOS is the requested quality of service of a connection (DAT_QOS).
 type QOS uint32
@@ -265,12 +260,7 @@ const (
 var handleTypeNames = [...]string{"CR", "EP", "EVD", "IA", "LMR", "PSP", "PZ", "RMR", "RSP", "CNO", "SRQ", "CSP"}
 
 // String returns the handle type name, e.g. "EP".
-func (h HandleType) String() string {
-	if int(h) < len(handleTypeNames) {
-		return handleTypeNames[h]
-	}
-	return "HandleType(" + strconv.Itoa(int(h)) + ")"
-}
+func (h HandleType) String() string { return listedName(handleTypeNames[:], h, "HandleType") }
 
 // EPState is the state of an Endpoint (DAT_EP_STATE); see dat_ep_create(3DAT)
 // and dat_ep_get_status(3DAT).
@@ -305,12 +295,7 @@ var epStateNames = [...]string{
 
 // String returns the state name without its DAT_EP_STATE_ prefix, e.g.
 // "CONNECTED".
-func (s EPState) String() string {
-	if int(s) < len(epStateNames) {
-		return epStateNames[s]
-	}
-	return "EPState(" + strconv.Itoa(int(s)) + ")"
-}
+func (s EPState) String() string { return listedName(epStateNames[:], s, "EPState") }
 
 // StateSubtype returns the DAT_INVALID_STATE subtype that names state s,
 // for errors that report "the EP is in the wrong state".
