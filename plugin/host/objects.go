@@ -89,39 +89,37 @@ func (c *runningPlugin) epOf(id uint64, ia *proxyIA) api.EP {
 }
 
 func (c *runningPlugin) proxyEPOf(id uint64, ia *proxyIA) *proxyEP {
-	if id == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.objs[id].(*proxyEP); ok {
-		return e
-	}
-	if _, taken := c.objs[id]; taken || ia == nil {
-		return nil
-	}
-	e := &proxyEP{made: true}
-	e.c, e.ia, e.id, e.typ = c, ia, id, api.HandleEP
-	c.objs[id] = e
-	return e
+	return adopt(c, id, ia, api.HandleEP, func() *proxyEP { return &proxyEP{made: true} })
 }
 
 func (c *runningPlugin) crOf(id uint64, ia *proxyIA) api.CR {
+	if r := adopt(c, id, ia, api.HandleCR, func() *proxyCR { return &proxyCR{} }); r != nil {
+		return r
+	}
+	return nil
+}
+
+// adopt returns the proxy of type P under id or, if no proxy has id and ia
+// is given, registers the new one mk makes for an object of type t that
+// the provider made on its own; nil if id is 0 or names another type.
+func adopt[P proxy](c *runningPlugin, id uint64, ia *proxyIA, t api.HandleType, mk func() P) P {
+	var none P
 	if id == 0 {
-		return nil
+		return none
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.objs[id].(*proxyCR); ok {
-		return r
+	if p, ok := c.objs[id].(P); ok {
+		return p
 	}
 	if _, taken := c.objs[id]; taken || ia == nil {
-		return nil
+		return none
 	}
-	r := &proxyCR{}
-	r.c, r.ia, r.id, r.typ = c, ia, id, api.HandleCR
-	c.objs[id] = r
-	return r
+	p := mk()
+	b := p.base()
+	b.c, b.ia, b.id, b.typ = c, ia, id, t
+	c.objs[id] = p
+	return p
 }
 
 // proxyOf returns the proxy of id as the api interface T of its kind, or
