@@ -106,22 +106,20 @@ func parseClassic(name string, data []byte, errs *errList) *Config {
 			errs.addAt(pos(1), badVersion)
 			bad = true
 		}
-		switch fields[2].text {
-		case "threadsafe":
-			e.ThreadSafe = true
-		case "nonthreadsafe":
-		default:
-			errs.addAt(pos(2), fmt.Sprintf("threadsafety is %q; expected threadsafe or nonthreadsafe", fields[2].text))
+		// either reports whether field f, which must be yes or no, is yes.
+		either := func(f int, what, yes, no string) bool {
+			switch fields[f].text {
+			case yes:
+				return true
+			case no:
+				return false
+			}
+			errs.addAt(pos(f), fmt.Sprintf("%s is %q; expected %s or %s", what, fields[f].text, yes, no))
 			bad = true
+			return false
 		}
-		switch fields[3].text {
-		case "default":
-			e.Default = true
-		case "nondefault":
-		default:
-			errs.addAt(pos(3), fmt.Sprintf("default is %q; expected default or nondefault", fields[3].text))
-			bad = true
-		}
+		e.ThreadSafe = either(2, "threadsafety", "threadsafe", "nonthreadsafe")
+		e.Default = either(3, "default", "default", "nondefault")
 		if e.Library == "" {
 			errs.addAt(pos(4), "lib_path is empty; expected the provider library, e.g. libgodat-tcp.so or libdaplofa.so.2")
 			bad = true
