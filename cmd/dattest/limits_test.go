@@ -59,10 +59,7 @@ func TestIdleClientDoesNotBlockOthers(t *testing.T) {
 	cfg := inProcessWith(t, serverConfig{maxSessions: 2, idle: testTimeout})
 	ctx := testCtx(t)
 	n := openClientNode(t, cfg)
-	idle, err := dial(ctx, n, cfg, sessionCheck, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idle := mustDial(t, ctx, n, cfg, sessionCheck, 0)
 	defer idle.free()
 	rep, err := runCheck(ctx, cfg)
 	if err != nil {
@@ -78,10 +75,7 @@ func TestBusyRejected(t *testing.T) {
 	cfg := inProcessWith(t, serverConfig{maxSessions: 1, idle: testTimeout, busyWait: 50 * time.Millisecond, out: &log})
 	ctx := testCtx(t)
 	n := openClientNode(t, cfg)
-	first, err := dial(ctx, n, cfg, sessionCheck, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustDial(t, ctx, n, cfg, sessionCheck, 0)
 	defer first.free()
 	c, err := dial(ctx, n, cfg, sessionCheck, 0)
 	if err == nil {
@@ -115,18 +109,12 @@ func TestIdleSessionDropped(t *testing.T) {
 	cfg := inProcessWith(t, serverConfig{maxSessions: 1, idle: time.Second, out: &log})
 	ctx := testCtx(t)
 	n := openClientNode(t, cfg)
-	c, err := dial(ctx, n, cfg, sessionCheck, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, ctx, n, cfg, sessionCheck, 0)
 	defer c.free()
 	awaitDrop(t, c)
 	log.waitFor(t, "0 requests, dropped: idle for 1s", 1)
 	// Its session (the only one) is free again.
-	c2, err := dial(ctx, n, cfg, sessionCheck, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := mustDial(t, ctx, n, cfg, sessionCheck, 0)
 	defer c2.free()
 	if err := c2.ping(ctx, kindPing, 100, 1, nil, 3); err != nil {
 		t.Fatal(err)
@@ -141,10 +129,7 @@ func TestPollSyncSilenceEnds(t *testing.T) {
 	cfg := inProcessWith(t, serverConfig{idle: 300 * time.Millisecond, out: &log})
 	ctx := testCtx(t)
 	n := openClientNode(t, cfg)
-	c, err := dial(ctx, n, cfg, sessionBench, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, ctx, n, cfg, sessionBench, 0)
 	defer c.free()
 	if err := c.serverMode(ctx, true); err != nil {
 		t.Fatal(err)
@@ -193,10 +178,7 @@ func TestOversizedRequestRefused(t *testing.T) {
 	cfg := inProcess(t)
 	ctx := testCtx(t)
 	n := openClientNode(t, cfg)
-	c, err := dial(ctx, n, cfg, sessionBench, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, ctx, n, cfg, sessionBench, 1<<20)
 	defer c.close(ctx)
 	half := make([]byte, ctrlSize/2)
 	req := newMsg(kindSync).bytes(tagPayload, half[:ctrlSize/2-1]).bytes(tagPayload, half[:ctrlSize/2-1])

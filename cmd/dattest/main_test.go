@@ -163,10 +163,7 @@ func TestServerSurvivesVanishingClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dial(ctx, n, cfg, sessionCheck, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, ctx, n, cfg, sessionCheck, 0)
 	if err := c.ping(ctx, kindPing, 100, 1, nil, 7); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +188,17 @@ func TestServerSurvivesVanishingClient(t *testing.T) {
 	checkAllPass(t, rep)
 }
 
+// mustDial dials a session of kind with messages up to maxSize bytes from
+// n to cfg's server, failing the test if it cannot.
+func mustDial(t *testing.T, ctx context.Context, n *node, cfg clientConfig, kind uint64, maxSize int) *client {
+	t.Helper()
+	c, err := dial(ctx, n, cfg, kind, maxSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // benchSession opens IA name of cfg.reg, dials a bench session of
 // size-byte messages on it and asks for the server's window. The session
 // and then the IA are closed when the test ends.
@@ -205,10 +213,7 @@ func benchSession(t *testing.T, ctx context.Context, name string, cfg clientConf
 			t.Error(err)
 		}
 	})
-	c, err := dial(ctx, n, cfg, sessionBench, size)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, ctx, n, cfg, sessionBench, size)
 	t.Cleanup(func() {
 		if err := c.close(ctx); err != nil {
 			t.Error(err)
