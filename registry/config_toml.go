@@ -152,35 +152,33 @@ func (r *tomlTable) onlyKeys(known []string) {
 // was one; a value of another type, or a missing required key, is
 // reported.
 func (r *tomlTable) str(k string, required bool, dst *string) bool {
-	v, ok := r.t[k]
-	if !ok {
-		if required {
-			r.errs.addAt(r.header(), fmt.Sprintf("[[%s]] table has no %s; expected %s = \"...\" (required)", r.kind, k, k))
-		}
+	if _, ok := r.t[k]; !ok && required {
+		r.errs.addAt(r.header(), fmt.Sprintf("[[%s]] table has no %s; expected %s = \"...\" (required)", r.kind, k, k))
 		return false
 	}
-	s, ok := v.(string)
-	if !ok {
-		r.errs.addAt(r.valPos(k), fmt.Sprintf("%s is %s; expected a string", k, describeTOMLValue(v)))
-		return false
-	}
-	*dst = s
-	return true
+	return tomlValue(r, k, dst, "a string")
 }
 
 // boolean sets *dst to the boolean value of key k and reports whether
 // there was one; a value of another type is reported.
 func (r *tomlTable) boolean(k string, dst *bool) bool {
+	return tomlValue(r, k, dst, "true or false (a TOML boolean, not quoted)")
+}
+
+// tomlValue sets *dst to the value of key k if it is a T and reports
+// whether it did; a value of another type is reported as not the expected
+// one.
+func tomlValue[T any](r *tomlTable, k string, dst *T, expected string) bool {
 	v, ok := r.t[k]
 	if !ok {
 		return false
 	}
-	b, ok := v.(bool)
+	x, ok := v.(T)
 	if !ok {
-		r.errs.addAt(r.valPos(k), fmt.Sprintf("%s is %s; expected true or false (a TOML boolean, not quoted)", k, describeTOMLValue(v)))
+		r.errs.addAt(r.valPos(k), fmt.Sprintf("%s is %s; expected %s", k, describeTOMLValue(v), expected))
 		return false
 	}
-	*dst = b
+	*dst = x
 	return true
 }
 
