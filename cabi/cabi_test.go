@@ -306,8 +306,7 @@ func runPair(t *testing.T, prog string, port int, serverEnv, server, client []st
 
 // TestDtest runs OFA's dtest over godat's tcp IA in each of its modes.
 func TestDtest(t *testing.T) {
-	prog := dapl(t, "dtest")
-	for _, mode := range []string{
+	pairModes(t, dapl(t, "dtest"), 15828, "DAPL Test Complete. PASSED",
 		"",                            // as the issue runs it: 4 MiB messages and writes
 		"-B 100 -b 65536 -p",          // polling
 		"-B 100 -b 65536 -c",          // CNO
@@ -318,13 +317,20 @@ func TestDtest(t *testing.T) {
 		"-B 4 -b 65536 -W -a -i 8192", // RDMA write ping-pong, all sizes (slow over tcp: docs/cabi.md)
 		"-B 100 -b 65536 -t",          // timings
 		"-B 100 -b 65536 -p -c -d 1",  // polling, CNO, accept delayed a second
-	} {
-		t.Run(strings.ReplaceAll(strings.TrimSpace(mode), " ", ""), func(t *testing.T) {
+	)
+}
+
+// pairModes runs prog's server and client over the tcp IA once per mode,
+// the extra arguments of both, each in a subtest named after its mode;
+// both must say done.
+func pairModes(t *testing.T, prog string, port int, done string, modes ...string) {
+	for _, mode := range modes {
+		t.Run(strings.ReplaceAll(mode, " ", ""), func(t *testing.T) {
 			args := strings.Fields(mode)
-			pair(t, prog, 15828,
+			pair(t, prog, port,
 				append([]string{"-P", "tcp", "-s"}, args...),
 				append([]string{"-P", "tcp", "-h", "127.0.0.1"}, args...),
-				"DAPL Test Complete. PASSED", "DAPL Test Complete. PASSED")
+				done, done)
 		})
 	}
 }
@@ -437,16 +443,7 @@ func dtestcmRaced(out string, n int) bool {
 }
 
 func TestDtestsrq(t *testing.T) {
-	prog := dapl(t, "dtestsrq")
-	for _, mode := range []string{"", "-c 10 -B 10 -t 5", "-b 65536"} {
-		t.Run(strings.ReplaceAll(mode, " ", ""), func(t *testing.T) {
-			args := strings.Fields(mode)
-			pair(t, prog, 45248,
-				append([]string{"-P", "tcp", "-s"}, args...),
-				append([]string{"-P", "tcp", "-h", "127.0.0.1"}, args...),
-				"DAPL RC SRQ Test Complete.", "DAPL RC SRQ Test Complete.")
-		})
-	}
+	pairModes(t, dapl(t, "dtestsrq"), 45248, "DAPL RC SRQ Test Complete.", "", "-c 10 -B 10 -t 5", "-b 65536")
 }
 
 // TestDtestx checks that the IB extension test ends with a clear message,
