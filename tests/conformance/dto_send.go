@@ -116,15 +116,17 @@ func postSendGroups() []group {
 				p := t.pair()
 				n := t.inPlaceLen(p, false)
 				sr, rr := p.cli.region(n, rw), p.srv.region(n, rw)
-				inPlaceDo(func(round int) {
+				inPlaceDo(func(round int) bool {
 					want := sr.fill(0, n, byte(1+round*37))
 					clear(rr.b)
 					p.srv.postRecv(rr, 0, n, api.Cookie(round))
 					rp := t.poll(p.srv.recv, api.Cookie(round), rr.b[:n], want, fmt.Sprintf("round %d, the receive of %d bytes", round, n))
 					sp := t.poll(p.cli.req, api.Cookie(100+round), rr.b[:n], want, fmt.Sprintf("round %d, the send of %d bytes", round, n))
+					rp.start()
+					sp.start()
 					p.cli.postSend(sr, 0, n, api.Cookie(100+round))
-					rp.check()
-					sp.check()
+					recvClose, sendClose := rp.check(), sp.check()
+					return recvClose || sendClose
 				})
 			}},
 			{"RETURN VALUES", "MaxRequestDTOs sends may wait for the peer's receives; one more is DAT_INSUFFICIENT_RESOURCES, and those posted complete once receives come", func(t *checkT) {

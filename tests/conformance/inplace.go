@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/godat/godat/api"
@@ -13,18 +14,39 @@ import (
 // for inPlaceFor (up to inPlaceMaxRounds): a provider that makes a
 // completion visible before its data is placed shows it only in a round
 // where the polling goroutine runs while the data is being placed, which
-// on a busy machine may take many rounds.
+// on a busy machine may take many rounds. So it also goes on, for up to
+// inPlaceMaxFor, until inPlaceRounds rounds were watched closely: rounds
+// in which a poller was running when the completion it took became
+// visible, which is when a completion that races its data shows. A
+// poller watched closely if the call of Dequeue that found the completion
+// began within inPlaceGap of the start of a call that found nothing, and
+// took at most inPlaceCall: long enough for a provider that moves data
+// inside the poll (tcp), shorter than placing the data of a transfer
+// (so a completion that came before its data would have been seen in
+// time), and far shorter than the time slice of a poller the scheduler
+// set aside, wherever in its loop that happened.
 const (
 	inPlaceRounds    = 16
 	inPlaceFor       = 200 * time.Millisecond
+	inPlaceMaxFor    = 2 * time.Second
 	inPlaceMaxRounds = 1024
+	inPlaceGap       = 50 * time.Microsecond
+	inPlaceCall      = 100 * time.Microsecond
 )
 
-// inPlaceDo runs round for each transfer of an in-place check.
-func inPlaceDo(round func(int)) {
+// inPlaceDo runs round for each transfer of an in-place check; round
+// reports whether its pollers watched closely.
+func inPlaceDo(round func(int) bool) {
 	start := time.Now()
-	for k := 0; k < inPlaceMaxRounds && (k < inPlaceRounds || time.Since(start) < inPlaceFor); k++ {
-		round(k)
+	watched := 0
+	for k := 0; k < inPlaceMaxRounds; k++ {
+		since := time.Since(start)
+		if k >= inPlaceRounds && since >= inPlaceFor && (watched >= inPlaceRounds || since >= inPlaceMaxFor) {
+			return
+		}
+		if round(k) {
+			watched++
+		}
 	}
 }
 
@@ -39,10 +61,12 @@ const inPlaceSize = 4 << 20
 // there. A provider that places data synchronously (loopback) shows a
 // completion that races its data only to such a consumer.
 type poller struct {
-	t    *checkT
-	evd  api.EVD
-	what string
-	res  chan string // "" or what went wrong
+	t       *checkT
+	evd     api.EVD
+	what    string
+	posting atomic.Bool // set by start: the transfer is being posted
+	res     chan string // "" or what went wrong
+	closely bool        // written before res: the poller watched closely (inPlaceGap), after start
 }
 
 // poll starts a poller on evd that, at its first event, expects the DTO
@@ -53,13 +77,19 @@ func (t *checkT) poll(evd api.EVD, cookie api.Cookie, dst, want []byte, what str
 	t.spawn(func() {
 		var ev api.Event
 		deadline := time.Now().Add(eventTimeout)
+		var empty time.Time // the start of the last call that found none, once posting
 		for first := true; ; first = false {
+			called := time.Now()
 			err := evd.Dequeue(&ev)
 			if first {
 				close(started)
 			}
 			if err == nil {
+				p.closely = !empty.IsZero() && called.Sub(empty) <= inPlaceGap && time.Since(called) <= inPlaceCall
 				break
+			}
+			if p.posting.Load() {
+				empty = called
 			}
 			if !errors.Is(err, api.ErrQueueEmpty) {
 				p.res <- fmt.Sprintf("EVD.Dequeue: %v", err)
@@ -86,17 +116,23 @@ func (t *checkT) poll(evd api.EVD, cookie api.Cookie, dst, want []byte, what str
 	return p
 }
 
-// check waits for the poller's verdict.
-func (p *poller) check() {
+// start tells the poller that the transfer is about to be posted.
+func (p *poller) start() { p.posting.Store(true) }
+
+// check waits for the poller's verdict, and reports whether the poller
+// watched the completion closely (see inPlaceRounds).
+func (p *poller) check() bool {
 	p.t.T.Helper()
 	select {
 	case r := <-p.res:
 		if r != "" {
 			p.t.Fatalf("%s: %s", p.what, r)
 		}
+		return p.closely
 	case <-time.After(eventTimeout + shortWait):
 		p.t.Fatalf("%s: the polling consumer did not finish", p.what)
 	}
+	return false
 }
 
 // inPlaceLen is the transfer size of the in-place checks on p: inPlaceSize,
@@ -151,18 +187,19 @@ func (t *checkT) inPlaceRDMA(write bool, seed, step int) {
 	} else {
 		src, dst = p.srv.region(n, remote), p.cli.region(n, rw)
 	}
-	inPlaceDo(func(round int) {
+	inPlaceDo(func(round int) bool {
 		want := src.fill(0, n, byte(seed+round*step))
 		clear(dst.b)
 		cookie := api.Cookie(round)
 		if write {
 			wp := t.poll(p.cli.req, cookie, dst.b[:n], want, fmt.Sprintf("round %d, an RDMA write of %d bytes", round, n))
+			wp.start()
 			t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, n), cookie, dst.rtr(0, n), api.CompletionDefault), "PostRDMAWrite")
-			wp.check()
-			return
+			return wp.check()
 		}
 		rp := t.poll(p.cli.req, cookie, dst.b[:n], want, fmt.Sprintf("round %d, an RDMA read of %d bytes", round, n))
+		rp.start()
 		t.noErr(p.cli.ep.PostRDMARead(dst.iov(0, n), cookie, src.rtr(0, n), api.CompletionDefault), "PostRDMARead")
-		rp.check()
+		return rp.check()
 	})
 }
