@@ -23,6 +23,7 @@ type quiet struct {
 	waitErr     error         // waitFD's read error (reader scratch: pollers have rxErr)
 	goQuiet     bool          // waitFD found pollers at work (reader scratch)
 	quietIn     time.Duration // how long until the quiet check looks again (under ia.mu)
+	lookedSoon  bool          // the coming look is the soon one, after a look that found input waiting (under ia.mu)
 }
 
 // A quiet connection's reader looks whether pollers still drive it
@@ -31,9 +32,12 @@ type quiet struct {
 // the socket again. (Each look wakes a runtime thread, which on a small
 // machine preempts the very consumer that polls; the doubling keeps
 // steady polling down to a few looks a second.)
+// A look that finds input waiting in the socket while pollers seem at
+// work looks again quietSoon later, once, before the doubled interval.
 const (
 	quietCheck = time.Millisecond
 	quietMax   = 16 * time.Millisecond
+	quietSoon  = 100 * time.Microsecond
 )
 
 // enterQuiet stops watching the socket for input: pollers drive the
@@ -48,7 +52,7 @@ func (c *conn) enterQuiet() {
 	}
 	c.ia.mu.Lock()
 	if !c.closing {
-		c.quietIn, c.rxPollsSeen = quietCheck, c.rxPolls
+		c.quietIn, c.rxPollsSeen, c.lookedSoon = quietCheck, c.rxPolls, false
 		_ = c.nc.SetReadDeadline(time.Now().Add(quietCheck))
 	}
 	c.ia.mu.Unlock()

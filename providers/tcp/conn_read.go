@@ -152,16 +152,33 @@ func (c *conn) kicked(err error) bool {
 	// writer waiting for this one: both ends would stall.
 	polled := c.polled.Swap(false)
 	busy := c.rxTok.Load() != 0 || c.wbusy && !c.wblock
+	pending := -1 // bytes waiting in the socket; -1: not asked yet
 	if polled && !busy && c.isQuiet() {
-		busy = c.rxPolls != c.rxPollsSeen || c.sk.Pending() == 0
+		pending = c.sk.Pending()
+		busy = c.rxPolls != c.rxPollsSeen || pending == 0
 	}
 	c.rxPollsSeen = c.rxPolls
 	c.settleReap()
 	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
-		// send an ACK they left waiting too long.
-		c.quietIn = min(2*c.quietIn, quietMax)
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.quietIn))
+		// send an ACK they left waiting too long. If input waits, look
+		// again soon instead, once: pollers that read the stream take
+		// it within that time, and a consumer that stopped polling
+		// (it watches memory for the next message) does not leave it
+		// waiting for a whole doubled interval.
+		if pending < 0 {
+			pending = c.sk.Pending()
+		}
+		next := quietSoon
+		if pending == 0 || c.lookedSoon {
+			c.quietIn = min(2*c.quietIn, quietMax)
+			next = c.quietIn
+		}
+		c.lookedSoon = next == quietSoon
+		_ = c.nc.SetReadDeadline(time.Now().Add(next))
+		if testHookLook != nil {
+			testHookLook(c, pending > 0, next)
+		}
 		if at := c.ackAt.Load(); at != 0 && (at == ackOwed || time.Now().UnixNano()-at >= int64(credDelay)) && c.ackDue() {
 			c.checkAck()
 		}
@@ -197,11 +214,14 @@ func (c *conn) checkAck() {
 // Set by tests only: testHookQuiet sees connections enter (true) and
 // leave (false) quiet mode; testHookCheckAck sees a quiet check send an
 // ACK that nobody else did; testHookStall sees a quiet check end quiet
-// mode on a connection whose input waited for it.
+// mode on a connection whose input waited for it; testHookLook sees a
+// quiet check that keeps the connection quiet, whether input waited, and
+// when it looks next.
 var (
 	testHookQuiet    func(c *conn, entered bool)
 	testHookCheckAck func()
 	testHookStall    func(c *conn)
+	testHookLook     func(c *conn, pending bool, next time.Duration)
 )
 
 // waitRx waits until there is something to read, and reads it into the

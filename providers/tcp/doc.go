@@ -268,7 +268,14 @@
 //     read any of (pollers that come only between messages: a consumer
 //     that answers too slowly for its ACKs to ride, say, and watches
 //     memory for the next message), which bounds what such a consumer
-//     waits to two looks.
+//     waits to two looks. A look that finds input waiting although the
+//     pollers read frames since the last one looks again quietSoon
+//     (100 µs; about a millisecond where the runtime's sleeping threads
+//     time it) later rather than after the doubled interval: pollers
+//     that read the stream have taken it by then, and one that polled
+//     for its own completions and then stopped to watch memory (dtest
+//     -W before its ACKs ride) has its message read at that second
+//     look, not up to quietMax later.
 //   - A post writes its frame itself, without waiting, when nothing is in
 //     flight. A consumer that streams (posts while earlier requests are
 //     in flight) has its frames written in batches, several per writev:

@@ -954,3 +954,126 @@ func newRDMAEnd(t *testing.T, c *client, size int) *rdmaEnd {
 	p, _ := l.Query()
 	return &rdmaEnd{c: c, land: b[:size], src: b[size:], srcTri: p.Triplet(uint64(size), uint32(size)), dst: p.RemoteTriplet(0, uint32(size))}
 }
+
+// TestQuietCheckLooksSoonAtWaitingInput checks the quiet check's second
+// look: a look that finds input waiting while pollers seem at work (they
+// read frames since the last look) looks again quietSoon later instead of
+// after the doubled interval, and if no poll came meanwhile the reader
+// takes the input. A consumer that polled for its own completions and
+// then stopped to watch memory for the peer's next message (dtest -W)
+// otherwise left that message in the socket for up to quietMax.
+func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
+	type look struct {
+		pending bool
+		next    time.Duration
+	}
+	var quiet atomic.Pointer[conn]
+	var polling atomic.Bool // the simulated pollers below mark polls (under ia.mu)
+	left := make(chan *conn, 64)
+	looks := make(chan look, 64)
+	testHookQuiet = func(c *conn, in bool) {
+		if in {
+			quiet.CompareAndSwap(nil, c)
+		} else {
+			select {
+			case left <- c:
+			default:
+			}
+		}
+	}
+	testHookLook = func(c *conn, pending bool, next time.Duration) {
+		if c == quiet.Load() {
+			if pending {
+				polling.Store(false) // (ia.mu is held: no mark comes after this look)
+			}
+			select {
+			case looks <- look{pending, next}:
+			default:
+			}
+		}
+	}
+	t.Cleanup(func() { testHookQuiet, testHookLook = nil, nil })
+	cli, srv := benchPair(t)
+	var c *conn
+	for end := time.Now().Add(10 * time.Second); ; {
+		pingPong(t, cli, srv, 64, 200, true, true, nil)
+		if c = quiet.Load(); c != nil && c.isQuiet() {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("two polling consumers did not keep a connection quiet")
+		}
+	}
+	rx, tx := srv, cli
+	if prm, err := cli.ep.Query(); err == nil {
+		if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok && a.Port == int(prm.RemotePortQual) {
+			rx, tx = cli, srv // c is the client's
+		}
+	}
+	// Pollers that read frames until the message comes, reduced to the
+	// marks their polls leave; they stop at the look that sees it waiting.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Microsecond):
+			}
+			c.ia.mu.Lock()
+			if polling.Load() {
+				c.rxPolls++
+				c.markPolled()
+			}
+			c.ia.mu.Unlock()
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for len(left) > 0 || len(looks) > 0 {
+		select {
+		case <-left:
+		case <-looks:
+		}
+	}
+	polling.Store(true)
+	if err := rx.ep.PostRecv([]api.LMRTriplet{rx.lmr.Triplet(0, 64)}, 41, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ep.PostSend([]api.LMRTriplet{tx.lmr.Triplet(0, 64)}, 42, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	limit := time.After(5 * time.Second)
+	saw := false
+	for ended := false; !ended; {
+		select {
+		case l := <-looks:
+			switch {
+			case l.pending && !saw:
+				saw = true
+				if l.next != quietSoon {
+					t.Fatalf("a look that found input waiting looks again after %v, want quietSoon (%v)", l.next, quietSoon)
+				}
+			case saw:
+				t.Fatalf("the look after the one that found input waiting kept the connection quiet (next look after %v), with no poll since", l.next)
+			}
+		case l := <-left:
+			ended = l == c
+		case <-limit:
+			t.Fatal("the message waited in a quiet connection's socket (5 s)")
+		}
+	}
+	if !saw {
+		t.Fatal("quiet mode ended before a look found the message waiting: the pollers' marks did not keep it")
+	}
+	var ev api.Event
+	nextEvent(t, rx.recv, true, &ev)
+	if ev.DTO.Cookie != 41 || ev.DTO.Status != api.DTOSuccess {
+		t.Fatalf("receive: %+v", ev.DTO)
+	}
+	nextEvent(t, tx.req, false, &ev)
+	if ev.DTO.Cookie != 42 || ev.DTO.Status != api.DTOSuccess {
+		t.Fatalf("send: %+v", ev.DTO)
+	}
+}
