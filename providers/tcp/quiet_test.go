@@ -772,63 +772,19 @@ func TestDrivenWaitSendsWriteACK(t *testing.T) {
 // waited through a look with no poll reading any of it, the reader
 // watches the socket again and takes it, however often the pollers poll.
 func TestQuietCheckTakesStalledInput(t *testing.T) {
-	var quiet atomic.Pointer[conn]
-	left := make(chan *conn, 64)
-	testHookQuiet = func(c *conn, in bool) {
-		if in {
-			quiet.CompareAndSwap(nil, c)
-		} else {
-			select {
-			case left <- c:
-			default:
-			}
-		}
-	}
-	t.Cleanup(func() { testHookQuiet = nil })
-	cli, srv := benchPair(t)
+	quiet, left := watchQuiet(t)
 	// A consumer that polls between messages, reduced to the mark its
 	// polls leave (a poll that finds the socket empty reads nothing).
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Microsecond):
-			}
-			if c := quiet.Load(); c != nil {
-				c.markPolled()
-			}
+	defer every(100*time.Microsecond, func() {
+		if c := quiet.Load(); c != nil {
+			c.markPolled()
 		}
-	}()
-	defer func() { close(stop); <-done }()
-	var c *conn
-	for end := time.Now().Add(10 * time.Second); ; {
-		pingPong(t, cli, srv, 64, 200, true, true, nil)
-		if c = quiet.Load(); c != nil && c.isQuiet() {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("two polling consumers did not keep a connection quiet")
-		}
-	}
-	rx, tx := srv, cli
-	if prm, err := cli.ep.Query(); err == nil {
-		if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok && a.Port == int(prm.RemotePortQual) {
-			rx, tx = cli, srv // c is the client's
-		}
-	}
+	})()
+	c, rx, tx := makeQuiet(t, quiet)
 	for len(left) > 0 {
 		<-left
 	}
-	if err := rx.ep.PostRecv([]api.LMRTriplet{rx.lmr.Triplet(0, 64)}, 41, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.ep.PostSend([]api.LMRTriplet{tx.lmr.Triplet(0, 64)}, 42, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
+	postMessage(t, rx, tx)
 	for limit := time.After(5 * time.Second); ; {
 		select {
 		case l := <-left:
@@ -840,15 +796,7 @@ func TestQuietCheckTakesStalledInput(t *testing.T) {
 		}
 		break
 	}
-	var ev api.Event
-	nextEvent(t, rx.recv, true, &ev)
-	if ev.DTO.Cookie != 41 || ev.DTO.Status != api.DTOSuccess {
-		t.Fatalf("receive: %+v", ev.DTO)
-	}
-	nextEvent(t, tx.req, false, &ev)
-	if ev.DTO.Cookie != 42 || ev.DTO.Status != api.DTOSuccess {
-		t.Fatalf("send: %+v", ev.DTO)
-	}
+	expectMessage(t, rx, tx)
 }
 
 // TestQuietWithBlockedWriter checks that a transfer goes on without its
@@ -967,20 +915,9 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 		pending bool
 		next    time.Duration
 	}
-	var quiet atomic.Pointer[conn]
+	quiet, left := watchQuiet(t)
 	var polling atomic.Bool // the simulated pollers below mark polls (under ia.mu)
-	left := make(chan *conn, 64)
 	looks := make(chan look, 64)
-	testHookQuiet = func(c *conn, in bool) {
-		if in {
-			quiet.CompareAndSwap(nil, c)
-		} else {
-			select {
-			case left <- c:
-			default:
-			}
-		}
-	}
 	testHookLook = func(c *conn, pending bool, next time.Duration) {
 		if c == quiet.Load() {
 			if pending {
@@ -992,45 +929,18 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 			}
 		}
 	}
-	t.Cleanup(func() { testHookQuiet, testHookLook = nil, nil })
-	cli, srv := benchPair(t)
-	var c *conn
-	for end := time.Now().Add(10 * time.Second); ; {
-		pingPong(t, cli, srv, 64, 200, true, true, nil)
-		if c = quiet.Load(); c != nil && c.isQuiet() {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("two polling consumers did not keep a connection quiet")
-		}
-	}
-	rx, tx := srv, cli
-	if prm, err := cli.ep.Query(); err == nil {
-		if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok && a.Port == int(prm.RemotePortQual) {
-			rx, tx = cli, srv // c is the client's
-		}
-	}
+	t.Cleanup(func() { testHookLook = nil })
+	c, rx, tx := makeQuiet(t, quiet)
 	// Pollers that read frames until the message comes, reduced to the
 	// marks their polls leave; they stop at the look that sees it waiting.
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Microsecond):
-			}
-			c.ia.mu.Lock()
-			if polling.Load() {
-				c.rxPolls++
-				c.markPolled()
-			}
-			c.ia.mu.Unlock()
+	defer every(100*time.Microsecond, func() {
+		c.ia.mu.Lock()
+		if polling.Load() {
+			c.rxPolls++
+			c.markPolled()
 		}
-	}()
-	defer func() { close(stop); <-done }()
+		c.ia.mu.Unlock()
+	})()
 	for len(left) > 0 || len(looks) > 0 {
 		select {
 		case <-left:
@@ -1038,12 +948,7 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 		}
 	}
 	polling.Store(true)
-	if err := rx.ep.PostRecv([]api.LMRTriplet{rx.lmr.Triplet(0, 64)}, 41, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.ep.PostSend([]api.LMRTriplet{tx.lmr.Triplet(0, 64)}, 42, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
+	postMessage(t, rx, tx)
 	limit := time.After(5 * time.Second)
 	saw := false
 	for ended := false; !ended; {
@@ -1067,6 +972,65 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 	if !saw {
 		t.Fatal("quiet mode ended before a look found the message waiting: the pollers' marks did not keep it")
 	}
+	expectMessage(t, rx, tx)
+}
+
+// watchQuiet sets testHookQuiet for a test: quiet holds the first
+// connection that goes quiet, left receives those that leave quiet mode.
+func watchQuiet(t *testing.T) (quiet *atomic.Pointer[conn], left chan *conn) {
+	quiet, left = new(atomic.Pointer[conn]), make(chan *conn, 64)
+	testHookQuiet = func(c *conn, in bool) {
+		if in {
+			quiet.CompareAndSwap(nil, c)
+		} else {
+			select {
+			case left <- c:
+			default:
+			}
+		}
+	}
+	t.Cleanup(func() { testHookQuiet = nil })
+	return quiet, left
+}
+
+// makeQuiet connects a pair and runs polling ping-pongs until the
+// connection in quiet (see watchQuiet) is quiet; rx is the end that
+// connection belongs to, tx the other.
+func makeQuiet(t *testing.T, quiet *atomic.Pointer[conn]) (c *conn, rx, tx *client) {
+	t.Helper()
+	cli, srv := benchPair(t)
+	for end := time.Now().Add(10 * time.Second); ; {
+		pingPong(t, cli, srv, 64, 200, true, true, nil)
+		if c = quiet.Load(); c != nil && c.isQuiet() {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("two polling consumers did not keep a connection quiet")
+		}
+	}
+	rx, tx = srv, cli
+	if prm, err := cli.ep.Query(); err == nil {
+		if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok && a.Port == int(prm.RemotePortQual) {
+			rx, tx = cli, srv // c is the client's
+		}
+	}
+	return c, rx, tx
+}
+
+// postMessage sends a 64-byte message from tx to a receive rx posts
+// (cookies 42 and 41); expectMessage checks that both completed.
+func postMessage(t *testing.T, rx, tx *client) {
+	t.Helper()
+	if err := rx.ep.PostRecv([]api.LMRTriplet{rx.lmr.Triplet(0, 64)}, 41, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ep.PostSend([]api.LMRTriplet{tx.lmr.Triplet(0, 64)}, 42, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expectMessage(t *testing.T, rx, tx *client) {
+	t.Helper()
 	var ev api.Event
 	nextEvent(t, rx.recv, true, &ev)
 	if ev.DTO.Cookie != 41 || ev.DTO.Status != api.DTOSuccess {
@@ -1076,4 +1040,22 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 	if ev.DTO.Cookie != 42 || ev.DTO.Status != api.DTOSuccess {
 		t.Fatalf("send: %+v", ev.DTO)
 	}
+}
+
+// every runs f on a goroutine of its own every d until the function it
+// returns is called, which waits for that goroutine to end.
+func every(d time.Duration, f func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(d):
+			}
+			f()
+		}
+	}()
+	return func() { close(quit); <-done }
 }
