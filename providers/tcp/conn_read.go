@@ -161,11 +161,10 @@ func (c *conn) kicked(err error) bool {
 	c.settleReap()
 	if !kick && c.isQuiet() && busy {
 		// Pollers still drive the connection: look again later, and
-		// send an ACK they left waiting too long. If input waits, look
-		// again soon instead, once: pollers that read the stream take
-		// it within that time, and a consumer that stopped polling
-		// (it watches memory for the next message) does not leave it
-		// waiting for a whole doubled interval.
+		// send an ACK they left waiting too long. Input waiting gets the
+		// soon look (quietSoon): pollers that read the stream take it by
+		// then, and one that stopped to watch memory would otherwise
+		// leave it for a whole doubled interval.
 		if pending < 0 {
 			pending = c.sk.Pending()
 		}
