@@ -191,13 +191,16 @@ func (c *conn) kicked(err error) bool {
 		testHookStall(c)
 	}
 	c.watchOn()
+	// The deadline goes with quiet mode, before checkAck: its write
+	// releases ia.mu, and a driven Wait may make the connection quiet
+	// again meanwhile, with a deadline of its own that must stand.
+	_ = c.nc.SetReadDeadline(time.Time{})
 	if c.directRest || c.tx.Len() > 0 {
 		c.cond.Signal()
 	}
 	if c.ackAt.Load() != 0 && c.ackDue() {
 		c.checkAck()
 	}
-	_ = c.nc.SetReadDeadline(time.Time{})
 	return true
 }
 

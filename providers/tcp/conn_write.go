@@ -414,6 +414,9 @@ func (c *conn) pollTx() bool {
 func (c *conn) writeHeld(quick bool) bool {
 	mu := &c.ia.mu
 	mu.Unlock()
+	if testHookWriting != nil {
+		testHookWriting(c)
+	}
 	done, err := c.writeNB()
 	if quick {
 		c.quickAck()
@@ -439,6 +442,10 @@ func (c *conn) writeHeld(quick bool) bool {
 	}
 	return true
 }
+
+// testHookWriting, set by tests only, sees each writeHeld with ia.mu
+// released, before it writes.
+var testHookWriting func(c *conn)
 
 // writeNB writes wvec with one non-blocking writev and drops what was
 // written from it; done reports that nothing is left.

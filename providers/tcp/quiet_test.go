@@ -975,6 +975,90 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 	expectMessage(t, rx, tx)
 }
 
+// TestQuietCheckKeepsWaiterDeadline checks a quiet check that ends quiet
+// mode and sends an owed ACK against a waiter that makes the connection
+// quiet again while that ACK is written (ia.mu is released for the
+// write): the waiter's quiet mode must keep its read deadline, or the
+// reader never looks again, and what the pollers left (the rest of a
+// write, input) waits for ever. dtest's default run hung so in CI.
+func TestQuietCheckKeepsWaiterDeadline(t *testing.T) {
+	for range 5 {
+		if quietCheckRacesWaiter(t) {
+			return
+		}
+	}
+	t.Fatal("in 5 tries no quiet check that ended quiet mode sent the owed credit update: nothing shown")
+}
+
+// quietCheckRacesWaiter is one try of TestQuietCheckKeepsWaiterDeadline;
+// false: the quiet check that ends quiet mode had no ACK to send.
+func quietCheckRacesWaiter(t *testing.T) bool {
+	quiet, left := watchQuiet(t)
+	looks := make(chan bool, 64)
+	testHookLook = func(lc *conn, _ bool, _ time.Duration) {
+		if lc == quiet.Load() {
+			select {
+			case looks <- true:
+			default:
+			}
+		}
+	}
+	var inEndCheck, raced atomic.Bool
+	var watched atomic.Pointer[conn] // the connection the hooks act on, once set
+	testHookCheckAck = func() {
+		if c := watched.Load(); c != nil && !c.isQuiet() { // (the check that ends quiet mode has watched again)
+			inEndCheck.Store(true)
+		}
+	}
+	testHookWriting = func(w *conn) {
+		if w == watched.Load() && inEndCheck.CompareAndSwap(true, false) {
+			w.enterQuiet() // what a driven Wait does when it finds the connection watched
+			raced.Store(true)
+		}
+	}
+	t.Cleanup(func() { testHookLook, testHookCheckAck, testHookWriting = nil, nil, nil })
+	qc, rx, _ := makeQuiet(t, quiet)
+	// Pollers keep the connection quiet, then stop; once a look has
+	// seen their last mark, the next one ends quiet mode.
+	stop := every(100*time.Microsecond, qc.markPolled)
+	time.Sleep(5 * time.Millisecond)
+	stop()
+	for len(looks) > 0 || len(left) > 0 {
+		select {
+		case <-looks:
+		case <-left:
+		}
+	}
+	select {
+	case <-looks:
+	case <-left:
+		return false // quiet mode ended already
+	case <-time.After(5 * time.Second):
+		return false
+	}
+	watched.Store(qc)
+	// A receive posted while the peer may be out of credits leaves the
+	// credit update to the quiet check (no pollers call in).
+	if err := rx.ep.PostRecv([]api.LMRTriplet{rx.lmr.Triplet(0, 64)}, 41, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	limit := time.After(5 * time.Second)
+	for ends := 0; ends < 2; {
+		select {
+		case l := <-left:
+			if l == qc {
+				ends++
+			}
+		case <-limit:
+			if !raced.Load() {
+				return false
+			}
+			t.Fatal("after a waiter made the connection quiet while the quiet check that ended quiet mode wrote its ACK, the reader never looked again (5 s)")
+		}
+	}
+	return raced.Load()
+}
+
 // watchQuiet sets testHookQuiet for a test: quiet holds the first
 // connection that goes quiet, left receives those that leave quiet mode.
 func watchQuiet(t *testing.T) (quiet *atomic.Pointer[conn], left chan *conn) {
