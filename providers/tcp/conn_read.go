@@ -196,6 +196,9 @@ func (c *conn) kicked(err error) bool {
 	// again meanwhile, with a deadline of its own that must stand.
 	_ = c.nc.SetReadDeadline(time.Time{})
 	if c.directRest || c.tx.Len() > 0 {
+		if c.directRest && testHookRestLate != nil {
+			testHookRestLate(c)
+		}
 		c.cond.Signal()
 	}
 	if c.ackAt.Load() != 0 && c.ackDue() {
@@ -218,12 +221,14 @@ func (c *conn) checkAck() {
 // ACK that nobody else did; testHookStall sees a quiet check end quiet
 // mode on a connection whose input waited for it; testHookLook sees a
 // quiet check that keeps the connection quiet, whether input waited, and
-// when it looks next.
+// when it looks next; testHookRestLate sees a quiet check that ends quiet
+// mode find the rest of a write that pollers left unwritten.
 var (
 	testHookQuiet    func(c *conn, entered bool)
 	testHookCheckAck func()
 	testHookStall    func(c *conn)
 	testHookLook     func(c *conn, pending bool, next time.Duration)
+	testHookRestLate func(c *conn)
 )
 
 // waitRx waits until there is something to read, and reads it into the

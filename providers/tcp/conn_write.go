@@ -437,6 +437,8 @@ func (c *conn) writeHeld(quick bool) bool {
 		c.txPend.Store(true)
 		if !c.isQuiet() {
 			c.cond.Signal()
+		} else {
+			c.kickWaiters()
 		}
 		return false
 	}

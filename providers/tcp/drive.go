@@ -245,26 +245,43 @@ func (e *evd) driverFor() *driver {
 	}
 	e.drvMu.Lock()
 	defer e.drvMu.Unlock()
-	if e.drv == nil && !e.drvFailed && !e.drvClosed {
+	if e.drv.Load() == nil && !e.drvFailed && !e.drvClosed {
 		d, err := newDriver()
 		if err != nil {
 			e.drvFailed = true // out of descriptors: wait the usual way
 			return nil
 		}
-		e.drv = d
+		e.drv.Store(d)
 		e.Q.SetKick(d.kick)
 	}
-	return e.drv
+	return e.drv.Load()
 }
 
 // closeDriver releases the EVD's driver (Free, IA close).
 func (e *evd) closeDriver() {
 	e.drvMu.Lock()
-	d := e.drv
+	d := e.drv.Load()
 	e.drvClosed = true
 	e.drvMu.Unlock()
 	if d != nil {
 		d.close()
+	}
+}
+
+// kickWaiters wakes a driven Wait blocked on an EVD that c feeds, so that
+// it looks at c again: it armed c's socket before c had a rest of a write
+// for it to finish (txPend), and would not wake for room to write.
+// ia.mu is held.
+func (c *conn) kickWaiters() {
+	if c.ep == nil {
+		return
+	}
+	for _, e := range [...]*evd{c.ep.reqEVD, c.ep.recvEVD} {
+		if e != nil {
+			if d := e.drv.Load(); d != nil {
+				d.kick()
+			}
+		}
 	}
 }
 

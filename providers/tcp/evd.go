@@ -26,9 +26,9 @@ type evd struct {
 	feeds atomic.Pointer[[]*conn]
 
 	// The waiter's driver (drive.go), made by the first Wait that can use
-	// it.
+	// it; set under drvMu, read without a lock (kickWaiters).
 	drvMu     sync.Mutex
-	drv       *driver
+	drv       atomic.Pointer[driver]
 	drvFailed bool
 	drvClosed bool
 }

@@ -766,6 +766,46 @@ func TestDrivenWaitSendsWriteACK(t *testing.T) {
 	}
 }
 
+// TestDrivenWaitFinishesOthersWrite checks a write that another
+// goroutine posts while the consumer is blocked in a driven Wait: the
+// Wait made the connection quiet, so the rest of the write that the
+// socket did not take at once is left to pollers, and the blocked waiter
+// is the poller that must write it, woken for it, not the reader's next
+// quiet check a millisecond or more later.
+func TestDrivenWaitFinishesOthersWrite(t *testing.T) {
+	var late atomic.Int64
+	testHookRestLate = func(*conn) { late.Add(1) }
+	t.Cleanup(func() { testHookRestLate = nil })
+	const size, rounds = 4 << 20, 40
+	cli, srv := benchPair(t)
+	ce, se := newRDMAEnd(t, cli, size), newRDMAEnd(t, srv, size)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var ev api.Event
+		for i := range rounds {
+			if _, err := cli.req.Wait(ctx, 1, &ev); err != nil || ev.DTO.Status != api.DTOSuccess || ev.DTO.Cookie != api.Cookie(i) {
+				done <- fmt.Errorf("write %d: %v %+v", i, err, ev.DTO)
+				return
+			}
+			done <- nil
+		}
+	}()
+	for i := range rounds {
+		time.Sleep(time.Millisecond) // (the Wait blocks before the post)
+		if err := cli.ep.PostRDMAWrite([]api.LMRTriplet{ce.srcTri}, api.Cookie(i), se.dst, api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := late.Load(); n > rounds/10 {
+		t.Fatalf("%d of %d writes posted beside a blocked driven Wait were finished by the reader's quiet check", n, rounds)
+	}
+}
+
 // TestQuietCheckTakesStalledInput checks the quiet check's guard against
 // pollers that come only between messages: their polls find nothing, and
 // the message that arrives meanwhile waits in the socket. Once input has
