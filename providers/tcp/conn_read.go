@@ -196,7 +196,7 @@ func (c *conn) kicked(err error) bool {
 	// again meanwhile, with a deadline of its own that must stand.
 	_ = c.nc.SetReadDeadline(time.Time{})
 	if c.directRest || c.tx.Len() > 0 {
-		if c.directRest && testHookRestLate != nil {
+		if testHookRestLate != nil {
 			testHookRestLate(c)
 		}
 		c.cond.Signal()
@@ -222,7 +222,8 @@ func (c *conn) checkAck() {
 // mode on a connection whose input waited for it; testHookLook sees a
 // quiet check that keeps the connection quiet, whether input waited, and
 // when it looks next; testHookRestLate sees a quiet check that ends quiet
-// mode find the rest of a write that pollers left unwritten.
+// mode find writing that pollers left undone (the rest of a write, or
+// queued frames).
 var (
 	testHookQuiet    func(c *conn, entered bool)
 	testHookCheckAck func()
