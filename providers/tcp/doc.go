@@ -263,6 +263,12 @@
 //     after it went quiet and then twice as long after each look that
 //     found one, up to quietMax (16 ms): each look wakes a runtime
 //     thread, which preempts a polling consumer on a small machine.
+//     The looks are the reader's read deadline, so a quiet connection
+//     always has one: whoever makes it quiet (the reader, or a driven
+//     Wait) sets it, and a look that ends quiet mode clears it before
+//     it does anything that may release the IA's lock, during which a
+//     Wait may make the connection quiet again with a deadline of its
+//     own.
 //     When none did, it watches the socket again; and so it does when
 //     input waits in the socket that no poll since the last look has
 //     read any of (pollers that come only between messages: a consumer
@@ -324,8 +330,10 @@
 // read of a plain socket costs, instead of the reader's wake-up followed
 // by the consumer's. Anything else the waiter must see kicks it through an
 // eventfd in the same epoll instance: an event posted by another goroutine
-// (a reader that had the stream, a connection event, PostSE), the EVD made
-// unwaitable or freed, the IA closed, the end of the waiter's context
+// (a reader that had the stream, a connection event, PostSE), the rest of
+// a write that another goroutine's post left on a quiet connection (the
+// waiter armed its socket for input only), the EVD made unwaitable or
+// freed, the IA closed, the end of the waiter's context
 // (context.AfterFunc, registered once per context, not per wait). A
 // connection whose stream another goroutine holds is left to its reader,
 // which watches it again. The sockets are armed right before the block,
