@@ -187,7 +187,8 @@ func (c *conn) kicked(err error) bool {
 	// left the end of the stream to the reader: the reader watches the
 	// socket again, the writer finishes what they left unwritten, and
 	// they send what they left owed.
-	if testHookStall != nil && c.isQuiet() && c.sk.Pending() > 0 {
+	wasQuiet := c.isQuiet()
+	if testHookStall != nil && wasQuiet && c.sk.Pending() > 0 {
 		testHookStall(c)
 	}
 	c.watchOn()
@@ -196,7 +197,7 @@ func (c *conn) kicked(err error) bool {
 	// again meanwhile, with a deadline of its own that must stand.
 	_ = c.nc.SetReadDeadline(time.Time{})
 	if c.directRest || c.tx.Len() > 0 {
-		if testHookRestLate != nil {
+		if testHookRestLate != nil && wasQuiet {
 			testHookRestLate(c)
 		}
 		c.cond.Signal()
