@@ -774,16 +774,18 @@ func TestDrivenWaitSendsWriteACK(t *testing.T) {
 // that must write it, woken for it, not the reader's next quiet check a
 // millisecond or more later.
 func TestDrivenWaitFinishesOthersWrite(t *testing.T) {
-	t.Run("large", func(t *testing.T) { othersWrites(t, 4<<20, 1) })
-	t.Run("stream", func(t *testing.T) { othersWrites(t, 4<<10, 16) })
+	var late atomic.Int64 // (the hook is set once: the readers of every pair read it)
+	testHookRestLate = func(*conn) { late.Add(1) }
+	t.Cleanup(func() { testHookRestLate = nil })
+	t.Run("large", func(t *testing.T) { othersWrites(t, &late, 4<<20, 1) })
+	t.Run("stream", func(t *testing.T) { othersWrites(t, &late, 4<<10, 16) })
 }
 
 // othersWrites posts rounds of burst RDMA writes of size bytes from one
-// goroutine while another waits for their completions in a driven Wait.
-func othersWrites(t *testing.T, size, burst int) {
-	var late atomic.Int64
-	testHookRestLate = func(*conn) { late.Add(1) }
-	t.Cleanup(func() { testHookRestLate = nil })
+// goroutine while another waits for their completions in a driven Wait;
+// late counts the rounds a quiet check finished.
+func othersWrites(t *testing.T, late *atomic.Int64, size, burst int) {
+	late.Store(0)
 	const rounds = 40
 	cli, srv := benchPair(t)
 	ce, se := newRDMAEnd(t, cli, size), newRDMAEnd(t, srv, size)
@@ -1033,62 +1035,86 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 // write): the waiter's quiet mode must keep its read deadline, or the
 // reader never looks again, and what the pollers left (the rest of a
 // write, input) waits for ever. dtest's default run hung so in CI.
+//
+// The hooks are set once, before any connection exists (their readers
+// read them), and act on the connection of the try in progress; each try
+// is a subtest, whose connections are closed before the next begins.
 func TestQuietCheckKeepsWaiterDeadline(t *testing.T) {
-	for range 5 {
-		if quietCheckRacesWaiter(t) {
+	r := &waiterRace{looks: make(chan *conn, 64)}
+	r.quiet, r.left = watchQuiet(t)
+	testHookLook = func(c *conn, _ bool, _ time.Duration) {
+		select {
+		case r.looks <- c:
+		default:
+		}
+	}
+	testHookCheckAck = func() {
+		if c := r.watched.Load(); c != nil && !c.isQuiet() { // (the check that ends quiet mode has watched again)
+			r.inEndCheck.Store(true)
+		}
+	}
+	testHookWriting = func(c *conn) {
+		if c == r.watched.Load() && r.inEndCheck.CompareAndSwap(true, false) {
+			c.enterQuiet() // what a driven Wait does when it finds the connection watched
+			r.raced.Store(true)
+		}
+	}
+	t.Cleanup(func() { testHookLook, testHookCheckAck, testHookWriting = nil, nil, nil })
+	for i := range 5 {
+		shown := false
+		t.Run(fmt.Sprint("try", i), func(t *testing.T) { shown = r.try(t) })
+		if shown || t.Failed() {
 			return
 		}
 	}
 	t.Fatal("in 5 tries no quiet check that ended quiet mode sent the owed credit update: nothing shown")
 }
 
-// quietCheckRacesWaiter is one try of TestQuietCheckKeepsWaiterDeadline;
-// false: the quiet check that ends quiet mode had no ACK to send.
-func quietCheckRacesWaiter(t *testing.T) bool {
-	quiet, left := watchQuiet(t)
-	looks := make(chan bool, 64)
-	testHookLook = func(lc *conn, _ bool, _ time.Duration) {
-		if lc == quiet.Load() {
-			select {
-			case looks <- true:
-			default:
-			}
-		}
-	}
-	var inEndCheck, raced atomic.Bool
-	var watched atomic.Pointer[conn] // the connection the hooks act on, once set
-	testHookCheckAck = func() {
-		if c := watched.Load(); c != nil && !c.isQuiet() { // (the check that ends quiet mode has watched again)
-			inEndCheck.Store(true)
-		}
-	}
-	testHookWriting = func(w *conn) {
-		if w == watched.Load() && inEndCheck.CompareAndSwap(true, false) {
-			w.enterQuiet() // what a driven Wait does when it finds the connection watched
-			raced.Store(true)
-		}
-	}
-	t.Cleanup(func() { testHookLook, testHookCheckAck, testHookWriting = nil, nil, nil })
-	qc, rx, _ := makeQuiet(t, quiet)
+// waiterRace is the state of TestQuietCheckKeepsWaiterDeadline's hooks.
+type waiterRace struct {
+	quiet             *atomic.Pointer[conn] // the first connection that went quiet in this try
+	left              chan *conn            // connections that left quiet mode
+	looks             chan *conn            // connections a quiet check kept quiet
+	watched           atomic.Pointer[conn]  // the connection the hooks act on, once set
+	inEndCheck, raced atomic.Bool
+}
+
+// try is one try; false: the quiet check that ends quiet mode had no ACK
+// to send.
+func (r *waiterRace) try(t *testing.T) bool {
+	r.quiet.Store(nil)
+	r.watched.Store(nil)
+	r.inEndCheck.Store(false)
+	r.raced.Store(false)
+	qc, rx, _ := makeQuiet(t, r.quiet)
 	// Pollers keep the connection quiet, then stop; once a look has
 	// seen their last mark, the next one ends quiet mode.
 	stop := every(100*time.Microsecond, qc.markPolled)
 	time.Sleep(5 * time.Millisecond)
 	stop()
-	for len(looks) > 0 || len(left) > 0 {
+	for len(r.looks) > 0 || len(r.left) > 0 {
 		select {
-		case <-looks:
-		case <-left:
+		case <-r.looks:
+		case <-r.left:
 		}
 	}
-	select {
-	case <-looks:
-	case <-left:
-		return false // quiet mode ended already
-	case <-time.After(5 * time.Second):
-		return false
+	for limit := time.After(5 * time.Second); ; {
+		select {
+		case c := <-r.looks:
+			if c != qc {
+				continue
+			}
+		case c := <-r.left:
+			if c != qc {
+				continue
+			}
+			return false // quiet mode ended already
+		case <-limit:
+			return false
+		}
+		break
 	}
-	watched.Store(qc)
+	r.watched.Store(qc)
 	// A receive posted while the peer may be out of credits leaves the
 	// credit update to the quiet check (no pollers call in).
 	if err := rx.ep.PostRecv([]api.LMRTriplet{rx.lmr.Triplet(0, 64)}, 41, api.CompletionDefault); err != nil {
@@ -1097,18 +1123,18 @@ func quietCheckRacesWaiter(t *testing.T) bool {
 	limit := time.After(5 * time.Second)
 	for ends := 0; ends < 2; {
 		select {
-		case l := <-left:
-			if l == qc {
+		case c := <-r.left:
+			if c == qc {
 				ends++
 			}
 		case <-limit:
-			if !raced.Load() {
+			if !r.raced.Load() {
 				return false
 			}
 			t.Fatal("after a waiter made the connection quiet while the quiet check that ended quiet mode wrote its ACK, the reader never looked again (5 s)")
 		}
 	}
-	return raced.Load()
+	return r.raced.Load()
 }
 
 // watchQuiet sets testHookQuiet for a test: quiet holds the first
