@@ -783,7 +783,7 @@ func TestDrivenWaitFinishesOthersWrite(t *testing.T) {
 
 // othersWrites posts rounds of burst RDMA writes of size bytes from one
 // goroutine while another waits for their completions in a driven Wait;
-// late counts the rounds a quiet check finished.
+// late counts the quiet checks that found writing left to them.
 func othersWrites(t *testing.T, late *atomic.Int64, size, burst int) {
 	late.Store(0)
 	const rounds = 40
@@ -791,7 +791,7 @@ func othersWrites(t *testing.T, late *atomic.Int64, size, burst int) {
 	ce, se := newRDMAEnd(t, cli, size), newRDMAEnd(t, srv, size)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
+	done := make(chan error, rounds+1) // (never blocks the waiter, even after a failure)
 	go func() {
 		var ev api.Event
 		for i := range rounds * burst {
@@ -816,7 +816,7 @@ func othersWrites(t *testing.T, late *atomic.Int64, size, burst int) {
 		}
 	}
 	if n := late.Load(); n > rounds/10 {
-		t.Fatalf("in %d of %d rounds of writes posted beside a blocked driven Wait, the reader's quiet check wrote what was left", n, rounds)
+		t.Fatalf("in %d rounds of writes posted beside a blocked driven Wait, the reader's quiet check wrote what was left %d times", rounds, n)
 	}
 }
 
