@@ -263,12 +263,6 @@
 //     after it went quiet and then twice as long after each look that
 //     found one, up to quietMax (16 ms): each look wakes a runtime
 //     thread, which preempts a polling consumer on a small machine.
-//     The looks are the reader's read deadline, so a quiet connection
-//     always has one: whoever makes it quiet (the reader, or a driven
-//     Wait) sets it, and a look that ends quiet mode clears it before
-//     it does anything that may release the IA's lock, during which a
-//     Wait may make the connection quiet again with a deadline of its
-//     own.
 //     When none did, it watches the socket again; and so it does when
 //     input waits in the socket that no poll since the last look has
 //     read any of (pollers that come only between messages: a consumer
@@ -282,6 +276,12 @@
 //     for its own completions and then stopped to watch memory (dtest
 //     -W before its ACKs ride) has its message read at that second
 //     look, not up to quietMax later.
+//     The looks are the reader's read deadline, so a quiet connection
+//     always has one: whoever makes it quiet (the reader, or a driven
+//     Wait) sets it, and a look that ends quiet mode clears it before
+//     it does anything that may release the IA's lock, during which a
+//     Wait may make the connection quiet again with a deadline of its
+//     own.
 //   - A post writes its frame itself, without waiting, when nothing is in
 //     flight. A consumer that streams (posts while earlier requests are
 //     in flight) has its frames written in batches, several per writev:
