@@ -13,223 +13,221 @@ import (
 
 // cnoGroups checks CNOs: waiting on one, its agent, the DAT 2.0 CNO with a
 // file descriptor and the trigger calls, and freeing it.
-func cnoGroups() []group {
-	return []group{
-		{page: "dat_cno_wait", checks: []check{
-			{"DESCRIPTION", "CNO.Wait returns the EVD that received an event", func(t *checkT) {
-				n := t.node()
-				c := n.cno(nil)
-				e1, _ := n.seEVD(8, c)
-				e2, _ := n.seEVD(8, c)
-				r := t.goCNOWait(c, eventTimeout)
-				t.postSE(e2, "x")
-				res := t.recvResult(r, "CNO.Wait")
-				t.noErr(res.err, "CNO.Wait")
-				if res.evd != e2 {
-					t.Fatalf("CNO.Wait returned another EVD (first EVD: %v) than the one with the event", res.evd == e1)
-				}
-			}},
-			{"DESCRIPTION", "a receive completion on a connected EP triggers the CNO of its receive EVD", func(t *checkT) {
-				n := t.node()
-				c := n.cno(nil)
-				t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
-				p := t.pairWith(pairCfg{cli: n})
-				t.cnoReceive(p, c, "CNO.Wait for a receive completion")
-			}},
-			{"DESCRIPTION", "a CNO attached after the consumer polled the receive EVD empty is triggered by the next receive", func(t *checkT) {
-				// A provider may stop asking its device for completion
-				// notifications while a consumer polls; a CNO attached
-				// then must still hear of the next completion.
-				n := t.node()
-				p := t.pairWith(pairCfg{cli: n})
-				t.pollEmpty(n.recv)
-				c := n.cno(nil)
-				t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO after polling")
-				t.cnoReceive(p, c, "CNO.Wait for a receive after polling")
-			}},
-			{"RETURN VALUES", "a deadline without notification ends the wait with an error and no EVD", func(t *checkT) {
-				n := t.node()
-				c := n.cno(nil)
-				n.seEVD(8, c)
-				ctx, cancel := context.WithTimeout(t.ctx, 100*time.Millisecond)
-				defer cancel()
-				e, err := c.Wait(ctx)
-				t.wantOneOf(err, "CNO.Wait with nothing to notify", api.ErrTimeoutExpired, api.ErrQueueEmpty)
-				if e != nil {
-					t.Fatalf("CNO.Wait returned an EVD on timeout")
-				}
-			}},
+var cnoGroups = []group{
+	{page: "dat_cno_wait", checks: []check{
+		{"DESCRIPTION", "CNO.Wait returns the EVD that received an event", func(t *checkT) {
+			n := t.node()
+			c := n.cno(nil)
+			e1, _ := n.seEVD(8, c)
+			e2, _ := n.seEVD(8, c)
+			r := t.goCNOWait(c, eventTimeout)
+			t.postSE(e2, "x")
+			res := t.recvResult(r, "CNO.Wait")
+			t.noErr(res.err, "CNO.Wait")
+			if res.evd != e2 {
+				t.Fatalf("CNO.Wait returned another EVD (first EVD: %v) than the one with the event", res.evd == e1)
+			}
 		}},
-
-		{page: "dat_cno_create", checks: []check{
-			{"DESCRIPTION", "the wait proxy agent is invoked with the EVD when the CNO is triggered", func(t *checkT) {
-				n := t.node()
-				agent, calls := agentCalls()
-				c := n.cno(agent)
-				e, _ := n.seEVD(8, c)
-				t.postSE(e, "x")
-				t.expectAgent(calls, e, "the agent")
-			}},
+		{"DESCRIPTION", "a receive completion on a connected EP triggers the CNO of its receive EVD", func(t *checkT) {
+			n := t.node()
+			c := n.cno(nil)
+			t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
+			p := t.pairWith(pairCfg{cli: n})
+			t.cnoReceive(p, c, "CNO.Wait for a receive completion")
 		}},
-
-		{page: "dat_cno_modify_agent", checks: []check{
-			{"DESCRIPTION", "the new agent is invoked on the next trigger, and Query reports whether an agent is set", func(t *checkT) {
-				n := t.node()
-				c := n.cno(nil)
-				if p, err := c.Query(); err != nil || p.Agent != nil || p.IA != n.ia {
-					t.Fatalf("CNO.Query of a CNO without agent = %+v, %v; want no agent and its IA", p, err)
-				}
-				agent, calls := agentCalls()
-				t.noErr(c.ModifyAgent(agent), "CNO.ModifyAgent")
-				if p, err := c.Query(); err != nil || p.Agent == nil {
-					t.Fatalf("CNO.Query reports no agent after ModifyAgent (%v)", err)
-				}
-				e, _ := n.seEVD(8, c)
-				t.postSE(e, "x")
-				t.expectAgent(calls, e, "the new agent")
-				t.noErr(c.ModifyAgent(nil), "CNO.ModifyAgent(nil)")
-				if p, err := c.Query(); err != nil || p.Agent != nil {
-					t.Fatalf("CNO.Query still reports an agent after ModifyAgent(nil) (%v)", err)
-				}
-			}},
+		{"DESCRIPTION", "a CNO attached after the consumer polled the receive EVD empty is triggered by the next receive", func(t *checkT) {
+			// A provider may stop asking its device for completion
+			// notifications while a consumer polls; a CNO attached
+			// then must still hear of the next completion.
+			n := t.node()
+			p := t.pairWith(pairCfg{cli: n})
+			t.pollEmpty(n.recv)
+			c := n.cno(nil)
+			t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO after polling")
+			t.cnoReceive(p, c, "CNO.Wait for a receive after polling")
 		}},
+		{"RETURN VALUES", "a deadline without notification ends the wait with an error and no EVD", func(t *checkT) {
+			n := t.node()
+			c := n.cno(nil)
+			n.seEVD(8, c)
+			ctx, cancel := context.WithTimeout(t.ctx, 100*time.Millisecond)
+			defer cancel()
+			e, err := c.Wait(ctx)
+			t.wantOneOf(err, "CNO.Wait with nothing to notify", api.ErrTimeoutExpired, api.ErrQueueEmpty)
+			if e != nil {
+				t.Fatalf("CNO.Wait returned an EVD on timeout")
+			}
+		}},
+	}},
 
-		// DAT 2.0 adds these two calls; it has no manual pages for them,
-		// so the checks follow the 2.0 headers and docs/decisions.md.
-		{page: "dat_cno_fd_create", checks: []check{
-			{"DESCRIPTION", "the descriptor becomes readable when an EVD feeding the CNO gets a notification event, not before", func(t *checkT) {
-				n := t.node()
-				c, fd := n.fdCNO()
-				e, _ := n.seEVD(8, c)
-				if t.readable(fd, 0) {
-					t.Fatalf("the descriptor of a new CNO is readable")
-				}
-				t.postSE(e, "x")
+	{page: "dat_cno_create", checks: []check{
+		{"DESCRIPTION", "the wait proxy agent is invoked with the EVD when the CNO is triggered", func(t *checkT) {
+			n := t.node()
+			agent, calls := agentCalls()
+			c := n.cno(agent)
+			e, _ := n.seEVD(8, c)
+			t.postSE(e, "x")
+			t.expectAgent(calls, e, "the agent")
+		}},
+	}},
+
+	{page: "dat_cno_modify_agent", checks: []check{
+		{"DESCRIPTION", "the new agent is invoked on the next trigger, and Query reports whether an agent is set", func(t *checkT) {
+			n := t.node()
+			c := n.cno(nil)
+			if p, err := c.Query(); err != nil || p.Agent != nil || p.IA != n.ia {
+				t.Fatalf("CNO.Query of a CNO without agent = %+v, %v; want no agent and its IA", p, err)
+			}
+			agent, calls := agentCalls()
+			t.noErr(c.ModifyAgent(agent), "CNO.ModifyAgent")
+			if p, err := c.Query(); err != nil || p.Agent == nil {
+				t.Fatalf("CNO.Query reports no agent after ModifyAgent (%v)", err)
+			}
+			e, _ := n.seEVD(8, c)
+			t.postSE(e, "x")
+			t.expectAgent(calls, e, "the new agent")
+			t.noErr(c.ModifyAgent(nil), "CNO.ModifyAgent(nil)")
+			if p, err := c.Query(); err != nil || p.Agent != nil {
+				t.Fatalf("CNO.Query still reports an agent after ModifyAgent(nil) (%v)", err)
+			}
+		}},
+	}},
+
+	// DAT 2.0 adds these two calls; it has no manual pages for them,
+	// so the checks follow the 2.0 headers and docs/decisions.md.
+	{page: "dat_cno_fd_create", checks: []check{
+		{"DESCRIPTION", "the descriptor becomes readable when an EVD feeding the CNO gets a notification event, not before", func(t *checkT) {
+			n := t.node()
+			c, fd := n.fdCNO()
+			e, _ := n.seEVD(8, c)
+			if t.readable(fd, 0) {
+				t.Fatalf("the descriptor of a new CNO is readable")
+			}
+			t.postSE(e, "x")
+			if !t.readable(fd, eventTimeout) {
+				t.Fatalf("the descriptor is not readable %v after the event", eventTimeout)
+			}
+			if got := t.triggered(c); got != e {
+				t.Fatalf("CNO.Triggered returned another EVD than the one with the event")
+			}
+			t.expectSE(t.dequeue(e, "EVD.Dequeue behind the descriptor"), e, "x", "the event behind the descriptor")
+		}},
+		{"DESCRIPTION", "a receive completion on a connected EP makes the descriptor of its receive EVD's CNO readable", func(t *checkT) {
+			n := t.node()
+			c, fd := n.fdCNO()
+			t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
+			p := t.pairWith(pairCfg{cli: n})
+			rr := p.cli.region(64, api.MemPrivLocalWrite|api.MemPrivLocalRead)
+			sr := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivLocalWrite)
+			p.cli.postRecv(rr, 0, 64, 7)
+			if t.readable(fd, 20*time.Millisecond) {
+				t.Fatalf("the descriptor is readable before anything was sent")
+			}
+			p.srv.postSend(sr, 0, 16, 8)
+			if !t.readable(fd, eventTimeout) {
+				t.Fatalf("the descriptor is not readable %v after the send", eventTimeout)
+			}
+			if got := t.triggered(c); got != n.recv {
+				t.Fatalf("CNO.Triggered returned another EVD than the receive EVD")
+			}
+			p.cli.expectRecv(7, api.DTOSuccess, "the receive completion behind the descriptor")
+			p.srv.expectReq(8, api.DTOSuccess, "the send completion")
+		}},
+		{"DESCRIPTION", "the descriptor belongs to the CNO: Free, or the IA's abrupt close, closes it", func(t *checkT) {
+			n := t.node()
+			c, fd := n.fdCNO()
+			t.wantEventFD(fd, true, "before Free")
+			t.noErr(c.Free(), "CNO.Free")
+			t.wantEventFD(fd, false, "after Free")
+			n2 := t.node()
+			_, fd2 := n2.fdCNO()
+			t.wantEventFD(fd2, true, "before the IA closes")
+			t.noErr(n2.ia.Close(api.CloseAbrupt), "abrupt IA.Close")
+			t.wantEventFD(fd2, false, "after the IA's abrupt close")
+		}},
+	}},
+
+	{page: "dat_cno_trigger", checks: []check{
+		{"DESCRIPTION", "Triggered names the EVD that triggered the CNO, then nil until the next trigger, and resets the descriptor", func(t *checkT) {
+			n := t.node()
+			c, fd := n.fdCNO()
+			e1, _ := n.seEVD(8, c)
+			e2, _ := n.seEVD(8, c)
+			if got := t.triggered(c); got != nil {
+				t.Fatalf("CNO.Triggered before any event returned an EVD")
+			}
+			for i, e := range []api.EVD{e1, e2} {
+				t.postSE(e, i)
 				if !t.readable(fd, eventTimeout) {
-					t.Fatalf("the descriptor is not readable %v after the event", eventTimeout)
+					t.Fatalf("the descriptor is not readable after event %d", i)
 				}
 				if got := t.triggered(c); got != e {
-					t.Fatalf("CNO.Triggered returned another EVD than the one with the event")
-				}
-				t.expectSE(t.dequeue(e, "EVD.Dequeue behind the descriptor"), e, "x", "the event behind the descriptor")
-			}},
-			{"DESCRIPTION", "a receive completion on a connected EP makes the descriptor of its receive EVD's CNO readable", func(t *checkT) {
-				n := t.node()
-				c, fd := n.fdCNO()
-				t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO on the receive EVD")
-				p := t.pairWith(pairCfg{cli: n})
-				rr := p.cli.region(64, api.MemPrivLocalWrite|api.MemPrivLocalRead)
-				sr := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivLocalWrite)
-				p.cli.postRecv(rr, 0, 64, 7)
-				if t.readable(fd, 20*time.Millisecond) {
-					t.Fatalf("the descriptor is readable before anything was sent")
-				}
-				p.srv.postSend(sr, 0, 16, 8)
-				if !t.readable(fd, eventTimeout) {
-					t.Fatalf("the descriptor is not readable %v after the send", eventTimeout)
-				}
-				if got := t.triggered(c); got != n.recv {
-					t.Fatalf("CNO.Triggered returned another EVD than the receive EVD")
-				}
-				p.cli.expectRecv(7, api.DTOSuccess, "the receive completion behind the descriptor")
-				p.srv.expectReq(8, api.DTOSuccess, "the send completion")
-			}},
-			{"DESCRIPTION", "the descriptor belongs to the CNO: Free, or the IA's abrupt close, closes it", func(t *checkT) {
-				n := t.node()
-				c, fd := n.fdCNO()
-				t.wantEventFD(fd, true, "before Free")
-				t.noErr(c.Free(), "CNO.Free")
-				t.wantEventFD(fd, false, "after Free")
-				n2 := t.node()
-				_, fd2 := n2.fdCNO()
-				t.wantEventFD(fd2, true, "before the IA closes")
-				t.noErr(n2.ia.Close(api.CloseAbrupt), "abrupt IA.Close")
-				t.wantEventFD(fd2, false, "after the IA's abrupt close")
-			}},
-		}},
-
-		{page: "dat_cno_trigger", checks: []check{
-			{"DESCRIPTION", "Triggered names the EVD that triggered the CNO, then nil until the next trigger, and resets the descriptor", func(t *checkT) {
-				n := t.node()
-				c, fd := n.fdCNO()
-				e1, _ := n.seEVD(8, c)
-				e2, _ := n.seEVD(8, c)
-				if got := t.triggered(c); got != nil {
-					t.Fatalf("CNO.Triggered before any event returned an EVD")
-				}
-				for i, e := range []api.EVD{e1, e2} {
-					t.postSE(e, i)
-					if !t.readable(fd, eventTimeout) {
-						t.Fatalf("the descriptor is not readable after event %d", i)
-					}
-					if got := t.triggered(c); got != e {
-						t.Fatalf("CNO.Triggered after event %d returned another EVD than the one with the event", i)
-					}
-					if t.readable(fd, 0) {
-						t.Fatalf("the descriptor is still readable after CNO.Triggered")
-					}
-					if got := t.triggered(c); got != nil {
-						t.Fatalf("a second CNO.Triggered returned an EVD")
-					}
-				}
-			}},
-			{"DESCRIPTION", "a CNO made without descriptor reports its trigger through Triggered too, and Wait takes the trigger", func(t *checkT) {
-				n := t.node()
-				c := n.cno(nil)
-				e, _ := n.seEVD(8, c)
-				t.postSE(e, "x")
-				var got api.EVD
-				for end := time.Now().Add(eventTimeout); got == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
-					got = t.triggered(c)
-				}
-				if got != e {
-					t.Fatalf("CNO.Triggered did not return the EVD with the event within %v", eventTimeout)
-				}
-				t.postSE(e, "y")
-				if got := t.cnoWait(c, "CNO.Wait"); got != e {
-					t.Fatalf("CNO.Wait returned another EVD than the one with the event")
-				}
-				if got := t.triggered(c); got != nil {
-					t.Fatalf("CNO.Triggered after Wait took the trigger returned an EVD")
-				}
-			}},
-			{"DESCRIPTION", "Wait takes the trigger and resets the descriptor", func(t *checkT) {
-				n := t.node()
-				c, fd := n.fdCNO()
-				e, _ := n.seEVD(8, c)
-				t.postSE(e, "x")
-				if got := t.cnoWait(c, "CNO.Wait"); got != e {
-					t.Fatalf("CNO.Wait returned another EVD than the one with the event")
+					t.Fatalf("CNO.Triggered after event %d returned another EVD than the one with the event", i)
 				}
 				if t.readable(fd, 0) {
-					t.Fatalf("the descriptor is still readable after CNO.Wait took the trigger")
+					t.Fatalf("the descriptor is still readable after CNO.Triggered")
 				}
-			}},
-			{"RETURN VALUES", "Triggered on a freed CNO is DAT_INVALID_HANDLE", func(t *checkT) {
-				n := t.node()
-				c, _ := n.fdCNO()
-				t.noErr(c.Free(), "CNO.Free")
-				_, err := c.Triggered()
-				t.wantErr(err, api.ErrInvalidHandle, "CNO.Triggered after Free")
-			}},
+				if got := t.triggered(c); got != nil {
+					t.Fatalf("a second CNO.Triggered returned an EVD")
+				}
+			}
 		}},
+		{"DESCRIPTION", "a CNO made without descriptor reports its trigger through Triggered too, and Wait takes the trigger", func(t *checkT) {
+			n := t.node()
+			c := n.cno(nil)
+			e, _ := n.seEVD(8, c)
+			t.postSE(e, "x")
+			var got api.EVD
+			for end := time.Now().Add(eventTimeout); got == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
+				got = t.triggered(c)
+			}
+			if got != e {
+				t.Fatalf("CNO.Triggered did not return the EVD with the event within %v", eventTimeout)
+			}
+			t.postSE(e, "y")
+			if got := t.cnoWait(c, "CNO.Wait"); got != e {
+				t.Fatalf("CNO.Wait returned another EVD than the one with the event")
+			}
+			if got := t.triggered(c); got != nil {
+				t.Fatalf("CNO.Triggered after Wait took the trigger returned an EVD")
+			}
+		}},
+		{"DESCRIPTION", "Wait takes the trigger and resets the descriptor", func(t *checkT) {
+			n := t.node()
+			c, fd := n.fdCNO()
+			e, _ := n.seEVD(8, c)
+			t.postSE(e, "x")
+			if got := t.cnoWait(c, "CNO.Wait"); got != e {
+				t.Fatalf("CNO.Wait returned another EVD than the one with the event")
+			}
+			if t.readable(fd, 0) {
+				t.Fatalf("the descriptor is still readable after CNO.Wait took the trigger")
+			}
+		}},
+		{"RETURN VALUES", "Triggered on a freed CNO is DAT_INVALID_HANDLE", func(t *checkT) {
+			n := t.node()
+			c, _ := n.fdCNO()
+			t.noErr(c.Free(), "CNO.Free")
+			_, err := c.Triggered()
+			t.wantErr(err, api.ErrInvalidHandle, "CNO.Triggered after Free")
+		}},
+	}},
 
-		{page: "dat_cno_free", checks: []check{
-			{"RETURN VALUES", "a CNO that an EVD feeds cannot be freed (DAT_INVALID_STATE) until the EVD feeds another CNO or is freed", func(t *checkT) {
-				n := t.node()
-				c := n.cno(nil)
-				e, _ := n.seEVD(8, c)
-				t.wantErr(c.Free(), api.ErrInvalidState, "CNO.Free with an EVD attached")
-				c2 := n.cno(nil)
-				t.noErr(e.ModifyCNO(c2), "EVD.ModifyCNO to another CNO")
-				t.noErr(c.Free(), "CNO.Free once its EVD feeds another CNO")
-				t.wantErr(c2.Free(), api.ErrInvalidState, "CNO.Free of the CNO the EVD now feeds")
-				t.noErr(e.Free(), "EVD.Free")
-				t.noErr(c2.Free(), "CNO.Free once its EVD is freed")
-			}},
-			{"DESCRIPTION", "every call on a freed CNO, and every call that passes it, is DAT_INVALID_HANDLE", freedCNO},
+	{page: "dat_cno_free", checks: []check{
+		{"RETURN VALUES", "a CNO that an EVD feeds cannot be freed (DAT_INVALID_STATE) until the EVD feeds another CNO or is freed", func(t *checkT) {
+			n := t.node()
+			c := n.cno(nil)
+			e, _ := n.seEVD(8, c)
+			t.wantErr(c.Free(), api.ErrInvalidState, "CNO.Free with an EVD attached")
+			c2 := n.cno(nil)
+			t.noErr(e.ModifyCNO(c2), "EVD.ModifyCNO to another CNO")
+			t.noErr(c.Free(), "CNO.Free once its EVD feeds another CNO")
+			t.wantErr(c2.Free(), api.ErrInvalidState, "CNO.Free of the CNO the EVD now feeds")
+			t.noErr(e.Free(), "EVD.Free")
+			t.noErr(c2.Free(), "CNO.Free once its EVD is freed")
 		}},
-	}
+		{"DESCRIPTION", "every call on a freed CNO, and every call that passes it, is DAT_INVALID_HANDLE", freedCNO},
+	}},
 }
 
 // cnoWait waits on cno with deadline d on another goroutine.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -104,19 +105,7 @@ type group struct {
 
 // groups returns every group, in run order.
 func groups() []group {
-	var gs []group
-	for _, f := range []func() []group{
-		iaGroups,
-		connGroups,
-		dtoGroups,
-		memGroups,
-		srqGroups,
-		evdGroups,
-		miscGroups,
-	} {
-		gs = append(gs, f()...)
-	}
-	return gs
+	return slices.Concat(iaGroups, connGroups, dtoGroups, memGroups, srqGroups, evdGroups, miscGroups())
 }
 
 func runWith(t *testing.T, s *suite) {

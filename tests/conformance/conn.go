@@ -86,6 +86,4 @@ func (n *node) unsupportedQOS() (api.QOS, bool) {
 // connGroups returns the connection pages' checks in run order:
 // conn_connect.go (connect and the CR calls), conn_listen.go (PSPs and
 // RSPs), conn_ep.go (the EP's other connection calls).
-func connGroups() []group {
-	return slices.Concat(connectGroups(), listenGroups(), connEPGroups())
-}
+var connGroups = slices.Concat(connectGroups, listenGroups, connEPGroups)

@@ -156,9 +156,7 @@ func (t *checkT) sendFault(p *pair, post func(cookie api.Cookie) error, ok ...ap
 
 // dtoGroups returns the DTO pages' checks in run order: dto_send.go,
 // dto_recv.go, dto_rdma.go (RDMA, and the send that invalidates an RMR).
-func dtoGroups() []group {
-	return slices.Concat(postSendGroups(), postRecvGroups(), rdmaGroups())
-}
+var dtoGroups = slices.Concat(postSendGroups, postRecvGroups, rdmaGroups)
 
 // queryEP returns the EP's parameters.
 func (t *checkT) queryEP(ep api.EP) api.EPParam {

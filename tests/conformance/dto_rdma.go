@@ -10,240 +10,238 @@ import (
 // rdmaGroups checks the calls that reach remote memory through an RMR:
 // dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT), the DAT 2.0
 // read to an RMR, and a send that invalidates the peer's RMR.
-func rdmaGroups() []group {
-	return []group{
-		{page: "dat_ep_post_rdma_write", checks: []check{
-			{"DESCRIPTION", "an RDMA write places its bytes in the remote window by the time it completes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(256, remote)
-				src := p.cli.region(100, rw)
-				want := src.fill(0, 100, 0x77)
-				snap := dst.snapshot()
-				t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 100), 5, dst.rtr(16, 100), api.CompletionDefault), "PostRDMAWrite")
-				ev := p.cli.expectReq(5, api.DTOSuccess, "the RDMA write completion")
-				if ev.DTO.Op != api.OpRDMAWrite || ev.DTO.Length != 100 {
-					t.Errorf("completion op %v length %d, want %v length 100", ev.DTO.Op, ev.DTO.Length, api.OpRDMAWrite)
-				}
-				if !bytes.Equal(dst.b[16:116], want) {
-					t.Fatalf("the remote window does not hold the written bytes once the write completed")
-				}
-				copy(snap[dst.page+16:], want)
-				dst.unchanged(snap, "bytes outside the written range")
-			}},
-			{"DESCRIPTION (DESIGN §4)", "a consumer polling the request EVD while an RDMA write runs finds the bytes placed the moment the write's completion is visible", func(t *checkT) {
-				t.inPlaceRDMA(true, 3, 41)
-			}},
-			{"DESCRIPTION", "an RDMA write consumes no receive at the target", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				rr := p.srv.region(64, rw)
-				p.srv.postRecv(rr, 0, 64, 1)
-				src := p.cli.region(64, rw)
-				t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 32), 2, dst.rtr(0, 32), api.CompletionDefault), "PostRDMAWrite")
-				p.cli.expectReq(2, api.DTOSuccess, "the RDMA write")
-				p.cli.postSend(src, 0, 5, 3)
-				p.cli.expectReq(3, api.DTOSuccess, "the send after it")
-				ev := p.srv.expectRecv(1, api.DTOSuccess, "the receive, consumed by the send and not by the write")
-				if ev.DTO.Length != 5 || ev.DTO.Op != api.OpReceive {
-					t.Fatalf("got %s, want the 5-byte send", describe(&ev))
-				}
-			}},
-			{"DESCRIPTION", "a multi-segment local IOV is written contiguously", func(t *checkT) {
-				p := t.pair()
-				if m := t.queryEP(p.cli.ep).Attr.MaxRequestIOV; m < 3 {
-					t.Skipf("MaxRequestIOV is %d", m)
-				}
-				a, b := p.cli.region(64, rw), p.cli.region(64, rw)
-				x, y, z := a.fill(0, 5, 1), b.fill(10, 9, 2), a.fill(40, 3, 3)
-				dst := p.srv.region(64, remote)
-				t.noErr(p.cli.ep.PostRDMAWrite([]api.LMRTriplet{a.tr(0, 5), b.tr(10, 9), a.tr(40, 3)}, 1, dst.rtr(8, 17), api.CompletionDefault), "PostRDMAWrite with 3 segments")
-				p.cli.expectReq(1, api.DTOSuccess, "the RDMA write")
-				want := append(append(append([]byte{}, x...), y...), z...)
-				if !bytes.Equal(dst.b[8:25], want) {
-					t.Fatalf("remote bytes %x, want %x", dst.b[8:25], want)
-				}
-			}},
-			{"DESCRIPTION", "a zero-length RDMA write completes successfully and changes nothing", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				snap := dst.snapshot()
-				src := p.cli.region(8, rw)
-				src.fill(0, 8, 9)
-				t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 0), 1, dst.rtr(0, 0), api.CompletionDefault), "zero-length PostRDMAWrite")
-				p.cli.expectReq(1, api.DTOSuccess, "the zero-length RDMA write")
-				dst.unchanged(snap, "a zero-length RDMA write")
-			}},
-			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, and no target byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x31, 0, rdmaWriteTo(64, wrongContext, api.CompletionDefault))
-			}},
-			{"RETURN VALUES", "a write running past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x32, 0, rdmaWriteTo(16, pastEnd(8), api.CompletionDefault))
-			}},
-			{"RETURN VALUES", "a write reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x38, 0, rdmaWriteTo(17, pastEnd(1), api.CompletionDefault))
-			}},
-			{"RETURN VALUES", "a local IOV one byte longer than the remote segment is DAT_LENGTH_ERROR, or fails, and nothing outside the segment is written", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x39)
-				t.lengthFault(p, dst, 8, 24, "an RDMA write of 17 bytes into a 16-byte remote segment at 8", func(c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 17), c, dst.rtr(8, 16), api.CompletionDefault)
-				})
-			}},
-			{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: a suppressed write the target refuses still completes: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x3A, 0, rdmaWriteTo(16, wrongContext, api.CompletionSuppress))
-			}},
-			{"RETURN VALUES", "a write starting before the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(remote, 0x33, 0, rdmaWriteTo(16, beforeStart, api.CompletionDefault))
-			}},
-			{"RETURN VALUES", "a region without remote write privilege: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				t.rdmaFault(rw|api.MemPrivRemoteRead, 0x34, 0, rdmaWriteTo(16, atStart, api.CompletionDefault))
-			}},
-			{"RETURN VALUES", "a region in another PZ than the target EP's: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.regionIn(p.srv.newPZ(), 64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x35)
-				t.remoteFault(p, dst, func(c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.rtr(0, 16), api.CompletionDefault)
-				})
-			}},
-			{"RETURN VALUES", "a local source outside its LMR is refused or fails locally; the target is untouched", func(t *checkT) {
-				p := t.pair()
-				dst := p.srv.region(64, remote)
-				src := p.cli.region(64, rw)
-				src.fill(0, 64, 0x36)
-				t.localFault(p, dst, func(c api.Cookie) error {
-					return p.cli.ep.PostRDMAWrite([]api.LMRTriplet{src.tr(len(src.b)-8, 16)}, c, dst.rtr(0, 16), api.CompletionDefault)
-				}, func() { t.works(p.cli, p.srv, "after the refused RDMA write") }, api.DTOErrLocalProtection, api.DTOErrLocalLength)
-			}},
+var rdmaGroups = []group{
+	{page: "dat_ep_post_rdma_write", checks: []check{
+		{"DESCRIPTION", "an RDMA write places its bytes in the remote window by the time it completes", func(t *checkT) {
+			p := t.pair()
+			dst := p.srv.region(256, remote)
+			src := p.cli.region(100, rw)
+			want := src.fill(0, 100, 0x77)
+			snap := dst.snapshot()
+			t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 100), 5, dst.rtr(16, 100), api.CompletionDefault), "PostRDMAWrite")
+			ev := p.cli.expectReq(5, api.DTOSuccess, "the RDMA write completion")
+			if ev.DTO.Op != api.OpRDMAWrite || ev.DTO.Length != 100 {
+				t.Errorf("completion op %v length %d, want %v length 100", ev.DTO.Op, ev.DTO.Length, api.OpRDMAWrite)
+			}
+			if !bytes.Equal(dst.b[16:116], want) {
+				t.Fatalf("the remote window does not hold the written bytes once the write completed")
+			}
+			copy(snap[dst.page+16:], want)
+			dst.unchanged(snap, "bytes outside the written range")
 		}},
+		{"DESCRIPTION (DESIGN §4)", "a consumer polling the request EVD while an RDMA write runs finds the bytes placed the moment the write's completion is visible", func(t *checkT) {
+			t.inPlaceRDMA(true, 3, 41)
+		}},
+		{"DESCRIPTION", "an RDMA write consumes no receive at the target", func(t *checkT) {
+			p := t.pair()
+			dst := p.srv.region(64, remote)
+			rr := p.srv.region(64, rw)
+			p.srv.postRecv(rr, 0, 64, 1)
+			src := p.cli.region(64, rw)
+			t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 32), 2, dst.rtr(0, 32), api.CompletionDefault), "PostRDMAWrite")
+			p.cli.expectReq(2, api.DTOSuccess, "the RDMA write")
+			p.cli.postSend(src, 0, 5, 3)
+			p.cli.expectReq(3, api.DTOSuccess, "the send after it")
+			ev := p.srv.expectRecv(1, api.DTOSuccess, "the receive, consumed by the send and not by the write")
+			if ev.DTO.Length != 5 || ev.DTO.Op != api.OpReceive {
+				t.Fatalf("got %s, want the 5-byte send", describe(&ev))
+			}
+		}},
+		{"DESCRIPTION", "a multi-segment local IOV is written contiguously", func(t *checkT) {
+			p := t.pair()
+			if m := t.queryEP(p.cli.ep).Attr.MaxRequestIOV; m < 3 {
+				t.Skipf("MaxRequestIOV is %d", m)
+			}
+			a, b := p.cli.region(64, rw), p.cli.region(64, rw)
+			x, y, z := a.fill(0, 5, 1), b.fill(10, 9, 2), a.fill(40, 3, 3)
+			dst := p.srv.region(64, remote)
+			t.noErr(p.cli.ep.PostRDMAWrite([]api.LMRTriplet{a.tr(0, 5), b.tr(10, 9), a.tr(40, 3)}, 1, dst.rtr(8, 17), api.CompletionDefault), "PostRDMAWrite with 3 segments")
+			p.cli.expectReq(1, api.DTOSuccess, "the RDMA write")
+			want := append(append(append([]byte{}, x...), y...), z...)
+			if !bytes.Equal(dst.b[8:25], want) {
+				t.Fatalf("remote bytes %x, want %x", dst.b[8:25], want)
+			}
+		}},
+		{"DESCRIPTION", "a zero-length RDMA write completes successfully and changes nothing", func(t *checkT) {
+			p := t.pair()
+			dst := p.srv.region(64, remote)
+			snap := dst.snapshot()
+			src := p.cli.region(8, rw)
+			src.fill(0, 8, 9)
+			t.noErr(p.cli.ep.PostRDMAWrite(src.iov(0, 0), 1, dst.rtr(0, 0), api.CompletionDefault), "zero-length PostRDMAWrite")
+			p.cli.expectReq(1, api.DTOSuccess, "the zero-length RDMA write")
+			dst.unchanged(snap, "a zero-length RDMA write")
+		}},
+		{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, and no target byte changes", func(t *checkT) {
+			t.rdmaFault(remote, 0x31, 0, rdmaWriteTo(64, wrongContext, api.CompletionDefault))
+		}},
+		{"RETURN VALUES", "a write running past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
+			t.rdmaFault(remote, 0x32, 0, rdmaWriteTo(16, pastEnd(8), api.CompletionDefault))
+		}},
+		{"RETURN VALUES", "a write reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
+			t.rdmaFault(remote, 0x38, 0, rdmaWriteTo(17, pastEnd(1), api.CompletionDefault))
+		}},
+		{"RETURN VALUES", "a local IOV one byte longer than the remote segment is DAT_LENGTH_ERROR, or fails, and nothing outside the segment is written", func(t *checkT) {
+			p := t.pair()
+			dst := p.srv.region(64, remote)
+			src := p.cli.region(64, rw)
+			src.fill(0, 64, 0x39)
+			t.lengthFault(p, dst, 8, 24, "an RDMA write of 17 bytes into a 16-byte remote segment at 8", func(c api.Cookie) error {
+				return p.cli.ep.PostRDMAWrite(src.iov(0, 17), c, dst.rtr(8, 16), api.CompletionDefault)
+			})
+		}},
+		{"PARAMETERS", "DAT_COMPLETION_SUPPRESS_FLAG: a suppressed write the target refuses still completes: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
+			t.rdmaFault(remote, 0x3A, 0, rdmaWriteTo(16, wrongContext, api.CompletionSuppress))
+		}},
+		{"RETURN VALUES", "a write starting before the remote region: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
+			t.rdmaFault(remote, 0x33, 0, rdmaWriteTo(16, beforeStart, api.CompletionDefault))
+		}},
+		{"RETURN VALUES", "a region without remote write privilege: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
+			t.rdmaFault(rw|api.MemPrivRemoteRead, 0x34, 0, rdmaWriteTo(16, atStart, api.CompletionDefault))
+		}},
+		{"RETURN VALUES", "a region in another PZ than the target EP's: REMOTE_ACCESS, BROKEN, and no byte changes", func(t *checkT) {
+			p := t.pair()
+			dst := p.srv.regionIn(p.srv.newPZ(), 64, remote)
+			src := p.cli.region(64, rw)
+			src.fill(0, 64, 0x35)
+			t.remoteFault(p, dst, func(c api.Cookie) error {
+				return p.cli.ep.PostRDMAWrite(src.iov(0, 16), c, dst.rtr(0, 16), api.CompletionDefault)
+			})
+		}},
+		{"RETURN VALUES", "a local source outside its LMR is refused or fails locally; the target is untouched", func(t *checkT) {
+			p := t.pair()
+			dst := p.srv.region(64, remote)
+			src := p.cli.region(64, rw)
+			src.fill(0, 64, 0x36)
+			t.localFault(p, dst, func(c api.Cookie) error {
+				return p.cli.ep.PostRDMAWrite([]api.LMRTriplet{src.tr(len(src.b)-8, 16)}, c, dst.rtr(0, 16), api.CompletionDefault)
+			}, func() { t.works(p.cli, p.srv, "after the refused RDMA write") }, api.DTOErrLocalProtection, api.DTOErrLocalLength)
+		}},
+	}},
 
-		{page: "dat_ep_post_rdma_read", checks: []check{
-			{"DESCRIPTION", "an RDMA read fetches the remote bytes into the local buffer", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(128, remote)
-				want := src.fill(32, 64, 0x5E)
-				dst := p.cli.region(64, rw)
-				t.noErr(p.cli.ep.PostRDMARead(dst.iov(0, 64), 4, src.rtr(32, 64), api.CompletionDefault), "PostRDMARead")
-				ev := p.cli.expectReq(4, api.DTOSuccess, "the RDMA read completion")
-				if ev.DTO.Op != api.OpRDMARead || ev.DTO.Length != 64 {
-					t.Errorf("completion op %v length %d, want %v length 64", ev.DTO.Op, ev.DTO.Length, api.OpRDMARead)
-				}
-				if !bytes.Equal(dst.b[:64], want) {
-					t.Fatalf("the local buffer does not hold the remote bytes")
-				}
-			}},
-			{"DESCRIPTION (DESIGN §4)", "a consumer polling the request EVD while an RDMA read runs finds the bytes in the local buffer the moment the read's completion is visible", func(t *checkT) {
-				t.inPlaceRDMA(false, 5, 43)
-			}},
-			{"DESCRIPTION", "a multi-segment local IOV is filled in IOV order", func(t *checkT) {
-				p := t.pair()
-				if m := t.queryEP(p.cli.ep).Attr.MaxRequestIOV; m < 2 {
-					t.Skipf("MaxRequestIOV is %d", m)
-				}
-				src := p.srv.region(64, remote)
-				want := src.fill(0, 30, 0x61)
-				a, b := p.cli.region(64, rw), p.cli.region(64, rw)
-				t.noErr(p.cli.ep.PostRDMARead([]api.LMRTriplet{a.tr(4, 12), b.tr(20, 18)}, 1, src.rtr(0, 30), api.CompletionDefault), "PostRDMARead with 2 segments")
-				p.cli.expectReq(1, api.DTOSuccess, "the RDMA read")
-				if !bytes.Equal(a.b[4:16], want[:12]) || !bytes.Equal(b.b[20:38], want[12:]) {
-					t.Fatalf("the read bytes are not scattered in IOV order")
-				}
-			}},
-			{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, target untouched", func(t *checkT) {
-				t.rdmaFault(remote, 0, 0x62, rdmaReadFrom(64, wrongContext))
-			}},
-			{"RETURN VALUES", "a read running past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				t.rdmaFault(remote, 0, 0, rdmaReadFrom(16, pastEnd(8)))
-			}},
-			{"RETURN VALUES", "a region without remote read privilege: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				t.rdmaFault(rw|api.MemPrivRemoteWrite, 0, 0x63, rdmaReadFrom(16, atStart))
-			}},
-			{"RETURN VALUES", "a remote segment longer than the local IOV is DAT_LENGTH_ERROR or a local length error, and nothing outside the IOV is written", func(t *checkT) {
-				t.readTooShort(16, 64)
-			}},
-			{"RETURN VALUES", "a local IOV one byte shorter than the remote segment is DAT_LENGTH_ERROR or a local length error, and nothing outside the IOV is written", func(t *checkT) {
-				t.readTooShort(63, 64)
-			}},
-			{"RETURN VALUES", "a read reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
-				t.rdmaFault(remote, 0, 0, rdmaReadFrom(17, pastEnd(1)))
-			}},
-			{"RETURN VALUES", "a local buffer without local write privilege is refused or fails locally, and is not written", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(64, remote)
-				src.fill(0, 64, 0x64)
-				dst := p.cli.region(64, api.MemPrivLocalRead)
-				t.localFault(p, dst, func(c api.Cookie) error {
-					return p.cli.ep.PostRDMARead(dst.iov(0, 16), c, src.rtr(0, 16), api.CompletionDefault)
-				}, func() {
-					ok := p.cli.region(16, rw)
-					t.noErr(p.cli.ep.PostRDMARead(ok.iov(0, 16), 2, src.rtr(0, 16), api.CompletionDefault), "a good PostRDMARead")
-					p.cli.expectReq(2, api.DTOSuccess, "the good read, next after the refused one")
-				})
-			}},
+	{page: "dat_ep_post_rdma_read", checks: []check{
+		{"DESCRIPTION", "an RDMA read fetches the remote bytes into the local buffer", func(t *checkT) {
+			p := t.pair()
+			src := p.srv.region(128, remote)
+			want := src.fill(32, 64, 0x5E)
+			dst := p.cli.region(64, rw)
+			t.noErr(p.cli.ep.PostRDMARead(dst.iov(0, 64), 4, src.rtr(32, 64), api.CompletionDefault), "PostRDMARead")
+			ev := p.cli.expectReq(4, api.DTOSuccess, "the RDMA read completion")
+			if ev.DTO.Op != api.OpRDMARead || ev.DTO.Length != 64 {
+				t.Errorf("completion op %v length %d, want %v length 64", ev.DTO.Op, ev.DTO.Length, api.OpRDMARead)
+			}
+			if !bytes.Equal(dst.b[:64], want) {
+				t.Fatalf("the local buffer does not hold the remote bytes")
+			}
 		}},
+		{"DESCRIPTION (DESIGN §4)", "a consumer polling the request EVD while an RDMA read runs finds the bytes in the local buffer the moment the read's completion is visible", func(t *checkT) {
+			t.inPlaceRDMA(false, 5, 43)
+		}},
+		{"DESCRIPTION", "a multi-segment local IOV is filled in IOV order", func(t *checkT) {
+			p := t.pair()
+			if m := t.queryEP(p.cli.ep).Attr.MaxRequestIOV; m < 2 {
+				t.Skipf("MaxRequestIOV is %d", m)
+			}
+			src := p.srv.region(64, remote)
+			want := src.fill(0, 30, 0x61)
+			a, b := p.cli.region(64, rw), p.cli.region(64, rw)
+			t.noErr(p.cli.ep.PostRDMARead([]api.LMRTriplet{a.tr(4, 12), b.tr(20, 18)}, 1, src.rtr(0, 30), api.CompletionDefault), "PostRDMARead with 2 segments")
+			p.cli.expectReq(1, api.DTOSuccess, "the RDMA read")
+			if !bytes.Equal(a.b[4:16], want[:12]) || !bytes.Equal(b.b[20:38], want[12:]) {
+				t.Fatalf("the read bytes are not scattered in IOV order")
+			}
+		}},
+		{"RETURN VALUES", "a wrong RMR context: REMOTE_ACCESS, BROKEN, target untouched", func(t *checkT) {
+			t.rdmaFault(remote, 0, 0x62, rdmaReadFrom(64, wrongContext))
+		}},
+		{"RETURN VALUES", "a read running past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
+			t.rdmaFault(remote, 0, 0, rdmaReadFrom(16, pastEnd(8)))
+		}},
+		{"RETURN VALUES", "a region without remote read privilege: REMOTE_ACCESS, BROKEN", func(t *checkT) {
+			t.rdmaFault(rw|api.MemPrivRemoteWrite, 0, 0x63, rdmaReadFrom(16, atStart))
+		}},
+		{"RETURN VALUES", "a remote segment longer than the local IOV is DAT_LENGTH_ERROR or a local length error, and nothing outside the IOV is written", func(t *checkT) {
+			t.readTooShort(16, 64)
+		}},
+		{"RETURN VALUES", "a local IOV one byte shorter than the remote segment is DAT_LENGTH_ERROR or a local length error, and nothing outside the IOV is written", func(t *checkT) {
+			t.readTooShort(63, 64)
+		}},
+		{"RETURN VALUES", "a read reaching one byte past the end of the remote region: REMOTE_ACCESS, BROKEN", func(t *checkT) {
+			t.rdmaFault(remote, 0, 0, rdmaReadFrom(17, pastEnd(1)))
+		}},
+		{"RETURN VALUES", "a local buffer without local write privilege is refused or fails locally, and is not written", func(t *checkT) {
+			p := t.pair()
+			src := p.srv.region(64, remote)
+			src.fill(0, 64, 0x64)
+			dst := p.cli.region(64, api.MemPrivLocalRead)
+			t.localFault(p, dst, func(c api.Cookie) error {
+				return p.cli.ep.PostRDMARead(dst.iov(0, 16), c, src.rtr(0, 16), api.CompletionDefault)
+			}, func() {
+				ok := p.cli.region(16, rw)
+				t.noErr(p.cli.ep.PostRDMARead(ok.iov(0, 16), 2, src.rtr(0, 16), api.CompletionDefault), "a good PostRDMARead")
+				p.cli.expectReq(2, api.DTOSuccess, "the good read, next after the refused one")
+			})
+		}},
+	}},
 
-		{page: "dat_ep_post_rdma_read_to_rmr", checks: []check{
-			{"DESCRIPTION (DAT 2.0 dat.h)", "an RDMA read into a local RMR window places the remote bytes there", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(64, remote)
-				want := src.fill(0, 48, 0x71)
-				l, _, lt := p.cli.window(128, 16, 64)
-				lt.Length = 48
-				t.noErr(p.cli.ep.PostRDMAReadToRMR(lt, 3, src.rtr(0, 48), api.CompletionDefault), "PostRDMAReadToRMR")
-				ev := p.cli.expectReq(3, api.DTOSuccess, "the read-to-RMR completion")
-				if ev.DTO.Op != api.OpRDMARead {
-					t.Errorf("completion op %v, want %v", ev.DTO.Op, api.OpRDMARead)
-				}
-				if !bytes.Equal(l.b[16:64], want) {
-					t.Fatalf("the local RMR window does not hold the remote bytes")
-				}
-			}},
-			{"RETURN VALUES (DAT 2.0 dat.h)", "a local triplet one byte shorter than the remote segment is DAT_LENGTH_ERROR, or fails, and nothing outside the triplet is written", func(t *checkT) {
-				p := t.pair()
-				src := p.srv.region(64, remote)
-				src.fill(0, 64, 0x72)
-				l, _, lt := p.cli.window(128, 16, 64)
-				lt.Length = 47
-				t.lengthFault(p, l, 16, 16+47, "an RDMA read of 48 bytes into a 47-byte local triplet at 16", func(c api.Cookie) error {
-					return p.cli.ep.PostRDMAReadToRMR(lt, c, src.rtr(0, 48), api.CompletionDefault)
-				})
-			}},
+	{page: "dat_ep_post_rdma_read_to_rmr", checks: []check{
+		{"DESCRIPTION (DAT 2.0 dat.h)", "an RDMA read into a local RMR window places the remote bytes there", func(t *checkT) {
+			p := t.pair()
+			src := p.srv.region(64, remote)
+			want := src.fill(0, 48, 0x71)
+			l, _, lt := p.cli.window(128, 16, 64)
+			lt.Length = 48
+			t.noErr(p.cli.ep.PostRDMAReadToRMR(lt, 3, src.rtr(0, 48), api.CompletionDefault), "PostRDMAReadToRMR")
+			ev := p.cli.expectReq(3, api.DTOSuccess, "the read-to-RMR completion")
+			if ev.DTO.Op != api.OpRDMARead {
+				t.Errorf("completion op %v, want %v", ev.DTO.Op, api.OpRDMARead)
+			}
+			if !bytes.Equal(l.b[16:64], want) {
+				t.Fatalf("the local RMR window does not hold the remote bytes")
+			}
 		}},
+		{"RETURN VALUES (DAT 2.0 dat.h)", "a local triplet one byte shorter than the remote segment is DAT_LENGTH_ERROR, or fails, and nothing outside the triplet is written", func(t *checkT) {
+			p := t.pair()
+			src := p.srv.region(64, remote)
+			src.fill(0, 64, 0x72)
+			l, _, lt := p.cli.window(128, 16, 64)
+			lt.Length = 47
+			t.lengthFault(p, l, 16, 16+47, "an RDMA read of 48 bytes into a 47-byte local triplet at 16", func(c api.Cookie) error {
+				return p.cli.ep.PostRDMAReadToRMR(lt, c, src.rtr(0, 48), api.CompletionDefault)
+			})
+		}},
+	}},
 
-		{page: "dat_ep_post_send_with_invalidate", checks: []check{
-			{"DESCRIPTION (DAT 2.0 dat.h)", "the receiver's completion is RECEIVE_WITH_INVALIDATE and names the invalidated RMR context", func(t *checkT) {
-				x := t.sendInvalidate(true)
-				ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
-				if rt := x.rt; ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != rt.RMRContext {
-					t.Fatalf("receive completion op %v context %#x, want %v with context %#x", ev.DTO.Op, ev.DTO.RMRContext, api.OpReceiveWithInvalidate, rt.RMRContext)
-				}
-			}},
-			{"DESCRIPTION (DAT 2.0 dat.h)", "after the send-with-invalidate is received, the invalidated RMR context no longer grants access", func(t *checkT) {
-				x := t.sendInvalidate(true)
-				x.p.srv.expectRecv(1, api.DTOSuccess, "its receive")
-				x.sr.fill(0, 64, 0x5A)
-				t.remoteFault(x.p, x.win, func(c api.Cookie) error {
-					return x.p.cli.ep.PostRDMAWrite(x.sr.iov(0, 16), c, x.rt, api.CompletionDefault)
-				})
-			}},
-			{"DESCRIPTION (DAT 2.0 dat.h)", "with invalidate false it is a plain send and the RMR context keeps working", func(t *checkT) {
-				x := t.sendInvalidate(false)
-				ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
-				if ev.DTO.Op != api.OpReceive {
-					t.Errorf("receive completion op %v, want %v", ev.DTO.Op, api.OpReceive)
-				}
-				want := x.sr.fill(0, 16, 0x5B)
-				t.noErr(x.p.cli.ep.PostRDMAWrite(x.sr.iov(0, 16), 3, x.rt, api.CompletionDefault), "PostRDMAWrite through the context")
-				x.p.cli.expectReq(3, api.DTOSuccess, "the RDMA write through the still valid context")
-				if !bytes.Equal(x.win.b[:16], want) {
-					t.Fatalf("the RDMA write did not land")
-				}
-			}},
+	{page: "dat_ep_post_send_with_invalidate", checks: []check{
+		{"DESCRIPTION (DAT 2.0 dat.h)", "the receiver's completion is RECEIVE_WITH_INVALIDATE and names the invalidated RMR context", func(t *checkT) {
+			x := t.sendInvalidate(true)
+			ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+			if rt := x.rt; ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != rt.RMRContext {
+				t.Fatalf("receive completion op %v context %#x, want %v with context %#x", ev.DTO.Op, ev.DTO.RMRContext, api.OpReceiveWithInvalidate, rt.RMRContext)
+			}
 		}},
-	}
+		{"DESCRIPTION (DAT 2.0 dat.h)", "after the send-with-invalidate is received, the invalidated RMR context no longer grants access", func(t *checkT) {
+			x := t.sendInvalidate(true)
+			x.p.srv.expectRecv(1, api.DTOSuccess, "its receive")
+			x.sr.fill(0, 64, 0x5A)
+			t.remoteFault(x.p, x.win, func(c api.Cookie) error {
+				return x.p.cli.ep.PostRDMAWrite(x.sr.iov(0, 16), c, x.rt, api.CompletionDefault)
+			})
+		}},
+		{"DESCRIPTION (DAT 2.0 dat.h)", "with invalidate false it is a plain send and the RMR context keeps working", func(t *checkT) {
+			x := t.sendInvalidate(false)
+			ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+			if ev.DTO.Op != api.OpReceive {
+				t.Errorf("receive completion op %v, want %v", ev.DTO.Op, api.OpReceive)
+			}
+			want := x.sr.fill(0, 16, 0x5B)
+			t.noErr(x.p.cli.ep.PostRDMAWrite(x.sr.iov(0, 16), 3, x.rt, api.CompletionDefault), "PostRDMAWrite through the context")
+			x.p.cli.expectReq(3, api.DTOSuccess, "the RDMA write through the still valid context")
+			if !bytes.Equal(x.win.b[:16], want) {
+				t.Fatalf("the RDMA write did not land")
+			}
+		}},
+	}},
 }
 
 // invalidation is what sendInvalidate made: the pair, the server's window
