@@ -17,46 +17,21 @@ import (
 
 // reqWR is a posted request: a DTO or an RMR bind.
 type reqWR struct {
-	kind   completion.Kind
-	cookie api.Cookie
-	flags  api.CompletionFlags
-	iov    []api.LMRTriplet
-	remote api.RMRTriplet
-	local  api.RMRTriplet // a read into an RMR: the local window
-	inval  bool           // a send that invalidates the peer's RMR rctx
-	rctx   api.RMRContext // ... or a bind's new context
-	rmr    *rmr
-	bind   *memreg.Binding[*pz, *ep]
+	completion.Request
+	rmr  *rmr
+	bind *memreg.Binding[*pz, *ep]
 }
 
 // recvWR is a posted receive.
-type recvWR struct {
-	cookie api.Cookie
-	flags  api.CompletionFlags
-	iov    []api.LMRTriplet
-}
+type recvWR = completion.Recv
 
-func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	return p.post(&reqWR{kind: completion.Send, cookie: cookie, flags: flags, iov: iov})
+// PostRequest runs or queues the request a DTO post call built; the kit's
+// completion.Posts, which ep embeds, makes the calls.
+func (p *ep) PostRequest(r completion.Request) error {
+	defer lock()()
+	w := reqWR{Request: r}
+	return p.postLocked(&w)
 }
-
-func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, inval bool, rctx api.RMRContext) error {
-	return p.post(&reqWR{kind: completion.Send, cookie: cookie, flags: flags, iov: iov, inval: inval, rctx: rctx})
-}
-
-func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return p.post(&reqWR{kind: completion.Write, cookie: cookie, flags: flags, iov: iov, remote: remote})
-}
-
-func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return p.post(&reqWR{kind: completion.Read, cookie: cookie, flags: flags, iov: iov, remote: remote})
-}
-
-func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	return p.post(&reqWR{kind: completion.ReadToRMR, cookie: cookie, flags: flags, local: local, remote: remote})
-}
-
-func (p *ep) post(w *reqWR) error { defer lock()(); return p.postLocked(w) }
 
 // postLocked runs w, queues it, or flushes it on a DISCONNECTED EP.
 func (p *ep) postLocked(w *reqWR) error {
@@ -66,7 +41,7 @@ func (p *ep) postLocked(w *reqWR) error {
 		p.complete(w, api.DTOErrFlushed, 0)
 		return nil
 	default:
-		return p.StateErr(w.kind.Posting())
+		return p.StateErr(w.Kind.Posting())
 	}
 	if p.reqs.Len() == 0 && p.exec(w, false) {
 		return nil
@@ -75,9 +50,9 @@ func (p *ep) postLocked(w *reqWR) error {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
 	}
 	s := p.reqs.PushBack()
-	iov := append(s.iov[:0], w.iov...)
+	iov := append(s.IOV[:0], w.IOV...)
 	*s = *w
-	s.iov = iov
+	s.IOV = iov
 	return nil
 }
 
@@ -97,20 +72,20 @@ func (p *ep) pump() {
 // exec runs w and reports whether it ran: false for a send with no
 // receive at the peer. A queued w is the queue's front, popped once it runs.
 func (p *ep) exec(w *reqWR, queued bool) bool {
-	if w.kind == completion.Send && p.peer.recvs.Len() == 0 {
+	if w.Kind == completion.Send && p.peer.recvs.Len() == 0 {
 		// A send that would fail locally fails now; a good one waits.
-		if _, n, ok := p.ia.mem.Gather(nil, w.iov, p.pz, api.MemPrivLocalRead); ok && n <= uint64(p.Attr.MaxMessageSize) {
+		if _, n, ok := p.ia.mem.Gather(nil, w.IOV, p.pz, api.MemPrivLocalRead); ok && n <= uint64(p.Attr.MaxMessageSize) {
 			return false
 		}
 	}
 	if queued {
 		p.reqs.PopFront()
 	}
-	switch w.kind {
+	switch w.Kind {
 	case completion.Send:
 		p.send(w)
 	case completion.Bind:
-		p.complete(w, p.ia.mem.FinishBind(&w.rmr.reg, &w.bind, w.rctx, w.rmr.freed), 0)
+		p.complete(w, p.ia.mem.FinishBind(&w.rmr.reg, &w.bind, w.RMRContext, w.rmr.freed), 0)
 	default:
 		p.rdma(w)
 	}
@@ -121,7 +96,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 // send delivers a message into the peer's next receive. A receive that
 // cannot take it fails, and the send with it.
 func (p *ep) send(w *reqWR) {
-	src, n, ok := p.ia.mem.Gather(nil, w.iov, p.pz, api.MemPrivLocalRead)
+	src, n, ok := p.ia.mem.Gather(nil, w.IOV, p.pz, api.MemPrivLocalRead)
 	if !ok || n > uint64(p.Attr.MaxMessageSize) {
 		p.fail(w, localErr(ok))
 		return
@@ -129,10 +104,10 @@ func (p *ep) send(w *reqWR) {
 	q := p.peer
 	rw := *q.recvs.Front()
 	q.recvs.PopFront()
-	dst, room, ok := q.ia.mem.Gather(nil, rw.iov, q.pz, api.MemPrivLocalWrite)
+	dst, room, ok := q.ia.mem.Gather(nil, rw.IOV, q.pz, api.MemPrivLocalWrite)
 	var target *rmr
-	if w.inval {
-		target, _ = q.ia.mem.Invalidatable(w.rctx, q.pz, q).(*rmr)
+	if w.Invalidate {
+		target, _ = q.ia.mem.Invalidatable(w.RMRContext, q.pz, q).(*rmr)
 	}
 	rst, st := api.DTOSuccess, api.DTOErrRemoteResponder
 	switch {
@@ -140,7 +115,7 @@ func (p *ep) send(w *reqWR) {
 		rst = api.DTOErrLocalProtection
 	case n > room:
 		rst = api.DTOErrLocalLength
-	case w.inval && target == nil:
+	case w.Invalidate && target == nil:
 		rst, st = api.DTOErrLocalProtection, api.DTOErrRemoteAccess
 	}
 	if rst != api.DTOSuccess {
@@ -150,30 +125,30 @@ func (p *ep) send(w *reqWR) {
 	}
 	sgl.Copy(dst, src)
 	op, rctx := api.OpReceive, api.RMRContext(0)
-	if w.inval {
+	if w.Invalidate {
 		q.ia.mem.Unbind(&target.reg)
-		op, rctx = api.OpReceiveWithInvalidate, w.rctx
+		op, rctx = api.OpReceiveWithInvalidate, w.RMRContext
 	}
-	q.completeRecv(&rw, api.DTOSuccess, n, op, rctx, w.flags&api.CompletionSolicitedWait != 0)
+	q.completeRecv(&rw, api.DTOSuccess, n, op, rctx, w.Flags&api.CompletionSolicitedWait != 0)
 	p.complete(w, api.DTOSuccess, n)
 }
 
 // rdma runs an RDMA write or read: the remote window must be one the
 // peer's memreg table grants over this connection.
 func (p *ep) rdma(w *reqWR) {
-	n, need, local := uint64(w.remote.Length), api.MemPrivRemoteRead, api.MemPrivLocalWrite
-	if w.kind == completion.Write {
+	n, need, local := uint64(w.Remote.Length), api.MemPrivRemoteRead, api.MemPrivLocalWrite
+	if w.Kind == completion.Write {
 		need, local = api.MemPrivRemoteWrite, api.MemPrivLocalRead
 	}
 	var segs [][]byte
 	ok := true
-	if w.kind == completion.ReadToRMR { // into a window of this IA
+	if w.Kind == completion.ReadToRMR { // into a window of this IA
 		var dst []byte
-		dst, ok = p.ia.mem.Remote(w.local, n, api.MemPrivRemoteWrite, p.pz, p)
+		dst, ok = p.ia.mem.Remote(w.Local, n, api.MemPrivRemoteWrite, p.pz, p)
 		segs = [][]byte{dst}
 	} else {
 		var m uint64
-		if segs, m, ok = p.ia.mem.Gather(nil, w.iov, p.pz, local); w.kind == completion.Write {
+		if segs, m, ok = p.ia.mem.Gather(nil, w.IOV, p.pz, local); w.Kind == completion.Write {
 			n = m
 		}
 	}
@@ -181,12 +156,12 @@ func (p *ep) rdma(w *reqWR) {
 		p.fail(w, localErr(ok))
 		return
 	}
-	span, ok := p.peer.ia.mem.Remote(w.remote, n, need, p.peer.pz, p.peer)
+	span, ok := p.peer.ia.mem.Remote(w.Remote, n, need, p.peer.pz, p.peer)
 	if !ok {
 		p.fail(w, api.DTOErrRemoteAccess)
 		return
 	}
-	if w.kind == completion.Write {
+	if w.Kind == completion.Write {
 		sgl.Gather(span, segs)
 	} else {
 		sgl.Scatter(segs, span)
@@ -213,7 +188,7 @@ func (p *ep) fail(w *reqWR, st api.DTOStatus) {
 // complete posts w's completion on the request EVD, unless suppressed.
 func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 	var ev api.Event
-	if post, notify := completion.Request(&ev, p, w.rmr, w.kind, w.cookie, w.flags, st, n); post {
+	if post, notify := w.Event(&ev, p, w.rmr, st, n); post {
 		p.reqEVD.post(&ev, notify)
 	}
 }
@@ -224,14 +199,14 @@ func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	defer lock()()
 	if p.State == api.EPDisconnected {
-		p.completeRecv(&recvWR{cookie: cookie, flags: flags}, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+		p.completeRecv(&recvWR{Cookie: cookie, Flags: flags}, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 		return nil
 	}
 	if p.recvs.Len() >= p.Attr.MaxRecvDTOs {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP has MaxRecvDTOs receives posted")
 	}
 	s := p.recvs.PushBack()
-	s.cookie, s.flags, s.iov = cookie, flags, append(s.iov[:0], iov...)
+	s.Cookie, s.Flags, s.IOV = cookie, flags, append(s.IOV[:0], iov...)
 	p.watermarks()
 	if q := p.peer; q != nil {
 		q.pump()
@@ -241,7 +216,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.cookie, rw.flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 }
 

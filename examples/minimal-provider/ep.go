@@ -6,6 +6,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -17,6 +18,7 @@ type ep struct {
 	api.ContextSlot
 	kit.UnsupportedEP // no receive counts (they belong with SRQs)
 	epattr.Endpoint   // attributes, state, connection ends, watermarks
+	completion.Posts  // the DTO post calls, through PostRequest
 	ia                *ia
 	pz                *pz
 	recvEVD           *evd
@@ -41,6 +43,7 @@ func asEVD(e api.EVD) *evd {
 func (i *ia) CreateEP(z api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.EP, error) {
 	defer lock()()
 	p := &ep{ia: i, recvEVD: asEVD(recv), reqEVD: asEVD(req), connEVD: asEVD(conn), Endpoint: epattr.Endpoint{Attr: defaultEPAttr}}
+	p.Posts.To = p
 	if attr != nil {
 		p.Attr = epattr.WithDefaults(*attr, defaultEPAttr)
 	}

@@ -87,29 +87,29 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 	if err != nil {
 		return 0, err
 	}
-	w := reqWR{kind: completion.Bind, cookie: cookie, flags: flags, rmr: r}
+	w := reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags}, rmr: r}
 	switch p.State {
 	case api.EPConnected:
 	case api.EPDisconnected: // flushed: a new context would never work
 		if l != nil {
-			w.rctx = r.ia.mem.StaleContext()
+			w.RMRContext = r.ia.mem.StaleContext()
 		}
 		p.complete(&w, api.DTOErrFlushed, 0)
-		return w.rctx, nil
+		return w.RMRContext, nil
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
-	w.bind, w.rctx = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
+	w.bind, w.RMRContext = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
 	if err := p.postLocked(&w); err != nil {
 		w.drop(r.ia)
 		return 0, err
 	}
-	return w.rctx, nil
+	return w.RMRContext, nil
 }
 
 // drop releases what a bind that does not run holds: its context and its
 // count on the LMR.
-func (w *reqWR) drop(i *ia) { i.mem.DropBind(&w.bind, w.rctx) }
+func (w *reqWR) drop(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
 func (r *rmr) Free() error {
 	defer lock()()

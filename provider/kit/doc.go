@@ -34,7 +34,8 @@
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
 //     whose methods answer ErrModelNotSupported for the optional calls a
 //     provider leaves out (SRQs and the receive counts that go with them,
-//     RSPs, RMRs, CNOs with a descriptor, ...).
+//     RSPs, RMRs, CNOs with a descriptor, ...), and Unsupported, their
+//     error, for a provider to return itself.
 //     A provider embeds them in its objects and defines what it supports;
 //     its own method wins over the base's.
 //
@@ -48,8 +49,10 @@
 //     CNOs and closes them with it; CheckOpen, the start of Open;
 //     CtxKick, which wakes a waiter blocked outside Go's channels when
 //     its context ends;
-//   - completion: the events that complete DTOs and receives under the
-//     rules for suppressed, unsignalled and solicited completions;
+//   - completion: the requests the DTO post calls make, Posts, which gives
+//     an EP those calls over its one PostRequest, and the events that
+//     complete requests and receives under the rules for suppressed,
+//     unsignalled and solicited completions;
 //   - connreq: connection-management argument checks and the choice of the
 //     EP an accept connects;
 //   - iaattr, epattr, srqattr: a provider's limits stated once, the IA,

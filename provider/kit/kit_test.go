@@ -8,6 +8,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/completion"
 )
 
 func TestSetLimitAndInUse(t *testing.T) {
@@ -72,12 +73,11 @@ func TestUnsupportedBases(t *testing.T) {
 			_, err := ia.CreateEPWithSRQ(nil, nil, nil, nil, nil, nil)
 			return err
 		}(),
-		"CreateRMR":              func() error { _, err := kit.UnsupportedPZ{}.CreateRMR(); return err }(),
-		"DupConnect":             kit.UnsupportedEP{}.DupConnect(nil, 0, nil, 0),
-		"PostSendWithInvalidate": kit.UnsupportedEP{}.PostSendWithInvalidate(nil, 0, 0, true, 0),
-		"PostRDMAReadToRMR":      kit.UnsupportedEP{}.PostRDMAReadToRMR(api.RMRTriplet{}, 0, api.RMRTriplet{}, 0),
-		"Handoff":                kit.UnsupportedCR{}.Handoff(1),
-		"RecvQuery":              func() error { _, _, err := kit.UnsupportedEP{}.RecvQuery(); return err }(),
+		"CreateRMR":   func() error { _, err := kit.UnsupportedPZ{}.CreateRMR(); return err }(),
+		"DupConnect":  kit.UnsupportedEP{}.DupConnect(nil, 0, nil, 0),
+		"Handoff":     kit.UnsupportedCR{}.Handoff(1),
+		"RecvQuery":   func() error { _, _, err := kit.UnsupportedEP{}.RecvQuery(); return err }(),
+		"Unsupported": kit.Unsupported("a test feature"),
 	}
 	if fd != -1 {
 		t.Errorf("CreateCNOFD returned descriptor %d, want -1", fd)
@@ -88,6 +88,21 @@ func TestUnsupportedBases(t *testing.T) {
 		}
 	}
 }
+
+// An EP may embed both UnsupportedEP and completion.Posts: no call of the
+// one hides or clashes with a call of the other.
+var _ interface {
+	api.Object
+	PostSend([]api.LMRTriplet, api.Cookie, api.CompletionFlags) error
+	PostRDMAReadToRMR(api.RMRTriplet, api.Cookie, api.RMRTriplet, api.CompletionFlags) error
+	PostSendWithInvalidate([]api.LMRTriplet, api.Cookie, api.CompletionFlags, bool, api.RMRContext) error
+	RecvQuery() (int, int, error)
+	DupConnect(api.EP, api.Timeout, []byte, api.QOS) error
+} = &struct {
+	api.Object
+	kit.UnsupportedEP
+	completion.Posts
+}{}
 
 type testIA struct{ kit.IA }
 

@@ -15,80 +15,30 @@ import (
 // EP's request queue, and the requests posted after it wait behind it, until
 // the peer posts a receive.
 
-// reqKind is the kind of a posted request (package completion).
-type reqKind = completion.Kind
-
-const (
-	reqSend      = completion.Send
-	reqWrite     = completion.Write
-	reqRead      = completion.Read
-	reqReadToRMR = completion.ReadToRMR
-	reqBind      = completion.Bind
-)
-
 // reqWR is a posted request: a DTO or an RMR bind.
 type reqWR struct {
-	kind   reqKind
-	cookie api.Cookie
-	flags  api.CompletionFlags
-	iov    []api.LMRTriplet
-	remote api.RMRTriplet
-	local  api.RMRTriplet // PostRDMAReadToRMR's sink
-	inval  bool           // send with invalidate
-	rctx   api.RMRContext // the context to invalidate; a bind's new context
-	rmr    *rmr           // bind
-	bind   *binding       // bind: what to publish (it holds its LMR's bound count); nil to unbind
+	completion.Request
+	rmr  *rmr     // bind
+	bind *binding // bind: what to publish (it holds its LMR's bound count); nil to unbind
 }
 
-// PostSend sends the bytes iov names (dat_ep_post_send(3DAT)). Valid in
-// CONNECTED; in DISCONNECTED the send is flushed at once; otherwise
-// ErrInvalidState. Errors in the data path (an invalid triplet, a receive
-// too small at the peer) complete the send with an error status and break
-// the connection.
-func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov}
-	return p.post(&w)
-}
-
-// PostSendWithInvalidate sends like PostSend and, if invalidate is set,
-// unbinds the peer's RMR whose context is rmr when the message is delivered;
-// the peer's receive completes as OpReceiveWithInvalidate carrying rmr
-// (dat_ep_post_send_with_invalidate, DAT 2.0). A context that does not name
-// an RMR bound in the peer EP's PZ (and, if bound to an EP, to the peer EP)
-// fails the send with DTOErrRemoteAccess and breaks the connection.
-func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
-	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov, inval: invalidate, rctx: rmr}
-	return p.post(&w)
-}
-
-// PostRDMAWrite writes the bytes iov names to the peer's memory at remote
-// (dat_ep_post_rdma_write(3DAT)). The registry's guard has refused an IOV
-// longer than remote.Length (ErrLength). The peer's context must grant remote write in
-// the peer EP's PZ, over the whole range, and if it is an RMR bound to an
-// EP, to the peer EP; otherwise the write completes with
-// DTOErrRemoteAccess, no byte is written, and the connection breaks.
-func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqWrite, cookie: cookie, flags: flags, iov: iov, remote: remote}
-	return p.post(&w)
-}
-
-// PostRDMARead reads remote.Length bytes of the peer's memory into iov
-// (dat_ep_post_rdma_read(3DAT)); the guard has refused an iov too short to
-// hold them (ErrLength). Remote
-// checks are those of PostRDMAWrite, for remote read.
-func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqRead, cookie: cookie, flags: flags, iov: iov, remote: remote}
-	return p.post(&w)
-}
-
-// PostRDMAReadToRMR reads remote.Length bytes of the peer's memory into a
-// local window (dat_ep_post_rdma_read_to_rmr, DAT 2.0); the guard has
-// refused a local.Length too short to hold them (ErrLength). The local context must be one of this IA's, in the
-// EP's PZ, bound to this EP if it is an RMR bound to an EP, and grant
-// remote write (the read response writes it as a remote peer would);
-// otherwise the read completes with DTOErrLocalProtection.
-func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqReadToRMR, cookie: cookie, flags: flags, local: local, remote: remote}
+// PostRequest runs or queues a request that a DTO post call built
+// (completion.Posts). Valid in CONNECTED; in DISCONNECTED the request is
+// flushed at once; otherwise ErrInvalidState. The guard has refused an
+// IOV longer than an RDMA write's remote window, or too short for a
+// read's (ErrLength). Errors in the data path complete the request with
+// an error status and break the connection: an invalid local triplet, a
+// receive too small at the peer, or a peer context that does not grant
+// the access over the whole range in the peer EP's PZ (and, for an RMR
+// bound to an EP, to the peer EP), which is DTOErrRemoteAccess with no
+// byte written. A read into an RMR needs a local context of this IA, in
+// the EP's PZ, bound to this EP if bound to an EP at all, that grants
+// remote write (the response writes it as a peer would); otherwise it
+// completes with DTOErrLocalProtection. A send with invalidate unbinds
+// the peer's RMR when the message is delivered, and the peer's receive
+// completes as OpReceiveWithInvalidate carrying its context.
+func (p *ep) PostRequest(r completion.Request) error {
+	w := reqWR{Request: r}
 	return p.post(&w)
 }
 
@@ -109,7 +59,7 @@ func (p *ep) postLocked(w *reqWR) error {
 		p.complete(w, api.DTOErrFlushed, 0)
 		return nil
 	default:
-		return p.StateErr(w.kind.Posting())
+		return p.StateErr(w.Kind.Posting())
 	}
 	if p.reqs.Len() == 0 && p.exec(w, false) {
 		return nil
@@ -124,9 +74,9 @@ func (p *ep) enqueue(w *reqWR) error {
 			fmt.Sprintf("%d requests already wait for receives at the peer", p.reqs.Len()))
 	}
 	s := p.reqs.PushBack()
-	iov := append(s.iov[:0], w.iov...)
+	iov := append(s.IOV[:0], w.IOV...)
 	*s = *w
-	s.iov = iov
+	s.IOV = iov
 	return nil
 }
 
@@ -149,7 +99,7 @@ func (p *ep) pump() {
 // is the front of the request queue and is removed from it once it runs.
 // fabric.mu is held; p is CONNECTED or DISCONNECT_PENDING.
 func (p *ep) exec(w *reqWR, queued bool) bool {
-	if w.kind == reqSend {
+	if w.Kind == completion.Send {
 		if !p.execSend(w, queued) {
 			return false
 		}
@@ -157,14 +107,14 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 		if queued {
 			p.reqs.PopFront()
 		}
-		switch w.kind {
-		case reqWrite:
+		switch w.Kind {
+		case completion.Write:
 			p.execRDMA(w, true)
-		case reqRead:
+		case completion.Read:
 			p.execRDMA(w, false)
-		case reqReadToRMR:
+		case completion.ReadToRMR:
 			p.execReadToRMR(w)
-		case reqBind:
+		case completion.Bind:
 			p.execBind(w)
 		}
 	}
@@ -173,7 +123,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 }
 
 func (p *ep) execSend(w *reqWR, queued bool) bool {
-	src, n, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, api.MemPrivLocalRead)
+	src, n, ok := p.ia.gather(fabric.segA[:0], w.IOV, p.pz, api.MemPrivLocalRead)
 	defer clear(src) // the scratch list must not keep consumer memory alive
 	st := api.DTOSuccess
 	switch {
@@ -203,21 +153,21 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 	case n > room:
 		q.completeRecv(rw, api.DTOErrLocalLength, 0, api.OpReceive, 0, true)
 		p.fail(w, api.DTOErrRemoteResponder)
-	case w.inval && q.invalidatable(w.rctx) == nil:
+	case w.Invalidate && q.invalidatable(w.RMRContext) == nil:
 		q.completeRecv(rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)
 		p.fail(w, api.DTOErrRemoteAccess)
 	default:
 		sgl.Copy(dst, src)
 		op, rctx := api.OpReceive, api.RMRContext(0)
-		if w.inval {
-			q.invalidatable(w.rctx).unbind()
-			op, rctx = api.OpReceiveWithInvalidate, w.rctx
+		if w.Invalidate {
+			q.invalidatable(w.RMRContext).unbind()
+			op, rctx = api.OpReceiveWithInvalidate, w.RMRContext
 		}
 		// A buffer taken from an SRQ counts against the receiver's
 		// watermarks until its completion; a hard one exceeded breaks
 		// the connection once the message is complete.
 		hard := q.srq != nil && q.watermarks(1)
-		q.completeRecv(rw, api.DTOSuccess, n, op, rctx, w.flags&api.CompletionSolicitedWait != 0)
+		q.completeRecv(rw, api.DTOSuccess, n, op, rctx, w.Flags&api.CompletionSolicitedWait != 0)
 		p.complete(w, api.DTOSuccess, n)
 		if hard {
 			q.breakConnection()
@@ -235,10 +185,10 @@ func (p *ep) execRDMA(w *reqWR, write bool) {
 	if write {
 		local, remote = api.MemPrivLocalRead, api.MemPrivRemoteWrite
 	}
-	segs, n, ok := p.ia.gather(fabric.segA[:0], w.iov, p.pz, local)
+	segs, n, ok := p.ia.gather(fabric.segA[:0], w.IOV, p.pz, local)
 	defer clear(segs)
 	if !write {
-		n = uint64(w.remote.Length)
+		n = uint64(w.Remote.Length)
 	}
 	switch {
 	case !ok:
@@ -246,7 +196,7 @@ func (p *ep) execRDMA(w *reqWR, write bool) {
 	case n > uint64(p.Attr.MaxRDMASize):
 		p.fail(w, api.DTOErrLocalLength)
 	default:
-		span, ok := p.peer.remoteSpan(w.remote, n, remote)
+		span, ok := p.peer.remoteSpan(w.Remote, n, remote)
 		if !ok {
 			p.fail(w, api.DTOErrRemoteAccess)
 			return
@@ -261,15 +211,15 @@ func (p *ep) execRDMA(w *reqWR, write bool) {
 }
 
 func (p *ep) execReadToRMR(w *reqWR) {
-	n := uint64(w.remote.Length)
-	dst, ok := p.remoteSpan(w.local, n, api.MemPrivRemoteWrite) // a window of our own IA
+	n := uint64(w.Remote.Length)
+	dst, ok := p.remoteSpan(w.Local, n, api.MemPrivRemoteWrite) // a window of our own IA
 	switch {
 	case !ok:
 		p.fail(w, api.DTOErrLocalProtection)
 	case n > uint64(p.Attr.MaxRDMASize):
 		p.fail(w, api.DTOErrLocalLength)
 	default:
-		src, ok := p.peer.remoteSpan(w.remote, n, api.MemPrivRemoteRead)
+		src, ok := p.peer.remoteSpan(w.Remote, n, api.MemPrivRemoteRead)
 		if !ok {
 			p.fail(w, api.DTOErrRemoteAccess)
 			return
@@ -281,7 +231,7 @@ func (p *ep) execReadToRMR(w *reqWR) {
 
 // fail completes w with status st and breaks the connection.
 func (p *ep) fail(w *reqWR, st api.DTOStatus) {
-	if w.kind == reqBind {
+	if w.Kind == completion.Bind {
 		w.dropBind(p.ia)
 	}
 	p.complete(w, st, 0)
@@ -293,7 +243,7 @@ func (p *ep) fail(w *reqWR, st api.DTOStatus) {
 // with CompletionUnsignalled. fabric.mu is held.
 func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 	var ev api.Event
-	if post, notify := completion.Request(&ev, p, w.rmr, w.kind, w.cookie, w.flags, st, n); post {
+	if post, notify := w.Event(&ev, p, w.rmr, st, n); post {
 		p.reqEVD.post(&ev, notify)
 	}
 }
@@ -365,7 +315,7 @@ func (p *ep) recvPZ() *pz {
 // solicited. fabric.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.Cookie, rw.Flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 }
 
@@ -375,7 +325,7 @@ func (p *ep) flush() {
 	for p.reqs.Len() > 0 {
 		w := p.reqs.Front()
 		p.reqs.PopFront()
-		if w.kind == reqBind {
+		if w.Kind == completion.Bind {
 			w.dropBind(p.ia)
 		}
 		p.complete(w, api.DTOErrFlushed, 0)

@@ -17,6 +17,7 @@ import (
 type ep struct {
 	api.ContextSlot
 	epattr.Endpoint        // attributes, state, connection ends, watermarks
+	completion.Posts       // the DTO post calls, through PostRequest
 	ia                     *ia
 	pz                     *pz
 	recvEVD, reqEVD, cnEVD *evd
@@ -86,6 +87,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	}
 	p := &ep{ia: i, pz: z, recvEVD: evds[0], reqEVD: evds[1], cnEVD: evds[2], srq: s,
 		Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p.Posts.To = p
 	p.addRefs(1)
 	if s != nil {
 		s.eps = append(s.eps, p)
@@ -103,6 +105,7 @@ func (i *ia) newProviderEP(active *ep) *ep {
 	a := withDefaults(active.Attr)
 	a.MaxRDMAReadIn, a.MaxRDMAReadOut = a.MaxRDMAReadOut, a.MaxRDMAReadIn
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
+	p.Posts.To = p
 	i.eps.Add(p)
 	return p
 }

@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
@@ -192,7 +193,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if err != nil {
 		return 0, err
 	}
-	w := reqWR{kind: reqBind, cookie: cookie, flags: flags, rmr: r}
+	w := reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags}, rmr: r}
 	switch p.State {
 	case api.EPConnected:
 		if p.reqs.Len() > 0 && p.reqs.Len() >= p.Attr.MaxRequestDTOs {
@@ -200,33 +201,33 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		}
 	case api.EPDisconnected:
 		if l != nil {
-			w.rctx = r.ia.mem.StaleContext() // flushed: the context never works
+			w.RMRContext = r.ia.mem.StaleContext() // flushed: the context never works
 		}
 		p.complete(&w, api.DTOErrFlushed, 0)
-		return w.rctx, nil
+		return w.RMRContext, nil
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
 	// The binding's count on the LMR is held by the request until it runs
 	// or is flushed.
-	w.bind, w.rctx = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
+	w.bind, w.RMRContext = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
 	if err := p.postLocked(&w); err != nil {
 		w.dropBind(r.ia)
 		return 0, err
 	}
-	return w.rctx, nil
+	return w.RMRContext, nil
 }
 
 // execBind publishes the binding of a bind request and completes it.
 // fabric.mu is held.
 func (p *ep) execBind(w *reqWR) {
 	r := w.rmr
-	p.complete(w, r.ia.mem.FinishBind(&r.reg, &w.bind, w.rctx, r.freed), 0)
+	p.complete(w, r.ia.mem.FinishBind(&r.reg, &w.bind, w.RMRContext, r.freed), 0)
 }
 
 // dropBind releases what a bind request holds when it does not run: its
 // reserved context and its count on the LMR.
-func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.rctx) }
+func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
 // unbind withdraws the RMR's binding: its context stops working at once.
 // fabric.mu is held.

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/sgl"
 )
 
@@ -313,7 +314,7 @@ func (c *conn) beginReadResp(f *frame) ([][]byte, bool) {
 		return nil, false
 	}
 	w := p.reqs.Front()
-	if w == nil || !w.sent || w.seq != f.Seq || (w.kind != reqRead && w.kind != reqReadToRMR) || f.Len != w.remote.Length {
+	if w == nil || !w.sent || w.seq != f.Seq || (w.Kind != completion.Read && w.Kind != completion.ReadToRMR) || f.Len != w.Remote.Length {
 		p.lost(c)
 		return nil, false
 	}

@@ -16,29 +16,11 @@ import (
 // from the front of the queue when the peer acknowledges them (ACK), when
 // their read response has been placed, or, for binds, at once.
 
-// reqKind is the kind of a posted request (package completion).
-type reqKind = completion.Kind
-
-const (
-	reqSend      = completion.Send
-	reqWrite     = completion.Write
-	reqRead      = completion.Read
-	reqReadToRMR = completion.ReadToRMR
-	reqBind      = completion.Bind
-)
-
 // reqWR is a posted request: a DTO or an RMR bind.
 type reqWR struct {
-	kind   reqKind
-	cookie api.Cookie
-	flags  api.CompletionFlags
-	iov    []api.LMRTriplet
-	remote api.RMRTriplet
-	local  api.RMRTriplet // PostRDMAReadToRMR's sink
-	inval  bool
-	rctx   api.RMRContext // the context to invalidate; a bind's new context
-	rmr    *rmr
-	bind   *binding
+	completion.Request
+	rmr  *rmr
+	bind *binding
 
 	seq    uint64   // sequence number once sent
 	n      uint64   // bytes transferred
@@ -52,50 +34,22 @@ type reqWR struct {
 // recvWR is a posted receive.
 type recvWR = completion.Recv
 
-// PostSend sends the bytes iov names (dat_ep_post_send(3DAT)). Valid in
-// CONNECTED; in DISCONNECTED the send is flushed at once; otherwise
-// ErrInvalidState. The send completes once the peer has placed the message
-// in a receive (the peer's ACK), or with the peer's error status; a send
-// waits while the peer has no receive posted (receive credits), and the
-// requests posted after it wait behind it.
-func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov}
-	return p.post(&w)
-}
-
-// PostSendWithInvalidate sends like PostSend and, if invalidate is set,
-// unbinds the peer's RMR rmr when the message is placed; the peer's receive
-// completes as OpReceiveWithInvalidate (dat_ep_post_send_with_invalidate,
-// DAT 2.0). A context naming no RMR the peer EP may invalidate fails the
-// send with DTOErrRemoteAccess and breaks the connection.
-func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
-	w := reqWR{kind: reqSend, cookie: cookie, flags: flags, iov: iov, inval: invalidate, rctx: rmr}
-	return p.post(&w)
-}
-
-// PostRDMAWrite writes the bytes iov names to the peer's window at remote
-// (dat_ep_post_rdma_write(3DAT)); it completes once the peer has placed
-// them. A context the peer refuses completes it with DTOErrRemoteAccess,
-// changes no byte and breaks the connection.
-func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqWrite, cookie: cookie, flags: flags, iov: iov, remote: remote}
-	return p.post(&w)
-}
-
-// PostRDMARead reads remote.Length bytes of the peer's window into iov
-// (dat_ep_post_rdma_read(3DAT)); the response is read from the socket
-// straight into iov.
-func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqRead, cookie: cookie, flags: flags, iov: iov, remote: remote}
-	return p.post(&w)
-}
-
-// PostRDMAReadToRMR reads remote.Length bytes of the peer's window into a
-// window of this EP's IA that the EP could reach with remote write
-// (dat_ep_post_rdma_read_to_rmr, DAT 2.0); otherwise the read completes
-// with DTOErrLocalProtection.
-func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{kind: reqReadToRMR, cookie: cookie, flags: flags, local: local, remote: remote}
+// PostRequest queues a request that a DTO post call built
+// (completion.Posts). Valid in CONNECTED; in DISCONNECTED the request is
+// flushed at once; otherwise ErrInvalidState. A send completes once the
+// peer has placed the message in a receive (the peer's ACK), or with the
+// peer's error status; it waits while the peer has no receive posted
+// (receive credits), and the requests posted after it wait behind it. A
+// send with invalidate unbinds the peer's RMR when the message is placed,
+// and the peer's receive completes as OpReceiveWithInvalidate. An RDMA
+// write completes once the peer has placed its bytes; a read's response is
+// read from the socket straight into its IOV, and a read into an RMR needs
+// a window of this IA that the EP could reach with remote write
+// (DTOErrLocalProtection otherwise). A context the peer refuses completes
+// the request with DTOErrRemoteAccess, changes no byte and breaks the
+// connection.
+func (p *ep) PostRequest(r completion.Request) error {
+	w := reqWR{Request: r}
 	return p.post(&w)
 }
 
@@ -142,16 +96,16 @@ func (p *ep) postLocked(w *reqWR) error {
 		p.complete(w, api.DTOErrFlushed)
 		return nil
 	default:
-		return p.StateErr(w.kind.Posting())
+		return p.StateErr(w.Kind.Posting())
 	}
 	if p.reqsFull() {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype,
 			fmt.Sprintf("%d requests are outstanding, the EP's maximum", p.reqs.Len()))
 	}
 	s := p.reqs.PushBack()
-	iov, segs := append(s.iov[:0], w.iov...), s.segs[:0]
+	iov, segs := append(s.IOV[:0], w.IOV...), s.segs[:0]
 	*s = *w
-	s.iov, s.segs = iov, segs
+	s.IOV, s.segs = iov, segs
 	p.pump()
 	return nil
 }
@@ -183,15 +137,15 @@ func (p *ep) pump() {
 	}
 	for c.nextTx < p.reqs.Len() {
 		w := p.reqs.At(c.nextTx)
-		if w.flags&api.CompletionBarrierFence != 0 && c.inFlight > 0 {
+		if w.Flags&api.CompletionBarrierFence != 0 && c.inFlight > 0 {
 			return
 		}
-		switch w.kind {
-		case reqSend:
+		switch w.Kind {
+		case completion.Send:
 			if !c.peerSRQ && c.sendsSent >= c.credits {
 				return
 			}
-		case reqRead, reqReadToRMR:
+		case completion.Read, completion.ReadToRMR:
 			if c.inFlight >= c.readsOut {
 				return
 			}
@@ -212,22 +166,22 @@ func (p *ep) pump() {
 // returns the status a failed request completes with. ia.mu is held.
 func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 	i := p.ia
-	switch w.kind {
-	case reqBind:
+	switch w.Kind {
+	case completion.Bind:
 		w.done = true
 		if st := w.publishBind(i); st != api.DTOSuccess {
 			w.failed, w.status = true, st
 		}
 		return api.DTOSuccess
-	case reqSend, reqWrite:
-		src, n, ok := i.mem.Gather(c.txsegs[:0], w.iov, p.pz, api.MemPrivLocalRead)
+	case completion.Send, completion.Write:
+		src, n, ok := i.mem.Gather(c.txsegs[:0], w.IOV, p.pz, api.MemPrivLocalRead)
 		c.txsegs = src[:0]
 		limit, f := c.maxMsg, frame{Type: frSend, Len: uint32(n)}
-		if w.kind == reqWrite {
+		if w.Kind == completion.Write {
 			limit = c.maxRDMA
-			f = frame{Type: frWrite, Len: uint32(n), Addr: uint64(w.remote.Addr), RKey: uint32(w.remote.RMRContext)}
-		} else if w.inval {
-			f.Type, f.RKey = frSendInv, uint32(w.rctx)
+			f = frame{Type: frWrite, Len: uint32(n), Addr: uint64(w.Remote.Addr), RKey: uint32(w.Remote.RMRContext)}
+		} else if w.Invalidate {
+			f.Type, f.RKey = frSendInv, uint32(w.RMRContext)
 		}
 		switch {
 		case !ok:
@@ -237,27 +191,27 @@ func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 			sgl.Drop(src)
 			return api.DTOErrLocalLength
 		}
-		if w.flags&api.CompletionSolicitedWait != 0 {
+		if w.Flags&api.CompletionSolicitedWait != 0 {
 			f.Flags = frFlagSolicited
 		}
 		c.txSeq++
 		f.Seq, w.seq, w.n, w.sent = c.txSeq, c.txSeq, n, true
-		if w.kind == reqSend {
+		if w.Kind == completion.Send {
 			c.sendsSent++
 		}
 		c.enqueue(&f, src) // (copies src)
 		sgl.Drop(src)
-	case reqRead, reqReadToRMR:
-		n := uint64(w.remote.Length)
-		if w.kind == reqRead {
-			dst, _, ok := i.mem.Gather(w.segs[:0], w.iov, p.pz, api.MemPrivLocalWrite)
+	case completion.Read, completion.ReadToRMR:
+		n := uint64(w.Remote.Length)
+		if w.Kind == completion.Read {
+			dst, _, ok := i.mem.Gather(w.segs[:0], w.IOV, p.pz, api.MemPrivLocalWrite)
 			w.segs = dst
 			if !ok {
 				return api.DTOErrLocalProtection
 			}
 			trim(&w.segs, n)
 		} else {
-			dst, ok := i.mem.Remote(w.local, n, api.MemPrivRemoteWrite, p.pz, p)
+			dst, ok := i.mem.Remote(w.Local, n, api.MemPrivRemoteWrite, p.pz, p)
 			if !ok {
 				return api.DTOErrLocalProtection
 			}
@@ -269,7 +223,7 @@ func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 		c.txSeq++
 		w.seq, w.n, w.sent = c.txSeq, n, true
 		c.inFlight++
-		c.enqueue(&frame{Type: frReadReq, Seq: c.txSeq, Addr: uint64(w.remote.Addr), RKey: uint32(w.remote.RMRContext), RLen: w.remote.Length}, nil)
+		c.enqueue(&frame{Type: frReadReq, Seq: c.txSeq, Addr: uint64(w.Remote.Addr), RKey: uint32(w.Remote.RMRContext), RLen: w.Remote.Length}, nil)
 	}
 	return api.DTOSuccess
 }
@@ -316,7 +270,7 @@ func (p *ep) ackMark(c *conn, seq uint64) bool {
 		if w.seq > seq {
 			break
 		}
-		if w.kind == reqRead || w.kind == reqReadToRMR {
+		if w.Kind == completion.Read || w.Kind == completion.ReadToRMR {
 			return false
 		}
 		w.done = true
@@ -367,7 +321,7 @@ func (w *reqWR) release() {
 // CompletionUnsignalled. ia.mu is held.
 func (p *ep) complete(w *reqWR, st api.DTOStatus) {
 	var ev api.Event
-	if post, notify := completion.Request(&ev, p, w.rmr, w.kind, w.cookie, w.flags, st, w.n); post {
+	if post, notify := w.Event(&ev, p, w.rmr, st, w.n); post {
 		p.reqEVD.post(&ev, notify)
 	}
 }
@@ -424,7 +378,7 @@ func (p *ep) recvPZ() *pz {
 // and the send was not solicited. ia.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
-	notify := completion.Receive(&ev, p, rw.Cookie, rw.Flags, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
+	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.recvEVD.post(&ev, notify)
 	if notify && p.c != nil {
 		p.c.rxWoke = true
@@ -442,7 +396,7 @@ func (p *ep) flush() {
 		if w.failed {
 			st = w.status
 		}
-		if w.kind == reqBind {
+		if w.Kind == completion.Bind {
 			w.dropBind(p.ia)
 		}
 		p.complete(w, st)

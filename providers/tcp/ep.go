@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -14,6 +15,7 @@ import (
 type ep struct {
 	api.ContextSlot
 	epattr.Endpoint        // attributes, state, connection ends, watermarks
+	completion.Posts       // the DTO post calls, through PostRequest
 	ia                     *ia
 	pz                     *pz
 	recvEVD, reqEVD, cnEVD *evd
@@ -63,6 +65,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	}
 	p := &ep{ia: i, pz: pzOf(pzArg), recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD),
 		srq: s, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p.Posts.To = p
 	if s != nil {
 		s.eps++
 	}
@@ -81,6 +84,7 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a.MaxRDMAReadOut = int(min(h.ReadsIn, maxRDMAReadPerEP))
 	a = withDefaults(a)
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
+	p.Posts.To = p
 	i.eps.Add(p)
 	return p
 }

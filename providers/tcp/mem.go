@@ -3,6 +3,7 @@ package tcp
 import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
@@ -135,7 +136,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if err != nil {
 		return 0, err
 	}
-	w := reqWR{kind: reqBind, cookie: cookie, flags: flags, rmr: r}
+	w := reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags}, rmr: r}
 	switch p.State {
 	case api.EPConnected:
 		if p.reqsFull() {
@@ -143,14 +144,14 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		}
 	case api.EPDisconnected:
 		if l != nil {
-			w.rctx = r.ia.mem.StaleContext()
+			w.RMRContext = r.ia.mem.StaleContext()
 		}
 		p.complete(&w, api.DTOErrFlushed)
-		return w.rctx, nil
+		return w.RMRContext, nil
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
-	w.bind, w.rctx = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
+	w.bind, w.RMRContext = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
 	if err := p.postLocked(&w); err != nil {
 		w.dropBind(r.ia)
 		return 0, err
@@ -158,16 +159,16 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if c := p.c; c != nil {
 		c.flush(false) // what the bind let start goes out now
 	}
-	return w.rctx, nil
+	return w.RMRContext, nil
 }
 
 // publishBind makes the binding of bind request w current. ia.mu is held.
 func (w *reqWR) publishBind(i *ia) api.DTOStatus {
-	return i.mem.FinishBind(&w.rmr.reg, &w.bind, w.rctx, w.rmr.freed)
+	return i.mem.FinishBind(&w.rmr.reg, &w.bind, w.RMRContext, w.rmr.freed)
 }
 
 // dropBind releases what an unexecuted bind request holds.
-func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.rctx) }
+func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
 // unbind withdraws the RMR's binding at once. ia.mu is held.
 func (r *rmr) unbind() { r.ia.mem.Unbind(&r.reg) }

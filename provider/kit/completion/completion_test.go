@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/godat/godat/api"
@@ -23,7 +24,8 @@ func TestRequest(t *testing.T) {
 		{Bind, 0, api.DTOSuccess, true, true, api.RMRBindCompletionEvent, 0},
 	} {
 		var ev api.Event
-		post, notify := Request(&ev, nil, nil, tc.k, 7, tc.flags, tc.st, 9)
+		r := Request{Kind: tc.k, Cookie: 7, Flags: tc.flags}
+		post, notify := r.Event(&ev, nil, nil, tc.st, 9)
 		if post != tc.post || notify != tc.notify || ev.Number != tc.num || ev.DTO.Length != tc.n {
 			t.Errorf("Request(%d, flags %#x, %v) = %v, %v, event %d length %d", tc.k, uint32(tc.flags), tc.st, post, notify, ev.Number, ev.DTO.Length)
 		}
@@ -36,7 +38,7 @@ func TestRequest(t *testing.T) {
 	}
 }
 
-func TestReceive(t *testing.T) {
+func TestRecv(t *testing.T) {
 	for _, tc := range []struct {
 		flags, epFlags api.CompletionFlags
 		st             api.DTOStatus
@@ -50,7 +52,8 @@ func TestReceive(t *testing.T) {
 		{api.CompletionUnsignalled, api.CompletionSolicitedWait, api.DTOErrFlushed, false, true},
 	} {
 		var ev api.Event
-		notify := Receive(&ev, nil, 3, tc.flags, tc.epFlags, tc.st, 5, api.OpReceiveWithInvalidate, 11, tc.solicited)
+		r := Recv{Cookie: 3, Flags: tc.flags}
+		notify := r.Event(&ev, nil, tc.epFlags, tc.st, 5, api.OpReceiveWithInvalidate, 11, tc.solicited)
 		wantN, wantCtx := uint32(5), api.RMRContext(11)
 		if tc.st != api.DTOSuccess {
 			wantN, wantCtx = 0, 0
@@ -58,5 +61,50 @@ func TestReceive(t *testing.T) {
 		if notify != tc.notify || ev.DTO.Length != wantN || ev.DTO.RMRContext != wantCtx || ev.Number != api.DTOCompletionEvent {
 			t.Errorf("Receive(%+v) = %v, %+v", tc, notify, ev.DTO)
 		}
+	}
+}
+
+// recorder is a Poster that keeps the last request.
+type recorder struct{ last Request }
+
+func (r *recorder) PostRequest(q Request) error { r.last = q; return nil }
+
+func TestPosts(t *testing.T) {
+	rec := &recorder{}
+	s := Posts{To: rec}
+	iov := []api.LMRTriplet{{LMRContext: 1, Length: 4}}
+	remote := api.RMRTriplet{RMRContext: 2, Length: 4}
+	local := api.RMRTriplet{RMRContext: 3, Length: 4}
+	for _, tc := range []struct {
+		name string
+		post func() error
+		want Request
+	}{
+		{"PostSend", func() error { return s.PostSend(iov, 5, api.CompletionSuppress) },
+			Request{Kind: Send, Cookie: 5, Flags: api.CompletionSuppress, IOV: iov}},
+		{"PostSendWithInvalidate", func() error { return s.PostSendWithInvalidate(iov, 6, 0, true, 9) },
+			Request{Kind: Send, Cookie: 6, IOV: iov, Invalidate: true, RMRContext: 9}},
+		{"PostRDMAWrite", func() error { return s.PostRDMAWrite(iov, 7, remote, 0) },
+			Request{Kind: Write, Cookie: 7, IOV: iov, Remote: remote}},
+		{"PostRDMARead", func() error { return s.PostRDMARead(iov, 8, remote, api.CompletionUnsignalled) },
+			Request{Kind: Read, Cookie: 8, Flags: api.CompletionUnsignalled, IOV: iov, Remote: remote}},
+		{"PostRDMAReadToRMR", func() error { return s.PostRDMAReadToRMR(local, 9, remote, 0) },
+			Request{Kind: ReadToRMR, Cookie: 9, Local: local, Remote: remote}},
+	} {
+		rec.last = Request{}
+		if err := tc.post(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := rec.last
+		if len(got.IOV) != len(tc.want.IOV) || (len(got.IOV) > 0 && &got.IOV[0] != &tc.want.IOV[0]) {
+			t.Errorf("%s: IOV %v, want the caller's %v", tc.name, got.IOV, tc.want.IOV)
+		}
+		got.IOV, tc.want.IOV = nil, nil
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s built %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = s.PostRDMAWrite(iov, 7, remote, 0) }); n != 0 {
+		t.Errorf("PostRDMAWrite allocates %v times", n)
 	}
 }
