@@ -170,18 +170,15 @@ func (p *ep) endPair(n api.EventNumber) {
 // waits in DISCONNECT_PENDING until they have run.
 func (p *ep) Disconnect(flags api.CloseFlags) error {
 	defer lock()()
-	switch {
-	case p.State == api.EPConnected && flags == api.CloseGraceful && p.reqs.Len() > 0:
-		p.State = api.EPDisconnectPending
-	case p.State == api.EPConnected || p.State == api.EPDisconnectPending && flags != api.CloseGraceful:
+	step, err := p.DisconnectStep(flags, p.reqs.Len() > 0)
+	switch step {
+	case epattr.DisconnectNow:
 		p.endPair(api.ConnectionDisconnectedEvent)
-	case p.State == api.EPActiveConnectionPending:
+	case epattr.DisconnectAbandon:
 		p.abandon()
 		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
-	case p.State != api.EPDisconnected && p.State != api.EPDisconnectPending:
-		return p.StateErr("Disconnect")
 	}
-	return nil
+	return err
 }
 
 // SetWatermark sets the high watermarks on the receives the EP holds

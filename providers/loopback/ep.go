@@ -324,25 +324,15 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 	if p.freed {
 		return errEPFreed
 	}
-	switch p.State {
-	case api.EPConnected:
-		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
-			p.State = api.EPDisconnectPending
-			return nil
-		}
+	step, err := p.DisconnectStep(flags, p.reqs.Len() > 0)
+	switch step {
+	case epattr.DisconnectNow:
 		p.disconnectPair()
-	case api.EPDisconnectPending:
-		if flags != api.CloseGraceful {
-			p.disconnectPair()
-		}
-	case api.EPActiveConnectionPending, api.EPCompletionPending:
+	case epattr.DisconnectAbandon:
 		p.abandonRequest()
 		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
-	case api.EPDisconnected:
-	default:
-		return p.StateErr("Disconnect")
 	}
-	return nil
+	return err
 }
 
 // RecvQuery reports the receive buffers held by the EP

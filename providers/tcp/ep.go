@@ -308,26 +308,18 @@ func (p *ep) disconnectNow() {
 func (p *ep) Disconnect(flags api.CloseFlags) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	switch p.State {
-	case api.EPConnected:
-		p.settleLate()
-		if flags == api.CloseGraceful && p.reqs.Len() > 0 {
-			p.State = api.EPDisconnectPending
-			return nil
-		}
+	if p.State == api.EPConnected {
+		p.settleLate() // requests that have completed do not hold the disconnect
+	}
+	step, err := p.DisconnectStep(flags, p.reqs.Len() > 0)
+	switch step {
+	case epattr.DisconnectNow:
 		p.disconnectNow()
-	case api.EPDisconnectPending:
-		if flags != api.CloseGraceful {
-			p.disconnectNow()
-		}
-	case api.EPActiveConnectionPending, api.EPCompletionPending:
+	case epattr.DisconnectAbandon:
 		p.c.abort()
 		p.toDisconnected(api.ConnectionDisconnectedEvent, nil)
-	case api.EPDisconnected:
-	default:
-		return p.StateErr("Disconnect")
 	}
-	return nil
+	return err
 }
 
 // RecvQuery reports the receive buffers held by the EP

@@ -86,3 +86,52 @@ func (e *Endpoint) Watch(held int, self api.EP, async *dispatch.EVD) (breakConn 
 	}
 	return hard && e.State == api.EPConnected
 }
+
+// Disconnect is what dat_ep_disconnect(3DAT) leaves a provider to do,
+// as DisconnectStep decides it from the EP's state.
+type Disconnect uint8
+
+const (
+	// DisconnectNothing: the EP is DISCONNECTED already, or a graceful
+	// disconnect is pending and this one is graceful too.
+	DisconnectNothing Disconnect = iota
+	// DisconnectPending: a graceful disconnect of an EP with requests
+	// outstanding. The EP is now DISCONNECT_PENDING; the provider ends
+	// the connection when the last request completes, or when an abrupt
+	// disconnect follows.
+	DisconnectPending
+	// DisconnectNow: end the connection, both sides DISCONNECTED with a
+	// DISCONNECTED event, outstanding requests flushed.
+	DisconnectNow
+	// DisconnectAbandon: a connection attempt, or an accepted request
+	// still completing; the provider abandons it and the EP moves to
+	// DISCONNECTED with a DISCONNECTED event.
+	DisconnectAbandon
+)
+
+// DisconnectStep applies the state rules of dat_ep_disconnect(3DAT) with
+// close flags flags; outstanding says whether the EP has requests that
+// have not completed. It moves a CONNECTED EP to DISCONNECT_PENDING itself
+// when the disconnect must wait for them, and returns what else the
+// provider does. In UNCONNECTED, RESERVED and the passive pending states
+// it is ErrInvalidState and nothing changes.
+func (e *Endpoint) DisconnectStep(flags api.CloseFlags, outstanding bool) (Disconnect, error) {
+	switch e.State {
+	case api.EPConnected:
+		if flags == api.CloseGraceful && outstanding {
+			e.State = api.EPDisconnectPending
+			return DisconnectPending, nil
+		}
+		return DisconnectNow, nil
+	case api.EPDisconnectPending:
+		if flags != api.CloseGraceful {
+			return DisconnectNow, nil
+		}
+		return DisconnectNothing, nil
+	case api.EPActiveConnectionPending, api.EPCompletionPending:
+		return DisconnectAbandon, nil
+	case api.EPDisconnected:
+		return DisconnectNothing, nil
+	}
+	return DisconnectNothing, e.StateErr("Disconnect")
+}
