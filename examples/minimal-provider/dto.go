@@ -74,7 +74,7 @@ func (p *ep) pump() {
 func (p *ep) exec(w *reqWR, queued bool) bool {
 	if w.Kind == completion.Send && p.peer.recvs.Len() == 0 {
 		// A send that would fail locally fails now; a good one waits.
-		if _, n, ok := p.ia.mem.Gather(nil, w.IOV, p.pz, api.MemPrivLocalRead); ok && n <= uint64(p.Attr.MaxMessageSize) {
+		if _, n, ok := p.ia.mem.Gather(nil, w.IOV, p.PZ, api.MemPrivLocalRead); ok && n <= uint64(p.Attr.MaxMessageSize) {
 			return false
 		}
 	}
@@ -96,7 +96,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 // send delivers a message into the peer's next receive. A receive that
 // cannot take it fails, and the send with it.
 func (p *ep) send(w *reqWR) {
-	src, n, ok := p.ia.mem.Gather(nil, w.IOV, p.pz, api.MemPrivLocalRead)
+	src, n, ok := p.ia.mem.Gather(nil, w.IOV, p.PZ, api.MemPrivLocalRead)
 	if !ok || n > uint64(p.Attr.MaxMessageSize) {
 		p.fail(w, localErr(ok))
 		return
@@ -104,10 +104,10 @@ func (p *ep) send(w *reqWR) {
 	q := p.peer
 	rw := *q.recvs.Front()
 	q.recvs.PopFront()
-	dst, room, ok := q.ia.mem.Gather(nil, rw.IOV, q.pz, api.MemPrivLocalWrite)
+	dst, room, ok := q.ia.mem.Gather(nil, rw.IOV, q.PZ, api.MemPrivLocalWrite)
 	var target *rmr
 	if w.Invalidate {
-		target, _ = q.ia.mem.Invalidatable(w.RMRContext, q.pz, q).(*rmr)
+		target, _ = q.ia.mem.Invalidatable(w.RMRContext, q.PZ, q).(*rmr)
 	}
 	rst, st := api.DTOSuccess, api.DTOErrRemoteResponder
 	switch {
@@ -144,11 +144,11 @@ func (p *ep) rdma(w *reqWR) {
 	ok := true
 	if w.Kind == completion.ReadToRMR { // into a window of this IA
 		var dst []byte
-		dst, ok = p.ia.mem.Remote(w.Local, n, api.MemPrivRemoteWrite, p.pz, p)
+		dst, ok = p.ia.mem.Remote(w.Local, n, api.MemPrivRemoteWrite, p.PZ, p)
 		segs = [][]byte{dst}
 	} else {
 		var m uint64
-		if segs, m, ok = p.ia.mem.Gather(nil, w.IOV, p.pz, local); w.Kind == completion.Write {
+		if segs, m, ok = p.ia.mem.Gather(nil, w.IOV, p.PZ, local); w.Kind == completion.Write {
 			n = m
 		}
 	}
@@ -156,7 +156,7 @@ func (p *ep) rdma(w *reqWR) {
 		p.fail(w, localErr(ok))
 		return
 	}
-	span, ok := p.peer.ia.mem.Remote(w.Remote, n, need, p.peer.pz, p.peer)
+	span, ok := p.peer.ia.mem.Remote(w.Remote, n, need, p.peer.PZ, p.peer)
 	if !ok {
 		p.fail(w, api.DTOErrRemoteAccess)
 		return
@@ -189,7 +189,7 @@ func (p *ep) fail(w *reqWR, st api.DTOStatus) {
 func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 	var ev api.Event
 	if post, notify := w.Event(&ev, p, w.rmr, st, n); post {
-		p.reqEVD.post(&ev, notify)
+		p.RequestEVD.post(&ev, notify)
 	}
 }
 
@@ -217,7 +217,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
 	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
-	p.recvEVD.post(&ev, notify)
+	p.RecvEVD.post(&ev, notify)
 }
 
 // flush completes every outstanding request, then every receive, with

@@ -16,38 +16,30 @@ import (
 // state's subtype and changes nothing.
 type ep struct {
 	api.ContextSlot
-	kit.UnsupportedEP // no receive counts (they belong with SRQs)
-	epattr.Endpoint   // attributes, state, connection ends, watermarks
-	completion.Posts  // the DTO post calls, through PostRequest
-	ia                *ia
-	pz                *pz
-	recvEVD           *evd
-	reqEVD            *evd
-	connEVD           *evd
-	freed             bool
-	recvs             ring.Ring[recvWR]
-	reqs              ring.Ring[reqWR] // requests behind a send that waits for a receive
-	peer              *ep              // while CONNECTED or DISCONNECT_PENDING
-	cr                *cr              // the active side's pending request
-	timer             *time.Timer      // the active side's connection timeout
-	twg               sync.WaitGroup   // the timer's callback
-}
-
-func asEVD(e api.EVD) *evd {
-	v, _ := e.(*evd)
-	return v
+	kit.UnsupportedEP                      // no receive counts (they belong with SRQs)
+	epattr.Endpoint                        // attributes, state, connection ends, watermarks
+	completion.Posts                       // the DTO post calls, through PostRequest
+	ia                                     *ia
+	epattr.Links[*pz, *evd, *epattr.NoSRQ] // PZ and EVDs
+	freed                                  bool
+	recvs                                  ring.Ring[recvWR]
+	reqs                                   ring.Ring[reqWR] // requests behind a send that waits for a receive
+	peer                                   *ep              // while CONNECTED or DISCONNECT_PENDING
+	cr                                     *cr              // the active side's pending request
+	timer                                  *time.Timer      // the active side's connection timeout
+	twg                                    sync.WaitGroup   // the timer's callback
 }
 
 // CreateEP creates an UNCONNECTED EP (dat_ep_create(3DAT)); limits its
 // attributes leave at zero get the provider's defaults.
 func (i *ia) CreateEP(z api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.EP, error) {
 	defer lock()()
-	p := &ep{ia: i, recvEVD: asEVD(recv), reqEVD: asEVD(req), connEVD: asEVD(conn), Endpoint: epattr.Endpoint{Attr: defaultEPAttr}}
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: defaultEPAttr}}
 	p.Posts.To = p
+	p.Link(z, recv, req, conn)
 	if attr != nil {
 		p.Attr = epattr.WithDefaults(*attr, defaultEPAttr)
 	}
-	p.pz, _ = z.(*pz)
 	return add[api.EP](&i.eps, p)
 }
 
@@ -56,10 +48,7 @@ func (p *ep) HandleType() api.HandleType { return api.HandleEP }
 func (p *ep) Query() (api.EPParam, error) {
 	defer lock()()
 	prm := p.Param(p.ia, p.ia.addr)
-	prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = p.recvEVD.handle(), p.reqEVD.handle(), p.connEVD.handle()
-	if p.pz != nil {
-		prm.PZ = p.pz
-	}
+	p.Fill(&prm)
 	return prm, nil
 }
 
@@ -83,18 +72,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 		return err
 	}
 	p.Attr = a
-	if mask&api.EPFieldPZ != 0 {
-		p.pz, _ = prm.PZ.(*pz)
-	}
-	if mask&api.EPFieldRecvEVD != 0 {
-		p.recvEVD = asEVD(prm.RecvEVD)
-	}
-	if mask&api.EPFieldRequestEVD != 0 {
-		p.reqEVD = asEVD(prm.RequestEVD)
-	}
-	if mask&api.EPFieldConnectEVD != 0 {
-		p.connEVD = asEVD(prm.ConnectEVD)
-	}
+	p.Apply(mask, prm)
 	return nil
 }
 
@@ -144,7 +122,7 @@ func (p *ep) destroy() func() {
 
 func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
-	p.connEVD.post(&ev, true)
+	p.ConnectEVD.post(&ev, true)
 }
 
 // toDisconnected flushes the EP's outstanding DTOs, in post order,

@@ -128,14 +128,6 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	}
 }
 
-// handle returns e as an api.EVD: nil for no EVD.
-func (e *evd) handle() api.EVD {
-	if e == nil {
-		return nil
-	}
-	return e
-}
-
 func (e *evd) Free() error {
 	defer lock()()
 	e.ia.evds.Remove(e)

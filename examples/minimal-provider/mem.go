@@ -83,7 +83,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 	if l, ok := lm.(*lmr); ok && l != nil {
 		named = &l.reg // the guard has checked that it is live and of this IA
 	}
-	l, err := memreg.BindTarget(named, t, priv, r.pz, p.pz)
+	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
 	if err != nil {
 		return 0, err
 	}

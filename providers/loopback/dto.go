@@ -123,7 +123,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 }
 
 func (p *ep) execSend(w *reqWR, queued bool) bool {
-	src, n, ok := p.ia.gather(fabric.segA[:0], w.IOV, p.pz, api.MemPrivLocalRead)
+	src, n, ok := p.ia.gather(fabric.segA[:0], w.IOV, p.PZ, api.MemPrivLocalRead)
 	defer clear(src) // the scratch list must not keep consumer memory alive
 	st := api.DTOSuccess
 	switch {
@@ -166,7 +166,7 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 		// A buffer taken from an SRQ counts against the receiver's
 		// watermarks until its completion; a hard one exceeded breaks
 		// the connection once the message is complete.
-		hard := q.srq != nil && q.watermarks(1)
+		hard := q.SRQ != nil && q.watermarks(1)
 		q.completeRecv(rw, api.DTOSuccess, n, op, rctx, w.Flags&api.CompletionSolicitedWait != 0)
 		p.complete(w, api.DTOSuccess, n)
 		if hard {
@@ -185,7 +185,7 @@ func (p *ep) execRDMA(w *reqWR, write bool) {
 	if write {
 		local, remote = api.MemPrivLocalRead, api.MemPrivRemoteWrite
 	}
-	segs, n, ok := p.ia.gather(fabric.segA[:0], w.IOV, p.pz, local)
+	segs, n, ok := p.ia.gather(fabric.segA[:0], w.IOV, p.PZ, local)
 	defer clear(segs)
 	if !write {
 		n = uint64(w.Remote.Length)
@@ -244,7 +244,7 @@ func (p *ep) fail(w *reqWR, st api.DTOStatus) {
 func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 	var ev api.Event
 	if post, notify := w.Event(&ev, p, w.rmr, st, n); post {
-		p.reqEVD.post(&ev, notify)
+		p.RequestEVD.post(&ev, notify)
 	}
 }
 
@@ -260,7 +260,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	switch {
 	case p.freed:
 		return errEPFreed
-	case p.srq != nil:
+	case p.SRQ != nil:
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	case p.State == api.EPDisconnected:
 		rw := recvWR{Cookie: cookie, Flags: flags}
@@ -284,8 +284,8 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 
 // nextRecv returns the receive the next message to p would use, or nil.
 func (p *ep) nextRecv() *recvWR {
-	if p.srq != nil {
-		return p.srq.Front()
+	if p.SRQ != nil {
+		return p.SRQ.Front()
 	}
 	return p.recvs.Front()
 }
@@ -293,7 +293,7 @@ func (p *ep) nextRecv() *recvWR {
 // takeRecv removes and returns the next receive, which must exist. The
 // result stays valid until the next receive is posted.
 func (p *ep) takeRecv() *recvWR {
-	if s := p.srq; s != nil {
+	if s := p.SRQ; s != nil {
 		return s.Take()
 	}
 	rw := p.recvs.Front()
@@ -303,10 +303,10 @@ func (p *ep) takeRecv() *recvWR {
 
 // recvPZ is the PZ receive buffers are checked against.
 func (p *ep) recvPZ() *pz {
-	if p.srq != nil {
-		return p.srq.pz
+	if p.SRQ != nil {
+		return p.SRQ.pz
 	}
-	return p.pz
+	return p.PZ
 }
 
 // completeRecv posts the completion of a receive to the receive EVD. A
@@ -316,7 +316,7 @@ func (p *ep) recvPZ() *pz {
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
 	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
-	p.recvEVD.post(&ev, notify)
+	p.RecvEVD.post(&ev, notify)
 }
 
 // flush completes every outstanding request, then every posted receive,

@@ -16,19 +16,17 @@ import (
 // documentation for the transitions.
 type ep struct {
 	api.ContextSlot
-	epattr.Endpoint        // attributes, state, connection ends, watermarks
-	completion.Posts       // the DTO post calls, through PostRequest
-	ia                     *ia
-	pz                     *pz
-	recvEVD, reqEVD, cnEVD *evd
-	srq                    *srq
-	freed                  bool
-	recvs                  ring.Ring[recvWR] // posted receives (not with an SRQ)
-	reqs                   ring.Ring[reqWR]  // requests waiting behind a send with no receive at the peer
-	peer                   *ep               // the other end while CONNECTED or DISCONNECT_PENDING
-	cr                     *cr               // active side: the pending request
-	timer                  *time.Timer       // active side: connection timeout
-	twg                    sync.WaitGroup    // the timer's callback
+	epattr.Endpoint               // attributes, state, connection ends, watermarks
+	completion.Posts              // the DTO post calls, through PostRequest
+	ia                            *ia
+	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
+	freed                         bool
+	recvs                         ring.Ring[recvWR] // posted receives (not with an SRQ)
+	reqs                          ring.Ring[reqWR]  // requests waiting behind a send with no receive at the peer
+	peer                          *ep               // the other end while CONNECTED or DISCONNECT_PENDING
+	cr                            *cr               // active side: the pending request
+	timer                         *time.Timer       // active side: connection timeout
+	twg                           sync.WaitGroup    // the timer's callback
 }
 
 // recvWR is a posted receive.
@@ -85,8 +83,8 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, pz: z, recvEVD: evds[0], reqEVD: evds[1], cnEVD: evds[2], srq: s,
-		Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected},
+		Links: epattr.Links[*pz, *evd, *srq]{PZ: z, RecvEVD: evds[0], RequestEVD: evds[1], ConnectEVD: evds[2], SRQ: s}}
 	p.Posts.To = p
 	p.addRefs(1)
 	if s != nil {
@@ -112,12 +110,12 @@ func (i *ia) newProviderEP(active *ep) *ep {
 
 // addRefs adjusts the in-use counts of the PZ and EVDs the EP uses.
 func (p *ep) addRefs(d int) {
-	if p.pz != nil {
-		p.pz.users += d
+	if p.PZ != nil {
+		p.PZ.users += d
 	}
-	p.recvEVD.use(d)
-	p.reqEVD.use(d)
-	p.cnEVD.use(d)
+	p.RecvEVD.use(d)
+	p.RequestEVD.use(d)
+	p.ConnectEVD.use(d)
 }
 
 // withDefaults replaces zero limits by the provider defaults.
@@ -139,10 +137,7 @@ func (p *ep) Query() (api.EPParam, error) {
 		return api.EPParam{}, errEPFreed
 	}
 	prm := p.Param(p.ia, p.ia.addr)
-	prm.PZ, prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = pzOrNil(p.pz), evdOrNil(p.recvEVD), evdOrNil(p.reqEVD), evdOrNil(p.cnEVD)
-	if p.srq != nil {
-		prm.SRQ = p.srq
-	}
+	p.Fill(&prm)
 	return prm, nil
 }
 
@@ -176,20 +171,16 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if !epattr.Modifiable(p.State, mask) {
 		return p.StateErr("modifying these EP parameters")
 	}
-	z, err := p.pz, error(nil)
 	if mask&api.EPFieldPZ != 0 {
-		if z, err = asPZ(prm.PZ, p.ia); err != nil {
+		if _, err := asPZ(prm.PZ, p.ia); err != nil {
 			return err
 		}
 	}
-	evds := [3]*evd{p.recvEVD, p.reqEVD, p.cnEVD}
 	for k, f := range [3]api.EPParamMask{api.EPFieldRecvEVD, api.EPFieldRequestEVD, api.EPFieldConnectEVD} {
-		if mask&f == 0 {
-			continue
-		}
-		x := [3]api.EVD{prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD}[k]
-		if evds[k], err = asEVD(x, p.ia); err != nil {
-			return err
+		if mask&f != 0 {
+			if _, err := asEVD([3]api.EVD{prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD}[k], p.ia); err != nil {
+				return err
+			}
 		}
 	}
 	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits, p.recvs.Len())
@@ -197,7 +188,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 		return err
 	}
 	p.addRefs(-1)
-	p.pz, p.recvEVD, p.reqEVD, p.cnEVD = z, evds[0], evds[1], evds[2]
+	p.Apply(mask, prm)
 	p.Attr = a
 	p.addRefs(1)
 	return nil
@@ -265,7 +256,7 @@ func (p *ep) destroy() func() {
 	p.recvs.Clear()
 	p.reqs.Clear()
 	p.addRefs(-1)
-	if s := p.srq; s != nil {
+	if s := p.SRQ; s != nil {
 		s.eps = slices.DeleteFunc(s.eps, func(x *ep) bool { return x == p })
 	}
 	p.ia.eps.Remove(p)
@@ -275,7 +266,7 @@ func (p *ep) destroy() func() {
 // connEvent posts a connection event to the connect EVD.
 func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
-	p.cnEVD.post(&ev, true)
+	p.ConnectEVD.post(&ev, true)
 }
 
 // toDisconnected moves the EP to DISCONNECTED: its outstanding DTOs are

@@ -69,14 +69,6 @@ func asEVD(x api.EVD, i *ia) (*evd, error) {
 	return e, nil
 }
 
-// evdOrNil returns e as an api.EVD, or a nil interface for a nil e.
-func evdOrNil(e *evd) api.EVD {
-	if e == nil {
-		return nil
-	}
-	return e
-}
-
 // use adjusts the user count of a possibly nil EVD. fabric.mu is held.
 func (e *evd) use(d int) {
 	if e != nil {

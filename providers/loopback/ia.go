@@ -203,11 +203,3 @@ func (i *ia) livePZ(pzArg api.PZ, need bool) (*pz, error) {
 	}
 	return z, err
 }
-
-// pzOrNil returns z as an api.PZ, or a nil interface for a nil z.
-func pzOrNil(z *pz) api.PZ {
-	if z == nil {
-		return nil
-	}
-	return z
-}

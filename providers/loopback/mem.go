@@ -24,14 +24,14 @@ func (i *ia) gather(segs [][]byte, iov []api.LMRTriplet, z *pz, need api.MemPriv
 // and is not bound to another EP, and the n bytes at t.Addr must lie in it.
 // A zero-length access touches nothing and is not checked.
 func (p *ep) remoteSpan(t api.RMRTriplet, n uint64, need api.MemPriv) ([]byte, bool) {
-	return p.ia.mem.Remote(t, n, need, p.pz, p)
+	return p.ia.mem.Remote(t, n, need, p.PZ, p)
 }
 
 // invalidatable returns the RMR a send-with-invalidate arriving at p may
 // unbind, or nil: ctx must name an RMR (not an LMR's own context) bound in
 // p's PZ, to p or to no EP.
 func (p *ep) invalidatable(ctx api.RMRContext) *rmr {
-	r, _ := p.ia.mem.Invalidatable(ctx, p.pz, p).(*rmr)
+	r, _ := p.ia.mem.Invalidatable(ctx, p.PZ, p).(*rmr)
 	return r
 }
 
@@ -189,7 +189,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if l, ok := lmrArg.(*lmr); ok && l != nil && !l.freed && l.ia == r.ia {
 		named = &l.reg
 	}
-	l, err := memreg.BindTarget(named, t, priv, r.pz, p.pz)
+	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
 	if err != nil {
 		return 0, err
 	}

@@ -129,7 +129,7 @@ func helloFor(p *ep, typ uint16, pdLen int) hsMsg {
 		MaxMsg: p.Attr.MaxMessageSize, MaxRDMA: p.Attr.MaxRDMASize,
 		ReadsIn: uint32(max(1, p.Attr.MaxRDMAReadIn)), ReadsOut: uint32(max(1, p.Attr.MaxRDMAReadOut)),
 		PortQual: uint64(p.LocalPort), QOS: uint32(p.Attr.QOS)}
-	if p.srq != nil {
+	if p.SRQ != nil {
 		m.Flags |= hsFlagSRQ
 	}
 	return m
@@ -146,7 +146,7 @@ func (c *conn) begin(p *ep, pd []byte) {
 	c.recvPosted = uint64(p.recvs.Len())
 	c.credTimer = time.AfterFunc(time.Hour, c.creditDue)
 	c.credTimer.Stop()
-	if tc, ok := c.nc.(*net.TCPConn); ok && p.srq == nil {
+	if tc, ok := c.nc.(*net.TCPConn); ok && p.SRQ == nil {
 		// Out of the runtime's poller, so that input can go unwatched
 		// while pollers drive the connection. On failure the
 		// connection stays on the net.TCPConn, always watched.
@@ -161,13 +161,13 @@ func (c *conn) begin(p *ep, pd []byte) {
 	}
 	c.wrFn, c.rxFn, c.pollDirFn, c.qaFn = c.writevFD, c.waitFD, c.pollDirFD, c.quickAckFD
 	c.rxTok.Store(1) // the reader's, until it waits
-	if c.rc != nil && p.srq == nil {
+	if c.rc != nil && p.SRQ == nil {
 		// An EP on an SRQ is not polled: its reader may have to wait
 		// for an SRQ buffer, which a poller must not do.
 		c.pollable = true
-		p.recvEVD.addFeed(c)
-		if p.reqEVD != p.recvEVD {
-			p.reqEVD.addFeed(c)
+		p.RecvEVD.addFeed(c)
+		if p.RequestEVD != p.RecvEVD {
+			p.RequestEVD.addFeed(c)
 		}
 	}
 	c.goRun(c.writeLoop)
@@ -207,8 +207,8 @@ func (c *conn) shutdown(discardQueued, sendDisconnect, fullClose, kick bool) {
 		}
 		c.rxClosed.Store(true)
 		if c.pollable {
-			c.ep.recvEVD.dropFeed(c)
-			c.ep.reqEVD.dropFeed(c)
+			c.ep.RecvEVD.dropFeed(c)
+			c.ep.RequestEVD.dropFeed(c)
 		}
 	}
 	if fullClose && !c.fullClose {

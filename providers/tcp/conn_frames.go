@@ -158,7 +158,7 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 		return nil, false
 	}
 	var rw *recvWR
-	if s := p.srq; s != nil {
+	if s := p.SRQ; s != nil {
 		if s.Len() == 0 && c.ackDue() {
 			c.cond.Signal() // the ACK owed must not wait for the SRQ
 		}
@@ -233,7 +233,7 @@ func (c *conn) endSend(f *frame, err error, polled bool) bool {
 	// A buffer taken from an SRQ counts against the EP's watermarks
 	// until its completion; a hard one exceeded breaks the connection
 	// once the message is complete.
-	hard := p.srq != nil && p.watermarks(1)
+	hard := p.SRQ != nil && p.watermarks(1)
 	p.completeRecv(&c.cur, api.DTOSuccess, uint64(f.Len), op, rctx, f.Flags&frFlagSolicited != 0)
 	if hard {
 		p.breakConn(c, false)
@@ -255,7 +255,7 @@ func (c *conn) beginWrite(f *frame) ([][]byte, bool) {
 		return nil, false
 	}
 	rt := api.RMRTriplet{Addr: api.VAddr(f.Addr), Length: f.Len, RMRContext: api.RMRContext(f.RKey)}
-	dst, ok := p.ia.mem.Remote(rt, uint64(f.Len), api.MemPrivRemoteWrite, p.pz, p)
+	dst, ok := p.ia.mem.Remote(rt, uint64(f.Len), api.MemPrivRemoteWrite, p.PZ, p)
 	if !ok {
 		c.refuse(f.Seq, api.DTOErrRemoteAccess)
 		return nil, false
@@ -289,7 +289,7 @@ func (c *conn) onReadReq(f *frame) bool {
 		return false
 	}
 	rt := api.RMRTriplet{Addr: api.VAddr(f.Addr), Length: f.RLen, RMRContext: api.RMRContext(f.RKey)}
-	src, ok := p.ia.mem.Remote(rt, uint64(f.RLen), api.MemPrivRemoteRead, p.pz, p)
+	src, ok := p.ia.mem.Remote(rt, uint64(f.RLen), api.MemPrivRemoteRead, p.PZ, p)
 	if !ok {
 		c.refuse(f.Seq, api.DTOErrRemoteAccess)
 		return false

@@ -276,7 +276,7 @@ func (c *conn) kickWaiters() {
 	if c.ep == nil {
 		return
 	}
-	for _, e := range [...]*evd{c.ep.reqEVD, c.ep.recvEVD} {
+	for _, e := range [...]*evd{c.ep.RequestEVD, c.ep.RecvEVD} {
 		if e != nil {
 			if d := e.drv.Load(); d != nil {
 				d.kick()

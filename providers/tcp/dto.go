@@ -174,7 +174,7 @@ func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 		}
 		return api.DTOSuccess
 	case completion.Send, completion.Write:
-		src, n, ok := i.mem.Gather(c.txsegs[:0], w.IOV, p.pz, api.MemPrivLocalRead)
+		src, n, ok := i.mem.Gather(c.txsegs[:0], w.IOV, p.PZ, api.MemPrivLocalRead)
 		c.txsegs = src[:0]
 		limit, f := c.maxMsg, frame{Type: frSend, Len: uint32(n)}
 		if w.Kind == completion.Write {
@@ -204,14 +204,14 @@ func (p *ep) start(c *conn, w *reqWR) api.DTOStatus {
 	case completion.Read, completion.ReadToRMR:
 		n := uint64(w.Remote.Length)
 		if w.Kind == completion.Read {
-			dst, _, ok := i.mem.Gather(w.segs[:0], w.IOV, p.pz, api.MemPrivLocalWrite)
+			dst, _, ok := i.mem.Gather(w.segs[:0], w.IOV, p.PZ, api.MemPrivLocalWrite)
 			w.segs = dst
 			if !ok {
 				return api.DTOErrLocalProtection
 			}
 			trim(&w.segs, n)
 		} else {
-			dst, ok := i.mem.Remote(w.Local, n, api.MemPrivRemoteWrite, p.pz, p)
+			dst, ok := i.mem.Remote(w.Local, n, api.MemPrivRemoteWrite, p.PZ, p)
 			if !ok {
 				return api.DTOErrLocalProtection
 			}
@@ -322,7 +322,7 @@ func (w *reqWR) release() {
 func (p *ep) complete(w *reqWR, st api.DTOStatus) {
 	var ev api.Event
 	if post, notify := w.Event(&ev, p, w.rmr, st, w.n); post {
-		p.reqEVD.post(&ev, notify)
+		p.RequestEVD.post(&ev, notify)
 	}
 }
 
@@ -336,7 +336,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	switch {
-	case p.srq != nil:
+	case p.SRQ != nil:
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	case p.State == api.EPDisconnected:
 		rw := recvWR{Cookie: cookie, Flags: flags}
@@ -367,10 +367,10 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 
 // recvPZ is the PZ receive buffers are checked against.
 func (p *ep) recvPZ() *pz {
-	if p.srq != nil {
-		return p.srq.pz
+	if p.SRQ != nil {
+		return p.SRQ.pz
 	}
-	return p.pz
+	return p.PZ
 }
 
 // completeRecv posts the completion of a receive. A success notifies
@@ -379,7 +379,7 @@ func (p *ep) recvPZ() *pz {
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
 	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
-	p.recvEVD.post(&ev, notify)
+	p.RecvEVD.post(&ev, notify)
 	if notify && p.c != nil {
 		p.c.rxWoke = true
 	}

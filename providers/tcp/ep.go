@@ -14,17 +14,15 @@ import (
 // ia.mu. See the package documentation for the state machine.
 type ep struct {
 	api.ContextSlot
-	epattr.Endpoint        // attributes, state, connection ends, watermarks
-	completion.Posts       // the DTO post calls, through PostRequest
-	ia                     *ia
-	pz                     *pz
-	recvEVD, reqEVD, cnEVD *evd
-	srq                    *srq
-	freed                  bool
-	recvs                  ring.Ring[recvWR]
-	reqs                   ring.Ring[reqWR]
-	c                      *conn   // the current connection or attempt
-	conns                  []*conn // every connection whose goroutines may still run
+	epattr.Endpoint               // attributes, state, connection ends, watermarks
+	completion.Posts              // the DTO post calls, through PostRequest
+	ia                            *ia
+	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
+	freed                         bool
+	recvs                         ring.Ring[recvWR]
+	reqs                          ring.Ring[reqWR]
+	c                             *conn   // the current connection or attempt
+	conns                         []*conn // every connection whose goroutines may still run
 }
 
 // CreateEP creates an Endpoint in the UNCONNECTED state
@@ -63,8 +61,9 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, pz: pzOf(pzArg), recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD),
-		srq: s, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p.Link(pzArg, recvEVD, requestEVD, connectEVD)
+	p.SRQ = s
 	p.Posts.To = p
 	if s != nil {
 		s.eps++
@@ -110,10 +109,7 @@ func (p *ep) Query() (api.EPParam, error) {
 		return api.EPParam{}, errEPFreed
 	}
 	prm := p.Param(p.ia, &net.IPAddr{IP: p.ia.ip})
-	prm.PZ, prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = pzOrNil(p.pz), evdOrNil(p.recvEVD), evdOrNil(p.reqEVD), evdOrNil(p.cnEVD)
-	if p.srq != nil {
-		prm.SRQ = p.srq
-	}
+	p.Fill(&prm)
 	return prm, nil
 }
 
@@ -148,18 +144,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if err != nil {
 		return err
 	}
-	if mask&api.EPFieldPZ != 0 {
-		p.pz = pzOf(prm.PZ)
-	}
-	if mask&api.EPFieldRecvEVD != 0 {
-		p.recvEVD = evdOf(prm.RecvEVD)
-	}
-	if mask&api.EPFieldRequestEVD != 0 {
-		p.reqEVD = evdOf(prm.RequestEVD)
-	}
-	if mask&api.EPFieldConnectEVD != 0 {
-		p.cnEVD = evdOf(prm.ConnectEVD)
-	}
+	p.Apply(mask, prm)
 	p.Attr = a
 	return nil
 }
@@ -225,7 +210,7 @@ func (p *ep) destroy() []*conn {
 		p.reqs.Front().release()
 		p.reqs.PopFront()
 	}
-	if s := p.srq; s != nil {
+	if s := p.SRQ; s != nil {
 		s.eps--
 	}
 	p.ia.eps.Remove(p)
@@ -245,7 +230,7 @@ func (p *ep) adopt(c *conn) {
 // connEvent posts a connection event to the connect EVD.
 func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
-	p.cnEVD.post(&ev, true)
+	p.ConnectEVD.post(&ev, true)
 }
 
 // toDisconnected moves the EP to DISCONNECTED, flushes its outstanding

@@ -147,13 +147,6 @@ func evdOf(x api.EVD) *evd {
 	return e
 }
 
-func evdOrNil(e *evd) api.EVD {
-	if e == nil {
-		return nil
-	}
-	return e
-}
-
 // CreateCNO creates a CNO with wait agent agent, nil for none
 // (dat_cno_create(3DAT)); see dispatch.CNOObject.
 func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) { return i.cnos.Create(agent) }

@@ -145,16 +145,3 @@ func (z *pz) Free() error {
 	z.ia.pzs.Remove(z)
 	return nil
 }
-
-// pzOf returns the provider PZ of a PZ argument; nil stays nil.
-func pzOf(x api.PZ) *pz {
-	z, _ := x.(*pz)
-	return z
-}
-
-func pzOrNil(z *pz) api.PZ {
-	if z == nil {
-		return nil
-	}
-	return z
-}

@@ -132,7 +132,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if l, ok := lmrArg.(*lmr); ok && l != nil && l.ia == r.ia {
 		named = &l.reg
 	}
-	l, err := memreg.BindTarget(named, t, priv, r.pz, p.pz)
+	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
 	if err != nil {
 		return 0, err
 	}
@@ -186,6 +186,6 @@ func (r *rmr) Free() error {
 // invalidatable returns the RMR a send-with-invalidate arriving at p may
 // unbind, or nil: an RMR bound in p's PZ, to p or to no EP.
 func (p *ep) invalidatable(ctx api.RMRContext) *rmr {
-	r, _ := p.ia.mem.Invalidatable(ctx, p.pz, p).(*rmr)
+	r, _ := p.ia.mem.Invalidatable(ctx, p.PZ, p).(*rmr)
 	return r
 }
