@@ -55,14 +55,13 @@ func (Addr) Network() string { return "minimal" }
 func (a Addr) String() string { return "minimal#" + strconv.FormatUint(uint64(a), 10) }
 
 // limits are the provider's limits, reported by IA.Query and enforced by
-// the registry's guard.
-var limits = iaattr.Limits{
-	MaxObjects: 1 << 14, MaxEVDQLen: 1 << 16, MaxIOV: 16, MaxDTOPerEP: 1 << 12,
-	MaxMessageSize: 1 << 30, MaxRDMASize: 1 << 30, MaxPrivateData: 256, MaxRDMAReadPerEP: 16,
-	QOS: api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium,
-	Flags: api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
-		api.CompletionBarrierFence | api.CompletionEVDThreshold,
-}
+// the registry's guard: a software provider's, made smaller.
+var limits = func() iaattr.Limits {
+	l := iaattr.Software()
+	l.MaxObjects, l.MaxEVDQLen, l.MaxIOV, l.MaxDTOPerEP = 1<<14, 1<<16, 16, 1<<12
+	l.MaxPrivateData, l.MaxRDMAReadPerEP, l.MaxRecvPerSRQ, l.MaxEPPerSRQ = 256, 16, 0, 0
+	return l
+}()
 
 // defaultEPAttr fills the limits an EP's attributes leave at zero.
 var defaultEPAttr = epattr.Defaults(limits.EP(), 256, 16, 16)

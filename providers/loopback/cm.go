@@ -83,7 +83,7 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 }
 
 func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
-	return connreq.CheckConnect(timeout, pd, qos, maxPrivateData, qosSupported)
+	return connreq.CheckConnect(timeout, pd, qos, providerLimits.MaxPrivateData, providerLimits.QOS)
 }
 
 // startConnect moves p to ACTIVE_CONNECTION_PENDING and delivers the
@@ -460,7 +460,7 @@ func (c *cr) releaseLocal() {
 // accepting EP gets ACCEPT_COMPLETION_ERROR and moves to DISCONNECTED. On
 // an error return nothing changes.
 func (c *cr) Accept(epArg api.EP, privateData []byte) error {
-	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg3); err != nil {
+	if err := connreq.CheckPrivateData(privateData, providerLimits.MaxPrivateData, api.SubArg3); err != nil {
 		return err
 	}
 	fabric.mu.Lock()
@@ -510,7 +510,7 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // PEER_REJECTED carrying privateData and moves to DISCONNECTED. An RSP's
 // EP returns to UNCONNECTED; a provider-created EP is destroyed.
 func (c *cr) Reject(privateData []byte) error {
-	if err := connreq.CheckPrivateData(privateData, maxPrivateData, api.SubArg2); err != nil {
+	if err := connreq.CheckPrivateData(privateData, providerLimits.MaxPrivateData, api.SubArg2); err != nil {
 		return err
 	}
 	fabric.mu.Lock()

@@ -54,7 +54,7 @@ func TestDirectBadArguments(t *testing.T) {
 	isErr(err, api.ErrInvalidHandle, "CreateEP PZ of another IA")
 	_, err = ia.CreateEP(pz, fEVD{}, nil, nil, nil)
 	isErr(err, api.ErrInvalidHandle, "CreateEP foreign EVD")
-	_, err = ia.CreateEP(pz, nil, nil, nil, &api.EPAttr{MaxRecvIOV: maxIOV + 1})
+	_, err = ia.CreateEP(pz, nil, nil, nil, &api.EPAttr{MaxRecvIOV: providerLimits.MaxIOV + 1})
 	isErr(err, api.ErrInvalidParameter, "CreateEP IOV over the limit")
 	_, err = ia.CreateEP(pz, nil, nil, nil, &api.EPAttr{ServiceType: 7})
 	isErr(err, api.ErrInvalidParameter, "CreateEP unknown service")
@@ -97,7 +97,7 @@ func TestDirectBadArguments(t *testing.T) {
 	isErr(ep.Modify(api.EPFieldMaxRecvIOV, &api.EPParam{Attr: api.EPAttr{MaxRecvIOV: -1}}), api.ErrInvalidParameter, "Modify negative IOV")
 	isErr(ep.DupConnect(fEP{}, -1, nil, 0), api.ErrInvalidHandle, "DupConnect foreign EP")
 	isErr(ep.Connect(Addr{}, 1, -2, nil, 0, 0), api.ErrInvalidParameter, "Connect negative timeout")
-	isErr(ep.Connect(Addr{}, 1, -1, make([]byte, maxPrivateData+1), 0, 0), api.ErrInvalidParameter, "Connect long private data")
+	isErr(ep.Connect(Addr{}, 1, -1, make([]byte, providerLimits.MaxPrivateData+1), 0, 0), api.ErrInvalidParameter, "Connect long private data")
 	isErr(ep.Connect(nil, 1, -1, nil, 0, 0), api.ErrInvalidAddress, "Connect nil address")
 	isErr(ep.Connect((*Addr)(nil), 1, -1, nil, 0, 0), api.ErrInvalidAddress, "Connect nil *Addr")
 	isErr(ep.Connect(Addr{}, 1, -1, nil, 0, 0x40), api.ErrInvalidParameter, "Connect unknown flags")
@@ -108,7 +108,7 @@ func TestDirectBadArguments(t *testing.T) {
 	_, err = evd.Wait(nil, 1, &ev)
 	isErr(err, api.ErrInvalidParameter, "Wait nil context")
 	isErr(evd.PostSE(nil), api.ErrInvalidParameter, "PostSE on an EVD without the software stream")
-	isErr(evd.Resize(maxEVDQLen+1), api.ErrInvalidParameter, "Resize over the limit")
+	isErr(evd.Resize(providerLimits.MaxEVDQLen+1), api.ErrInvalidParameter, "Resize over the limit")
 	isErr(evd.ModifyCNO(fCNO{}), api.ErrInvalidHandle, "ModifyCNO foreign CNO")
 	rmr, err := pz.CreateRMR()
 	must(t, err, "CreateRMR")
@@ -122,8 +122,8 @@ func TestDirectBadArguments(t *testing.T) {
 	isErr(err, api.ErrInvalidParameter, "Bind unknown VA type")
 	cr := &cr{done: true}
 	isErr(cr.Accept(nil, nil), api.ErrInvalidHandle, "Accept of a finished CR")
-	isErr(cr.Reject(make([]byte, maxPrivateData+1)), api.ErrInvalidParameter, "Reject long private data")
-	if _, err := (Provider{}).Open(context.Background(), api.OpenParams{AsyncEVDQLen: maxEVDQLen + 1}); !errors.Is(err, api.ErrInvalidParameter) {
+	isErr(cr.Reject(make([]byte, providerLimits.MaxPrivateData+1)), api.ErrInvalidParameter, "Reject long private data")
+	if _, err := (Provider{}).Open(context.Background(), api.OpenParams{AsyncEVDQLen: providerLimits.MaxEVDQLen + 1}); !errors.Is(err, api.ErrInvalidParameter) {
 		t.Fatalf("Open with a huge async queue: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -225,10 +225,10 @@ func TestIAQueryAttributes(t *testing.T) {
 	ia := openDirect(t)
 	a, p, err := ia.Query()
 	must(t, err, "Query")
-	if a.MaxIOVSegmentsPerDTO != maxIOV || a.MaxMessageSize != maxMessageSize || !a.ZBSupported || a.Address == nil {
+	if a.MaxIOVSegmentsPerDTO != providerLimits.MaxIOV || int(a.MaxMessageSize) != providerLimits.MaxMessageSize || !a.ZBSupported || a.Address == nil {
 		t.Fatalf("IA attributes %+v", a)
 	}
-	if !p.ThreadSafe || p.MaxPrivateDataSize != maxPrivateData || !p.SRQSupported || p.EPCreator != api.PSPCreatesEPIfAsked || p.ProviderName != "loopback" {
+	if !p.ThreadSafe || p.MaxPrivateDataSize != providerLimits.MaxPrivateData || !p.SRQSupported || p.EPCreator != api.PSPCreatesEPIfAsked || p.ProviderName != "loopback" {
 		t.Fatalf("provider attributes %+v", p)
 	}
 	pz, _ := ia.CreatePZ()
@@ -236,7 +236,7 @@ func TestIAQueryAttributes(t *testing.T) {
 	must(t, err, "CreateEP")
 	prm, err := ep.Query()
 	must(t, err, "EP.Query")
-	if prm.Attr.MaxRecvDTOs != 3 || prm.Attr.MaxRequestDTOs != defaultEPAttr.MaxRequestDTOs || prm.Attr.MaxMessageSize != maxMessageSize {
+	if prm.Attr.MaxRecvDTOs != 3 || prm.Attr.MaxRequestDTOs != defaultEPAttr.MaxRequestDTOs || int(prm.Attr.MaxMessageSize) != providerLimits.MaxMessageSize {
 		t.Fatalf("EP attributes with defaults filled in: %+v", prm.Attr)
 	}
 	mask := api.EPFieldMaxMessageSize | api.EPFieldMaxRDMASize | api.EPFieldQOS | api.EPFieldRecvCompletionFlags |

@@ -76,7 +76,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 		if s, ok = srqArg.(*srq); !ok || s == nil || s.freed || s.ia != i {
 			return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
 		}
-		if len(s.eps) >= maxEPPerSRQ {
+		if len(s.eps) >= providerLimits.MaxEPPerSRQ {
 			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
 		}
 	}

@@ -21,14 +21,14 @@ type evd struct {
 // it. fabric.mu is held (or i is not yet visible).
 func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
 	e := &evd{ia: i}
-	e.Init(e, i, &fabric.mu, qlen, maxEVDQLen, flags, async)
+	e.Init(e, i, &fabric.mu, qlen, providerLimits.MaxEVDQLen, flags, async)
 	return e
 }
 
 // CreateEVD creates an EVD of qlen events accepting the streams in flags,
 // feeding cno if it is not nil (dat_evd_create in libdat(3LIB)).
 func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	return dispatch.Create(i, &i.IA, &i.evds, qlen, maxEVDQLen, flags, cnoArg, func() *evd { return newEVD(i, qlen, flags, &i.async.EVD) })
+	return dispatch.Create(i, &i.IA, &i.evds, qlen, providerLimits.MaxEVDQLen, flags, cnoArg, func() *evd { return newEVD(i, qlen, flags, &i.async.EVD) })
 }
 
 // post delivers an event from a provider stream. A nil EVD (an EP created

@@ -28,7 +28,7 @@ type Provider struct{}
 // an address of its own, even under a name already open. p.Params and
 // p.PlatformParams are ignored. It fails only when ctx has ended.
 func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
-	qlen, err := dispatch.CheckOpen(ctx, p, maxEVDQLen)
+	qlen, err := dispatch.CheckOpen(ctx, p, providerLimits.MaxEVDQLen)
 	if err != nil {
 		return nil, err
 	}
@@ -98,32 +98,12 @@ func addrOf(a net.Addr) (Addr, error) {
 	return Addr{}, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, "remote address is nil")
 }
 
-// Limits the provider reports in IA.Query and enforces.
-const (
-	maxObjects       = 1 << 16 // of each kind per IA
-	maxEVDQLen       = 1 << 20
-	maxIOV           = 64
-	maxDTOPerEP      = 1 << 16
-	maxMessageSize   = 1 << 30
-	maxRDMASize      = 1 << 30
-	maxPrivateData   = 1024
-	maxRDMAReadPerEP = 64
-	maxRecvPerSRQ    = 1 << 16
-	maxEPPerSRQ      = 1 << 16
-	firstAnyQual     = 0xC000 // CreatePSPAny picks from here up
+// firstAnyQual is where CreatePSPAny starts picking qualifiers.
+const firstAnyQual = 0xC000
 
-	qosSupported   = api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium
-	flagsSupported = api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
-		api.CompletionBarrierFence | api.CompletionEVDThreshold
-)
-
-// providerLimits are the provider's limits as package iaattr reports them.
-var providerLimits = iaattr.Limits{
-	MaxObjects: maxObjects, MaxEVDQLen: maxEVDQLen, MaxIOV: maxIOV, MaxDTOPerEP: maxDTOPerEP,
-	MaxMessageSize: maxMessageSize, MaxRDMASize: maxRDMASize, MaxPrivateData: maxPrivateData,
-	MaxRDMAReadPerEP: maxRDMAReadPerEP, MaxRecvPerSRQ: maxRecvPerSRQ, MaxEPPerSRQ: maxEPPerSRQ,
-	QOS: qosSupported, Flags: flagsSupported,
-}
+// providerLimits are the limits the provider reports in IA.Query and
+// enforces: a software provider's.
+var providerLimits = iaattr.Software()
 
 // defaultEPAttr is what an EP gets for a nil attribute pointer, and what
 // zero numeric fields of a given one are replaced with.
@@ -154,15 +134,15 @@ func newFabric() *fabricState {
 		quals:    map[api.ConnQual]servicePoint{},
 		nextPort: 1 << 32,
 		nextAny:  firstAnyQual,
-		segA:     make([][]byte, 0, maxIOV),
-		segB:     make([][]byte, 0, maxIOV),
+		segA:     make([][]byte, 0, providerLimits.MaxIOV),
+		segB:     make([][]byte, 0, providerLimits.MaxIOV),
 	}
 }
 
 // freeQual returns an unused connection qualifier for CreatePSPAny, or
 // false if there is none.
 func freeQual() (api.ConnQual, bool) {
-	for range maxObjects * 4 {
+	for range providerLimits.MaxObjects * 4 {
 		q := fabric.nextAny
 		fabric.nextAny++
 		if fabric.nextAny == 0 {

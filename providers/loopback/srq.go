@@ -24,7 +24,7 @@ var errSRQFreed = api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ was freed
 // attr.LowWatermark arms the low-watermark event, which then fires at once
 // since the queue starts empty.
 func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
-	if err := srqattr.CheckCreate(attr, maxRecvPerSRQ, maxIOV); err != nil {
+	if err := srqattr.CheckCreate(attr, providerLimits.MaxRecvPerSRQ, providerLimits.MaxIOV); err != nil {
 		return nil, err
 	}
 	fabric.mu.Lock()
@@ -39,7 +39,7 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	s := &srq{ia: i, pz: z}
 	i.srqs.Add(s)
 	z.users++
-	s.Init(attr, maxRecvPerSRQ, func() { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
+	s.Init(attr, providerLimits.MaxRecvPerSRQ, func() { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	return s, nil
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
-	return connreq.CheckConnect(timeout, pd, qos, maxPrivateData, qosSupported)
+	return connreq.CheckConnect(timeout, pd, qos, providerLimits.MaxPrivateData, providerLimits.QOS)
 }
 
 // Connect starts a connection to the service point listening on TCP port q

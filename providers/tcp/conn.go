@@ -90,10 +90,10 @@ func newConn(i *ia) *conn {
 	c := &conn{ia: i}
 	c.wdone = make(chan struct{})
 	c.cond = sync.NewCond(&i.mu)
-	c.wvec0 = make([][]byte, 0, maxBatchSegs+maxIOV+2)
+	c.wvec0 = make([][]byte, 0, maxBatchSegs+providerLimits.MaxIOV+2)
 	c.wvec = c.wvec0
 	c.wiov = make([]syscall.Iovec, 0, cap(c.wvec0))
-	c.rsegs = make([][]byte, 0, maxIOV)
+	c.rsegs = make([][]byte, 0, providerLimits.MaxIOV)
 	return c
 }
 
@@ -118,7 +118,7 @@ func (c *conn) negotiate(a *api.EPAttr, peer *hsMsg) {
 	c.lim = limits{maxMsg: a.MaxMessageSize, maxRDMA: a.MaxRDMASize}
 	c.maxMsg = min(a.MaxMessageSize, peer.MaxMsg)
 	c.maxRDMA = min(a.MaxRDMASize, peer.MaxRDMA)
-	c.readsOut = max(1, min(a.MaxRDMAReadOut, int(min(peer.ReadsIn, maxRDMAReadPerEP))))
+	c.readsOut = max(1, min(a.MaxRDMAReadOut, min(int(peer.ReadsIn), providerLimits.MaxRDMAReadPerEP)))
 	c.readsIn = max(1, a.MaxRDMAReadIn)
 	c.peerSRQ = peer.Flags&hsFlagSRQ != 0
 }

@@ -54,7 +54,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 		if s == nil || s.ia != i {
 			return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
 		}
-		if s.eps >= maxEPPerSRQ {
+		if s.eps >= providerLimits.MaxEPPerSRQ {
 			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
 		}
 	}
@@ -77,10 +77,10 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 // matching the requester's (dat_psp_create(3DAT)). ia.mu is held.
 func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a := defaultEPAttr
-	a.MaxMessageSize = min(h.MaxMsg, maxMessageSize)
-	a.MaxRDMASize = min(h.MaxRDMA, maxRDMASize)
-	a.MaxRDMAReadIn = int(min(h.ReadsOut, maxRDMAReadPerEP))
-	a.MaxRDMAReadOut = int(min(h.ReadsIn, maxRDMAReadPerEP))
+	a.MaxMessageSize = min(h.MaxMsg, uint32(providerLimits.MaxMessageSize))
+	a.MaxRDMASize = min(h.MaxRDMA, uint32(providerLimits.MaxRDMASize))
+	a.MaxRDMAReadIn = min(int(h.ReadsOut), providerLimits.MaxRDMAReadPerEP)
+	a.MaxRDMAReadOut = min(int(h.ReadsIn), providerLimits.MaxRDMAReadPerEP)
 	a = withDefaults(a)
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
 	p.Posts.To = p

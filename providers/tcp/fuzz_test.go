@@ -76,11 +76,11 @@ func FuzzDecodeHandshake(f *testing.F) {
 	}
 	f.Add([]byte("GDAT"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeHS(b, maxPrivateData)
+		m, err := decodeHS(b, providerLimits.MaxPrivateData)
 		if err != nil {
 			return
 		}
-		if int(m.PDLen) > maxPrivateData || m.Version != wireVersion || m.Type < hsHello || m.Type > hsMaxType {
+		if int(m.PDLen) > providerLimits.MaxPrivateData || m.Version != wireVersion || m.Type < hsHello || m.Type > hsMaxType {
 			t.Fatalf("accepted %+v", m)
 		}
 		out := make([]byte, hsLen)

@@ -46,19 +46,19 @@ type ia struct {
 func newIA(ip net.IP) *ia {
 	i := &ia{
 		ip: ip, addr: &net.IPAddr{IP: ip},
-		pzs:  kit.NewSet[*pz](api.HandlePZ, maxObjects),
-		evds: kit.NewSet[*evd](api.HandleEVD, maxObjects),
-		eps:  kit.NewSet[*ep](api.HandleEP, maxObjects),
-		psps: kit.NewSet[*psp](api.HandlePSP, maxObjects),
-		rsps: kit.NewSet[*rsp](api.HandleRSP, maxObjects),
+		pzs:  kit.NewSet[*pz](api.HandlePZ, providerLimits.MaxObjects),
+		evds: kit.NewSet[*evd](api.HandleEVD, providerLimits.MaxObjects),
+		eps:  kit.NewSet[*ep](api.HandleEP, providerLimits.MaxObjects),
+		psps: kit.NewSet[*psp](api.HandlePSP, providerLimits.MaxObjects),
+		rsps: kit.NewSet[*rsp](api.HandleRSP, providerLimits.MaxObjects),
 		crs:  kit.NewSet[*cr](api.HandleCR, 0),
-		lmrs: kit.NewSet[*lmr](api.HandleLMR, maxObjects),
-		rmrs: kit.NewSet[*rmr](api.HandleRMR, maxObjects),
-		srqs: kit.NewSet[*srq](api.HandleSRQ, maxObjects),
+		lmrs: kit.NewSet[*lmr](api.HandleLMR, providerLimits.MaxObjects),
+		rmrs: kit.NewSet[*rmr](api.HandleRMR, providerLimits.MaxObjects),
+		srqs: kit.NewSet[*srq](api.HandleSRQ, providerLimits.MaxObjects),
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.srqCond = sync.NewCond(&i.mu)
-	i.cnos = dispatch.NewCNOs(i, &i.mu, maxObjects)
+	i.cnos = dispatch.NewCNOs(i, &i.mu, providerLimits.MaxObjects)
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	i.cnos.Prepare = func(c *dispatch.CNOObject) { c.BeforeWait = func() { i.handBackFeeds(c.State()) } }
 	return i

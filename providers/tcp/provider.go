@@ -33,7 +33,7 @@ type Provider struct{}
 // anything else there, or a bad value, is ErrInvalidParameter. Each call
 // opens a new, independent IA.
 func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
-	qlen, err := dispatch.CheckOpen(ctx, p, maxEVDQLen)
+	qlen, err := dispatch.CheckOpen(ctx, p, providerLimits.MaxEVDQLen)
 	if err != nil {
 		return nil, err
 	}
@@ -196,32 +196,20 @@ func remoteIP(a net.Addr) (net.IP, error) {
 	return nil, api.Errorf(api.InvalidAddress, api.SubAddressMalformed, "remote address is nil or has no IP")
 }
 
-// Limits the provider reports in IA.Query and enforces.
 const (
-	maxObjects       = 1 << 16 // of each kind per IA
-	maxEVDQLen       = 1 << 20
-	maxIOV           = 64
-	maxDTOPerEP      = 1 << 14
-	maxMessageSize   = 1 << 30
-	maxRDMASize      = 1 << 30
-	maxPrivateData   = 1024
-	maxRDMAReadPerEP = 64
-	maxRecvPerSRQ    = 1 << 16
-	maxEPPerSRQ      = 1 << 16
-	maxConnQual      = 65535
-
-	qosSupported   = api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium
-	flagsSupported = api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
-		api.CompletionBarrierFence | api.CompletionEVDThreshold
+	maxConnQual    = 65535 // the largest connection qualifier: a TCP port
+	maxPrivateData = 1024  // what a handshake frame may carry
 )
 
-// providerLimits are the provider's limits as package iaattr reports them.
-var providerLimits = iaattr.Limits{
-	MaxObjects: maxObjects, MaxEVDQLen: maxEVDQLen, MaxIOV: maxIOV, MaxDTOPerEP: maxDTOPerEP,
-	MaxMessageSize: maxMessageSize, MaxRDMASize: maxRDMASize, MaxPrivateData: maxPrivateData,
-	MaxRDMAReadPerEP: maxRDMAReadPerEP, MaxRecvPerSRQ: maxRecvPerSRQ, MaxEPPerSRQ: maxEPPerSRQ,
-	QOS: qosSupported, Flags: flagsSupported,
-}
+// providerLimits are the limits the provider reports in IA.Query and
+// enforces: a software provider's, with fewer DTOs per EP (each request
+// in flight holds its place in the request queue until the peer's ACK).
+var providerLimits = func() iaattr.Limits {
+	l := iaattr.Software()
+	l.MaxDTOPerEP = 1 << 14
+	l.MaxPrivateData = maxPrivateData
+	return l
+}()
 
 // defaultEPAttr is what an EP gets for a nil attribute pointer, and what
 // zero numeric fields of a given one are replaced with.

@@ -20,7 +20,7 @@ type srq struct {
 // A non-zero attr.LowWatermark arms the low-watermark event, which fires at
 // once since the queue starts empty.
 func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
-	if err := srqattr.CheckCreate(attr, maxRecvPerSRQ, maxIOV); err != nil {
+	if err := srqattr.CheckCreate(attr, providerLimits.MaxRecvPerSRQ, providerLimits.MaxIOV); err != nil {
 		return nil, err
 	}
 	z, err := kit.PZArg[*pz](pzArg)
@@ -34,7 +34,7 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	}
 	s := &srq{ia: i, pz: z}
 	i.srqs.Add(s)
-	s.Init(attr, maxRecvPerSRQ, func() { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
+	s.Init(attr, providerLimits.MaxRecvPerSRQ, func() { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	return s, nil
 }
 

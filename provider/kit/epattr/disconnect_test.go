@@ -16,26 +16,27 @@ func TestDisconnectStep(t *testing.T) {
 		outstanding bool
 		want        Disconnect
 		to          api.EPState // the state DisconnectStep leaves
-		invalid     bool
 	}{
-		{api.EPConnected, g, true, DisconnectPending, api.EPDisconnectPending, false},
-		{api.EPConnected, g, false, DisconnectNow, api.EPConnected, false},
-		{api.EPConnected, a, true, DisconnectNow, api.EPConnected, false},
-		{api.EPDisconnectPending, g, true, DisconnectNothing, api.EPDisconnectPending, false},
-		{api.EPDisconnectPending, a, true, DisconnectNow, api.EPDisconnectPending, false},
-		{api.EPActiveConnectionPending, g, false, DisconnectAbandon, api.EPActiveConnectionPending, false},
-		{api.EPCompletionPending, a, false, DisconnectAbandon, api.EPCompletionPending, false},
-		{api.EPDisconnected, g, false, DisconnectNothing, api.EPDisconnected, false},
-		{api.EPUnconnected, g, false, DisconnectNothing, api.EPUnconnected, true},
-		{api.EPReserved, a, false, DisconnectNothing, api.EPReserved, true},
-		{api.EPPassiveConnectionPending, g, false, DisconnectNothing, api.EPPassiveConnectionPending, true},
-		{api.EPTentativeConnectionPending, g, false, DisconnectNothing, api.EPTentativeConnectionPending, true},
+		{api.EPConnected, g, true, DisconnectPending, api.EPDisconnectPending},
+		{api.EPConnected, g, false, DisconnectNow, api.EPConnected},
+		{api.EPConnected, a, true, DisconnectNow, api.EPConnected},
+		{api.EPDisconnectPending, g, true, DisconnectNothing, api.EPDisconnectPending},
+		{api.EPDisconnectPending, a, true, DisconnectNow, api.EPDisconnectPending},
+		{api.EPActiveConnectionPending, g, false, DisconnectAbandon, api.EPActiveConnectionPending},
+		{api.EPCompletionPending, a, false, DisconnectAbandon, api.EPCompletionPending},
+		{api.EPDisconnected, g, false, DisconnectNothing, api.EPDisconnected},
 	} {
 		e := Endpoint{State: tc.from}
 		got, err := e.DisconnectStep(tc.flags, tc.outstanding)
-		if tc.invalid != errors.Is(err, api.ErrInvalidState) || got != tc.want || e.State != tc.to {
-			t.Errorf("from %v flags %v outstanding %v: %v, %v, state %v; want %v, invalid %v, state %v",
-				tc.from, tc.flags, tc.outstanding, got, err, e.State, tc.want, tc.invalid, tc.to)
+		if err != nil || got != tc.want || e.State != tc.to {
+			t.Errorf("from %v flags %v outstanding %v: %v, %v, state %v; want %v, state %v",
+				tc.from, tc.flags, tc.outstanding, got, err, e.State, tc.want, tc.to)
+		}
+	}
+	for _, from := range []api.EPState{api.EPUnconnected, api.EPReserved, api.EPPassiveConnectionPending, api.EPTentativeConnectionPending} {
+		e := Endpoint{State: from}
+		if got, err := e.DisconnectStep(g, true); !errors.Is(err, api.ErrInvalidState) || got != DisconnectNothing || e.State != from {
+			t.Errorf("from %v: %v, %v, state %v; want ErrInvalidState and no change", from, got, err, e.State)
 		}
 	}
 }

@@ -32,6 +32,24 @@ type Limits struct {
 	Flags            api.CompletionFlags // the completion flags it supports
 }
 
+// Software returns the limits of godat's software providers (loopback,
+// tcp), for a provider to start from and lower where its transport must:
+// 65536 objects of each kind per IA, event queues of a million events,
+// 64 segments per DTO, 65536 DTOs per EP, messages and RDMA transfers up
+// to 1 GiB, 1024 bytes of private data, 64 outstanding RDMA reads per EP
+// each way, 65536 receives and EPs per SRQ, every QOS and every
+// completion flag.
+func Software() Limits {
+	return Limits{
+		MaxObjects: 1 << 16, MaxEVDQLen: 1 << 20, MaxIOV: 64, MaxDTOPerEP: 1 << 16,
+		MaxMessageSize: 1 << 30, MaxRDMASize: 1 << 30, MaxPrivateData: 1024,
+		MaxRDMAReadPerEP: 64, MaxRecvPerSRQ: 1 << 16, MaxEPPerSRQ: 1 << 16,
+		QOS: api.QOSBestEffort | api.QOSHighThroughput | api.QOSLowLatency | api.QOSEconomy | api.QOSPremium,
+		Flags: api.CompletionSuppress | api.CompletionSolicitedWait | api.CompletionUnsignalled |
+			api.CompletionBarrierFence | api.CompletionEVDThreshold,
+	}
+}
+
 // EP returns the limits EP attributes are checked against.
 func (l Limits) EP() epattr.Limits {
 	return epattr.Limits{
