@@ -121,7 +121,7 @@ func (i *ia) drainBefore(id *C.struct_rdma_cm_id) {
 	var evds [2]*evd
 	i.mu.Lock()
 	if p, ok := i.owners[id].(*ep); ok && !i.Closed() {
-		evds = [2]*evd{p.recvEVD, p.reqEVD}
+		evds = [2]*evd{p.RecvEVD, p.RequestEVD}
 	}
 	i.mu.Unlock()
 	for _, e := range evds {

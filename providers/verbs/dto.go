@@ -71,10 +71,10 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 	ev.DTO.Status = st
 	hard := false
 	if seq&(recvBit|srqBit) == recvBit|srqBit {
-		if p.srq == nil {
+		if p.SRQ == nil {
 			return
 		}
-		cookie, ok := p.srq.taken(int(seq &^ (recvBit | srqBit)))
+		cookie, ok := p.SRQ.taken(int(seq &^ (recvBit | srqBit)))
 		if !ok {
 			return
 		}
@@ -83,7 +83,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 			ev.DTO.Length = uint32(wc.byte_len)
 			hard = p.watermarks(1)
 		}
-		p.recvEVD.deliver(&ev, p.recvNotifies(st, true))
+		p.RecvEVD.deliver(&ev, p.recvNotifies(st, true))
 	} else if seq&recvBit != 0 {
 		r := p.recvs.Front()
 		for r != nil && r.seq != seq {
@@ -104,7 +104,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		}
 		notify := p.recvNotifies(st, r.flags&api.CompletionUnsignalled == 0)
 		p.recvs.PopFront()
-		p.recvEVD.deliver(&ev, notify)
+		p.RecvEVD.deliver(&ev, notify)
 	} else {
 		r := p.reqs.Front()
 		for r != nil && r.seq != seq {
@@ -125,7 +125,7 @@ func (i *ia) complete(wc *C.struct_ibv_wc) {
 		suppress := r.flags&api.CompletionSuppress != 0 && st == api.DTOSuccess
 		p.reqs.PopFront()
 		if !suppress {
-			p.reqEVD.deliver(&ev, notify)
+			p.RequestEVD.deliver(&ev, notify)
 		}
 		if p.discWait && p.reqs.Len() == 0 {
 			// A graceful Disconnect waited for this one.
@@ -189,7 +189,7 @@ func (p *ep) recvNotifies(st api.DTOStatus, signalled bool) bool {
 	if !signalled {
 		return false
 	}
-	if e := p.recvEVD; st == api.DTOSuccess && e != nil && e.cq != nil && e.cq.solOnly.Load() {
+	if e := p.RecvEVD; st == api.DTOSuccess && e != nil && e.cq != nil && e.cq.solOnly.Load() {
 		return false
 	}
 	return true
@@ -221,7 +221,7 @@ func (p *ep) signal(flags api.CompletionFlags) C.int {
 func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
 	i := p.ia
 	i.mu.Lock()
-	if e := p.reqEVD; p.reqs.Len() >= p.Attr.MaxRequestDTOs && e != nil {
+	if e := p.RequestEVD; p.reqs.Len() >= p.Attr.MaxRequestDTOs && e != nil {
 		// Suppressed requests that succeeded hold their slots until a
 		// later completion is polled (signal), and a consumer that
 		// learns of its writes from memory may never poll: look in the
@@ -240,7 +240,7 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	case api.EPDisconnected:
 		// Accepted and flushed at once (dat_ep_post_send(3DAT)); the QP,
 		// in its error state, is not asked.
-		p.flushNow(p.reqEVD, op, cookie, flags)
+		p.flushNow(p.RequestEVD, op, cookie, flags)
 		return nil
 	default:
 		return api.Errorf(api.InvalidState, p.State.StateSubtype(), "a request may be posted only on a connected EP")
@@ -252,7 +252,7 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	if op == api.OpRDMARead {
 		need = api.MemPrivLocalWrite
 	}
-	byVA, err := i.checkIOV(iov, p.pz, need)
+	byVA, err := i.checkIOV(iov, p.PZ, need)
 	if err != nil {
 		return err
 	}
@@ -335,20 +335,20 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	if p.qp == nil {
 		return errEPGone
 	}
-	if p.srq != nil {
+	if p.SRQ != nil {
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	}
 	if p.State == api.EPDisconnected {
-		p.flushNow(p.recvEVD, api.OpReceive, cookie, flags)
+		p.flushNow(p.RecvEVD, api.OpReceive, cookie, flags)
 		return nil
 	}
 	if p.recvs.Len() >= p.Attr.MaxRecvDTOs {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "the receive queue is full")
 	}
-	if _, err := i.checkIOV(iov, p.pz, api.MemPrivLocalWrite); err != nil {
+	if _, err := i.checkIOV(iov, p.PZ, api.MemPrivLocalWrite); err != nil {
 		return err
 	}
-	if e := p.recvEVD; e != nil && e.cq != nil && !e.cq.posted.Load() {
+	if e := p.RecvEVD; e != nil && e.cq != nil && !e.cq.posted.Load() {
 		if rc := e.cq.firstPost(); rc != 0 {
 			return api.Errorf(api.InsufficientResources, api.SubResourceTEVD, "ibv_req_notify_cq: "+errnoText(syscallErrno(rc)))
 		}

@@ -26,10 +26,9 @@ import (
 // ia.mu.
 type ep struct {
 	api.ContextSlot
-	epattr.Endpoint        // attributes, state, connection ends, watermarks
-	ia                     *ia
-	pz                     *pz
-	recvEVD, reqEVD, cnEVD *evd
+	epattr.Endpoint               // attributes, state, connection ends, watermarks
+	ia                            *ia
+	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
 
 	qp   *C.struct_ibv_qp // nil once destroyed
 	qpn  uint32
@@ -48,7 +47,6 @@ type ep struct {
 	recvSeq   uint64
 	iov1      [1]api.LMRTriplet // PostRDMAReadToRMR's translated segment
 	rsp       *rsp              // the RSP that reserves the EP, while it does
-	srq       *srq              // the SRQ its receives come from, or nil
 	fenceNext bool              // an RMR bind was posted: fence the next request
 	// unsignalled counts the requests posted in a row without a device
 	// completion (CompletionSuppress); see signal.
@@ -107,7 +105,6 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 	if err != nil {
 		return nil, err
 	}
-	re, qe, ce := evdOf(recvEVD), evdOf(requestEVD), evdOf(connectEVD)
 	var made *ep
 	defer func() { made.armCQs() }() // after the unlock
 	i.mu.Lock()
@@ -115,7 +112,8 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, pz: z, recvEVD: re, reqEVD: qe, cnEVD: ce, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p.Link(z, recvEVD, requestEVD, connectEVD)
 	if err := p.makeQP(); err != nil {
 		return nil, err
 	}
@@ -131,7 +129,7 @@ func (p *ep) makeQP() error {
 	i, a := p.ia, p.Attr
 	// A QP needs a CQ for each queue; an EP without one of the EVDs gets
 	// the IA's sink CQ, whose completions are discarded.
-	scq, rcq := i.cqFor(p.reqEVD), i.cqFor(p.recvEVD)
+	scq, rcq := i.cqFor(p.RequestEVD), i.cqFor(p.RecvEVD)
 	var err error
 	if scq == nil {
 		if scq, err = i.sinkCQ(); err != nil {
@@ -147,10 +145,10 @@ func (p *ep) makeQP() error {
 	var cerr C.int
 	inl := C.uint32_t(inlineWant)
 	var sq *C.struct_ibv_srq
-	if p.srq != nil {
-		sq = p.srq.srq
+	if p.SRQ != nil {
+		sq = p.SRQ.srq
 	}
-	qp := C.gd_qp_create(p.pz.pd, scq, rcq, sq, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
+	qp := C.gd_qp_create(p.PZ.pd, scq, rcq, sq, C.uint32_t(a.MaxRequestDTOs), C.uint32_t(a.MaxRecvDTOs),
 		C.uint32_t(max(a.MaxRequestIOV, a.MaxRDMAReadIOV, a.MaxRDMAWriteIOV)), C.uint32_t(a.MaxRecvIOV), C.uint8_t(i.dev.port.Num), &cerr, &inl)
 	if qp == nil {
 		return api.Errorf(api.InsufficientResources, api.SubResourceTEP, "ibv_create_qp: "+errnoText(syscallErrno(cerr)))
@@ -159,8 +157,8 @@ func (p *ep) makeQP() error {
 	p.sgeC = (*C.struct_ibv_sge)(C.calloc(C.size_t(iov), C.size_t(unsafe.Sizeof(C.struct_ibv_sge{}))))
 	p.sges = unsafe.Slice(p.sgeC, iov)
 	i.qps[p.qpn] = p
-	useCQs(p.recvEVD, p.reqEVD, &p.Attr, 1)
-	if e := p.recvEVD; p.srq != nil && e != nil && e.cq != nil {
+	useCQs(p.RecvEVD, p.RequestEVD, &p.Attr, 1)
+	if e := p.RecvEVD; p.SRQ != nil && e != nil && e.cq != nil {
 		e.cq.posted.Store(true) // (the SRQ's receives may be there already)
 	}
 	return nil
@@ -191,7 +189,7 @@ func (p *ep) armCQs() {
 		return
 	}
 	p.ia.mu.Lock()
-	recv, req := p.recvEVD, p.reqEVD
+	recv, req := p.RecvEVD, p.RequestEVD
 	p.ia.mu.Unlock()
 	for _, e := range [2]*evd{recv, req} {
 		if e != nil && e.cq != nil {
@@ -206,7 +204,7 @@ func (p *ep) dropQP() {
 		return
 	}
 	delete(p.ia.qps, p.qpn)
-	useCQs(p.recvEVD, p.reqEVD, &p.Attr, -1)
+	useCQs(p.RecvEVD, p.RequestEVD, &p.Attr, -1)
 	C.ibv_destroy_qp(p.qp)
 	p.qp = nil
 	C.free(unsafe.Pointer(p.sgeC))
@@ -256,19 +254,7 @@ func (p *ep) Query() (api.EPParam, error) {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	prm := p.Param(p.ia, p.ia.addr)
-	prm.PZ = p.pz
-	if p.recvEVD != nil {
-		prm.RecvEVD = p.recvEVD
-	}
-	if p.srq != nil {
-		prm.SRQ = p.srq
-	}
-	if p.reqEVD != nil {
-		prm.RequestEVD = p.reqEVD
-	}
-	if p.cnEVD != nil {
-		prm.ConnectEVD = p.cnEVD
-	}
+	p.Fill(&prm)
 	if p.qp != nil {
 		prm.Attr.TransportSpecific = append(prm.Attr.TransportSpecific,
 			api.NamedAttr{Name: "max_inline_data", Value: strconv.FormatUint(uint64(p.inline), 10)})
@@ -295,17 +281,9 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if err != nil {
 		return err
 	}
-	nz, nr, nq := p.pz, p.recvEVD, p.reqEVD
-	if mask&api.EPFieldPZ != 0 {
-		nz = pzOf(prm.PZ)
-	}
-	if mask&api.EPFieldRecvEVD != 0 {
-		nr = evdOf(prm.RecvEVD)
-	}
-	if mask&api.EPFieldRequestEVD != 0 {
-		nq = evdOf(prm.RequestEVD)
-	}
-	rebuild := nz != p.pz || nr != p.recvEVD || nq != p.reqEVD ||
+	links := p.Links
+	links.Apply(mask, prm)
+	rebuild := links.PZ != p.PZ || links.RecvEVD != p.RecvEVD || links.RequestEVD != p.RequestEVD ||
 		a.MaxRecvDTOs != p.Attr.MaxRecvDTOs || a.MaxRequestDTOs != p.Attr.MaxRequestDTOs ||
 		a.MaxRecvIOV != p.Attr.MaxRecvIOV || a.MaxRequestIOV != p.Attr.MaxRequestIOV ||
 		a.MaxRDMAReadIOV != p.Attr.MaxRDMAReadIOV || a.MaxRDMAWriteIOV != p.Attr.MaxRDMAWriteIOV
@@ -313,25 +291,23 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 		if p.recvs.Len() > 0 || p.reqs.Len() > 0 || p.State != api.EPUnconnected {
 			return api.Errorf(api.InvalidState, p.State.StateSubtype(), "this change needs a new QP, which would lose the posted receives")
 		}
-		oz, or, oq, oa, oqp, oqpn, osge, osges := p.pz, p.recvEVD, p.reqEVD, p.Attr, p.qp, p.qpn, p.sgeC, p.sges
-		p.pz, p.recvEVD, p.reqEVD, p.Attr = nz, nr, nq, a
+		old, oa, oqp, oqpn, osge, osges := p.Links, p.Attr, p.qp, p.qpn, p.sgeC, p.sges
+		p.Links, p.Attr = links, a
 		if err := p.makeQP(); err != nil {
-			p.pz, p.recvEVD, p.reqEVD, p.Attr, p.qp, p.qpn, p.sgeC, p.sges = oz, or, oq, oa, oqp, oqpn, osge, osges
+			p.Links, p.Attr, p.qp, p.qpn, p.sgeC, p.sges = old, oa, oqp, oqpn, osge, osges
 			p.ia.qps[p.qpn] = p
 			return err
 		}
 		delete(p.ia.qps, oqpn)
-		useCQs(or, oq, &oa, -1)
+		useCQs(old.RecvEVD, old.RequestEVD, &oa, -1)
 		C.ibv_destroy_qp(oqp)
 		C.free(unsafe.Pointer(osge))
 		p.ia.qps[p.qpn] = p
 	}
-	if mask&api.EPFieldConnectEVD != 0 {
-		p.cnEVD = evdOf(prm.ConnectEVD)
-	}
+	p.ConnectEVD = links.ConnectEVD
 	if !rebuild && p.qp != nil && (a.RecvCompletionFlags^p.Attr.RecvCompletionFlags)&api.CompletionSolicitedWait != 0 {
-		useCQs(p.recvEVD, p.reqEVD, &p.Attr, -1)
-		useCQs(p.recvEVD, p.reqEVD, &a, 1)
+		useCQs(p.RecvEVD, p.RequestEVD, &p.Attr, -1)
+		useCQs(p.RecvEVD, p.RequestEVD, &a, 1)
 	}
 	p.Attr = a
 	return nil
@@ -376,8 +352,8 @@ func (p *ep) Free() error {
 		return p.StateErr("Free")
 	}
 	p.destroy()
-	if p.srq != nil {
-		p.srq.eps--
+	if p.SRQ != nil {
+		p.SRQ.eps--
 	}
 	p.ia.eps.Remove(p)
 	return nil
@@ -445,7 +421,7 @@ func (p *ep) broken() {
 // connEvent posts a connection event of the EP. ia.mu is held.
 func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
-	p.cnEVD.post(&ev, true)
+	p.ConnectEVD.post(&ev, true)
 }
 
 // DupConnect connects to the service point the connected EP dup is

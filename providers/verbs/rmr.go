@@ -110,7 +110,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	case api.EPConnected:
 	case api.EPDisconnected:
 		ev := api.Event{Number: api.RMRBindCompletionEvent, RMRBind: api.RMRBindCompletionData{RMR: r, Cookie: cookie, Status: api.DTOErrFlushed}}
-		p.reqEVD.post(&ev, flags&api.CompletionUnsignalled == 0)
+		p.RequestEVD.post(&ev, flags&api.CompletionUnsignalled == 0)
 		return 0, nil
 	default:
 		return 0, p.StateErr("RMR Bind")
@@ -130,7 +130,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if t.Length == 0 {
 		if flags&api.CompletionSuppress == 0 {
 			ev := api.Event{Number: api.RMRBindCompletionEvent, RMRBind: api.RMRBindCompletionData{RMR: r, Cookie: cookie, Status: api.DTOSuccess}}
-			p.reqEVD.post(&ev, flags&api.CompletionUnsignalled == 0)
+			p.RequestEVD.post(&ev, flags&api.CompletionUnsignalled == 0)
 		}
 		return 0, nil
 	}

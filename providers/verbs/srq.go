@@ -238,7 +238,9 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, pz: z, recvEVD: evdOf(recvEVD), reqEVD: evdOf(requestEVD), cnEVD: evdOf(connectEVD), Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}, srq: s}
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p.Link(z, recvEVD, requestEVD, connectEVD)
+	p.SRQ = s
 	if err := p.makeQP(); err != nil {
 		return nil, err
 	}
