@@ -3,12 +3,10 @@ package registry_test
 import (
 	"context"
 	"fmt"
-	"log"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/registry"
 )
 
 // A CNO with a file descriptor (dat_cno_fd_create) lets a program that
@@ -17,19 +15,9 @@ import (
 // trigger, Triggered names the EVD that triggered it and resets the
 // descriptor, and the events are then dequeued as usual.
 func Example_cnoFD() {
-	check := func(err error) {
-		if err != nil {
-			log.Fatal(err)
-		}
-	}
-	cfg, err := registry.ParseConfig("example.conf", []byte(`
-[[ia]]
-name        = "lo"
-provider    = "loopback"
-api_version = "u2.0"
-`))
-	check(err)
-	ia, err := registry.New(cfg).Open(context.Background(), "lo")
+	// exampleRegistry has one IA, "lo", of the loopback provider; Example
+	// shows how a program makes one.
+	ia, err := exampleRegistry.Open(context.Background(), "lo")
 	check(err)
 	defer ia.Close(api.CloseAbrupt)
 
