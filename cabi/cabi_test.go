@@ -166,6 +166,31 @@ func TestCProgram(t *testing.T) {
 	}
 }
 
+// TestCProgramNoMemory compiles testdata/nomem.c and runs it on each IA:
+// with the library's C allocations failing (GODAT_CMEM_FAIL), every call
+// that needs C memory answers DAT_INSUFFICIENT_RESOURCES, and a
+// connection event whose private data could not be handed out is kept
+// for the next dequeue or wait.
+func TestCProgramNoMemory(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "nomem")
+	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "testdata/nomem.c", "-L"+lib.dir, "-l:libdat2.so.2")
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, ia := range []string{"loopback", "tcp"} {
+		t.Run(ia, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, ia)
+			cmd.Env = env()
+			out, err := cmd.CombinedOutput()
+			if err != nil || !bytes.HasSuffix(out, []byte("PASSED\n")) {
+				t.Fatalf("%v\n%s", err, out)
+			}
+		})
+	}
+}
+
 // dapl finds a program of dapl2-utils. Without it the test skips, unless
 // GODAT_REQUIRE_DAPL is set (as .ci/run sets it): then it fails.
 func dapl(t *testing.T, name string) string {

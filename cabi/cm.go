@@ -42,11 +42,12 @@ func go_psp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, anyQ *C.DAT_CONN_QUAL, e
 
 //export go_psp_query
 func go_psp_query(h unsafe.Pointer, mask C.DAT_PSP_PARAM_MASK, p *C.DAT_PSP_PARAM) C.DAT_RETURN {
-	return query[api.PSP](h, api.HandlePSP, p, func(o *obj, q api.PSPParam, p *C.DAT_PSP_PARAM) {
+	return query[api.PSP](h, api.HandlePSP, p, func(o *obj, q api.PSPParam, p *C.DAT_PSP_PARAM) bool {
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 		p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
 		p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
 		p.psp_flags = C.DAT_PSP_FLAGS(q.Flags)
+		return true
 	})
 }
 
@@ -69,11 +70,12 @@ func go_rsp_create(h unsafe.Pointer, q C.DAT_CONN_QUAL, epH, evdH unsafe.Pointer
 
 //export go_rsp_query
 func go_rsp_query(h unsafe.Pointer, mask C.DAT_RSP_PARAM_MASK, p *C.DAT_RSP_PARAM) C.DAT_RETURN {
-	return query[api.RSP](h, api.HandleRSP, p, func(o *obj, q api.RSPParam, p *C.DAT_RSP_PARAM) {
+	return query[api.RSP](h, api.HandleRSP, p, func(o *obj, q api.RSPParam, p *C.DAT_RSP_PARAM) bool {
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 		p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
 		p.evd_handle = C.DAT_EVD_HANDLE(handleOf(q.EVD))
 		p.ep_handle = C.DAT_EP_HANDLE(handleOf(q.EP))
+		return true
 	})
 }
 
@@ -117,28 +119,37 @@ func crHandle(x *iaObj, cr api.CR) unsafe.Pointer {
 
 //export go_cr_query
 func go_cr_query(h unsafe.Pointer, mask C.DAT_CR_PARAM_MASK, p *C.DAT_CR_PARAM) C.DAT_RETURN {
-	return query[api.CR](h, api.HandleCR, p, func(o *obj, q api.CRParam, p *C.DAT_CR_PARAM) {
+	return query[api.CR](h, api.HandleCR, p, func(o *obj, q api.CRParam, p *C.DAT_CR_PARAM) bool {
 		d := o.crData(&q)
+		if d == nil {
+			return false
+		}
 		p.remote_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(d.addr)
 		p.remote_port_qual = C.DAT_PORT_QUAL(q.RemotePortQual)
 		p.private_data_size = C.DAT_COUNT(d.n)
 		p.private_data = C.DAT_PVOID(d.pd)
 		p.local_ep_handle = C.DAT_EP_HANDLE(handleOf(q.LocalEP))
+		return true
 	})
 }
 
-// crData returns the C memory of the CR o, made at its first query.
+// crData returns the C memory of the CR o, made at its first query, or
+// nil if it could not be allocated.
 func (o *obj) crData(q *api.CRParam) *crData {
 	o.mu.Lock()
 	d := o.cr
 	o.mu.Unlock()
 	if d == nil {
-		d = &crData{addr: o.alloc(addrSize), n: len(q.PrivateData)}
-		putAddr(d.addr, q.RemoteAddr)
+		var b cbatch
+		d = &crData{addr: b.alloc(addrSize), n: len(q.PrivateData)}
 		if d.n > 0 {
-			d.pd = o.alloc(d.n)
-			copy(unsafe.Slice((*byte)(d.pd), d.n), q.PrivateData)
+			d.pd = b.alloc(d.n)
 		}
+		if !b.keep(o) {
+			return nil
+		}
+		putAddr(d.addr, q.RemoteAddr)
+		copy(unsafe.Slice((*byte)(d.pd), d.n), q.PrivateData)
 		o.mu.Lock()
 		if o.cr == nil {
 			o.cr = d

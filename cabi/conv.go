@@ -143,8 +143,10 @@ func (a *args) counted(n C.DAT_COUNT, p unsafe.Pointer, arg int) {
 type querier[Q any] interface{ Query() (Q, error) }
 
 // query answers a dat_*_query on h, a handle of kind k naming a T: fill
-// writes the parameters q that T's Query returns into the C block p.
-func query[T querier[Q], Q, P any](h unsafe.Pointer, k api.HandleType, p *P, fill func(o *obj, q Q, p *P)) C.DAT_RETURN {
+// writes the parameters q that T's Query returns into the C block p, and
+// reports false when C memory the answer needs could not be allocated
+// (noCMem).
+func query[T querier[Q], Q, P any](h unsafe.Pointer, k api.HandleType, p *P, fill func(o *obj, q Q, p *P) bool) C.DAT_RETURN {
 	var a args
 	o := a.obj(h, k)
 	a.arg(p != nil, 3)
@@ -155,7 +157,9 @@ func query[T querier[Q], Q, P any](h unsafe.Pointer, k api.HandleType, p *P, fil
 	if err != nil {
 		return ret(err)
 	}
-	fill(o, q, p)
+	if !fill(o, q, p) {
+		return noCMem
+	}
 	return success
 }
 

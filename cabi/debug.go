@@ -3,6 +3,7 @@
 package main
 
 /*
+#include <stdlib.h>
 #include "cabi.h"
 */
 import "C"
@@ -18,8 +19,8 @@ import (
 	"github.com/godat/godat/api"
 )
 
-// Two switches in the environment help find out what a C program and the
-// library did to each other; both are off unless set.
+// Switches in the environment help find out what a C program and the
+// library did to each other; all are off unless set.
 //
 // GODAT_STACKS: a program that seems to hang in godat can be asked where.
 // SIGQUIT then writes every goroutine's stack to standard error and ends
@@ -30,6 +31,8 @@ import (
 // GODAT_EVENTS: every event the library hands the program
 // (dat_evd_dequeue, dat_evd_wait) is also written to standard error, one
 // line each: the EVD, the event, and the EP it names, if any.
+//
+// GODAT_CMEM_FAIL: the library's C allocations fail (cmemFail).
 func init() {
 	logEvents = os.Getenv("GODAT_EVENTS") != ""
 	if os.Getenv("GODAT_STACKS") == "" {
@@ -43,6 +46,19 @@ func init() {
 		os.Exit(2)
 	}()
 }
+
+// cmemFail reports whether GODAT_CMEM_FAIL is set in the C environment
+// now: while it is, every C allocation of the library fails as a failing
+// calloc would, so that a test can see each call answer
+// DAT_INSUFFICIENT_RESOURCES and lose nothing. It is read from the C
+// environment at each allocation (they are few, none on a data path), so
+// a program can set and unset it between calls with setenv(3).
+func cmemFail() bool {
+	v := C.getenv(cmemFailVar)
+	return v != nil && *v != 0
+}
+
+var cmemFailVar = C.CString("GODAT_CMEM_FAIL")
 
 // logEvents is GODAT_EVENTS, read once at load.
 var logEvents bool

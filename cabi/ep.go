@@ -110,8 +110,11 @@ type epAddrs struct{ local, remote unsafe.Pointer }
 
 //export go_ep_query
 func go_ep_query(h unsafe.Pointer, mask C.DAT_EP_PARAM_MASK, p *C.DAT_EP_PARAM) C.DAT_RETURN {
-	return query[api.EP](h, api.HandleEP, p, func(o *obj, q api.EPParam, p *C.DAT_EP_PARAM) {
+	return query[api.EP](h, api.HandleEP, p, func(o *obj, q api.EPParam, p *C.DAT_EP_PARAM) bool {
 		a := o.epAddrs()
+		if a == nil {
+			return false
+		}
 		putAddr(a.local, q.LocalAddr)
 		putAddr(a.remote, q.RemoteAddr)
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
@@ -126,16 +129,21 @@ func go_ep_query(h unsafe.Pointer, mask C.DAT_EP_PARAM_MASK, p *C.DAT_EP_PARAM) 
 		p.connect_evd_handle = C.DAT_EVD_HANDLE(handleOf(q.ConnectEVD))
 		p.srq_handle = C.DAT_SRQ_HANDLE(handleOf(q.SRQ))
 		epAttrToC(&q.Attr, &p.ep_attr)
+		return true
 	})
 }
 
 // epAddrs returns the C memory of the addresses of the EP o, made at its
-// first query.
+// first query, or nil if it could not be allocated.
 func (o *obj) epAddrs() *epAddrs {
 	o.mu.Lock()
 	if o.addrs == nil {
 		o.mu.Unlock()
-		a := &epAddrs{local: o.alloc(addrSize), remote: o.alloc(addrSize)}
+		var b cbatch
+		a := &epAddrs{local: b.alloc(addrSize), remote: b.alloc(addrSize)}
+		if !b.keep(o) {
+			return nil
+		}
 		o.mu.Lock()
 		if o.addrs == nil {
 			o.addrs = a

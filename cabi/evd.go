@@ -38,12 +38,13 @@ func evdOf(h unsafe.Pointer) (*obj, api.EVD) {
 
 //export go_evd_query
 func go_evd_query(h unsafe.Pointer, mask C.DAT_EVD_PARAM_MASK, p *C.DAT_EVD_PARAM) C.DAT_RETURN {
-	return query[api.EVD](h, api.HandleEVD, p, func(o *obj, q api.EVDParam, p *C.DAT_EVD_PARAM) {
+	return query[api.EVD](h, api.HandleEVD, p, func(o *obj, q api.EVDParam, p *C.DAT_EVD_PARAM) bool {
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 		p.evd_qlen = count(q.QLen)
 		p.evd_state = C.DAT_EVD_STATE(q.State)
 		p.cno_handle = C.DAT_CNO_HANDLE(handleOf(q.CNO))
 		p.evd_flags = C.DAT_EVD_FLAGS(q.Flags)
+		return true
 	})
 }
 
@@ -118,16 +119,21 @@ func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
 	if o.ia.async == o && o.ia.takeLastWQE(cev) {
 		return success
 	}
-	ev := events.Get().(*api.Event)
-	err := evd.Dequeue(ev)
-	if err != nil {
-		events.Put(ev)
-		if errors.Is(err, api.ErrQueueEmpty) {
-			return queueEmpty
+	ev, _ := o.takeHeld()
+	if ev == nil {
+		ev = events.Get().(*api.Event)
+		if err := evd.Dequeue(ev); err != nil {
+			events.Put(ev)
+			if errors.Is(err, api.ErrQueueEmpty) {
+				return queueEmpty
+			}
+			return ret(err)
 		}
-		return ret(err)
 	}
-	toC(o, ev, cev)
+	if !toC(o, ev, cev) {
+		o.hold(ev)
+		return noCMem
+	}
 	*ev = api.Event{}
 	events.Put(ev)
 	return success
@@ -146,23 +152,34 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 		*nmore = 0
 		return success
 	}
-	ctx, cancel := waitContext(t)
-	ev := events.Get().(*api.Event)
-	n, err := o.v.(api.EVD).Wait(ctx, int(threshold), ev)
-	cancel()
-	if err != nil {
-		events.Put(ev)
-		return ret(err)
+	// A held event is returned at once; nmore then counts the events
+	// still held, not those in the queue behind them.
+	ev, n := o.takeHeld()
+	if ev == nil {
+		ctx, cancel := waitContext(t)
+		ev = events.Get().(*api.Event)
+		var err error
+		n, err = o.v.(api.EVD).Wait(ctx, int(threshold), ev)
+		cancel()
+		if err != nil {
+			events.Put(ev)
+			return ret(err)
+		}
 	}
-	toC(o, ev, cev)
+	if !toC(o, ev, cev) {
+		o.hold(ev)
+		return noCMem
+	}
 	*nmore = C.DAT_COUNT(n)
 	*ev = api.Event{}
 	events.Put(ev)
 	return success
 }
 
-// toC writes the godat event ev, dequeued from the EVD o, as a DAT_EVENT.
-func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) {
+// toC writes the godat event ev, dequeued from the EVD o, as a DAT_EVENT,
+// and reports false when the C memory of its private data could not be
+// allocated: the event is then not handed out (hold keeps it).
+func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) bool {
 	c.event_number = C.DAT_EVENT_NUMBER(ev.Number)
 	c.evd_handle = C.DAT_EVD_HANDLE(o.h)
 	d := unsafe.Pointer(&c.event_data)
@@ -195,6 +212,15 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) {
 	case api.EVDConnection:
 		x := (*C.DAT_CONNECTION_EVENT_DATA)(d)
 		ep := objOf(ev.Conn.EP)
+		n := len(ev.Conn.PrivateData)
+		var pd unsafe.Pointer
+		if ep != nil && n > 0 {
+			// First, so that a failure leaves no trace of the event.
+			if pd = ep.alloc(n); pd == nil {
+				return false
+			}
+			copy(unsafe.Slice((*byte)(pd), n), ev.Conn.PrivateData)
+		}
 		x.ep_handle = nil
 		x.private_data_size = 0
 		x.private_data = nil
@@ -203,11 +229,9 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) {
 				o.ia.addLastWQE(ep.h)
 			}
 			x.ep_handle = C.DAT_EP_HANDLE(ep.h)
-			if n := len(ev.Conn.PrivateData); n > 0 {
-				p := ep.alloc(n)
-				copy(unsafe.Slice((*byte)(p), n), ev.Conn.PrivateData)
+			if pd != nil {
 				x.private_data_size = C.DAT_COUNT(n)
-				x.private_data = C.DAT_PVOID(p)
+				x.private_data = C.DAT_PVOID(pd)
 			}
 		}
 	case api.EVDAsync:
@@ -222,6 +246,34 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) {
 	if logEvents {
 		logEvent(c)
 	}
+	return true
+}
+
+// hold keeps ev, dequeued from the EVD o but not handed to the program
+// for want of C memory, for the next dequeue or wait to return first.
+func (o *obj) hold(ev *api.Event) {
+	o.mu.Lock()
+	o.held = append(o.held, ev)
+	o.nheld.Store(int32(len(o.held)))
+	o.mu.Unlock()
+}
+
+// takeHeld returns the oldest event hold kept, or nil, and how many are
+// left held.
+func (o *obj) takeHeld() (*api.Event, int) {
+	if o.nheld.Load() == 0 {
+		return nil, 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.held) == 0 {
+		return nil, 0
+	}
+	ev := o.held[0]
+	o.held[0] = nil
+	o.held = o.held[1:]
+	o.nheld.Store(int32(len(o.held)))
+	return ev, len(o.held)
 }
 
 // CNOs.
@@ -275,12 +327,13 @@ func go_cno_modify_agent(h, inst, fn unsafe.Pointer) C.DAT_RETURN {
 
 //export go_cno_query
 func go_cno_query(h unsafe.Pointer, mask C.DAT_CNO_PARAM_MASK, p *C.DAT_CNO_PARAM) C.DAT_RETURN {
-	return query[api.CNO](h, api.HandleCNO, p, func(o *obj, q api.CNOParam, p *C.DAT_CNO_PARAM) {
+	return query[api.CNO](h, api.HandleCNO, p, func(o *obj, q api.CNOParam, p *C.DAT_CNO_PARAM) bool {
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 		p.proxy_type = C.DAT_PROXY_TYPE_NONE
 		if q.Agent != nil {
 			p.proxy_type = C.DAT_PROXY_TYPE_AGENT
 		}
+		return true
 	})
 }
 

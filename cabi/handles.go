@@ -39,19 +39,66 @@ type obj struct {
 	addrs *epAddrs // EP: its addresses, once queried
 	cr    *crData  // CR: what dat_cr_query hands out
 	srq   bool     // EP: created with an SRQ
+	// EVD: events dequeued but not handed to the program for want of C
+	// memory, oldest first (hold, takeHeld); nheld is their number.
+	held  []*api.Event
+	nheld atomic.Int32
 }
 
-// alloc returns n bytes of zeroed C memory that lives as long as o.
+// alloc returns n bytes of zeroed C memory that lives as long as o, or
+// nil when there is none to be had: the call that wanted it then answers
+// noCMem.
 func (o *obj) alloc(n int) unsafe.Pointer {
-	p := C.calloc(1, C.size_t(n))
-	if p == nil {
-		panic("cabi: out of C memory")
-	}
-	o.mu.Lock()
-	o.cmem = append(o.cmem, p)
-	o.mu.Unlock()
+	var b cbatch
+	p := b.alloc(n)
+	b.keep(o)
 	return p
 }
+
+// cbatch is C memory that serves one purpose together: all of it is kept,
+// or, when one allocation fails, none.
+type cbatch struct {
+	ps     []unsafe.Pointer
+	failed bool
+}
+
+// alloc returns n bytes of zeroed C memory, or nil once an allocation of
+// the batch has failed.
+func (b *cbatch) alloc(n int) unsafe.Pointer {
+	if b.failed {
+		return nil
+	}
+	var p unsafe.Pointer
+	if !cmemFail() {
+		p = C.calloc(1, C.size_t(n))
+	}
+	if p == nil {
+		b.failed = true
+		return nil
+	}
+	b.ps = append(b.ps, p)
+	return p
+}
+
+// keep gives the batch's memory to o, to be freed with it, and reports
+// true; after a failed allocation it frees the batch and reports false.
+func (b *cbatch) keep(o *obj) bool {
+	if b.failed {
+		for _, p := range b.ps {
+			C.free(p)
+		}
+		b.ps = nil
+		return false
+	}
+	o.mu.Lock()
+	o.cmem = append(o.cmem, b.ps...)
+	o.mu.Unlock()
+	b.ps = nil
+	return true
+}
+
+// noCMem is the answer of a call whose C memory could not be allocated.
+var noCMem = code(api.InsufficientResources, api.SubResourceMemory)
 
 func (o *obj) freeC() {
 	o.mu.Lock()

@@ -21,15 +21,15 @@ import (
 
 // iaObj is an open IA with what the C program was given for it.
 type iaObj struct {
-	obj      *obj
-	ia       api.IA
-	async    *obj
-	prov     *C.DAT_PROVIDER // the provider table its handles point at
-	addr     unsafe.Pointer  // the IA's address (sockaddr), valid until close
-	maxRDMA  uint32
-	maxMsg   uint32
-	attrOnce sync.Once
-	lastWQE  struct {
+	obj     *obj
+	ia      api.IA
+	async   *obj
+	prov    *C.DAT_PROVIDER // the provider table its handles point at
+	addr    unsafe.Pointer  // the IA's address (sockaddr), valid until close
+	maxRDMA uint32
+	maxMsg  uint32
+	attrMu  sync.Mutex // guards named once made
+	lastWQE struct {
 		sync.Mutex
 		eps []unsafe.Pointer
 		n   atomic.Int32
@@ -37,6 +37,7 @@ type iaObj struct {
 	named struct {
 		transport, vendor, provider []C.DAT_NAMED_ATTR
 		tp, vp, pp                  *C.DAT_NAMED_ATTR
+		made                        bool
 	}
 }
 
@@ -66,6 +67,11 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 	}
 	x := &iaObj{obj: o, ia: ia, prov: prov}
 	o.ia = x
+	if x.addr = o.alloc(addrSize); x.addr == nil {
+		ia.Close(api.CloseAbrupt)
+		release(o)
+		return noCMem
+	}
 	ev, err := ia.AsyncEVD()
 	if err == nil {
 		x.async, _ = register(api.HandleEVD, ev, x, nil)
@@ -73,7 +79,6 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 	attr, _, err := ia.Query()
 	if err == nil {
 		x.maxRDMA, x.maxMsg = attr.MaxRDMASize, attr.MaxMessageSize
-		x.addr = o.alloc(addrSize)
 		putAddr(x.addr, attr.Address)
 	}
 	if x.async != nil {
@@ -124,7 +129,9 @@ func go_ia_query(h unsafe.Pointer, asyncEVD *C.DAT_EVD_HANDLE, iaMask C.DAT_IA_A
 	if asyncEVD != nil && x.async != nil {
 		*asyncEVD = C.DAT_EVD_HANDLE(x.async.h)
 	}
-	x.attrOnce.Do(func() { x.buildNamed(a, p) })
+	if !x.namedAttrs(a, p) {
+		return noCMem
+	}
 	if ia != nil && iaMask != 0 {
 		fillIAAttr(x, ia, a)
 	}
@@ -141,16 +148,31 @@ var ofaProviderAttrs = []api.NamedAttr{
 	{Name: "DAT_IB_TRANSPORT_MTU", Value: "4096"},
 }
 
-func (x *iaObj) buildNamed(a api.IAAttr, p api.ProviderAttr) {
+// namedAttrs makes the C copies of the IA's named attributes at the first
+// query that asks, and reports false, with nothing made, when their C
+// memory could not be allocated.
+func (x *iaObj) namedAttrs(a api.IAAttr, p api.ProviderAttr) bool {
+	x.attrMu.Lock()
+	defer x.attrMu.Unlock()
+	if x.named.made {
+		return true
+	}
+	var b cbatch
 	mk := func(list []api.NamedAttr) (*C.DAT_NAMED_ATTR, int) {
 		if len(list) == 0 {
 			return nil, 0
 		}
-		arr := (*C.DAT_NAMED_ATTR)(x.obj.alloc(len(list) * int(unsafe.Sizeof(C.DAT_NAMED_ATTR{}))))
+		arr := (*C.DAT_NAMED_ATTR)(b.alloc(len(list) * int(unsafe.Sizeof(C.DAT_NAMED_ATTR{}))))
+		if arr == nil {
+			return nil, 0
+		}
 		s := unsafe.Slice(arr, len(list))
 		for i, na := range list {
-			n := x.obj.alloc(len(na.Name) + 1)
-			v := x.obj.alloc(len(na.Value) + 1)
+			n := b.alloc(len(na.Name) + 1)
+			v := b.alloc(len(na.Value) + 1)
+			if n == nil || v == nil {
+				return nil, 0
+			}
 			copy(unsafe.Slice((*byte)(n), len(na.Name)), na.Name)
 			copy(unsafe.Slice((*byte)(v), len(na.Value)), na.Value)
 			s[i].name, s[i].value = (*C.char)(n), (*C.char)(v)
@@ -174,6 +196,13 @@ func (x *iaObj) buildNamed(a api.IAAttr, p api.ProviderAttr) {
 	}
 	x.named.pp, n = mk(pa)
 	x.named.provider = unsafe.Slice(x.named.pp, n)
+	if !b.keep(x.obj) {
+		x.named.transport, x.named.vendor, x.named.provider = nil, nil, nil
+		x.named.tp, x.named.vp, x.named.pp = nil, nil, nil
+		return false
+	}
+	x.named.made = true
+	return true
 }
 
 func count(n int) C.DAT_COUNT {

@@ -74,7 +74,7 @@ func go_lmr_create(h unsafe.Pointer, typ C.DAT_MEM_TYPE, p unsafe.Pointer, lengt
 
 //export go_lmr_query
 func go_lmr_query(h unsafe.Pointer, mask C.DAT_LMR_PARAM_MASK, p *C.DAT_LMR_PARAM) C.DAT_RETURN {
-	return query[api.LMR](h, api.HandleLMR, p, func(o *obj, q api.LMRParam, p *C.DAT_LMR_PARAM) {
+	return query[api.LMR](h, api.HandleLMR, p, func(o *obj, q api.LMRParam, p *C.DAT_LMR_PARAM) bool {
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 		p.mem_type = C.DAT_MEM_TYPE(q.MemType)
 		*(*uint64)(unsafe.Pointer(&p.region_desc)) = uint64(q.RegisteredAddress) // for_va
@@ -86,6 +86,7 @@ func go_lmr_query(h unsafe.Pointer, mask C.DAT_LMR_PARAM_MASK, p *C.DAT_LMR_PARA
 		p.rmr_context = C.DAT_RMR_CONTEXT(q.RMRContext)
 		p.registered_size = C.DAT_VLEN(q.RegisteredSize)
 		p.registered_address = C.DAT_VADDR(q.RegisteredAddress)
+		return true
 	})
 }
 
@@ -119,7 +120,7 @@ func go_rmr_create(pzH unsafe.Pointer, out *C.DAT_RMR_HANDLE) C.DAT_RETURN {
 
 //export go_rmr_query
 func go_rmr_query(h unsafe.Pointer, mask C.DAT_RMR_PARAM_MASK, p *C.DAT_RMR_PARAM) C.DAT_RETURN {
-	return query[api.RMR](h, api.HandleRMR, p, func(o *obj, q api.RMRParam, p *C.DAT_RMR_PARAM) {
+	return query[api.RMR](h, api.HandleRMR, p, func(o *obj, q api.RMRParam, p *C.DAT_RMR_PARAM) bool {
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 		p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
 		*(*api.LMRTriplet)(unsafe.Pointer(&p.lmr_triplet)) = q.LMRTriplet
@@ -127,6 +128,7 @@ func go_rmr_query(h unsafe.Pointer, mask C.DAT_RMR_PARAM_MASK, p *C.DAT_RMR_PARA
 		p.rmr_context = C.DAT_RMR_CONTEXT(q.RMRContext)
 		p.rmr_scope = C.DAT_RMR_SCOPE(q.Scope)
 		p.va_type = C.DAT_VA_TYPE(q.VAType)
+		return true
 	})
 }
 
@@ -178,7 +180,7 @@ func go_srq_post_recv(h unsafe.Pointer, n C.DAT_COUNT, iov *C.DAT_LMR_TRIPLET, c
 
 //export go_srq_query
 func go_srq_query(h unsafe.Pointer, mask C.DAT_SRQ_PARAM_MASK, p *C.DAT_SRQ_PARAM) C.DAT_RETURN {
-	return query[api.SRQ](h, api.HandleSRQ, p, func(o *obj, q api.SRQParam, p *C.DAT_SRQ_PARAM) {
+	return query[api.SRQ](h, api.HandleSRQ, p, func(o *obj, q api.SRQParam, p *C.DAT_SRQ_PARAM) bool {
 		p.ia_handle = C.DAT_IA_HANDLE(o.ia.obj.h)
 		p.srq_state = C.DAT_SRQ_STATE(q.State)
 		p.pz_handle = C.DAT_PZ_HANDLE(handleOf(q.PZ))
@@ -187,6 +189,7 @@ func go_srq_query(h unsafe.Pointer, mask C.DAT_SRQ_PARAM_MASK, p *C.DAT_SRQ_PARA
 		p.low_watermark = count(q.LowWatermark)
 		p.available_dto_count = count(q.AvailableDTOCount)
 		p.outstanding_dto_count = count(q.OutstandingDTOCount)
+		return true
 	})
 }
 
