@@ -178,7 +178,8 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 
 // toC writes the godat event ev, dequeued from the EVD o, as a DAT_EVENT,
 // and reports false when the C memory of its private data could not be
-// allocated: the event is then not handed out (hold keeps it).
+// allocated, or a handle for its CR: the event is then not handed out
+// (hold keeps it).
 func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) bool {
 	c.event_number = C.DAT_EVENT_NUMBER(ev.Number)
 	c.evd_handle = C.DAT_EVD_HANDLE(o.h)
@@ -207,7 +208,11 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) bool {
 		}
 		x.local_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(o.ia.addr)
 		x.conn_qual = C.DAT_CONN_QUAL(ev.CR.ConnQual)
-		x.cr_handle = C.DAT_CR_HANDLE(crHandle(o.ia, ev.CR.CR))
+		cr := crHandle(o.ia, ev.CR.CR)
+		if cr == nil && ev.CR.CR != nil {
+			return false // no handle left for the CR
+		}
+		x.cr_handle = C.DAT_CR_HANDLE(cr)
 		x.truncate_flag = boolean(ev.CR.Truncated)
 	case api.EVDConnection:
 		x := (*C.DAT_CONNECTION_EVENT_DATA)(d)

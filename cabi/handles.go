@@ -97,7 +97,8 @@ func (b *cbatch) keep(o *obj) bool {
 	return true
 }
 
-// noCMem is the answer of a call whose C memory could not be allocated.
+// noCMem is the answer of a call whose C memory, or a handle (the
+// handles' mapping is C memory too), could not be had.
 var noCMem = code(api.InsufficientResources, api.SubResourceMemory)
 
 func (o *obj) freeC() {

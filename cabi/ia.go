@@ -63,7 +63,7 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 	o, ok := register(api.HandleIA, ia, nil, prov)
 	if !ok {
 		ia.Close(api.CloseAbrupt)
-		return code(api.InsufficientResources, api.SubResourceMemory)
+		return noCMem
 	}
 	x := &iaObj{obj: o, ia: ia, prov: prov}
 	o.ia = x
@@ -72,9 +72,12 @@ func go_ia_open(name *C.char, qlen C.DAT_COUNT, asyncEVD *C.DAT_EVD_HANDLE, iaOu
 		release(o)
 		return noCMem
 	}
-	ev, err := ia.AsyncEVD()
-	if err == nil {
-		x.async, _ = register(api.HandleEVD, ev, x, nil)
+	if ev, err := ia.AsyncEVD(); err == nil {
+		if x.async, ok = register(api.HandleEVD, ev, x, nil); !ok {
+			ia.Close(api.CloseAbrupt)
+			release(o)
+			return noCMem
+		}
 	}
 	attr, _, err := ia.Query()
 	if err == nil {
@@ -321,7 +324,7 @@ func hand(x *iaObj, k api.HandleType, v api.Object, err error, give func(*obj)) 
 		if f, ok := v.(interface{ Free() error }); ok {
 			f.Free()
 		}
-		return code(api.InsufficientResources, api.SubResourceMemory)
+		return noCMem
 	}
 	give(o)
 	return success
