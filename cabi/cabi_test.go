@@ -146,34 +146,20 @@ var envOverride []string
 
 // TestCProgram compiles testdata/abi.c against <dat2/udat.h> and runs it
 // on each IA.
-func TestCProgram(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "abi")
-	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "testdata/abi.c", "-L"+lib.dir, "-l:libdat2.so.2")
-	if out, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	for _, ia := range []string{"loopback", "tcp"} {
-		t.Run(ia, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, ia)
-			cmd.Env = env()
-			out, err := cmd.CombinedOutput()
-			if err != nil || !bytes.HasSuffix(out, []byte("PASSED\n")) {
-				t.Fatalf("%v\n%s", err, out)
-			}
-		})
-	}
-}
+func TestCProgram(t *testing.T) { runCProgram(t, "abi") }
 
-// TestCProgramNoMemory compiles testdata/nomem.c and runs it on each IA:
-// with the library's C allocations failing (GODAT_CMEM_FAIL), every call
-// that needs C memory answers DAT_INSUFFICIENT_RESOURCES, and a
-// connection event whose private data could not be handed out is kept
-// for the next dequeue or wait.
-func TestCProgramNoMemory(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "nomem")
-	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "testdata/nomem.c", "-L"+lib.dir, "-l:libdat2.so.2")
+// TestCProgramNoMemory runs testdata/nomem.c on each IA: with the
+// library's C allocations failing (GODAT_CMEM_FAIL), every call that needs
+// C memory answers DAT_INSUFFICIENT_RESOURCES, and a connection event
+// whose private data could not be handed out is kept for the next dequeue
+// or wait.
+func TestCProgramNoMemory(t *testing.T) { runCProgram(t, "nomem") }
+
+// runCProgram compiles testdata/name.c against the library under test and
+// runs it on the loopback and tcp IAs; it must end with "PASSED".
+func runCProgram(t *testing.T, name string) {
+	bin := filepath.Join(t.TempDir(), name)
+	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "testdata/"+name+".c", "-L"+lib.dir, "-l:libdat2.so.2")
 	if out, err := cc.CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}

@@ -15,32 +15,7 @@
 #include <string.h>
 #include <dat2/udat.h>
 
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (cond) {                                                 \
-			printf("ok   %s\n", #cond);                             \
-		} else {                                                    \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                                \
-			printf("\n");                                       \
-			exit(1);                                            \
-		}                                                           \
-	} while (0)
-
-static const char *name(DAT_RETURN r)
-{
-	static char buf[256];
-	const char *maj = "?", *min = "?";
-	dat_strerror(r, &maj, &min);
-	snprintf(buf, sizeof buf, "0x%08x %s %s", r, maj, min);
-	return buf;
-}
-
-#define OK(call)                                                   \
-	do {                                                       \
-		DAT_RETURN r_ = (call);                            \
-		CHECK(r_ == DAT_SUCCESS, "%s", name(r_));          \
-	} while (0)
+#include "check.h"
 
 /* NOMEM checks that call fails for want of memory while allocations fail,
  * and succeeds when they no longer do. */
