@@ -22,23 +22,55 @@ type reqWR struct {
 	bind *binding // bind: what to publish (it holds its LMR's bound count); nil to unbind
 }
 
-// PostRequest runs or queues a request that a DTO post call built
-// (completion.Posts). Valid in CONNECTED; in DISCONNECTED the request is
-// flushed at once; otherwise ErrInvalidState. The guard has refused an
-// IOV longer than an RDMA write's remote window, or too short for a
-// read's (ErrLength). Errors in the data path complete the request with
-// an error status and break the connection: an invalid local triplet, a
-// receive too small at the peer, or a peer context that does not grant
-// the access over the whole range in the peer EP's PZ (and, for an RMR
-// bound to an EP, to the peer EP), which is DTOErrRemoteAccess with no
-// byte written. A read into an RMR needs a local context of this IA, in
-// the EP's PZ, bound to this EP if bound to an EP at all, that grants
-// remote write (the response writes it as a peer would); otherwise it
-// completes with DTOErrLocalProtection. A send with invalidate unbinds
-// the peer's RMR when the message is delivered, and the peer's receive
-// completes as OpReceiveWithInvalidate carrying its context.
-func (p *ep) PostRequest(r completion.Request) error {
-	w := reqWR{Request: r}
+// The five DTO post calls build their request and run or queue it (post).
+// They are valid in CONNECTED; in DISCONNECTED the request is flushed at
+// once; otherwise ErrInvalidState. The guard has refused an IOV longer
+// than an RDMA write's remote window, or too short for a read's
+// (ErrLength). Errors in the data path complete the request with an error
+// status and break the connection: an invalid local triplet, a receive too
+// small at the peer, or a peer context that does not grant the access over
+// the whole range in the peer EP's PZ (and, for an RMR bound to an EP, to
+// the peer EP), which is DTOErrRemoteAccess with no byte written. They are
+// written here rather than taken from completion.Posts, whose interface
+// call and copies cost about a tenth of a 64-byte RDMA write
+// (docs/decisions.md, "The provider kit").
+
+// PostSend sends the bytes iov names (dat_ep_post_send(3DAT)).
+func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	w := reqWR{Request: completion.Request{Kind: completion.Send, Cookie: cookie, Flags: flags, IOV: iov}}
+	return p.post(&w)
+}
+
+// PostSendWithInvalidate sends like PostSend and, if invalidate is set,
+// unbinds the peer's RMR rmr when the message is delivered; the peer's
+// receive completes as OpReceiveWithInvalidate carrying rmr
+// (dat_ep_post_send_with_invalidate, DAT 2.0).
+func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
+	w := reqWR{Request: completion.Request{Kind: completion.Send, Cookie: cookie, Flags: flags, IOV: iov, Invalidate: invalidate, RMRContext: rmr}}
+	return p.post(&w)
+}
+
+// PostRDMAWrite writes the bytes iov names to the peer's memory at remote
+// (dat_ep_post_rdma_write(3DAT)).
+func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	w := reqWR{Request: completion.Request{Kind: completion.Write, Cookie: cookie, Flags: flags, IOV: iov, Remote: remote}}
+	return p.post(&w)
+}
+
+// PostRDMARead reads remote.Length bytes of the peer's memory into iov
+// (dat_ep_post_rdma_read(3DAT)).
+func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	w := reqWR{Request: completion.Request{Kind: completion.Read, Cookie: cookie, Flags: flags, IOV: iov, Remote: remote}}
+	return p.post(&w)
+}
+
+// PostRDMAReadToRMR reads remote.Length bytes of the peer's memory into a
+// local window (dat_ep_post_rdma_read_to_rmr, DAT 2.0). The local context
+// must be one of this IA's, in the EP's PZ, bound to this EP if bound to
+// an EP at all, and grant remote write (the response writes it as a peer
+// would); otherwise the read completes with DTOErrLocalProtection.
+func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
+	w := reqWR{Request: completion.Request{Kind: completion.ReadToRMR, Cookie: cookie, Flags: flags, Local: local, Remote: remote}}
 	return p.post(&w)
 }
 

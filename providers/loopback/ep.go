@@ -17,7 +17,6 @@ import (
 type ep struct {
 	api.ContextSlot
 	epattr.Endpoint               // attributes, state, connection ends, watermarks
-	completion.Posts              // the DTO post calls, through PostRequest
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
 	freed                         bool
@@ -85,7 +84,6 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	}
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected},
 		Links: epattr.Links[*pz, *evd, *srq]{PZ: z, RecvEVD: evds[0], RequestEVD: evds[1], ConnectEVD: evds[2], SRQ: s}}
-	p.Posts.To = p
 	p.addRefs(1)
 	if s != nil {
 		s.eps = append(s.eps, p)
@@ -103,7 +101,6 @@ func (i *ia) newProviderEP(active *ep) *ep {
 	a := withDefaults(active.Attr)
 	a.MaxRDMAReadIn, a.MaxRDMAReadOut = a.MaxRDMAReadOut, a.MaxRDMAReadIn
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
-	p.Posts.To = p
 	i.eps.Add(p)
 	return p
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -15,7 +14,6 @@ import (
 type ep struct {
 	api.ContextSlot
 	epattr.Endpoint               // attributes, state, connection ends, watermarks
-	completion.Posts              // the DTO post calls, through PostRequest
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
 	freed                         bool
@@ -64,7 +62,6 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
 	p.Link(pzArg, recvEVD, requestEVD, connectEVD)
 	p.SRQ = s
-	p.Posts.To = p
 	if s != nil {
 		s.eps++
 	}
@@ -83,7 +80,6 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a.MaxRDMAReadOut = min(int(h.ReadsIn), providerLimits.MaxRDMAReadPerEP)
 	a = withDefaults(a)
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
-	p.Posts.To = p
 	i.eps.Add(p)
 	return p
 }

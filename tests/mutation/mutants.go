@@ -238,8 +238,6 @@ var mutants = []mutant{
 		old: "\tcase qlen < q.n:", new: "\tcase qlen < q.n-1:"},
 	{id: "in-disconnect-wait", area: "kit", file: "provider/kit/epattr/endpoint.go", desc: "a graceful disconnect does not wait for outstanding requests",
 		old: "if flags == api.CloseGraceful && outstanding {", new: "if false && flags == api.CloseGraceful {"},
-	{id: "in-posts-read-to-rmr", area: "kit", file: "provider/kit/completion/posts.go", desc: "a read into an RMR is posted as a read into the IOV",
-		old: "Request{Kind: ReadToRMR, Cookie", new: "Request{Kind: Read, Cookie"},
 	{id: "in-links-modify-evd", area: "kit", file: "provider/kit/epattr/links.go", desc: "dat_ep_modify keeps the old receive EVD",
 		old: "\tif mask&api.EPFieldRecvEVD != 0 {\n\t\tl.RecvEVD, _ = prm.RecvEVD.(E)", new: "\tif false {\n\t\tl.RecvEVD, _ = prm.RecvEVD.(E)"},
 }

@@ -16,6 +16,12 @@ type Poster interface {
 // PostRequest: each call builds the Request its arguments describe and
 // hands it to To. The EP sets To to itself when it is created. Binds and
 // receives have calls of their own and do not pass through it.
+//
+// The convenience costs an interface call and two copies of the Request
+// per post: about 10 ns, a tenth of a 64-byte RDMA write on the loopback
+// provider, which therefore writes its five calls itself, as tcp does;
+// for a provider behind a plugin's RPC, or one whose post does real work,
+// it is noise.
 type Posts struct {
 	To Poster
 }
