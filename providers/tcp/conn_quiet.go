@@ -34,7 +34,9 @@ type quiet struct {
 // steady polling down to a few looks a second.)
 // A look that finds input waiting in the socket while pollers seem at
 // work looks again quietSoon later, once, before the doubled interval.
-const (
+// (Variables only so that a test can stretch them where a look must not
+// race a woken goroutine for a CPU: stretchQuiet.)
+var (
 	quietCheck = time.Millisecond
 	quietMax   = 16 * time.Millisecond
 	quietSoon  = 100 * time.Microsecond

@@ -773,12 +773,24 @@ func TestDrivenWaitSendsWriteACK(t *testing.T) {
 // post queues) is left to pollers, and the blocked waiter is the poller
 // that must write it, woken for it, not the reader's next quiet check a
 // millisecond or more later.
+// The quiet check's intervals are stretched 50 times: on a loaded machine
+// a woken waiter can wait milliseconds for a CPU, and a look in that time
+// would write what the waiter was woken to write.
 func TestDrivenWaitFinishesOthersWrite(t *testing.T) {
+	stretchQuiet(t, 50)
 	var late atomic.Int64 // (the hook is set once: the readers of every pair read it)
 	testHookRestLate = func(*conn) { late.Add(1) }
 	t.Cleanup(func() { testHookRestLate = nil })
 	t.Run("large", func(t *testing.T) { othersWrites(t, &late, 4<<20, 1) })
 	t.Run("stream", func(t *testing.T) { othersWrites(t, &late, 4<<10, 16) })
+}
+
+// stretchQuiet multiplies the quiet check's intervals by k until the test
+// ends. Like the test hooks, it is set before any connection exists.
+func stretchQuiet(t *testing.T, k time.Duration) {
+	c, m, s := quietCheck, quietMax, quietSoon
+	quietCheck, quietMax, quietSoon = k*c, k*m, k*s
+	t.Cleanup(func() { quietCheck, quietMax, quietSoon = c, m, s })
 }
 
 // othersWrites posts rounds of burst RDMA writes of size bytes from one
