@@ -55,12 +55,16 @@
 //     unsignalled and solicited completions;
 //   - connreq: connection-management argument checks and the choice of the
 //     EP an accept connects;
-//   - iaattr, epattr, srqattr: a provider's limits stated once, the IA,
-//     provider and EP attributes made from them, and the checks of EP
-//     attributes, watermarks and SRQ sizes against them (epattr.Resolve,
-//     an EP's attributes at creation); epattr.Endpoint, the EP state every
+//   - iaattr, epattr, srqattr: a provider's limits stated once (from
+//     iaattr.Software, a software provider's), the IA, provider and EP
+//     attributes made from them, and the checks of EP attributes,
+//     watermarks and SRQ sizes against them (epattr.Resolve, an EP's
+//     attributes at creation); epattr.Endpoint, the EP state every
 //     provider records alike (attributes, state, connection ends,
-//     watermarks, with Watch and Unclaim), for a provider's EP to embed;
+//     watermarks, with Watch, Unclaim and DisconnectStep, the state rules
+//     of dat_ep_disconnect), and epattr.Links, the EP's PZ, EVDs and SRQ
+//     as the provider's types, with their query and modify, for a
+//     provider's EP to embed;
 //   - memreg: the LMR and RMR tables of an IA, with the triplet checks
 //     every DTO makes before it touches memory, LMR creation (CreateLMR),
 //     RMR binding and contexts (BindTarget, StartBind, FinishBind,
