@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
 
@@ -48,35 +48,23 @@ func (p *ep) connect(a Addr, q api.ConnQual, timeout api.Timeout, pd []byte) err
 	fab.next++
 	p.State, p.LocalPort, p.RemoteAddr, p.RemotePort = api.EPActiveConnectionPending, api.ConnQual(fab.next), a, q
 	c := &cr{active: p, pd: bytes.Clone(pd), from: p.ia.addr, port: p.LocalPort}
-	switch pt := fab.quals[q]; {
+	switch pt := fab.quals.At(q); {
 	case fab.ias[a] == nil:
 		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
 	case pt == nil || !pt.arrive(c):
 		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
 	case timeout != api.TimeoutInfinite:
 		p.cr = c
-		p.twg.Add(1)
-		var t *time.Timer
-		t = time.AfterFunc(timeout, func() {
-			defer p.twg.Done()
-			defer lock()()
-			if p.timer == t && p.State == api.EPActiveConnectionPending {
+		p.timeout.Start(timeout, &fab.Mutex, func() {
+			if p.State == api.EPActiveConnectionPending {
 				p.abandon()
 				p.toDisconnected(api.ConnectionTimedOutEvent, nil)
 			}
 		})
-		p.timer = t
 	default:
 		p.cr = c
 	}
 	return nil
-}
-
-func (p *ep) stopTimer() {
-	if p.timer != nil && p.timer.Stop() {
-		p.twg.Done()
-	}
-	p.timer = nil
 }
 
 // abandon detaches the active EP from its request: accepting it later
@@ -85,7 +73,7 @@ func (p *ep) abandon() {
 	if p.cr != nil {
 		p.cr.active, p.cr = nil, nil
 	}
-	p.stopTimer()
+	p.timeout.Stop()
 }
 
 // point is what PSPs and RSPs share: a listener on a connection qualifier.
@@ -120,19 +108,7 @@ func (pt *point) arrive(c *cr) bool {
 	return true
 }
 
-// free fails unless no service point listens on q.
-func free(q api.ConnQual) error {
-	if fab.quals[q] != nil {
-		return api.Errorf(api.ConnQualInUse, api.NoSubtype, "connection qualifier "+strconv.FormatUint(uint64(q), 10)+" is in use")
-	}
-	return nil
-}
-
-func (pt *point) unlist() {
-	if fab.quals[pt.qual] == pt {
-		delete(fab.quals, pt.qual)
-	}
-}
+func (pt *point) unlist() { fab.quals.Unlisten(pt.qual, pt) }
 
 // CreatePSP listens on q (dat_psp_create(3DAT)). PSPs that create EPs
 // are not supported; the guard refuses them, as ProviderAttr says.
@@ -145,27 +121,23 @@ func (i *ia) CreatePSP(q api.ConnQual, e api.EVD, _ api.PSPFlags) (api.PSP, erro
 // (dat_psp_create_any(3DAT)).
 func (i *ia) CreatePSPAny(e api.EVD, _ api.PSPFlags) (api.PSP, api.ConnQual, error) {
 	defer lock()()
-	for range limits.MaxObjects {
-		q := fab.any
-		if fab.any++; fab.any == 0 {
-			fab.any = 0xC000
-		}
-		if fab.quals[q] == nil {
-			s, err := i.newPSP(q, e)
-			return s, q, err
-		}
+	q, err := fab.quals.Free(limits.MaxObjects)
+	if err != nil {
+		return nil, 0, err
 	}
-	return nil, 0, api.Errorf(api.ConnQualUnavailable, api.NoSubtype, "no free connection qualifier")
+	s, err := i.newPSP(q, e)
+	return s, q, err
 }
 
 func (i *ia) newPSP(q api.ConnQual, e api.EVD) (api.PSP, error) {
-	if err := free(q); err != nil {
+	if err := fab.quals.Check(q); err != nil {
 		return nil, err
 	}
 	s := &psp{point{ia: i, evd: e.(*evd), qual: q}}
-	v, err := add[api.PSP](&i.psps, s)
+	v, err := kit.Put[api.PSP](&i.psps, s)
 	if err == nil {
-		s.self, fab.quals[q] = s, &s.point
+		s.self = s
+		fab.quals.Listen(q, &s.point)
 	}
 	return v, err
 }
@@ -187,13 +159,14 @@ func (i *ia) CreateRSP(q api.ConnQual, e api.EP, ev api.EVD) (api.RSP, error) {
 	if p.State != api.EPUnconnected {
 		return nil, p.StateErr("CreateRSP")
 	}
-	if err := free(q); err != nil {
+	if err := fab.quals.Check(q); err != nil {
 		return nil, err
 	}
 	r := &rsp{point{ia: i, evd: ev.(*evd), ep: p, qual: q}}
-	v, err := add[api.RSP](&i.rsps, r)
+	v, err := kit.Put[api.RSP](&i.rsps, r)
 	if err == nil {
-		r.self, fab.quals[q], p.State = r, &r.point, api.EPReserved
+		r.self, p.State = r, api.EPReserved
+		fab.quals.Listen(q, &r.point)
 	}
 	return v, err
 }
@@ -275,7 +248,7 @@ func (c *cr) Accept(e api.EP, pd []byte) error {
 		return nil
 	}
 	a.cr, a.RemoteAddr = nil, c.pt.ia.addr
-	a.stopTimer()
+	a.timeout.Stop()
 	a.peer, p.peer = p, a
 	a.State, p.State = api.EPConnected, api.EPConnected
 	p.connEvent(api.ConnectionEstablishedEvent, nil)
@@ -312,7 +285,7 @@ func (c *cr) end(n api.EventNumber, pd []byte) {
 // ErrInsufficientResources.
 func (c *cr) Handoff(q api.ConnQual) error {
 	defer lock()()
-	pt := fab.quals[q]
+	pt := fab.quals.At(q)
 	if pt == nil || pt.ia != c.pt.ia {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "no service point of this IA listens on "+strconv.FormatUint(uint64(q), 10))
 	}

@@ -1,12 +1,10 @@
 package minimal
 
 import (
-	"sync"
-	"time"
-
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/completion"
+	"github.com/godat/godat/provider/kit/connreq"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -26,8 +24,7 @@ type ep struct {
 	reqs                                   ring.Ring[reqWR] // requests behind a send that waits for a receive
 	peer                                   *ep              // while CONNECTED or DISCONNECT_PENDING
 	cr                                     *cr              // the active side's pending request
-	timer                                  *time.Timer      // the active side's connection timeout
-	twg                                    sync.WaitGroup   // the timer's callback
+	timeout                                connreq.Timeout  // the active side's connection timeout
 }
 
 // CreateEP creates an UNCONNECTED EP (dat_ep_create(3DAT)); limits its
@@ -40,7 +37,7 @@ func (i *ia) CreateEP(z api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.
 	if attr != nil {
 		p.Attr = epattr.WithDefaults(*attr, defaultEPAttr)
 	}
-	return add[api.EP](&i.eps, p)
+	return kit.Put[api.EP](&i.eps, p)
 }
 
 func (p *ep) HandleType() api.HandleType { return api.HandleEP }
@@ -112,12 +109,12 @@ func (p *ep) destroy() func() {
 	case api.EPActiveConnectionPending:
 		p.abandon()
 	}
-	p.stopTimer()
+	p.timeout.Stop()
 	p.State, p.freed = api.EPDisconnected, true
 	p.recvs.Clear()
 	p.reqs.Clear()
 	p.ia.eps.Remove(p)
-	return p.twg.Wait
+	return p.timeout.Wait
 }
 
 func (p *ep) connEvent(n api.EventNumber, pd []byte) {
@@ -129,7 +126,7 @@ func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 // requests first, then posts event n.
 func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
 	p.State, p.peer = api.EPDisconnected, nil
-	p.stopTimer()
+	p.timeout.Stop()
 	p.flush()
 	p.connEvent(n, pd)
 }

@@ -45,18 +45,6 @@ func newIA(a Addr) *ia {
 	return i
 }
 
-// add puts a new object in its table and returns it as the api type I;
-// when the table is full it returns no object (a nil I, not a nil
-// pointer) and the error.
-func add[I any, T comparable](s *kit.Set[T], x T) (I, error) {
-	if err := s.Room(); err != nil {
-		var none I
-		return none, err
-	}
-	s.Add(x)
-	return any(x).(I), nil
-}
-
 // Close closes the IA (dat_ia_close(3DAT)). A graceful close fails while
 // the IA has objects, pending connection requests included; an abrupt one
 // destroys them: peers see their connections end, requesters see
@@ -99,7 +87,7 @@ type pz struct {
 	ia *ia
 }
 
-func (i *ia) CreatePZ() (api.PZ, error)   { defer lock()(); return add[api.PZ](&i.pzs, &pz{ia: i}) }
+func (i *ia) CreatePZ() (api.PZ, error)   { defer lock()(); return kit.Put[api.PZ](&i.pzs, &pz{ia: i}) }
 func (z *pz) HandleType() api.HandleType  { return api.HandlePZ }
 func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
 func (z *pz) Free() error                 { defer lock()(); z.ia.pzs.Remove(z); return nil }

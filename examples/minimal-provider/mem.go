@@ -2,6 +2,7 @@ package minimal
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/memreg"
 )
@@ -62,7 +63,7 @@ type rmr struct {
 
 func (z *pz) CreateRMR() (api.RMR, error) {
 	defer lock()()
-	return add[api.RMR](&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
+	return kit.Put[api.RMR](&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
 }
 func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 

@@ -35,6 +35,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/connreq"
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/iaattr"
@@ -71,10 +72,9 @@ var defaultEPAttr = epattr.Defaults(limits.EP(), 256, 16, 16)
 var fab = struct {
 	sync.Mutex
 	ias   map[Addr]*ia
-	quals map[api.ConnQual]*point
+	quals connreq.Quals[*point]
 	next  uint64 // IA addresses and active port qualifiers
-	any   api.ConnQual
-}{ias: map[Addr]*ia{}, quals: map[api.ConnQual]*point{}, any: 0xC000}
+}{ias: map[Addr]*ia{}, quals: connreq.NewQuals[*point](0xC000)}
 
 // Open opens a new IA with an address of its own (dat_ia_open(3DAT)); it
 // never blocks. The parameters of the configuration entry are ignored.

@@ -11,6 +11,21 @@ import (
 	"github.com/godat/godat/provider/kit/completion"
 )
 
+// Put adds while there is room and returns the object as the api type;
+// on a full table it returns a nil interface, not a typed nil.
+func TestPut(t *testing.T) {
+	s := kit.NewSet[*int](api.HandlePZ, 1)
+	x := new(int)
+	got, err := kit.Put[any](&s, x)
+	if err != nil || got != any(x) || !s.Has(x) {
+		t.Fatalf("Put on an empty table: %v, %v, added %v", got, err, s.Has(x))
+	}
+	got, err = kit.Put[any](&s, new(int))
+	if !errors.Is(err, api.ErrInsufficientResources) || got != nil || s.Len() != 1 {
+		t.Fatalf("Put on a full table: %v (nil interface: %v), %v, %d objects", got, got == nil, err, s.Len())
+	}
+}
+
 func TestSetLimitAndInUse(t *testing.T) {
 	eps := kit.NewSet[*int](api.HandleEP, 2)
 	pzs := kit.NewSet[*int](api.HandlePZ, 0)

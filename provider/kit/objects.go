@@ -37,6 +37,19 @@ func (s *Set[T]) Room() error {
 // Add puts x in the table. It does not look at the limit: Room does.
 func (s *Set[T]) Add(x T) { s.m[x] = struct{}{} }
 
+// Put is Room and Add for a create whose object costs nothing to make
+// before it knows there is room: it adds x to s and returns it as I, the
+// api type the create returns; when s is full it returns Room's error and
+// the zero I (a nil interface, never a typed nil).
+func Put[I any, T comparable](s *Set[T], x T) (I, error) {
+	if err := s.Room(); err != nil {
+		var none I
+		return none, err
+	}
+	s.Add(x)
+	return any(x).(I), nil
+}
+
 // Remove takes x out of the table; it reports whether x was in it.
 func (s *Set[T]) Remove(x T) bool {
 	_, ok := s.m[x]

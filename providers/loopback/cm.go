@@ -14,7 +14,7 @@ import (
 // Connection management: service points, connection requests, and the
 // active side of the EP state machine.
 
-// servicePoint is a PSP or an RSP listed in fabric.quals.
+// servicePoint is a PSP or an RSP that listens on a qualifier (fabric.quals).
 type servicePoint interface {
 	owner() *ia
 	// arrive delivers a new connection request; false means the service
@@ -96,7 +96,7 @@ func (p *ep) startConnect(addr Addr, q api.ConnQual, timeout api.Timeout, pd []b
 		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
 		return
 	}
-	sp := fabric.quals[q]
+	sp := fabric.quals.At(q)
 	c := &cr{active: p, pd: bytes.Clone(pd), remoteAddr: p.ia.addr, remotePort: p.LocalPort}
 	if sp == nil || !sp.arrive(c) {
 		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
@@ -110,33 +110,12 @@ func (p *ep) startConnect(addr Addr, q api.ConnQual, timeout api.Timeout, pd []b
 
 // armTimer starts the connection timeout. fabric.mu is held.
 func (p *ep) armTimer(d time.Duration) {
-	p.twg.Add(1)
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		defer p.twg.Done()
-		fabric.mu.Lock()
-		defer fabric.mu.Unlock()
-		if p.timer != t {
-			return // stopped, or a later attempt's timer
-		}
-		p.timer = nil
+	p.timeout.Start(d, &fabric.mu, func() {
 		if p.State == api.EPActiveConnectionPending {
 			p.abandonRequest()
 			p.toDisconnected(api.ConnectionTimedOutEvent, nil)
 		}
 	})
-	p.timer = t
-}
-
-// stopTimer cancels the connection timeout. fabric.mu is held.
-func (p *ep) stopTimer() {
-	if p.timer == nil {
-		return
-	}
-	if p.timer.Stop() {
-		p.twg.Done()
-	}
-	p.timer = nil
 }
 
 // abandonRequest detaches p from its pending request: the passive side can
@@ -146,7 +125,7 @@ func (p *ep) abandonRequest() {
 		p.cr.active = nil
 		p.cr = nil
 	}
-	p.stopTimer()
+	p.timeout.Stop()
 }
 
 // psp is a Public Service Point (dat_psp_create(3DAT)).
@@ -174,8 +153,8 @@ func (i *ia) CreatePSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (api.
 	if err != nil {
 		return nil, err
 	}
-	if fabric.quals[q] != nil {
-		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
+	if err := fabric.quals.Check(q); err != nil {
+		return nil, err
 	}
 	s.list(q)
 	return s, nil
@@ -190,9 +169,9 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 	if err != nil {
 		return nil, 0, err
 	}
-	q, ok := freeQual()
-	if !ok {
-		return nil, 0, api.Errorf(api.ConnQualUnavailable, api.NoSubtype, "no free connection qualifier")
+	q, err := fabric.quals.Free(4 * providerLimits.MaxObjects)
+	if err != nil {
+		return nil, 0, err
 	}
 	s.list(q)
 	return s, q, nil
@@ -221,15 +200,13 @@ func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
 
 func (s *psp) list(q api.ConnQual) {
 	s.qual = q
-	fabric.quals[q] = s
+	fabric.quals.Listen(q, s)
 	s.evd.use(1)
 	s.ia.psps.Add(s)
 }
 
 func (s *psp) unlist() {
-	if fabric.quals[s.qual] == servicePoint(s) {
-		delete(fabric.quals, s.qual)
-	}
+	fabric.quals.Unlisten(s.qual, s)
 }
 
 func (s *psp) owner() *ia { return s.ia }
@@ -322,14 +299,14 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	if p.State != api.EPUnconnected {
 		return nil, p.StateErr("CreateRSP")
 	}
-	if fabric.quals[q] != nil {
-		return nil, api.Errorf(api.ConnQualInUse, api.NoSubtype, fmt.Sprintf("connection qualifier %d is in use", q))
+	if err := fabric.quals.Check(q); err != nil {
+		return nil, err
 	}
 	if err := i.rsps.Room(); err != nil {
 		return nil, err
 	}
 	r := &rsp{ia: i, qual: q, ep: p, evd: e}
-	fabric.quals[q] = r
+	fabric.quals.Listen(q, r)
 	p.State = api.EPReserved
 	e.use(1)
 	i.rsps.Add(r)
@@ -353,9 +330,7 @@ func (r *rsp) arrive(c *cr) bool {
 }
 
 func (r *rsp) unlist() {
-	if fabric.quals[r.qual] == servicePoint(r) {
-		delete(fabric.quals, r.qual)
-	}
+	fabric.quals.Unlisten(r.qual, r)
 }
 
 // HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
@@ -490,7 +465,7 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	}
 	a := c.active
 	a.cr = nil
-	a.stopTimer()
+	a.timeout.Stop()
 	a.PeerPD = bytes.Clone(privateData)
 	a.RemoteAddr = c.ia.addr // the acceptor's IA, whichever address was dialled
 	a.peer, p.peer = p, a
@@ -541,7 +516,7 @@ func (c *cr) Handoff(q api.ConnQual) error {
 	if c.done {
 		return errCRDone
 	}
-	sp := fabric.quals[q]
+	sp := fabric.quals.At(q)
 	if sp == nil || sp.owner() != c.ia {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no service point of this IA listens on %d", q))
 	}

@@ -2,11 +2,10 @@ package loopback
 
 import (
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/completion"
+	"github.com/godat/godat/provider/kit/connreq"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -24,8 +23,7 @@ type ep struct {
 	reqs                          ring.Ring[reqWR]  // requests waiting behind a send with no receive at the peer
 	peer                          *ep               // the other end while CONNECTED or DISCONNECT_PENDING
 	cr                            *cr               // active side: the pending request
-	timer                         *time.Timer       // active side: connection timeout
-	twg                           sync.WaitGroup    // the timer's callback
+	timeout                       connreq.Timeout   // active side: the connection timeout
 }
 
 // recvWR is a posted receive.
@@ -247,7 +245,7 @@ func (p *ep) destroy() func() {
 	case api.EPActiveConnectionPending:
 		p.abandonRequest()
 	}
-	p.stopTimer()
+	p.timeout.Stop()
 	p.State = api.EPDisconnected
 	p.freed = true
 	p.recvs.Clear()
@@ -257,7 +255,7 @@ func (p *ep) destroy() func() {
 		s.eps = slices.DeleteFunc(s.eps, func(x *ep) bool { return x == p })
 	}
 	p.ia.eps.Remove(p)
-	return p.twg.Wait
+	return p.timeout.Wait
 }
 
 // connEvent posts a connection event to the connect EVD.
@@ -272,7 +270,7 @@ func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 func (p *ep) toDisconnected(n api.EventNumber, pd []byte) {
 	p.State = api.EPDisconnected
 	p.peer = nil
-	p.stopTimer()
+	p.timeout.Stop()
 	p.flush()
 	p.connEvent(n, pd)
 }

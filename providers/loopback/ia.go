@@ -131,12 +131,7 @@ func (i *ia) CreatePZ() (api.PZ, error) {
 	if i.Closed() {
 		return nil, kit.ErrIAClosed
 	}
-	if err := i.pzs.Room(); err != nil {
-		return nil, err
-	}
-	z := &pz{ia: i}
-	i.pzs.Add(z)
-	return z, nil
+	return kit.Put[api.PZ](&i.pzs, &pz{ia: i})
 }
 
 // pz is a protection zone (dat_pz_create(3DAT)).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider"
+	"github.com/godat/godat/provider/kit/connreq"
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/iaattr"
@@ -116,10 +117,9 @@ var defaultEPAttr = epattr.Defaults(providerLimits.EP(), 1024, 16, 16)
 type fabricState struct {
 	mu       sync.Mutex
 	ias      map[Addr]*ia
-	quals    map[api.ConnQual]servicePoint
+	quals    connreq.Quals[servicePoint] // the PSPs and RSPs listening
 	nextIA   uint64
 	nextPort api.ConnQual // active-side port qualifiers
-	nextAny  api.ConnQual
 
 	// Scratch scatter/gather lists for one DTO at a time (under mu).
 	segA, segB [][]byte
@@ -131,26 +131,9 @@ var fabric = newFabric()
 func newFabric() *fabricState {
 	return &fabricState{
 		ias:      map[Addr]*ia{},
-		quals:    map[api.ConnQual]servicePoint{},
+		quals:    connreq.NewQuals[servicePoint](firstAnyQual),
 		nextPort: 1 << 32,
-		nextAny:  firstAnyQual,
 		segA:     make([][]byte, 0, providerLimits.MaxIOV),
 		segB:     make([][]byte, 0, providerLimits.MaxIOV),
 	}
-}
-
-// freeQual returns an unused connection qualifier for CreatePSPAny, or
-// false if there is none.
-func freeQual() (api.ConnQual, bool) {
-	for range providerLimits.MaxObjects * 4 {
-		q := fabric.nextAny
-		fabric.nextAny++
-		if fabric.nextAny == 0 {
-			fabric.nextAny = firstAnyQual
-		}
-		if fabric.quals[q] == nil {
-			return q, true
-		}
-	}
-	return 0, false
 }

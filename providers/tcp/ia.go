@@ -117,12 +117,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 func (i *ia) CreatePZ() (api.PZ, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if err := i.pzs.Room(); err != nil {
-		return nil, err
-	}
-	z := &pz{ia: i}
-	i.pzs.Add(z)
-	return z, nil
+	return kit.Put[api.PZ](&i.pzs, &pz{ia: i})
 }
 
 // pz is a protection zone (dat_pz_create(3DAT)).
