@@ -27,8 +27,9 @@
 //     closed mark and BeginClose (or LockClose), the start of
 //     dat_ia_close(3DAT), with ClearAll for its end; Live and WhileOpen
 //     for the calls that need an open IA;
-//   - Set, a table of one kind of object of an IA, and InUse, which decides
-//     a graceful dat_ia_close(3DAT) from them once for every provider;
+//   - Set, a table of one kind of object of an IA (Put adds to it for a
+//     create), and InUse, which decides a graceful dat_ia_close(3DAT)
+//     from them once for every provider;
 //   - PZArg, the provider's own PZ that a create call names, or
 //     ErrInvalidHandle;
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
@@ -53,8 +54,10 @@
 //     an EP those calls over its one PostRequest, and the events that
 //     complete requests and receives under the rules for suppressed,
 //     unsignalled and solicited completions;
-//   - connreq: connection-management argument checks and the choice of the
-//     EP an accept connects;
+//   - connreq: connection-management argument checks, the choice of the
+//     EP an accept connects, an active EP's connection Timeout, and
+//     Quals, the listening qualifiers of a provider whose qualifiers are
+//     its own;
 //   - iaattr, epattr, srqattr: a provider's limits stated once (from
 //     iaattr.Software, a software provider's), the IA, provider and EP
 //     attributes made from them, and the checks of EP attributes,

@@ -1,8 +1,10 @@
 // Package connreq holds the connection-management rules that godat's
 // software providers share: the argument checks of dat_ep_connect(3DAT),
 // dat_ep_dup_connect(3DAT), dat_cr_accept(3DAT) and dat_cr_reject(3DAT),
-// and the choice of the EP an accept connects. How a request travels (a
-// process-wide table, a TCP handshake) stays in the provider.
+// the choice of the EP an accept connects, the active side's connection
+// timeout, and, for a provider whose qualifiers are its own, the table of
+// listening qualifiers. How a request travels (a process-wide table, a
+// TCP handshake) stays in the provider.
 package connreq
 
 import (
