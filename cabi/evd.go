@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/godat/godat/api"
@@ -119,7 +120,7 @@ func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
 	if o.ia.async == o && o.ia.takeLastWQE(cev) {
 		return success
 	}
-	ev, _ := o.takeHeld()
+	ev, _, _ := o.held.pop()
 	if ev == nil {
 		ev = events.Get().(*api.Event)
 		if err := evd.Dequeue(ev); err != nil {
@@ -131,7 +132,7 @@ func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
 		}
 	}
 	if !toC(o, ev, cev) {
-		o.hold(ev)
+		o.held.push(ev)
 		return noCMem
 	}
 	*ev = api.Event{}
@@ -154,7 +155,7 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 	}
 	// A held event is returned at once; nmore then counts the events
 	// still held, not those in the queue behind them.
-	ev, n := o.takeHeld()
+	ev, n, _ := o.held.pop()
 	if ev == nil {
 		ctx, cancel := waitContext(t)
 		ev = events.Get().(*api.Event)
@@ -167,7 +168,7 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 		}
 	}
 	if !toC(o, ev, cev) {
-		o.hold(ev)
+		o.held.push(ev)
 		return noCMem
 	}
 	*nmore = C.DAT_COUNT(n)
@@ -179,7 +180,7 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 // toC writes the godat event ev, dequeued from the EVD o, as a DAT_EVENT,
 // and reports false when the C memory of its private data could not be
 // allocated, or a handle for its CR: the event is then not handed out
-// (hold keeps it).
+// (o.held keeps it).
 func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) bool {
 	c.event_number = C.DAT_EVENT_NUMBER(ev.Number)
 	c.evd_handle = C.DAT_EVD_HANDLE(o.h)
@@ -231,7 +232,7 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) bool {
 		x.private_data = nil
 		if ep != nil {
 			if ep.srq && (ev.Number == api.ConnectionDisconnectedEvent || ev.Number == api.ConnectionBrokenEvent) {
-				o.ia.addLastWQE(ep.h)
+				o.ia.lastWQE.push(ep.h)
 			}
 			x.ep_handle = C.DAT_EP_HANDLE(ep.h)
 			if pd != nil {
@@ -254,31 +255,38 @@ func toC(o *obj, ev *api.Event, c *C.DAT_EVENT) bool {
 	return true
 }
 
-// hold keeps ev, dequeued from the EVD o but not handed to the program
-// for want of C memory, for the next dequeue or wait to return first.
-func (o *obj) hold(ev *api.Event) {
-	o.mu.Lock()
-	o.held = append(o.held, ev)
-	o.nheld.Store(int32(len(o.held)))
-	o.mu.Unlock()
+// firsts is a queue of what a dequeue or wait returns before the EVD's own
+// events (events kept for want of C memory, OFA's last-WQE events). n
+// lets the polling path find it empty with one atomic load.
+type firsts[T any] struct {
+	mu sync.Mutex
+	q  []T
+	n  atomic.Int32
 }
 
-// takeHeld returns the oldest event hold kept, or nil, and how many are
-// left held.
-func (o *obj) takeHeld() (*api.Event, int) {
-	if o.nheld.Load() == 0 {
-		return nil, 0
+func (f *firsts[T]) push(x T) {
+	f.mu.Lock()
+	f.q = append(f.q, x)
+	f.n.Store(int32(len(f.q)))
+	f.mu.Unlock()
+}
+
+// pop returns the oldest entry and how many are left behind it; ok is
+// false when there is none.
+func (f *firsts[T]) pop() (x T, left int, ok bool) {
+	if f.n.Load() == 0 {
+		return x, 0, false
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.held) == 0 {
-		return nil, 0
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.q) == 0 {
+		return x, 0, false
 	}
-	ev := o.held[0]
-	o.held[0] = nil
-	o.held = o.held[1:]
-	o.nheld.Store(int32(len(o.held)))
-	return ev, len(o.held)
+	var zero T
+	x, f.q[0] = f.q[0], zero
+	f.q = f.q[1:]
+	f.n.Store(int32(len(f.q)))
+	return x, len(f.q), true
 }
 
 // CNOs.
@@ -381,25 +389,11 @@ func cnoEVD(h unsafe.Pointer, out *C.DAT_EVD_HANDLE, pos int, call func(api.CNO)
 // connection and returns it, before the provider's own events, from the
 // next dequeue or wait on the IA's async EVD.
 
-func (x *iaObj) addLastWQE(ep unsafe.Pointer) {
-	x.lastWQE.Lock()
-	x.lastWQE.eps = append(x.lastWQE.eps, ep)
-	x.lastWQE.n.Store(int32(len(x.lastWQE.eps)))
-	x.lastWQE.Unlock()
-}
-
 func (x *iaObj) takeLastWQE(c *C.DAT_EVENT) bool {
-	if x.lastWQE.n.Load() == 0 {
+	ep, _, ok := x.lastWQE.pop()
+	if !ok {
 		return false
 	}
-	x.lastWQE.Lock()
-	defer x.lastWQE.Unlock()
-	if len(x.lastWQE.eps) == 0 {
-		return false
-	}
-	ep := x.lastWQE.eps[0]
-	x.lastWQE.eps = x.lastWQE.eps[1:]
-	x.lastWQE.n.Store(int32(len(x.lastWQE.eps)))
 	c.event_number = C.DAT_ASYNC_ERROR_EP_BROKEN
 	c.evd_handle = C.DAT_EVD_HANDLE(x.async.h)
 	d := (*C.DAT_ASYNCH_ERROR_EVENT_DATA)(unsafe.Pointer(&c.event_data))

@@ -36,13 +36,10 @@ type obj struct {
 	mu    sync.Mutex
 	cmem  []unsafe.Pointer // C allocations freed with the object
 	kids  map[*obj]struct{}
-	addrs *epAddrs // EP: its addresses, once queried
-	cr    *crData  // CR: what dat_cr_query hands out
-	srq   bool     // EP: created with an SRQ
-	// EVD: events dequeued but not handed to the program for want of C
-	// memory, oldest first (hold, takeHeld); nheld is their number.
-	held  []*api.Event
-	nheld atomic.Int32
+	addrs *epAddrs           // EP: its addresses, once queried
+	cr    *crData            // CR: what dat_cr_query hands out
+	srq   bool               // EP: created with an SRQ
+	held  firsts[*api.Event] // EVD: events dequeued but not handed out for want of C memory
 }
 
 // alloc returns n bytes of zeroed C memory that lives as long as o, or

@@ -11,7 +11,6 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/godat/godat/api"
@@ -28,13 +27,9 @@ type iaObj struct {
 	addr    unsafe.Pointer  // the IA's address (sockaddr), valid until close
 	maxRDMA uint32
 	maxMsg  uint32
-	attrMu  sync.Mutex // guards named once made
-	lastWQE struct {
-		sync.Mutex
-		eps []unsafe.Pointer
-		n   atomic.Int32
-	}
-	named struct {
+	attrMu  sync.Mutex             // guards named once made
+	lastWQE firsts[unsafe.Pointer] // EPs whose last-WQE event is due (takeLastWQE)
+	named   struct {
 		transport, vendor, provider []C.DAT_NAMED_ATTR
 		tp, vp, pp                  *C.DAT_NAMED_ATTR
 		made                        bool

@@ -83,7 +83,7 @@ func (n *node) unsupportedQOS() (api.QOS, bool) {
 	return 0, false
 }
 
-// connGroups returns the connection pages' checks in run order:
+// connGroups are the connection pages' checks in run order:
 // conn_connect.go (connect and the CR calls), conn_listen.go (PSPs and
 // RSPs), conn_ep.go (the EP's other connection calls).
 var connGroups = slices.Concat(connectGroups, listenGroups, connEPGroups)

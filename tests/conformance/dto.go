@@ -154,7 +154,7 @@ func (t *checkT) sendFault(p *pair, post func(cookie api.Cookie) error, ok ...ap
 	}, ok...)
 }
 
-// dtoGroups returns the DTO pages' checks in run order: dto_send.go,
+// dtoGroups are the DTO pages' checks in run order: dto_send.go,
 // dto_recv.go, dto_rdma.go (RDMA, and the send that invalidates an RMR).
 var dtoGroups = slices.Concat(postSendGroups, postRecvGroups, rdmaGroups)
 

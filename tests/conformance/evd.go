@@ -154,7 +154,7 @@ func (t *checkT) pollEmpty(e api.EVD) {
 	}
 }
 
-// evdGroups returns the EVD and CNO pages' checks in run order:
+// evdGroups are the EVD and CNO pages' checks in run order:
 // evd_events.go (events in and out), evd_state.go (states, the CNO, free),
 // cno.go (the CNO pages and the helpers the CNO checks share).
 var evdGroups = slices.Concat(evdEventGroups, evdStateGroups, cnoGroups)
