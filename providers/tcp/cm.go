@@ -35,7 +35,7 @@ func (c *conn) readHS() (hsMsg, []byte, error) {
 	if _, err := io.ReadFull(c.nc, b[:hsLen]); err != nil {
 		return hsMsg{}, nil, err
 	}
-	m, err := decodeHS(b[:hsLen], providerLimits.MaxPrivateData)
+	m, err := decodeHS(b[:hsLen], maxPrivateData)
 	if err != nil {
 		return m, nil, err
 	}

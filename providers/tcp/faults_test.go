@@ -426,7 +426,7 @@ func TestFaultConnectionReset(t *testing.T) {
 			if _, err := io.ReadFull(nc, b[:hsLen]); err != nil {
 				return
 			}
-			m, err := decodeHS(b[:hsLen], providerLimits.MaxPrivateData)
+			m, err := decodeHS(b[:hsLen], maxPrivateData)
 			if err != nil || m.Type != hsHello {
 				return
 			}

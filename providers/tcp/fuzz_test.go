@@ -76,7 +76,7 @@ func FuzzDecodeHandshake(f *testing.F) {
 	}
 	f.Add([]byte("GDAT"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeHS(b, providerLimits.MaxPrivateData)
+		m, err := decodeHS(b, maxPrivateData)
 		if err != nil {
 			return
 		}

@@ -86,7 +86,7 @@ func rawConnect(t *testing.T, s *server) net.Conn {
 	if _, err := io.ReadFull(nc, b[:]); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := decodeHS(b[:], providerLimits.MaxPrivateData); err != nil || m.Type != hsAccept {
+	if m, err := decodeHS(b[:], maxPrivateData); err != nil || m.Type != hsAccept {
 		t.Fatalf("answer %+v, %v; want ACCEPT", m, err)
 	}
 	encodeHS(b[:], &hsMsg{Version: wireVersion, Type: hsReady})
@@ -352,7 +352,7 @@ func TestHostileRequester(t *testing.T) {
 				t.Fatalf("the listener did not close the connection: %v", err)
 			}
 			if len(b) > 0 {
-				if m, err := decodeHS(b, providerLimits.MaxPrivateData); err != nil || m.Type != hsVersion {
+				if m, err := decodeHS(b, maxPrivateData); err != nil || m.Type != hsVersion {
 					t.Fatalf("the listener answered %x", b)
 				}
 			}
