@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
 
@@ -45,9 +44,6 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return errEPFreed
-	}
 	if p.State != api.EPUnconnected {
 		return p.StateErr("Connect")
 	}
@@ -64,13 +60,7 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return errEPFreed
-	}
-	dup, err := asEP(dupArg, p.ia)
-	if err != nil || dup == nil {
-		return api.Errorf(api.InvalidHandle, api.SubHandle2, "duplicate EP is not a live EP of this IA")
-	}
+	dup := dupArg.(*ep)
 	if p.State != api.EPUnconnected {
 		return p.StateErr("DupConnect")
 	}
@@ -135,10 +125,7 @@ type psp struct {
 	qual  api.ConnQual
 	evd   *evd
 	flags api.PSPFlags
-	freed bool
 }
-
-var errPSPFreed = api.Errorf(api.InvalidHandle, api.SubHandlePSP, "PSP was freed")
 
 // CreatePSP listens for connection requests on q, delivering them to evd
 // (dat_psp_create(3DAT)). Connection qualifiers are process-wide:
@@ -179,29 +166,18 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 
 // newPSP checks the arguments of a PSP. fabric.mu is held.
 func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
 	if flags != api.PSPConsumer && flags != api.PSPProvider {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
-	}
-	e, err := asEVD(evdArg, i)
-	if err != nil {
-		return nil, err
-	}
-	if e == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
 	}
 	if err := i.psps.Room(); err != nil {
 		return nil, err
 	}
-	return &psp{ia: i, evd: e, flags: flags}, nil
+	return &psp{ia: i, evd: evdArg.(*evd), flags: flags}, nil
 }
 
 func (s *psp) list(q api.ConnQual) {
 	s.qual = q
 	fabric.quals.Listen(q, s)
-	s.evd.use(1)
 	s.ia.psps.Add(s)
 }
 
@@ -234,11 +210,6 @@ func (s *psp) HandleType() api.HandleType { return api.HandlePSP }
 
 // Query returns the PSP's parameters (dat_psp_query(3DAT)).
 func (s *psp) Query() (api.PSPParam, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if s.freed {
-		return api.PSPParam{}, errPSPFreed
-	}
 	return api.PSPParam{IA: s.ia, ConnQual: s.qual, EVD: s.evd, Flags: s.flags}, nil
 }
 
@@ -248,12 +219,7 @@ func (s *psp) Query() (api.PSPParam, error) {
 func (s *psp) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if s.freed {
-		return errPSPFreed
-	}
 	s.unlist()
-	s.freed = true
-	s.evd.use(-1)
 	s.ia.psps.Remove(s)
 	return nil
 }
@@ -266,10 +232,7 @@ type rsp struct {
 	ep       *ep
 	evd      *evd
 	consumed bool // a request arrived; the RSP no longer listens
-	freed    bool
 }
-
-var errRSPFreed = api.Errorf(api.InvalidHandle, api.SubHandleRSP, "RSP was freed")
 
 // CreateRSP listens on q for one connection request for ep, which moves
 // from UNCONNECTED to RESERVED (dat_rsp_create(3DAT)); ErrInvalidState if
@@ -279,23 +242,7 @@ var errRSPFreed = api.Errorf(api.InvalidHandle, api.SubHandleRSP, "RSP was freed
 func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
-	p, err := asEP(epArg, i)
-	if err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
-	}
-	e, err := asEVD(evdArg, i)
-	if err != nil {
-		return nil, err
-	}
-	if e == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
-	}
+	p, e := epArg.(*ep), evdArg.(*evd)
 	if p.State != api.EPUnconnected {
 		return nil, p.StateErr("CreateRSP")
 	}
@@ -308,7 +255,6 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	r := &rsp{ia: i, qual: q, ep: p, evd: e}
 	fabric.quals.Listen(q, r)
 	p.State = api.EPReserved
-	e.use(1)
 	i.rsps.Add(r)
 	return r, nil
 }
@@ -340,9 +286,6 @@ func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
 func (r *rsp) Query() (api.RSPParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if r.freed {
-		return api.RSPParam{}, errRSPFreed
-	}
 	prm := api.RSPParam{IA: r.ia, ConnQual: r.qual, EVD: r.evd}
 	if !r.ep.freed {
 		prm.EP = r.ep
@@ -356,15 +299,10 @@ func (r *rsp) Query() (api.RSPParam, error) {
 func (r *rsp) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if r.freed {
-		return errRSPFreed
-	}
 	r.unlist()
 	if !r.consumed && r.ep.State == api.EPReserved {
 		r.ep.State = api.EPUnconnected
 	}
-	r.freed = true
-	r.evd.use(-1)
 	r.ia.rsps.Remove(r)
 	return nil
 }
@@ -443,11 +381,8 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if c.done {
 		return errCRDone
 	}
-	p, err := asEP(epArg, c.ia)
-	if err != nil {
-		return err
-	}
-	p, want, err := connreq.AcceptEP(c.local, p, c.rsp != nil)
+	given, _ := epArg.(*ep)
+	p, want, err := connreq.AcceptEP(c.local, given, c.rsp != nil)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,12 @@
 // authority; this comment records the choices the pages leave to a
 // provider, and the behaviour a consumer may rely on.
 //
+// Like any provider it is reached through the registry's guard and leaves
+// to it what package api says the guard checks: freed, foreign and
+// missing handles, calls after Free or Close, and freeing a PZ, EVD or SRQ
+// still in use. It checks what only it knows (attributes against its
+// limits, privileges, addresses, states) and resolves memory itself.
+//
 // # Addresses and connection qualifiers
 //
 // Every IA that Open opens has its own Addr (IA name and instance number),

@@ -78,9 +78,6 @@ func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote a
 func (p *ep) post(w *reqWR) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return errEPFreed
-	}
 	return p.postLocked(w)
 }
 
@@ -290,8 +287,6 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	switch {
-	case p.freed:
-		return errEPFreed
 	case p.SRQ != nil:
 		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
 	case p.State == api.EPDisconnected:

@@ -57,33 +57,17 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	z, err := i.livePZ(pzArg, false)
-	if err != nil {
-		return nil, err
-	}
-	var evds [3]*evd
-	for k, x := range [3]api.EVD{recvEVD, requestEVD, connectEVD} {
-		if evds[k], err = asEVD(x, i); err != nil {
-			return nil, err
-		}
-	}
-	var s *srq
-	if srqArg != nil {
-		var ok bool
-		if s, ok = srqArg.(*srq); !ok || s == nil || s.freed || s.ia != i {
-			return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
-		}
-		if len(s.eps) >= providerLimits.MaxEPPerSRQ {
-			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
-		}
+	s, _ := srqArg.(*srq)
+	if s != nil && len(s.eps) >= providerLimits.MaxEPPerSRQ {
+		return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
 	}
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected},
-		Links: epattr.Links[*pz, *evd, *srq]{PZ: z, RecvEVD: evds[0], RequestEVD: evds[1], ConnectEVD: evds[2], SRQ: s}}
-	p.addRefs(1)
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p.Link(pzArg, recvEVD, requestEVD, connectEVD)
 	if s != nil {
+		p.SRQ = s
 		s.eps = append(s.eps, p)
 	}
 	i.eps.Add(p)
@@ -101,16 +85,6 @@ func (i *ia) newProviderEP(active *ep) *ep {
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
 	i.eps.Add(p)
 	return p
-}
-
-// addRefs adjusts the in-use counts of the PZ and EVDs the EP uses.
-func (p *ep) addRefs(d int) {
-	if p.PZ != nil {
-		p.PZ.users += d
-	}
-	p.RecvEVD.use(d)
-	p.RequestEVD.use(d)
-	p.ConnectEVD.use(d)
 }
 
 // withDefaults replaces zero limits by the provider defaults.
@@ -160,32 +134,15 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return errEPFreed
-	}
 	if !epattr.Modifiable(p.State, mask) {
 		return p.StateErr("modifying these EP parameters")
-	}
-	if mask&api.EPFieldPZ != 0 {
-		if _, err := asPZ(prm.PZ, p.ia); err != nil {
-			return err
-		}
-	}
-	for k, f := range [3]api.EPParamMask{api.EPFieldRecvEVD, api.EPFieldRequestEVD, api.EPFieldConnectEVD} {
-		if mask&f != 0 {
-			if _, err := asEVD([3]api.EVD{prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD}[k], p.ia); err != nil {
-				return err
-			}
-		}
 	}
 	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits, p.recvs.Len())
 	if err != nil {
 		return err
 	}
-	p.addRefs(-1)
 	p.Apply(mask, prm)
 	p.Attr = a
-	p.addRefs(1)
 	return nil
 }
 
@@ -195,9 +152,6 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 func (p *ep) Reset() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return errEPFreed
-	}
 	switch p.State {
 	case api.EPUnconnected:
 	case api.EPDisconnected:
@@ -217,10 +171,6 @@ func (p *ep) Reset() error {
 // connection timer, if any, has stopped.
 func (p *ep) Free() error {
 	fabric.mu.Lock()
-	if p.freed {
-		fabric.mu.Unlock()
-		return errEPFreed
-	}
 	switch p.State {
 	case api.EPReserved, api.EPPassiveConnectionPending, api.EPTentativeConnectionPending:
 		err := p.StateErr("Free")
@@ -250,7 +200,6 @@ func (p *ep) destroy() func() {
 	p.freed = true
 	p.recvs.Clear()
 	p.reqs.Clear()
-	p.addRefs(-1)
 	if s := p.SRQ; s != nil {
 		s.eps = slices.DeleteFunc(s.eps, func(x *ep) bool { return x == p })
 	}
@@ -307,9 +256,6 @@ func (p *ep) disconnectPair() {
 func (p *ep) Disconnect(flags api.CloseFlags) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return errEPFreed
-	}
 	step, err := p.DisconnectStep(flags, p.reqs.Len() > 0)
 	switch step {
 	case epattr.DisconnectNow:
@@ -328,9 +274,6 @@ func (p *ep) Disconnect(flags api.CloseFlags) error {
 func (p *ep) RecvQuery() (int, int, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return 0, 0, errEPFreed
-	}
 	n := p.recvs.Len()
 	return n, n, nil
 }
@@ -346,9 +289,6 @@ func (p *ep) SetWatermark(soft, hard int) error {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
-		return errEPFreed
-	}
 	p.SetWatermarks(soft, hard)
 	if p.watermarks(p.recvs.Len()) {
 		p.breakConnection()
@@ -364,16 +304,4 @@ func (p *ep) SetWatermark(soft, hard int) error {
 // fabric.mu is held.
 func (p *ep) watermarks(held int) bool {
 	return p.Watch(held, p, &p.ia.async.EVD)
-}
-
-// asEP converts an EP argument; nil stays nil.
-func asEP(x api.EP, i *ia) (*ep, error) {
-	if x == nil {
-		return nil, nil
-	}
-	p, ok := x.(*ep)
-	if !ok || p == nil || p.freed || p.ia != i {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "not a live EP of this IA")
-	}
-	return p, nil
 }

@@ -6,15 +6,13 @@ import (
 )
 
 // evd is an Event Dispatcher: the kit's EVD (queue, CNO link, freed mark
-// and the calls on them) and the EPs and service points that report to
-// it. The hot calls (Dequeue, Wait, PostSE) go to the queue
-// without taking fabric.mu; the fields here are guarded by fabric.mu.
+// and the calls on them). The hot calls (Dequeue, Wait, PostSE) go to the
+// queue without taking fabric.mu.
 type evd struct {
 	api.ContextSlot
 	dispatch.EVD
 
-	ia    *ia
-	users int // EPs, PSPs and RSPs that report to it
+	ia *ia
 }
 
 // newEVD makes an EVD of i; async is the IA's async EVD, nil when this is
@@ -41,39 +39,21 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	}
 }
 
-// Free destroys the EVD and its queued events (dat_evd_free(3DAT)):
-// ErrInvalidState (SubStateEVDInUse) while an EP, PSP or RSP reports to it,
-// and always for the async EVD. A blocked waiter returns ErrAbort.
+// Free destroys the EVD and its queued events (dat_evd_free(3DAT)); the
+// guard has refused it while an EP, PSP or RSP reports to it. The async
+// EVD cannot be freed (ErrInvalidState). A blocked waiter returns
+// ErrAbort.
 func (e *evd) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if !e.Released() && (e.users > 0 || e == e.ia.async) {
-		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the EVD is in use")
+	if e == e.ia.async && !e.Released() {
+		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
 	}
 	if err := e.Release(); err != nil {
 		return err
 	}
 	e.ia.evds.Remove(e)
 	return nil
-}
-
-// asEVD converts an EVD argument; nil stays nil.
-func asEVD(x api.EVD, i *ia) (*evd, error) {
-	if x == nil {
-		return nil, nil
-	}
-	e, ok := x.(*evd)
-	if !ok || e == nil || e.Released() || e.ia != i {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDRequest, "not a live EVD of this IA")
-	}
-	return e, nil
-}
-
-// use adjusts the user count of a possibly nil EVD. fabric.mu is held.
-func (e *evd) use(d int) {
-	if e != nil {
-		e.users += d
-	}
 }
 
 // CreateCNO creates a CNO with wait agent agent, nil for none

@@ -1,8 +1,6 @@
 package loopback
 
 import (
-	"fmt"
-
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
@@ -91,29 +89,15 @@ func (i *ia) teardown() []func() {
 	var waits []func()
 	for s := range i.psps.All() {
 		s.unlist()
-		s.freed = true
 	}
 	for r := range i.rsps.All() {
 		r.unlist()
-		r.freed = true
 	}
 	for c := range i.crs.All() {
 		c.abort()
 	}
 	for e := range i.eps.All() {
 		waits = append(waits, e.destroy())
-	}
-	for r := range i.rmrs.All() {
-		r.freed = true
-	}
-	for l := range i.lmrs.All() {
-		l.freed = true
-	}
-	for s := range i.srqs.All() {
-		s.freed = true
-	}
-	for z := range i.pzs.All() {
-		z.freed = true
 	}
 	for e := range i.evds.All() {
 		e.Release()
@@ -128,73 +112,26 @@ func (i *ia) teardown() []func() {
 func (i *ia) CreatePZ() (api.PZ, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
 	return kit.Put[api.PZ](&i.pzs, &pz{ia: i})
 }
 
 // pz is a protection zone (dat_pz_create(3DAT)).
 type pz struct {
 	api.ContextSlot
-	ia    *ia
-	users int // EPs, LMRs, RMRs and SRQs in the PZ
-	freed bool
+	ia *ia
 }
-
-var errPZFreed = api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ was freed")
 
 // HandleType reports HandlePZ (dat_get_handle_type(3DAT)).
 func (z *pz) HandleType() api.HandleType { return api.HandlePZ }
 
 // Query returns the PZ's IA (dat_pz_query(3DAT)).
-func (z *pz) Query() (api.PZParam, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if z.freed {
-		return api.PZParam{}, errPZFreed
-	}
-	return api.PZParam{IA: z.ia}, nil
-}
+func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
 
-// Free destroys the PZ (dat_pz_free(3DAT)): ErrInvalidState
-// (SubStatePZInUse) while an EP, LMR, RMR or SRQ is in it.
+// Free destroys the PZ (dat_pz_free(3DAT)); the guard has refused it while
+// an EP, LMR, RMR or SRQ is in it.
 func (z *pz) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if z.freed {
-		return errPZFreed
-	}
-	if z.users > 0 {
-		return api.Errorf(api.InvalidState, api.SubStatePZInUse, fmt.Sprintf("%d object(s) use the PZ", z.users))
-	}
-	z.freed = true
 	z.ia.pzs.Remove(z)
 	return nil
-}
-
-// asPZ converts a PZ argument; nil stays nil.
-func asPZ(x api.PZ, i *ia) (*pz, error) {
-	if x == nil {
-		return nil, nil
-	}
-	z, ok := x.(*pz)
-	if !ok || z == nil || z.freed || z.ia != i {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandlePZ, "not a live PZ of this IA")
-	}
-	return z, nil
-}
-
-// livePZ is the start of a call that creates an object of an open IA in
-// the PZ pzArg names: ErrIAClosed once the IA is closed, then the PZ
-// (asPZ), which must not be nil when need is set. fabric.mu is held.
-func (i *ia) livePZ(pzArg api.PZ, need bool) (*pz, error) {
-	if i.Closed() {
-		return nil, kit.ErrIAClosed
-	}
-	z, err := asPZ(pzArg, i)
-	if err == nil && z == nil && need {
-		err = api.Errorf(api.InvalidHandle, api.SubHandlePZ, "PZ handle is nil")
-	}
-	return z, err
 }

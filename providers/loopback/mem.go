@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/memreg"
 )
@@ -41,10 +42,7 @@ type lmr struct {
 	ia    *ia
 	pz    *pz
 	reg   memreg.LMR[*pz] // memory, contexts, bound RMRs
-	freed bool
 }
-
-var errLMRFreed = api.Errorf(api.InvalidHandle, api.SubHandleLMR, "LMR was freed")
 
 // CreateLMR registers memory in pz with privileges priv
 // (dat_lmr_create(3DAT)). MemTypeVirtual takes any Go slice,
@@ -57,14 +55,14 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
 		return nil, err
 	}
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	z, err := i.livePZ(pzArg, true)
+	z, err := kit.PZArg[*pz](pzArg)
 	if err != nil {
 		return nil, err
 	}
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	var src *memreg.LMR[*pz]
-	if l, ok := region.LMR.(*lmr); ok && l != nil && !l.freed && l.ia == i {
+	if l, ok := region.LMR.(*lmr); ok && l != nil && l.ia == i {
 		src = &l.reg
 	}
 	l, err := memreg.CreateLMR(i.mem, &i.lmrs, region, src, priv, va, z, func() (*lmr, *memreg.LMR[*pz]) {
@@ -74,20 +72,15 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 	if err != nil {
 		return nil, err
 	}
-	z.users++
 	return l, nil
 }
 
 // HandleType reports HandleLMR (dat_get_handle_type(3DAT)).
 func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
 
-// Query returns the LMR's parameters (dat_lmr_query(3DAT)).
+// Query returns the LMR's parameters (dat_lmr_query(3DAT)), fixed at
+// creation.
 func (l *lmr) Query() (api.LMRParam, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if l.freed {
-		return api.LMRParam{}, errLMRFreed
-	}
 	prm := l.reg.Param()
 	prm.IA, prm.PZ = l.ia, l.pz
 	return prm, nil
@@ -99,15 +92,10 @@ func (l *lmr) Query() (api.LMRParam, error) {
 func (l *lmr) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if l.freed {
-		return errLMRFreed
-	}
 	if err := l.ia.mem.Deregister(&l.reg); err != nil {
 		return err
 	}
-	l.freed = true
 	l.ia.lmrs.Remove(l)
-	l.pz.users--
 	return nil
 }
 
@@ -118,25 +106,14 @@ type rmr struct {
 	ia    *ia
 	pz    *pz
 	reg   memreg.RMR[*pz, *ep] // context and binding
-	freed bool
+	freed bool // a bind still queued then fails
 }
-
-var errRMRFreed = api.Errorf(api.InvalidHandle, api.SubHandleRMR, "RMR was freed")
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if z.freed {
-		return nil, errPZFreed
-	}
-	if err := z.ia.rmrs.Room(); err != nil {
-		return nil, err
-	}
-	r := &rmr{ia: z.ia, pz: z}
-	z.ia.rmrs.Add(r)
-	z.users++
-	return r, nil
+	return kit.Put[api.RMR](&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
 }
 
 // HandleType reports HandleRMR (dat_get_handle_type(3DAT)).
@@ -147,9 +124,6 @@ func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 func (r *rmr) Query() (api.RMRParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if r.freed {
-		return api.RMRParam{}, errRMRFreed
-	}
 	prm := r.reg.Param()
 	prm.IA, prm.PZ = r.ia, r.pz
 	return prm, nil
@@ -175,18 +149,9 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if r.freed {
-		return 0, errRMRFreed
-	}
-	p, err := asEP(epArg, r.ia)
-	if err != nil {
-		return 0, err
-	}
-	if p == nil {
-		return 0, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
-	}
+	p := epArg.(*ep)
 	var named *memreg.LMR[*pz]
-	if l, ok := lmrArg.(*lmr); ok && l != nil && !l.freed && l.ia == r.ia {
+	if l, ok := lmrArg.(*lmr); ok && l != nil {
 		named = &l.reg
 	}
 	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
@@ -237,12 +202,8 @@ func (r *rmr) unbind() { r.ia.mem.Unbind(&r.reg) }
 func (r *rmr) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if r.freed {
-		return errRMRFreed
-	}
 	r.unbind()
 	r.freed = true
 	r.ia.rmrs.Remove(r)
-	r.pz.users--
 	return nil
 }

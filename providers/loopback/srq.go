@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -14,10 +15,7 @@ type srq struct {
 	ia    *ia
 	pz    *pz
 	eps   []*ep // EPs taking receives from it, in creation order
-	freed bool
 }
-
-var errSRQFreed = api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ was freed")
 
 // CreateSRQ creates a shared receive queue in pz holding up to
 // attr.MaxRecvDTOs receives (dat_srq_create(3DAT)). A non-zero
@@ -27,18 +25,17 @@ func (i *ia) CreateSRQ(pzArg api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	if err := srqattr.CheckCreate(attr, providerLimits.MaxRecvPerSRQ, providerLimits.MaxIOV); err != nil {
 		return nil, err
 	}
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	z, err := i.livePZ(pzArg, true)
+	z, err := kit.PZArg[*pz](pzArg)
 	if err != nil {
 		return nil, err
 	}
+	fabric.mu.Lock()
+	defer fabric.mu.Unlock()
 	if err := i.srqs.Room(); err != nil {
 		return nil, err
 	}
 	s := &srq{ia: i, pz: z}
 	i.srqs.Add(s)
-	z.users++
 	s.Init(attr, providerLimits.MaxRecvPerSRQ, func() { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	return s, nil
 }
@@ -53,9 +50,6 @@ func (s *srq) HandleType() api.HandleType { return api.HandleSRQ }
 func (s *srq) Query() (api.SRQParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if s.freed {
-		return api.SRQParam{}, errSRQFreed
-	}
 	prm := s.Param()
 	prm.IA, prm.PZ = s.ia, s.pz
 	return prm, nil
@@ -69,9 +63,6 @@ func (s *srq) Query() (api.SRQParam, error) {
 func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if s.freed {
-		return errSRQFreed
-	}
 	if err := s.Post(iov, cookie); err != nil {
 		return err
 	}
@@ -92,9 +83,6 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 func (s *srq) Resize(n int) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if s.freed {
-		return errSRQFreed
-	}
 	return s.Queue.Resize(n)
 }
 
@@ -107,9 +95,6 @@ func (s *srq) Resize(n int) error {
 func (s *srq) SetLW(lw int) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if s.freed {
-		return errSRQFreed
-	}
 	return s.Queue.SetLW(lw)
 }
 
@@ -118,15 +103,10 @@ func (s *srq) SetLW(lw int) error {
 func (s *srq) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if s.freed {
-		return errSRQFreed
-	}
 	if err := srqattr.CheckFree(len(s.eps)); err != nil {
 		return err
 	}
-	s.freed = true
 	s.Clear()
-	s.pz.users--
 	s.ia.srqs.Remove(s)
 	return nil
 }
