@@ -39,9 +39,9 @@ func (p *ep) invalidatable(ctx api.RMRContext) *rmr {
 // lmr is a Local Memory Region (dat_lmr_create(3DAT)).
 type lmr struct {
 	api.ContextSlot
-	ia    *ia
-	pz    *pz
-	reg   memreg.LMR[*pz] // memory, contexts, bound RMRs
+	ia  *ia
+	pz  *pz
+	reg memreg.LMR[*pz] // memory, contexts, bound RMRs
 }
 
 // CreateLMR registers memory in pz with privileges priv
@@ -106,7 +106,7 @@ type rmr struct {
 	ia    *ia
 	pz    *pz
 	reg   memreg.RMR[*pz, *ep] // context and binding
-	freed bool // a bind still queued then fails
+	freed bool                 // a bind still queued then fails
 }
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).

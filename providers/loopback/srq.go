@@ -12,9 +12,9 @@ type srq struct {
 	api.ContextSlot
 	srqattr.Queue // the posted receives, size and low watermark
 
-	ia    *ia
-	pz    *pz
-	eps   []*ep // EPs taking receives from it, in creation order
+	ia  *ia
+	pz  *pz
+	eps []*ep // EPs taking receives from it, in creation order
 }
 
 // CreateSRQ creates a shared receive queue in pz holding up to
