@@ -22,7 +22,7 @@ type ia struct {
 	psps              kit.Set[*psp]
 	rsps              kit.Set[*rsp]
 	crs               kit.Set[*cr]
-	lmrs              kit.Set[*lmr]
+	lmrs              memreg.LMRs[*pz, *ep]
 	rmrs              kit.Set[*rmr]
 	mem               *memreg.Table[*pz, *ep]
 
@@ -37,10 +37,10 @@ func newIA(a Addr) *ia {
 		pzs: kit.NewSet[*pz](api.HandlePZ, n), evds: kit.NewSet[*evd](api.HandleEVD, n),
 		eps: kit.NewSet[*ep](api.HandleEP, n), psps: kit.NewSet[*psp](api.HandlePSP, n),
 		rsps: kit.NewSet[*rsp](api.HandleRSP, n), crs: kit.NewSet[*cr](api.HandleCR, 0),
-		lmrs: kit.NewSet[*lmr](api.HandleLMR, n), rmrs: kit.NewSet[*rmr](api.HandleRMR, n),
-		mem: memreg.New[*pz, *ep](),
+		rmrs: kit.NewSet[*rmr](api.HandleRMR, n), mem: memreg.New[*pz, *ep](),
 	}
 	i.cnos = dispatch.NewCNOs(i, &fab.Mutex, n)
+	i.lmrs = memreg.NewLMRs(i, &fab.Mutex, i.mem, n)
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i
 }

@@ -7,49 +7,12 @@ import (
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
-// lmr is a local memory region; its contexts live in the IA's memreg table.
-type lmr struct {
-	api.ContextSlot
-	ia  *ia
-	pz  *pz
-	reg memreg.LMR[*pz]
-}
+// lmr is a local memory region: the kit's, registered in the IA's memreg
+// table; it answers Query and Free itself.
+type lmr = memreg.LMRObject[*pz, *ep]
 
-// CreateLMR registers region's memory (dat_lmr_create(3DAT)); an LMR with
-// a remote privilege gets an RMR context reaching all of it.
-func (i *ia) CreateLMR(z api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
-	defer lock()()
-	var src *memreg.LMR[*pz]
-	if l, ok := region.LMR.(*lmr); ok {
-		src = &l.reg
-	}
-	p := z.(*pz)
-	l, err := memreg.CreateLMR(i.mem, &i.lmrs, region, src, priv, va, p, func() (*lmr, *memreg.LMR[*pz]) {
-		l := &lmr{ia: i, pz: p}
-		return l, &l.reg
-	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
-
-func (l *lmr) Query() (api.LMRParam, error) {
-	p := l.reg.Param() // (fixed at creation)
-	p.IA, p.PZ = l.ia, l.pz
-	return p, nil
-}
-
-// Free deregisters the LMR; ErrInvalidState while an RMR is bound to it.
-func (l *lmr) Free() error {
-	defer lock()()
-	err := l.ia.mem.Deregister(&l.reg)
-	if err == nil {
-		l.ia.lmrs.Remove(l)
-	}
-	return err
+func (i *ia) CreateLMR(z api.PZ, r api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+	return i.lmrs.Create(z, r, priv, va)
 }
 
 // rmr is a remote memory region, bound to one EP at a time.
@@ -82,7 +45,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 	defer lock()()
 	p, named := e.(*ep), (*memreg.LMR[*pz])(nil)
 	if l, ok := lm.(*lmr); ok && l != nil {
-		named = &l.reg // the guard has checked that it is live and of this IA
+		named = &l.Reg // the guard has checked that it is live and of this IA
 	}
 	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
 	if err != nil {

@@ -69,7 +69,10 @@
 //     as the provider's types, with their query and modify, for a
 //     provider's EP to embed;
 //   - memreg: the LMR and RMR tables of an IA, with the triplet checks
-//     every DTO makes before it touches memory, LMR creation (CreateLMR),
+//     every DTO makes before it touches memory, LMRs (a complete LMR
+//     object and the set that creates an IA's, for a provider whose LMRs
+//     are registrations and nothing more) and LMR creation for one with
+//     an LMR type of its own (CreateLMR),
 //     RMR binding and contexts (BindTarget, StartBind, FinishBind,
 //     DropBind), and Coherent, the sync calls of memory that needs no
 //     synchronisation;

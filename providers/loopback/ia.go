@@ -23,7 +23,7 @@ type ia struct {
 	psps kit.Set[*psp]
 	rsps kit.Set[*rsp]
 	crs  kit.Set[*cr] // pending connection requests
-	lmrs kit.Set[*lmr]
+	lmrs memreg.LMRs[*pz, *ep]
 	rmrs kit.Set[*rmr]
 	srqs kit.Set[*srq]
 	mem  *memreg.Table[*pz, *ep] // LMR and RMR contexts
@@ -41,12 +41,12 @@ func newIA(a Addr) *ia {
 		psps: kit.NewSet[*psp](api.HandlePSP, providerLimits.MaxObjects),
 		rsps: kit.NewSet[*rsp](api.HandleRSP, providerLimits.MaxObjects),
 		crs:  kit.NewSet[*cr](api.HandleCR, 0),
-		lmrs: kit.NewSet[*lmr](api.HandleLMR, providerLimits.MaxObjects),
 		rmrs: kit.NewSet[*rmr](api.HandleRMR, providerLimits.MaxObjects),
 		srqs: kit.NewSet[*srq](api.HandleSRQ, providerLimits.MaxObjects),
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.cnos = dispatch.NewCNOs(i, &fabric.mu, providerLimits.MaxObjects)
+	i.lmrs = memreg.NewLMRs(i, &fabric.mu, i.mem, providerLimits.MaxObjects)
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i
 }

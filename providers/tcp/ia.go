@@ -34,7 +34,7 @@ type ia struct {
 	psps kit.Set[*psp]
 	rsps kit.Set[*rsp]
 	crs  kit.Set[*cr]
-	lmrs kit.Set[*lmr]
+	lmrs memreg.LMRs[*pz, *ep]
 	rmrs kit.Set[*rmr]
 	srqs kit.Set[*srq]
 	mem  *memreg.Table[*pz, *ep]
@@ -52,13 +52,13 @@ func newIA(ip net.IP) *ia {
 		psps: kit.NewSet[*psp](api.HandlePSP, providerLimits.MaxObjects),
 		rsps: kit.NewSet[*rsp](api.HandleRSP, providerLimits.MaxObjects),
 		crs:  kit.NewSet[*cr](api.HandleCR, 0),
-		lmrs: kit.NewSet[*lmr](api.HandleLMR, providerLimits.MaxObjects),
 		rmrs: kit.NewSet[*rmr](api.HandleRMR, providerLimits.MaxObjects),
 		srqs: kit.NewSet[*srq](api.HandleSRQ, providerLimits.MaxObjects),
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.srqCond = sync.NewCond(&i.mu)
 	i.cnos = dispatch.NewCNOs(i, &i.mu, providerLimits.MaxObjects)
+	i.lmrs = memreg.NewLMRs(i, &i.mu, i.mem, providerLimits.MaxObjects)
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	i.cnos.Prepare = func(c *dispatch.CNOObject) { c.BeforeWait = func() { i.handBackFeeds(c.State()) } }
 	return i

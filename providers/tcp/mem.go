@@ -2,7 +2,6 @@ package tcp
 
 import (
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/memreg"
 )
@@ -11,66 +10,14 @@ import (
 // bound RMRs.
 type binding = memreg.Binding[*pz, *ep]
 
-// lmr is a Local Memory Region (dat_lmr_create(3DAT)).
-type lmr struct {
-	api.ContextSlot
-	ia  *ia
-	pz  *pz
-	reg memreg.LMR[*pz] // memory, contexts, bound RMRs
-}
+// lmr is a Local Memory Region (dat_lmr_create(3DAT)): a registration in
+// the IA's memory table, made, queried and freed by the kit (memreg.LMRs).
+type lmr = memreg.LMRObject[*pz, *ep]
 
 // CreateLMR registers memory in pz with privileges priv
-// (dat_lmr_create(3DAT)). MemTypeVirtual takes any Go slice,
-// MemTypeSharedVirtual a slice inside api.AllocMemory memory, MemTypeLMR
-// the memory of another LMR. With VATypeVA triplets carry process
-// addresses (api.AddrOf), with VATypeZB offsets. An LMR with a remote
-// privilege gets a random RMR context reaching the whole region until the
-// LMR is freed.
+// (dat_lmr_create(3DAT)); see memreg.LMRs.Create.
 func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
-	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
-		return nil, err
-	}
-	z, err := kit.PZArg[*pz](pzArg)
-	if err != nil {
-		return nil, err
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	var src *memreg.LMR[*pz]
-	if l, ok := region.LMR.(*lmr); ok && l != nil && l.ia == i {
-		src = &l.reg
-	}
-	l, err := memreg.CreateLMR(i.mem, &i.lmrs, region, src, priv, va, z, func() (*lmr, *memreg.LMR[*pz]) {
-		l := &lmr{ia: i, pz: z}
-		return l, &l.reg
-	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// HandleType reports HandleLMR (dat_get_handle_type(3DAT)).
-func (l *lmr) HandleType() api.HandleType { return api.HandleLMR }
-
-// Query returns the LMR's parameters (dat_lmr_query(3DAT)).
-func (l *lmr) Query() (api.LMRParam, error) {
-	prm := l.reg.Param()
-	prm.IA, prm.PZ = l.ia, l.pz
-	return prm, nil
-}
-
-// Free deregisters the LMR (dat_lmr_free(3DAT)): ErrInvalidState
-// (SubStateLMRInUse) while an RMR is bound to it. Its contexts stop working
-// at once.
-func (l *lmr) Free() error {
-	l.ia.mu.Lock()
-	defer l.ia.mu.Unlock()
-	if err := l.ia.mem.Deregister(&l.reg); err != nil {
-		return err
-	}
-	l.ia.lmrs.Remove(l)
-	return nil
+	return i.lmrs.Create(pzArg, region, priv, va)
 }
 
 // rmr is a Remote Memory Region with EP scope (dat_rmr_create(3DAT)).
@@ -129,8 +76,8 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
 	var named *memreg.LMR[*pz]
-	if l, ok := lmrArg.(*lmr); ok && l != nil && l.ia == r.ia {
-		named = &l.reg
+	if l, ok := lmrArg.(*lmr); ok && l != nil {
+		named = &l.Reg
 	}
 	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
 	if err != nil {

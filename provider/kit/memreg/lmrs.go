@@ -1,0 +1,98 @@
+package memreg
+
+import (
+	"sync"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
+)
+
+// Zone is what the memory objects need of a provider's PZ type: a
+// comparable api.PZ (a pointer to the provider's pz).
+type Zone interface {
+	comparable
+	api.PZ
+}
+
+// LMRs is an IA's set of LMRs for a provider whose LMRs are registrations
+// in a Table and nothing more, as a software provider's are: it creates
+// them (dat_lmr_create(3DAT)), and each answers HandleType, Query and
+// Free itself, so the provider writes no LMR type. mu is the provider's
+// lock, the one it holds while it uses the Table.
+type LMRs[PZ Zone, EP comparable] struct {
+	kit.Set[*LMRObject[PZ, EP]]
+	ia  api.IA
+	mu  sync.Locker
+	mem *Table[PZ, EP]
+}
+
+// NewLMRs returns an empty set of ia's LMRs, registered in mem under mu,
+// holding at most limit of them (0: no limit).
+func NewLMRs[PZ Zone, EP comparable](ia api.IA, mu sync.Locker, mem *Table[PZ, EP], limit int) LMRs[PZ, EP] {
+	return LMRs[PZ, EP]{Set: kit.NewSet[*LMRObject[PZ, EP]](api.HandleLMR, limit), ia: ia, mu: mu, mem: mem}
+}
+
+// Create registers memory in the PZ pzArg with privileges priv and VA type
+// va (dat_lmr_create(3DAT)): MemTypeVirtual takes any Go slice,
+// MemTypeSharedVirtual a slice inside api.AllocMemory memory, MemTypeLMR
+// the memory of another LMR of the set. With VATypeVA triplets carry
+// process addresses (api.AddrOf), with VATypeZB offsets. An LMR with a
+// remote privilege gets a random RMR context that reaches the whole
+// region until it is freed. Errors are those of CheckPrivVA, kit.PZArg and
+// CreateLMR; on an error nothing is made.
+func (s *LMRs[PZ, EP]) Create(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
+	if err := CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
+		return nil, err
+	}
+	z, err := kit.PZArg[PZ](pzArg)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var src *LMR[PZ]
+	if l, ok := region.LMR.(*LMRObject[PZ, EP]); ok && l != nil && l.set == s {
+		src = &l.Reg
+	}
+	l, err := CreateLMR(s.mem, &s.Set, region, src, priv, va, z, func() (*LMRObject[PZ, EP], *LMR[PZ]) {
+		l := &LMRObject[PZ, EP]{pz: z, set: s}
+		return l, &l.Reg
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// LMRObject is an LMR of an LMRs set: its registration, which the
+// provider's data path finds through the Table, and the PZ it is in.
+type LMRObject[PZ Zone, EP comparable] struct {
+	api.ContextSlot
+	Reg LMR[PZ]
+	pz  PZ
+	set *LMRs[PZ, EP]
+}
+
+// HandleType reports HandleLMR (dat_get_handle_type(3DAT)).
+func (l *LMRObject[PZ, EP]) HandleType() api.HandleType { return api.HandleLMR }
+
+// Query returns the LMR's parameters (dat_lmr_query(3DAT)), all fixed when
+// it was created.
+func (l *LMRObject[PZ, EP]) Query() (api.LMRParam, error) {
+	prm := l.Reg.Param()
+	prm.IA, prm.PZ = l.set.ia, l.pz
+	return prm, nil
+}
+
+// Free deregisters the LMR (dat_lmr_free(3DAT)): ErrInvalidState
+// (SubStateLMRInUse) while an RMR is bound to it, or a bind to it is
+// queued. Its contexts stop working at once.
+func (l *LMRObject[PZ, EP]) Free() error {
+	l.set.mu.Lock()
+	defer l.set.mu.Unlock()
+	if err := l.set.mem.Deregister(&l.Reg); err != nil {
+		return err
+	}
+	l.set.Remove(l)
+	return nil
+}

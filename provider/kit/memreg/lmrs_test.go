@@ -1,0 +1,93 @@
+package memreg
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/godat/godat/api"
+)
+
+// zone is a provider's PZ for the LMRs tests; it only needs to be one.
+type zone struct {
+	api.PZ
+	n int
+}
+
+// countLock is a mutex that counts how often it was taken.
+type countLock struct {
+	sync.Mutex
+	n int
+}
+
+func (c *countLock) Lock() { c.Mutex.Lock(); c.n++ }
+
+// fakeIA stands in for the provider's IA that LMR queries name.
+type fakeIA struct{ api.IA }
+
+func TestLMRs(t *testing.T) {
+	mu := &countLock{}
+	tab := New[*zone, *ep]()
+	ia := &fakeIA{}
+	lmrs := NewLMRs(ia, mu, tab, 2)
+	z := &zone{n: 1}
+	mem := make([]byte, 64)
+
+	if _, err := lmrs.Create(z, api.Region{Bytes: mem}, 0x4000, api.VATypeVA); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Fatalf("unknown privilege: %v", err)
+	}
+	if _, err := lmrs.Create(nil, api.Region{Bytes: mem}, api.MemPrivLocalRead, api.VATypeVA); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("nil PZ: %v", err)
+	}
+	if mu.n != 0 || lmrs.Len() != 0 {
+		t.Fatalf("refused calls took the lock %d times and left %d LMRs", mu.n, lmrs.Len())
+	}
+
+	x, err := lmrs.Create(z, api.Region{Bytes: mem}, api.MemPrivLocalRead|api.MemPrivRemoteRead, api.VATypeZB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.HandleType() != api.HandleLMR || mu.n != 1 {
+		t.Fatalf("handle type %v, lock taken %d times", x.HandleType(), mu.n)
+	}
+	prm, err := x.Query()
+	if err != nil || prm.IA != api.IA(ia) || prm.PZ != api.PZ(z) || prm.Length != 64 || prm.RMRContext == 0 {
+		t.Fatalf("Query = %+v, %v", prm, err)
+	}
+	if r := tab.LMR(prm.LMRContext); r == nil || &r.Mem[0] != &mem[0] {
+		t.Fatal("the LMR's context does not reach its memory in the table")
+	}
+
+	// A region of another LMR: one of this set shares its memory, one of
+	// another set's is no LMR of the IA.
+	other := NewLMRs(ia, mu, New[*zone, *ep](), 0)
+	y, err := other.Create(z, api.Region{Bytes: make([]byte, 8)}, api.MemPrivLocalRead, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lmrs.Create(z, api.Region{Type: api.MemTypeLMR, LMR: y}, api.MemPrivLocalRead, api.VATypeVA); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("the region of another IA's LMR: %v", err)
+	}
+	dup, err := lmrs.Create(z, api.Region{Type: api.MemTypeLMR, LMR: x}, api.MemPrivLocalRead, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dp, _ := dup.Query(); dp.RegisteredAddress != api.AddrOf(mem) || dp.Length != 64 {
+		t.Fatalf("an LMR of an LMR's region: %+v", dp)
+	}
+	if _, err := lmrs.Create(z, api.Region{Bytes: mem}, api.MemPrivLocalRead, api.VATypeVA); !errors.Is(err, api.ErrInsufficientResources) {
+		t.Fatalf("a third LMR in a set of two: %v", err)
+	}
+
+	// Free: refused while an RMR is bound to it, then gone from the set
+	// and the table.
+	l := x.(*LMRObject[*zone, *ep])
+	l.Reg.Bound = 1
+	if err := x.Free(); !errors.Is(err, api.ErrInvalidState) || !lmrs.Has(l) {
+		t.Fatalf("Free of a bound LMR: %v", err)
+	}
+	l.Reg.Bound = 0
+	if err := x.Free(); err != nil || lmrs.Has(l) || tab.LMR(prm.LMRContext) != nil || tab.Window(prm.RMRContext) != nil {
+		t.Fatalf("Free: %v; still in the set %v", err, lmrs.Has(l))
+	}
+}
