@@ -81,16 +81,14 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	return nil
 }
 
-// pz is a protection zone.
-type pz struct {
-	api.ContextSlot
-	ia *ia
-}
+// pz is a protection zone: the kit's base answers HandleType and Query.
+type pz struct{ kit.PZ[*ia] }
 
-func (i *ia) CreatePZ() (api.PZ, error)   { defer lock()(); return kit.Put[api.PZ](&i.pzs, &pz{ia: i}) }
-func (z *pz) HandleType() api.HandleType  { return api.HandlePZ }
-func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
-func (z *pz) Free() error                 { defer lock()(); z.ia.pzs.Remove(z); return nil }
+func (i *ia) CreatePZ() (api.PZ, error) {
+	defer lock()()
+	return kit.Put[api.PZ](&i.pzs, &pz{kit.PZ[*ia]{IA: i}})
+}
+func (z *pz) Free() error { defer lock()(); z.IA.pzs.Remove(z); return nil }
 
 // evd is an event dispatcher: the kit's EVD base does all but Free.
 type evd struct {

@@ -26,7 +26,7 @@ type rmr struct {
 
 func (z *pz) CreateRMR() (api.RMR, error) {
 	defer lock()()
-	return kit.Put[api.RMR](&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
+	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{ia: z.IA, pz: z})
 }
 func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 

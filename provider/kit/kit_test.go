@@ -240,3 +240,14 @@ func TestPZArg(t *testing.T) {
 		}
 	}
 }
+
+// The PZ base answers for its handle type and names its IA in Query.
+func TestPZBase(t *testing.T) {
+	type fakeIA struct{ api.IA }
+	ia := &fakeIA{}
+	z := &kit.PZ[*fakeIA]{IA: ia}
+	prm, err := z.Query()
+	if z.HandleType() != api.HandlePZ || err != nil || prm.IA != api.IA(ia) {
+		t.Fatalf("HandleType %v, Query %+v, %v", z.HandleType(), prm, err)
+	}
+}

@@ -122,3 +122,18 @@ func PZArg[P comparable](x api.PZ) (P, error) {
 	}
 	return z, nil
 }
+
+// PZ is the part of a protection zone (dat_pz_create(3DAT)) that every
+// software provider writes alike: the handle and its IA, with HandleType
+// and Query. A provider's PZ type embeds it and adds what is its own,
+// CreateRMR and Free.
+type PZ[I api.IA] struct {
+	api.ContextSlot
+	IA I
+}
+
+// HandleType reports HandlePZ (dat_get_handle_type(3DAT)).
+func (z *PZ[I]) HandleType() api.HandleType { return api.HandlePZ }
+
+// Query returns the PZ's IA (dat_pz_query(3DAT)).
+func (z *PZ[I]) Query() (api.PZParam, error) { return api.PZParam{IA: z.IA}, nil }

@@ -112,26 +112,17 @@ func (i *ia) teardown() []func() {
 func (i *ia) CreatePZ() (api.PZ, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	return kit.Put[api.PZ](&i.pzs, &pz{ia: i})
+	return kit.Put[api.PZ](&i.pzs, &pz{kit.PZ[*ia]{IA: i}})
 }
 
 // pz is a protection zone (dat_pz_create(3DAT)).
-type pz struct {
-	api.ContextSlot
-	ia *ia
-}
-
-// HandleType reports HandlePZ (dat_get_handle_type(3DAT)).
-func (z *pz) HandleType() api.HandleType { return api.HandlePZ }
-
-// Query returns the PZ's IA (dat_pz_query(3DAT)).
-func (z *pz) Query() (api.PZParam, error) { return api.PZParam{IA: z.ia}, nil }
+type pz struct{ kit.PZ[*ia] }
 
 // Free destroys the PZ (dat_pz_free(3DAT)); the guard has refused it while
 // an EP, LMR, RMR or SRQ is in it.
 func (z *pz) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	z.ia.pzs.Remove(z)
+	z.IA.pzs.Remove(z)
 	return nil
 }

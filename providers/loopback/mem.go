@@ -60,7 +60,7 @@ type rmr struct {
 func (z *pz) CreateRMR() (api.RMR, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	return kit.Put[api.RMR](&z.ia.rmrs, &rmr{ia: z.ia, pz: z})
+	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{ia: z.IA, pz: z})
 }
 
 // HandleType reports HandleRMR (dat_get_handle_type(3DAT)).

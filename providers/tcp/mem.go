@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/memreg"
 )
@@ -31,14 +32,9 @@ type rmr struct {
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
-	z.ia.mu.Lock()
-	defer z.ia.mu.Unlock()
-	if err := z.ia.rmrs.Room(); err != nil {
-		return nil, err
-	}
-	r := &rmr{ia: z.ia, pz: z}
-	z.ia.rmrs.Add(r)
-	return r, nil
+	z.IA.mu.Lock()
+	defer z.IA.mu.Unlock()
+	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{ia: z.IA, pz: z})
 }
 
 // HandleType reports HandleRMR (dat_get_handle_type(3DAT)).
