@@ -189,7 +189,7 @@ func (p *ep) fail(w *reqWR, st api.DTOStatus) {
 func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 	var ev api.Event
 	if post, notify := w.Event(&ev, p, w.rmr, st, n); post {
-		p.RequestEVD.post(&ev, notify)
+		p.RequestEVD.Deliver(&ev, notify)
 	}
 }
 
@@ -217,7 +217,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
 	var ev api.Event
 	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
-	p.RecvEVD.post(&ev, notify)
+	p.RecvEVD.Deliver(&ev, notify)
 }
 
 // flush completes every outstanding request, then every receive, with

@@ -119,7 +119,7 @@ func (p *ep) destroy() func() {
 
 func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
-	p.ConnectEVD.post(&ev, true)
+	p.ConnectEVD.Deliver(&ev, true)
 }
 
 // toDisconnected flushes the EP's outstanding DTOs, in post order,

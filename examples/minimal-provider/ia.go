@@ -16,7 +16,7 @@ type ia struct {
 	addr              Addr
 	async             *evd
 	pzs               kit.Set[*pz]
-	evds              kit.Set[*evd]
+	evds              dispatch.EVDs
 	cnos              dispatch.CNOs
 	eps               kit.Set[*ep]
 	psps              kit.Set[*psp]
@@ -34,12 +34,13 @@ type ia struct {
 func newIA(a Addr) *ia {
 	n := limits.MaxObjects
 	i := &ia{addr: a,
-		pzs: kit.NewSet[*pz](api.HandlePZ, n), evds: kit.NewSet[*evd](api.HandleEVD, n),
+		pzs: kit.NewSet[*pz](api.HandlePZ, n),
 		eps: kit.NewSet[*ep](api.HandleEP, n), psps: kit.NewSet[*psp](api.HandlePSP, n),
 		rsps: kit.NewSet[*rsp](api.HandleRSP, n), crs: kit.NewSet[*cr](api.HandleCR, 0),
 		rmrs: kit.NewSet[*rmr](api.HandleRMR, n), mem: memreg.New[*pz, *ep](),
 	}
 	i.cnos = dispatch.NewCNOs(i, &fab.Mutex, n)
+	i.evds = dispatch.NewEVDs(i, &i.IA, &fab.Mutex, limits.MaxEVDQLen, n)
 	i.lmrs = memreg.NewLMRs(i, &fab.Mutex, i.mem, n)
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i
@@ -90,34 +91,12 @@ func (i *ia) CreatePZ() (api.PZ, error) {
 }
 func (z *pz) Free() error { defer lock()(); z.IA.pzs.Remove(z); return nil }
 
-// evd is an event dispatcher: the kit's EVD base does all but Free.
-type evd struct {
-	api.ContextSlot
-	dispatch.EVD
-	ia *ia
-}
-
-func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
-	e := &evd{ia: i}
-	e.Init(e, i, &fab.Mutex, qlen, limits.MaxEVDQLen, flags, async)
-	return e
-}
+// evd is an event dispatcher: the kit's whole EVD (dispatch.EVDs), since
+// every event here is posted by the provider's own code as it happens.
+type evd = dispatch.EVDObject
 
 func (i *ia) CreateEVD(qlen int, c api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	return dispatch.Create(i, &i.IA, &i.evds, qlen, limits.MaxEVDQLen, flags, c, func() *evd { return newEVD(i, qlen, flags, &i.async.EVD) })
-}
-
-// post delivers a provider event; an EP without this EVD (nil) drops it.
-func (e *evd) post(ev *api.Event, notify bool) {
-	if e != nil {
-		e.Post(ev, notify)
-	}
-}
-
-func (e *evd) Free() error {
-	defer lock()()
-	e.ia.evds.Remove(e)
-	return e.Release()
+	return i.evds.Create(qlen, c, flags)
 }
 
 // CreateCNO and CreateCNOFD make the kit's CNOs.

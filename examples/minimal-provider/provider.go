@@ -86,7 +86,7 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	defer lock()()
 	fab.next++
 	i := newIA(Addr(fab.next))
-	i.async = newEVD(i, qlen, api.EVDAsync, nil)
+	i.async = i.evds.OpenAsync(qlen)
 	i.InitIA(&fab.Mutex, i.async)
 	fab.ias[i.addr] = i
 	return i, nil

@@ -46,6 +46,8 @@
 //     overflow accounting, thresholds and CNO notification;
 //   - dispatch: the EVD base a provider's EVD embeds (every EVD call but
 //     Free, and PostAsync for the async EVD), Create, an IA's CreateEVD,
+//     EVDs, the whole EVD with its Free for a provider whose events need
+//     no help to arrive,
 //     CNOObject, a complete CNO, and CNOs, the table that creates an IA's
 //     CNOs and closes them with it; CheckOpen, the start of Open;
 //     CtxKick, which wakes a waiter blocked outside Go's channels when

@@ -210,7 +210,7 @@ func (p *ep) destroy() func() {
 // connEvent posts a connection event to the connect EVD.
 func (p *ep) connEvent(n api.EventNumber, pd []byte) {
 	ev := api.Event{Number: n, Conn: api.ConnectionData{EP: p, PrivateData: pd}}
-	p.ConnectEVD.post(&ev, true)
+	p.ConnectEVD.Deliver(&ev, true)
 }
 
 // toDisconnected moves the EP to DISCONNECTED: its outstanding DTOs are

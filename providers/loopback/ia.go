@@ -17,7 +17,7 @@ type ia struct {
 	async  *evd
 
 	pzs  kit.Set[*pz]
-	evds kit.Set[*evd] // without the async EVD
+	evds dispatch.EVDs // without the async EVD
 	cnos dispatch.CNOs
 	eps  kit.Set[*ep]
 	psps kit.Set[*psp]
@@ -36,7 +36,6 @@ func newIA(a Addr) *ia {
 	i := &ia{
 		addr: a,
 		pzs:  kit.NewSet[*pz](api.HandlePZ, providerLimits.MaxObjects),
-		evds: kit.NewSet[*evd](api.HandleEVD, providerLimits.MaxObjects),
 		eps:  kit.NewSet[*ep](api.HandleEP, providerLimits.MaxObjects),
 		psps: kit.NewSet[*psp](api.HandlePSP, providerLimits.MaxObjects),
 		rsps: kit.NewSet[*rsp](api.HandleRSP, providerLimits.MaxObjects),
@@ -46,6 +45,7 @@ func newIA(a Addr) *ia {
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.cnos = dispatch.NewCNOs(i, &fabric.mu, providerLimits.MaxObjects)
+	i.evds = dispatch.NewEVDs(i, &i.IA, &fabric.mu, providerLimits.MaxEVDQLen, providerLimits.MaxObjects)
 	i.lmrs = memreg.NewLMRs(i, &fabric.mu, i.mem, providerLimits.MaxObjects)
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i

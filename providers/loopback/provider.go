@@ -37,7 +37,7 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	defer fabric.mu.Unlock()
 	fabric.nextIA++
 	i := newIA(Addr{Name: p.Name, Instance: fabric.nextIA})
-	i.async = newEVD(i, qlen, api.EVDAsync, nil)
+	i.async = i.evds.OpenAsync(qlen)
 	i.InitIA(&fabric.mu, i.async)
 	fabric.ias[i.addr] = i
 	return i, nil

@@ -74,7 +74,7 @@ var mutants = []mutant{
 		old: "\tp.complete(w, st, 0)\n\tp.breakConnection()",
 		new: "\tif w.flags&api.CompletionSuppress == 0 {\n\t\tp.complete(w, st, 0)\n\t}\n\tp.breakConnection()"},
 	{id: "lb-recv-notify", area: "loopback", file: lbDTO, desc: "an unsignalled receive notifies",
-		old: "\tp.RecvEVD.post(&ev, notify)", new: "\tp.RecvEVD.post(&ev, notify || rw.Flags&api.CompletionUnsignalled != 0)"},
+		old: "\tp.RecvEVD.Deliver(&ev, notify)", new: "\tp.RecvEVD.Deliver(&ev, notify || rw.Flags&api.CompletionUnsignalled != 0)"},
 	{id: "lb-recv-lenstatus", area: "loopback", file: lbDTO, desc: "a receive too small completes with a protection error",
 		old: "q.completeRecv(rw, api.DTOErrLocalLength, 0, api.OpReceive, 0, true)",
 		new: "q.completeRecv(rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)"},
