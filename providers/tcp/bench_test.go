@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -134,7 +135,7 @@ func BenchmarkRawTCP1M(b *testing.B) { rawPingPong(b, 1<<20) }
 func nextEvent(tb testing.TB, e api.EVD, poll bool, ev *api.Event) {
 	tb.Helper()
 	if !poll {
-		ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+		ctx, cancel := waitCtx(tb)
 		defer cancel()
 		if _, err := e.Wait(ctx, 1, ev); err != nil {
 			tb.Fatal(err)
@@ -168,6 +169,30 @@ func nextEvent(tb testing.TB, e api.EVD, poll bool, ev *api.Event) {
 // the test: far longer than any test's event should take, short enough
 // that a lost event fails the test instead of hanging it.
 const eventTimeout = 60 * time.Second
+
+// benchCtxs holds each benchmark's one wait context. A consumer that waits
+// in a loop with one context allocates nothing per Wait (the provider keeps
+// its registration, dispatch.CtxKick); a fresh context per Wait would add
+// its own allocations and context.AfterFunc's to every operation, and the
+// benchmarks measure godat's.
+var benchCtxs sync.Map // *testing.B -> context.Context
+
+// waitCtx returns the context for a Wait: a fresh one bounded by
+// eventTimeout in a test; the benchmark's own, bounded by the benchmark's
+// end, in a benchmark.
+func waitCtx(tb testing.TB) (context.Context, context.CancelFunc) {
+	b, ok := tb.(*testing.B)
+	if !ok {
+		return context.WithTimeout(context.Background(), eventTimeout)
+	}
+	if c, ok := benchCtxs.Load(b); ok {
+		return c.(context.Context), func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(func() { cancel(); benchCtxs.Delete(b) })
+	benchCtxs.Store(b, ctx)
+	return ctx, func() {}
+}
 
 // pingPong runs iters send/recv round trips of n bytes between cli (which
 // polls when cpoll) and srv (which echoes, polling when spoll), checking
