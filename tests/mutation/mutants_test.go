@@ -4,7 +4,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -21,6 +23,39 @@ func TestMutantsApply(t *testing.T) {
 		}
 		if n := bytes.Count(src, []byte(m.old)); n != 1 {
 			t.Errorf("%s: its old text is in %s %d times, want once", m.id, m.file, n)
+		}
+	}
+}
+
+// Every mutant compiles: a mutant whose new text no longer builds (the
+// code around it was renamed) would count as no-compile and test nothing.
+// Each is built as an overlay of its package, vet's type check included,
+// with the test files the mutation run compiles too.
+func TestMutantsCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every mutant's package")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	for _, m := range mutants {
+		path := filepath.Join(root, m.file)
+		src, err := os.ReadFile(path)
+		if err != nil || bytes.Count(src, []byte(m.old)) != 1 {
+			continue // TestMutantsApply reports it
+		}
+		mut := filepath.Join(tmp, m.id+".go")
+		ov := filepath.Join(tmp, m.id+".json")
+		b, _ := json.Marshal(map[string]any{"Replace": map[string]string{path: mut}})
+		if os.WriteFile(mut, bytes.Replace(src, []byte(m.old), []byte(m.new), 1), 0o644) != nil || os.WriteFile(ov, b, 0o644) != nil {
+			t.Fatal("cannot write the overlay")
+		}
+		cmd := exec.Command("go", "vet", "-overlay", ov, "./"+filepath.Dir(m.file))
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s does not build: %v\n%s", m.id, err, out)
 		}
 	}
 }
