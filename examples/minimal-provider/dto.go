@@ -85,7 +85,7 @@ func (p *ep) exec(w *reqWR, queued bool) bool {
 	case completion.Send:
 		p.send(w)
 	case completion.Bind:
-		p.complete(w, p.ia.mem.FinishBind(&w.rmr.reg, &w.bind, w.RMRContext, w.rmr.freed), 0)
+		p.complete(w, p.ia.mem.FinishBind(&w.rmr.Reg, &w.bind, w.RMRContext, w.rmr.Freed), 0)
 	default:
 		p.rdma(w)
 	}
@@ -126,7 +126,7 @@ func (p *ep) send(w *reqWR) {
 	sgl.Copy(dst, src)
 	op, rctx := api.OpReceive, api.RMRContext(0)
 	if w.Invalidate {
-		q.ia.mem.Unbind(&target.reg)
+		q.ia.mem.Unbind(&target.Reg)
 		op, rctx = api.OpReceiveWithInvalidate, w.RMRContext
 	}
 	q.completeRecv(&rw, api.DTOSuccess, n, op, rctx, w.Flags&api.CompletionSolicitedWait != 0)

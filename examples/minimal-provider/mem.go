@@ -16,25 +16,16 @@ func (i *ia) CreateLMR(z api.PZ, r api.Region, priv api.MemPriv, va api.VAType) 
 }
 
 // rmr is a remote memory region, bound to one EP at a time.
-type rmr struct {
-	api.ContextSlot
-	ia    *ia
-	pz    *pz
-	reg   memreg.RMR[*pz, *ep]
-	freed bool // a bind still queued then fails
-}
+type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 func (z *pz) CreateRMR() (api.RMR, error) {
 	defer lock()()
-	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{ia: z.IA, pz: z})
+	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z}})
 }
-func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 
 func (r *rmr) Query() (api.RMRParam, error) {
 	defer lock()()
-	p := r.reg.Param()
-	p.IA, p.PZ = r.ia, r.pz
-	return p, nil
+	return r.Param(), nil
 }
 
 // Bind binds the RMR to the window t of the LMR for ep's connection, or
@@ -47,7 +38,7 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 	if l, ok := lm.(*lmr); ok && l != nil {
 		named = &l.Reg // the guard has checked that it is live and of this IA
 	}
-	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
+	l, err := memreg.BindTarget(named, t, priv, r.PZ, p.PZ)
 	if err != nil {
 		return 0, err
 	}
@@ -56,16 +47,16 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 	case api.EPConnected:
 	case api.EPDisconnected: // flushed: a new context would never work
 		if l != nil {
-			w.RMRContext = r.ia.mem.StaleContext()
+			w.RMRContext = r.IA.mem.StaleContext()
 		}
 		p.complete(&w, api.DTOErrFlushed, 0)
 		return w.RMRContext, nil
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
-	w.bind, w.RMRContext = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
+	w.bind, w.RMRContext = r.IA.mem.StartBind(&r.Reg, l, t, priv, va, r.PZ, p, r)
 	if err := p.postLocked(&w); err != nil {
-		w.drop(r.ia)
+		w.drop(r.IA)
 		return 0, err
 	}
 	return w.RMRContext, nil
@@ -77,8 +68,8 @@ func (w *reqWR) drop(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
 func (r *rmr) Free() error {
 	defer lock()()
-	r.ia.mem.Unbind(&r.reg)
-	r.freed = true
-	r.ia.rmrs.Remove(r)
+	r.IA.mem.Unbind(&r.Reg)
+	r.Freed = true
+	r.IA.rmrs.Remove(r)
 	return nil
 }

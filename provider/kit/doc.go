@@ -74,7 +74,8 @@
 //     every DTO makes before it touches memory, LMRs (a complete LMR
 //     object and the set that creates an IA's, for a provider whose LMRs
 //     are registrations and nothing more) and LMR creation for one with
-//     an LMR type of its own (CreateLMR),
+//     an LMR type of its own (CreateLMR), RMRBase, what an RMR type
+//     embeds,
 //     RMR binding and contexts (BindTarget, StartBind, FinishBind,
 //     DropBind), and Coherent, the sync calls of memory that needs no
 //     synchronisation;

@@ -48,32 +48,21 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 
 // rmr is a Remote Memory Region (dat_rmr_create(3DAT)): a memory window
 // bound to one EP at a time (RMRScopeEP).
-type rmr struct {
-	api.ContextSlot
-	ia    *ia
-	pz    *pz
-	reg   memreg.RMR[*pz, *ep] // context and binding
-	freed bool                 // a bind still queued then fails
-}
+type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{ia: z.IA, pz: z})
+	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z}})
 }
-
-// HandleType reports HandleRMR (dat_get_handle_type(3DAT)).
-func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 
 // Query returns the RMR's parameters (dat_rmr_query(3DAT)); while unbound
 // the triplet has zero length and the context is the stale last one.
 func (r *rmr) Query() (api.RMRParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	prm := r.reg.Param()
-	prm.IA, prm.PZ = r.ia, r.pz
-	return prm, nil
+	return r.Param(), nil
 }
 
 // Bind binds the RMR to the window t of lmr, for remote access with the
@@ -101,7 +90,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if l, ok := lmrArg.(*lmr); ok && l != nil {
 		named = &l.Reg
 	}
-	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
+	l, err := memreg.BindTarget(named, t, priv, r.PZ, p.PZ)
 	if err != nil {
 		return 0, err
 	}
@@ -113,7 +102,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		}
 	case api.EPDisconnected:
 		if l != nil {
-			w.RMRContext = r.ia.mem.StaleContext() // flushed: the context never works
+			w.RMRContext = r.IA.mem.StaleContext() // flushed: the context never works
 		}
 		p.complete(&w, api.DTOErrFlushed, 0)
 		return w.RMRContext, nil
@@ -122,9 +111,9 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	}
 	// The binding's count on the LMR is held by the request until it runs
 	// or is flushed.
-	w.bind, w.RMRContext = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
+	w.bind, w.RMRContext = r.IA.mem.StartBind(&r.Reg, l, t, priv, va, r.PZ, p, r)
 	if err := p.postLocked(&w); err != nil {
-		w.dropBind(r.ia)
+		w.dropBind(r.IA)
 		return 0, err
 	}
 	return w.RMRContext, nil
@@ -134,7 +123,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 // fabric.mu is held.
 func (p *ep) execBind(w *reqWR) {
 	r := w.rmr
-	p.complete(w, r.ia.mem.FinishBind(&r.reg, &w.bind, w.RMRContext, r.freed), 0)
+	p.complete(w, r.IA.mem.FinishBind(&r.Reg, &w.bind, w.RMRContext, r.Freed), 0)
 }
 
 // dropBind releases what a bind request holds when it does not run: its
@@ -143,14 +132,14 @@ func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
 // unbind withdraws the RMR's binding: its context stops working at once.
 // fabric.mu is held.
-func (r *rmr) unbind() { r.ia.mem.Unbind(&r.reg) }
+func (r *rmr) unbind() { r.IA.mem.Unbind(&r.Reg) }
 
 // Free destroys the RMR, unbinding it first (dat_rmr_free(3DAT)).
 func (r *rmr) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	r.unbind()
-	r.freed = true
-	r.ia.rmrs.Remove(r)
+	r.Freed = true
+	r.IA.rmrs.Remove(r)
 	return nil
 }

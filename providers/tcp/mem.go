@@ -22,32 +22,21 @@ func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api
 }
 
 // rmr is a Remote Memory Region with EP scope (dat_rmr_create(3DAT)).
-type rmr struct {
-	api.ContextSlot
-	ia    *ia
-	pz    *pz
-	reg   memreg.RMR[*pz, *ep] // context and binding
-	freed bool
-}
+type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
 	z.IA.mu.Lock()
 	defer z.IA.mu.Unlock()
-	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{ia: z.IA, pz: z})
+	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z}})
 }
-
-// HandleType reports HandleRMR (dat_get_handle_type(3DAT)).
-func (r *rmr) HandleType() api.HandleType { return api.HandleRMR }
 
 // Query returns the RMR's parameters (dat_rmr_query(3DAT)); while unbound
 // the triplet has zero length.
 func (r *rmr) Query() (api.RMRParam, error) {
-	r.ia.mu.Lock()
-	defer r.ia.mu.Unlock()
-	prm := r.reg.Param()
-	prm.IA, prm.PZ = r.ia, r.pz
-	return prm, nil
+	r.IA.mu.Lock()
+	defer r.IA.mu.Unlock()
+	return r.Param(), nil
 }
 
 // Bind binds the RMR to the window t of lmr for remote access over ep's
@@ -69,13 +58,13 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if p == nil {
 		return 0, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
 	}
-	r.ia.mu.Lock()
-	defer r.ia.mu.Unlock()
+	r.IA.mu.Lock()
+	defer r.IA.mu.Unlock()
 	var named *memreg.LMR[*pz]
 	if l, ok := lmrArg.(*lmr); ok && l != nil {
 		named = &l.Reg
 	}
-	l, err := memreg.BindTarget(named, t, priv, r.pz, p.PZ)
+	l, err := memreg.BindTarget(named, t, priv, r.PZ, p.PZ)
 	if err != nil {
 		return 0, err
 	}
@@ -87,16 +76,16 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 		}
 	case api.EPDisconnected:
 		if l != nil {
-			w.RMRContext = r.ia.mem.StaleContext()
+			w.RMRContext = r.IA.mem.StaleContext()
 		}
 		p.complete(&w, api.DTOErrFlushed)
 		return w.RMRContext, nil
 	default:
 		return 0, p.StateErr("binding an RMR")
 	}
-	w.bind, w.RMRContext = r.ia.mem.StartBind(&r.reg, l, t, priv, va, r.pz, p, r)
+	w.bind, w.RMRContext = r.IA.mem.StartBind(&r.Reg, l, t, priv, va, r.PZ, p, r)
 	if err := p.postLocked(&w); err != nil {
-		w.dropBind(r.ia)
+		w.dropBind(r.IA)
 		return 0, err
 	}
 	if c := p.c; c != nil {
@@ -107,22 +96,22 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 
 // publishBind makes the binding of bind request w current. ia.mu is held.
 func (w *reqWR) publishBind(i *ia) api.DTOStatus {
-	return i.mem.FinishBind(&w.rmr.reg, &w.bind, w.RMRContext, w.rmr.freed)
+	return i.mem.FinishBind(&w.rmr.Reg, &w.bind, w.RMRContext, w.rmr.Freed)
 }
 
 // dropBind releases what an unexecuted bind request holds.
 func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
 // unbind withdraws the RMR's binding at once. ia.mu is held.
-func (r *rmr) unbind() { r.ia.mem.Unbind(&r.reg) }
+func (r *rmr) unbind() { r.IA.mem.Unbind(&r.Reg) }
 
 // Free destroys the RMR, unbinding it first (dat_rmr_free(3DAT)).
 func (r *rmr) Free() error {
-	r.ia.mu.Lock()
-	defer r.ia.mu.Unlock()
+	r.IA.mu.Lock()
+	defer r.IA.mu.Unlock()
 	r.unbind()
-	r.freed = true
-	r.ia.rmrs.Remove(r)
+	r.Freed = true
+	r.IA.rmrs.Remove(r)
 	return nil
 }
 

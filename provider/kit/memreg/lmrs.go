@@ -96,3 +96,28 @@ func (l *LMRObject[PZ, EP]) Free() error {
 	l.set.Remove(l)
 	return nil
 }
+
+// RMRBase is the part of an RMR (dat_rmr_create(3DAT)) that every
+// software provider writes alike: the handle, its IA and PZ, the binding
+// state, and the mark a bind still queued at Free checks (FinishBind).
+// A provider's RMR type embeds it and adds Query (Param under its lock),
+// Bind and Free.
+type RMRBase[I api.IA, PZ Zone, EP comparable] struct {
+	api.ContextSlot
+	IA    I
+	PZ    PZ
+	Reg   RMR[PZ, EP]
+	Freed bool // Free has run
+}
+
+// HandleType reports HandleRMR (dat_get_handle_type(3DAT)).
+func (r *RMRBase[I, PZ, EP]) HandleType() api.HandleType { return api.HandleRMR }
+
+// Param returns the RMR's parameters (dat_rmr_query(3DAT)); while it is
+// unbound the triplet has zero length and the context is the stale last
+// one. The caller holds the lock that guards the binding.
+func (r *RMRBase[I, PZ, EP]) Param() api.RMRParam {
+	prm := r.Reg.Param()
+	prm.IA, prm.PZ = r.IA, r.PZ
+	return prm
+}

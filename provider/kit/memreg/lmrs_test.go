@@ -91,3 +91,14 @@ func TestLMRs(t *testing.T) {
 		t.Fatalf("Free: %v; still in the set %v", err, lmrs.Has(l))
 	}
 }
+
+// The RMR base names its handle type, and Param its IA, PZ and binding.
+func TestRMRBase(t *testing.T) {
+	ia, z := &fakeIA{}, &zone{n: 1}
+	r := &RMRBase[*fakeIA, *zone, *ep]{IA: ia, PZ: z}
+	r.Reg.Context = 42
+	prm := r.Param()
+	if r.HandleType() != api.HandleRMR || prm.IA != api.IA(ia) || prm.PZ != api.PZ(z) || prm.RMRContext != 42 || prm.LMRTriplet.Length != 0 {
+		t.Fatalf("HandleType %v, Param %+v", r.HandleType(), prm)
+	}
+}
