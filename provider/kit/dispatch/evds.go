@@ -12,7 +12,9 @@ import (
 // polls or waits (loopback, the minimal provider): the EVD base with a
 // Free is then the whole EVD, and the provider writes no EVD type. A
 // provider whose completions need its help to arrive (a CQ to drain,
-// sockets to read) embeds EVD in a type of its own instead.
+// sockets to read) embeds EVD in a type of its own instead. Its EVDs
+// point back to it: keep it in the IA and do not copy it once it has
+// made one.
 type EVDs struct {
 	kit.Set[*EVDObject]
 	ia      api.IA

@@ -17,8 +17,10 @@ type Zone interface {
 // LMRs is an IA's set of LMRs for a provider whose LMRs are registrations
 // in a Table and nothing more, as a software provider's are: it creates
 // them (dat_lmr_create(3DAT)), and each answers HandleType, Query and
-// Free itself, so the provider writes no LMR type. mu is the provider's
-// lock, the one it holds while it uses the Table.
+// Free itself, so the provider writes no LMR type. Its lock, given to
+// NewLMRs, is the provider's, the one it holds while it uses the Table.
+// Its LMRs point back to it: keep it in the IA and do not copy it once it
+// has made one.
 type LMRs[PZ Zone, EP comparable] struct {
 	kit.Set[*LMRObject[PZ, EP]]
 	ia  api.IA
