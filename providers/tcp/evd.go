@@ -130,10 +130,7 @@ func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, erro
 func (e *evd) Free() error {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	if e == e.ia.async && !e.Released() {
-		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
-	}
-	if err := e.Release(); err != nil {
+	if err := e.ReleaseUnlessAsync(); err != nil {
 		return err
 	}
 	e.closeDriver()

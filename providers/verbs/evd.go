@@ -144,10 +144,7 @@ func (e *evd) ModifyCNO(cnoArg api.CNO) error {
 func (e *evd) Free() error {
 	e.ia.mu.Lock()
 	defer e.ia.mu.Unlock()
-	if e == e.ia.async && !e.Released() {
-		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
-	}
-	if err := e.Release(); err != nil {
+	if err := e.ReleaseUnlessAsync(); err != nil {
 		return err
 	}
 	e.cnoFed.Store(false)

@@ -132,6 +132,17 @@ func (e *EVD) Release() error {
 	return nil
 }
 
+// ReleaseUnlessAsync is the common part of the provider's Free
+// (dat_evd_free(3DAT)): the IA's async EVD belongs to the IA and is
+// refused with ErrInvalidState, unchanged; any other EVD is released
+// (Release). The provider lock is held.
+func (e *EVD) ReleaseUnlessAsync() error {
+	if e.async == e.Q && !e.freed {
+		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
+	}
+	return e.Release()
+}
+
 // Released reports whether Release has run; the provider lock is held.
 func (e *EVD) Released() bool { return e.freed }
 

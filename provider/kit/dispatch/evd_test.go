@@ -190,3 +190,25 @@ func TestPostAsync(t *testing.T) {
 		t.Fatalf("PostAsync delivered %+v, %v", ev, err)
 	}
 }
+
+// Free's common part refuses the async EVD, unchanged, and releases any
+// other, once.
+func TestReleaseUnlessAsync(t *testing.T) {
+	var mu sync.Mutex
+	async := &testEVD{}
+	async.Init(async, nil, &mu, 4, 8, api.EVDAsync, nil)
+	e := &testEVD{}
+	e.Init(e, nil, &mu, 4, 8, api.EVDDTO, &async.EVD)
+	if err := async.ReleaseUnlessAsync(); !errors.Is(err, api.ErrInvalidState) || async.Released() {
+		t.Fatalf("the async EVD: %v, released %v", err, async.Released())
+	}
+	if err := e.ReleaseUnlessAsync(); err != nil || !e.Released() {
+		t.Fatalf("an EVD: %v, released %v", err, e.Released())
+	}
+	if err := e.ReleaseUnlessAsync(); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("again: %v", err)
+	}
+	if err := async.Release(); err != nil || async.ReleaseUnlessAsync() == nil {
+		t.Fatal("the async EVD, released by its IA's close, is not released twice")
+	}
+}

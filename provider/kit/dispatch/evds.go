@@ -71,10 +71,7 @@ type EVDObject struct {
 func (e *EVDObject) Free() error {
 	e.set.mu.Lock()
 	defer e.set.mu.Unlock()
-	if e == e.set.async && !e.Released() {
-		return api.Errorf(api.InvalidState, api.SubStateEVDInUse, "the async EVD belongs to the IA")
-	}
-	if err := e.Release(); err != nil {
+	if err := e.ReleaseUnlessAsync(); err != nil {
 		return err
 	}
 	e.set.Remove(e)
