@@ -57,10 +57,7 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
 		return err
 	}
-	dup, _ := dupArg.(*ep)
-	if dup == nil || dup.ia != p.ia {
-		return api.Errorf(api.InvalidHandle, api.SubHandle2, "duplicate EP is not a live EP of this IA")
-	}
+	dup := dupArg.(*ep)
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	if p.State != api.EPUnconnected {

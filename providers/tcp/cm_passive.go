@@ -246,10 +246,7 @@ func (i *ia) createPSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (*psp
 	if flags != api.PSPConsumer && flags != api.PSPProvider {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
 	}
-	e := evdOf(evdArg)
-	if e == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
-	}
+	e := evdArg.(*evd)
 	if err := i.psps.Room(); err != nil {
 		return nil, err
 	}
@@ -322,14 +319,7 @@ type rsp struct {
 // UNCONNECTED to RESERVED (dat_rsp_create(3DAT)). When the request arrives
 // the EP moves to PASSIVE_CONNECTION_PENDING and the RSP stops listening.
 func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, error) {
-	p, _ := epArg.(*ep)
-	if p == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
-	}
-	e := evdOf(evdArg)
-	if e == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleEVDCR, "connection-request EVD handle is nil")
-	}
+	p, e := epArg.(*ep), evdArg.(*evd)
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if p.State != api.EPUnconnected {
@@ -466,11 +456,8 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	if c.done {
 		return errCRDone
 	}
-	p, _ := epArg.(*ep)
-	if p != nil && p.ia != c.ia {
-		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "the EP belongs to another IA")
-	}
-	p, want, err := connreq.AcceptEP(c.local, p, c.rsp != nil)
+	given, _ := epArg.(*ep)
+	p, want, err := connreq.AcceptEP(c.local, given, c.rsp != nil)
 	if err != nil {
 		return err
 	}

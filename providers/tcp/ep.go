@@ -46,15 +46,9 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	var s *srq
-	if srqArg != nil {
-		s, _ = srqArg.(*srq)
-		if s == nil || s.ia != i {
-			return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
-		}
-		if s.eps >= providerLimits.MaxEPPerSRQ {
-			return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
-		}
+	s, _ := srqArg.(*srq)
+	if s != nil && s.eps >= providerLimits.MaxEPPerSRQ {
+		return nil, api.Errorf(api.InsufficientResources, api.SubResourceSRQ, "the SRQ serves the maximum number of EPs")
 	}
 	if err := i.eps.Room(); err != nil {
 		return nil, err

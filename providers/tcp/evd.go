@@ -138,12 +138,6 @@ func (e *evd) Free() error {
 	return nil
 }
 
-// evdOf returns the provider EVD of an EVD argument; nil stays nil.
-func evdOf(x api.EVD) *evd {
-	e, _ := x.(*evd)
-	return e
-}
-
 // CreateCNO creates a CNO with wait agent agent, nil for none
 // (dat_cno_create(3DAT)); see dispatch.CNOObject.
 func (i *ia) CreateCNO(agent api.WaitAgent) (api.CNO, error) { return i.cnos.Create(agent) }

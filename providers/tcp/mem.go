@@ -54,10 +54,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	if err := memreg.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
 		return 0, err
 	}
-	p, _ := epArg.(*ep)
-	if p == nil {
-		return 0, api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP handle is nil")
-	}
+	p := epArg.(*ep)
 	r.IA.mu.Lock()
 	defer r.IA.mu.Unlock()
 	var named *memreg.LMR[*pz]
