@@ -132,7 +132,7 @@ func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
 		}
 	}
 	if !toC(o, ev, cev) {
-		o.held.push(ev)
+		o.held.pushFront(ev)
 		return noCMem
 	}
 	*ev = api.Event{}
@@ -168,7 +168,7 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 		}
 	}
 	if !toC(o, ev, cev) {
-		o.held.push(ev)
+		o.held.pushFront(ev)
 		return noCMem
 	}
 	*nmore = C.DAT_COUNT(n)
@@ -267,6 +267,18 @@ type firsts[T any] struct {
 func (f *firsts[T]) push(x T) {
 	f.mu.Lock()
 	f.q = append(f.q, x)
+	f.n.Store(int32(len(f.q)))
+	f.mu.Unlock()
+}
+
+// pushFront puts x before every entry: an event that could not be handed
+// out goes back where it came from, ahead of those kept after it, so
+// that the EVD's order holds however often C memory runs out.
+func (f *firsts[T]) pushFront(x T) {
+	f.mu.Lock()
+	f.q = append(f.q, x)
+	copy(f.q[1:], f.q)
+	f.q[0] = x
 	f.n.Store(int32(len(f.q)))
 	f.mu.Unlock()
 }

@@ -38,9 +38,6 @@ func (s *EVDs) OpenAsync(qlen int) *EVDObject {
 	return s.async
 }
 
-// Async returns the IA's async EVD.
-func (s *EVDs) Async() *EVDObject { return s.async }
-
 // Create is the IA's CreateEVD (dat_evd_create(3DAT)); see the function
 // Create.
 func (s *EVDs) Create(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
