@@ -34,55 +34,21 @@ type reqWR struct {
 // recvWR is a posted receive.
 type recvWR = completion.Recv
 
-// The five DTO post calls build their request and queue it (post). They
-// are valid in CONNECTED; in DISCONNECTED the request is flushed at once;
-// otherwise ErrInvalidState. A context the peer refuses completes the
-// request with DTOErrRemoteAccess, changes no byte and breaks the
-// connection. They are written here rather than taken from
-// completion.Posts, whose interface call and copies would cost on every
-// post (docs/decisions.md, "The provider kit").
-
-// PostSend sends the bytes iov names (dat_ep_post_send(3DAT)). The send
-// completes once the peer has placed the message in a receive (the peer's
-// ACK), or with the peer's error status; it waits while the peer has no
-// receive posted (receive credits), and the requests posted after it wait
-// behind it.
-func (p *ep) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	w := reqWR{Request: completion.Request{Kind: completion.Send, Cookie: cookie, Flags: flags, IOV: iov}}
-	return p.post(&w)
-}
-
-// PostSendWithInvalidate sends like PostSend and, if invalidate is set,
-// unbinds the peer's RMR rmr when the message is placed; the peer's
-// receive completes as OpReceiveWithInvalidate
-// (dat_ep_post_send_with_invalidate, DAT 2.0).
-func (p *ep) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) error {
-	w := reqWR{Request: completion.Request{Kind: completion.Send, Cookie: cookie, Flags: flags, IOV: iov, Invalidate: invalidate, RMRContext: rmr}}
-	return p.post(&w)
-}
-
-// PostRDMAWrite writes the bytes iov names to the peer's window at remote
-// (dat_ep_post_rdma_write(3DAT)); it completes once the peer has placed
-// them.
-func (p *ep) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{Request: completion.Request{Kind: completion.Write, Cookie: cookie, Flags: flags, IOV: iov, Remote: remote}}
-	return p.post(&w)
-}
-
-// PostRDMARead reads remote.Length bytes of the peer's window into iov
-// (dat_ep_post_rdma_read(3DAT)); the response is read from the socket
-// straight into iov.
-func (p *ep) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{Request: completion.Request{Kind: completion.Read, Cookie: cookie, Flags: flags, IOV: iov, Remote: remote}}
-	return p.post(&w)
-}
-
-// PostRDMAReadToRMR reads remote.Length bytes of the peer's window into a
-// window of this EP's IA that the EP could reach with remote write
-// (dat_ep_post_rdma_read_to_rmr, DAT 2.0); otherwise the read completes
-// with DTOErrLocalProtection.
-func (p *ep) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	w := reqWR{Request: completion.Request{Kind: completion.ReadToRMR, Cookie: cookie, Flags: flags, Local: local, Remote: remote}}
+// PostRequest queues a DTO request that one of the five post calls of
+// completion.Posts, which ep embeds, built. They are valid in CONNECTED;
+// in DISCONNECTED the request is flushed at once; otherwise
+// ErrInvalidState. A send completes once the peer has placed the message
+// in a receive (the peer's ACK) or with the peer's error status; it waits
+// while the peer has no receive posted (receive credits), and the requests
+// posted after it wait behind it. An RDMA write completes once the peer
+// has placed its bytes; an RDMA read's response is read from the socket
+// straight into its local IOV, and a read into an RMR needs a window of
+// this EP's IA that the EP could reach with remote write (otherwise it
+// completes with DTOErrLocalProtection). A context the peer refuses
+// completes the request with DTOErrRemoteAccess, changes no byte and
+// breaks the connection.
+func (p *ep) PostRequest(r completion.Request) error {
+	w := reqWR{Request: r}
 	return p.post(&w)
 }
 
@@ -401,7 +367,7 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 // recvPZ is the PZ receive buffers are checked against.
 func (p *ep) recvPZ() *pz {
 	if p.SRQ != nil {
-		return p.SRQ.pz
+		return p.SRQ.PZ
 	}
 	return p.PZ
 }

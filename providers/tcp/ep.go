@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/ring"
 )
@@ -14,6 +15,7 @@ import (
 type ep struct {
 	api.ContextSlot
 	epattr.Endpoint               // attributes, state, connection ends, watermarks
+	completion.Posts              // the DTO post calls, through PostRequest
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
 	freed                         bool
@@ -21,6 +23,14 @@ type ep struct {
 	reqs                          ring.Ring[reqWR]
 	c                             *conn   // the current connection or attempt
 	conns                         []*conn // every connection whose goroutines may still run
+}
+
+// newEP makes an EP of i whose post calls reach PostRequest; the caller
+// lists it.
+func (i *ia) newEP(e epattr.Endpoint) *ep {
+	p := &ep{ia: i, Endpoint: e}
+	p.Posts.To = p
+	return p
 }
 
 // CreateEP creates an Endpoint in the UNCONNECTED state
@@ -53,7 +63,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
+	p := i.newEP(epattr.Endpoint{Attr: a, State: api.EPUnconnected})
 	p.Link(pzArg, recvEVD, requestEVD, connectEVD)
 	p.SRQ = s
 	if s != nil {
@@ -73,7 +83,7 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a.MaxRDMAReadIn = min(int(h.ReadsOut), providerLimits.MaxRDMAReadPerEP)
 	a.MaxRDMAReadOut = min(int(h.ReadsIn), providerLimits.MaxRDMAReadPerEP)
 	a = withDefaults(a)
-	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true}}
+	p := i.newEP(epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true})
 	i.eps.Add(p)
 	return p
 }
