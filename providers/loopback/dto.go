@@ -331,7 +331,7 @@ func (p *ep) takeRecv() *recvWR {
 // recvPZ is the PZ receive buffers are checked against.
 func (p *ep) recvPZ() *pz {
 	if p.SRQ != nil {
-		return p.SRQ.pz
+		return p.SRQ.PZ
 	}
 	return p.PZ
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider/kit/memreg"
+	"github.com/godat/godat/provider/kit/srqattr"
 )
 
 // ia is an open loopback Interface Adapter (dat_ia_open(3DAT)). It owns
@@ -25,7 +26,7 @@ type ia struct {
 	crs  kit.Set[*cr] // pending connection requests
 	lmrs memreg.LMRs[*pz, *ep]
 	rmrs kit.Set[*rmr]
-	srqs kit.Set[*srq]
+	srqs srqattr.SRQs[*ia, *pz, *srq]
 	mem  *memreg.Table[*pz, *ep] // LMR and RMR contexts
 
 	// The sync calls check segments only: an RDMA is a copy by the processor.
@@ -41,12 +42,13 @@ func newIA(a Addr) *ia {
 		rsps: kit.NewSet[*rsp](api.HandleRSP, providerLimits.MaxObjects),
 		crs:  kit.NewSet[*cr](api.HandleCR, 0),
 		rmrs: kit.NewSet[*rmr](api.HandleRMR, providerLimits.MaxObjects),
-		srqs: kit.NewSet[*srq](api.HandleSRQ, providerLimits.MaxObjects),
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.cnos = dispatch.NewCNOs(i, &fabric.mu, providerLimits.MaxObjects)
 	i.evds = dispatch.NewEVDs(i, &i.IA, &fabric.mu, providerLimits.MaxEVDQLen, providerLimits.MaxObjects)
 	i.lmrs = memreg.NewLMRs(i, &fabric.mu, i.mem, providerLimits.MaxObjects)
+	i.srqs = srqattr.NewSRQs[*ia, *pz, *srq](i, &fabric.mu, providerLimits.MaxObjects, providerLimits.MaxRecvPerSRQ, providerLimits.MaxIOV,
+		func(s api.SRQ) { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i
 }

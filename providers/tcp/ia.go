@@ -10,6 +10,7 @@ import (
 	"github.com/godat/godat/provider/kit/dispatch"
 	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider/kit/memreg"
+	"github.com/godat/godat/provider/kit/srqattr"
 )
 
 // ia is an open tcp Interface Adapter (dat_ia_open(3DAT)). Its mutex
@@ -36,7 +37,7 @@ type ia struct {
 	crs  kit.Set[*cr]
 	lmrs memreg.LMRs[*pz, *ep]
 	rmrs kit.Set[*rmr]
-	srqs kit.Set[*srq]
+	srqs srqattr.SRQs[*ia, *pz, *srq]
 	mem  *memreg.Table[*pz, *ep]
 
 	// The sync calls check segments only: the memory is coherent.
@@ -53,12 +54,13 @@ func newIA(ip net.IP) *ia {
 		rsps: kit.NewSet[*rsp](api.HandleRSP, providerLimits.MaxObjects),
 		crs:  kit.NewSet[*cr](api.HandleCR, 0),
 		rmrs: kit.NewSet[*rmr](api.HandleRMR, providerLimits.MaxObjects),
-		srqs: kit.NewSet[*srq](api.HandleSRQ, providerLimits.MaxObjects),
 		mem:  memreg.New[*pz, *ep](),
 	}
 	i.srqCond = sync.NewCond(&i.mu)
 	i.cnos = dispatch.NewCNOs(i, &i.mu, providerLimits.MaxObjects)
 	i.lmrs = memreg.NewLMRs(i, &i.mu, i.mem, providerLimits.MaxObjects)
+	i.srqs = srqattr.NewSRQs[*ia, *pz, *srq](i, &i.mu, providerLimits.MaxObjects, providerLimits.MaxRecvPerSRQ, providerLimits.MaxIOV,
+		func(s api.SRQ) { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	i.cnos.Prepare = func(c *dispatch.CNOObject) { c.BeforeWait = func() { i.handBackFeeds(c.State()) } }
 	return i
