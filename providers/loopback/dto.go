@@ -6,6 +6,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/sgl"
+	"github.com/godat/godat/provider/kit/srqattr"
 )
 
 // Data transfer operations. A request is executed when it is posted,
@@ -173,7 +174,7 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 		return true
 	}
 	rw := q.takeRecv()
-	dst, room, ok := q.ia.gather(fabric.segB[:0], rw.IOV, q.recvPZ(), api.MemPrivLocalWrite)
+	dst, room, ok := q.ia.gather(fabric.segB[:0], rw.IOV, srqattr.RecvPZ(q.SRQ, q.PZ), api.MemPrivLocalWrite)
 	defer clear(dst)
 	switch {
 	case !ok:
@@ -326,14 +327,6 @@ func (p *ep) takeRecv() *recvWR {
 	rw := p.recvs.Front()
 	p.recvs.PopFront()
 	return rw
-}
-
-// recvPZ is the PZ receive buffers are checked against.
-func (p *ep) recvPZ() *pz {
-	if p.SRQ != nil {
-		return p.SRQ.PZ
-	}
-	return p.PZ
 }
 
 // completeRecv posts the completion of a receive to the receive EVD. A

@@ -7,6 +7,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/completion"
 	"github.com/godat/godat/provider/kit/sgl"
+	"github.com/godat/godat/provider/kit/srqattr"
 )
 
 // handle processes one frame; false ends the reader. ia.mu is held; it
@@ -178,7 +179,7 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 		p.recvs.PopFront()
 	}
 	c.cur.Cookie, c.cur.Flags = rw.Cookie, rw.Flags
-	dst, room, ok := p.ia.mem.Gather(c.rsegs[:0], rw.IOV, p.recvPZ(), api.MemPrivLocalWrite)
+	dst, room, ok := p.ia.mem.Gather(c.rsegs[:0], rw.IOV, srqattr.RecvPZ(p.SRQ, p.PZ), api.MemPrivLocalWrite)
 	c.rsegs = dst[:0]
 	inval := f.Type == frSendInv
 	var bad api.DTOStatus

@@ -364,14 +364,6 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	return nil
 }
 
-// recvPZ is the PZ receive buffers are checked against.
-func (p *ep) recvPZ() *pz {
-	if p.SRQ != nil {
-		return p.SRQ.PZ
-	}
-	return p.PZ
-}
-
 // completeRecv posts the completion of a receive. A success notifies
 // unless posted unsignalled, or the EP is configured for solicited wait
 // and the send was not solicited. ia.mu is held.

@@ -108,3 +108,14 @@ func (t *SRQs[I, Z, S]) Create(pzArg api.PZ, attr api.SRQAttr, s S) (api.SRQ, er
 	b.Init(attr, t.maxRecv, func() { t.lowWater(s) })
 	return s, nil
 }
+
+// RecvPZ is the PZ an EP's receive buffers are checked against: that of
+// srq, the SRQ the EP takes its receives from, or pz, the EP's own, when
+// srq is nil. The SRQ may be in another PZ than its EPs.
+func RecvPZ[I api.IA, Z memreg.Zone, S Object[I, Z]](srq S, pz Z) Z {
+	var none S
+	if srq != none {
+		return srq.SRQBase().PZ
+	}
+	return pz
+}

@@ -90,4 +90,12 @@ func TestSRQs(t *testing.T) {
 	} else {
 		t.Fatal("a call left the lock held")
 	}
+
+	own := &testPZ{}
+	if got := RecvPZ(s, own); got != z {
+		t.Fatal("RecvPZ of an EP on an SRQ is not the SRQ's PZ")
+	}
+	if got := RecvPZ((*testSRQ)(nil), own); got != own {
+		t.Fatal("RecvPZ of an EP without an SRQ is not its own PZ")
+	}
 }
