@@ -57,15 +57,9 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	}
 	delete(fab.ias, i.addr)
 	var waits []func()
-	for s := range i.psps.All() {
-		s.unlist()
-	}
-	for r := range i.rsps.All() {
-		r.unlist()
-	}
-	for c := range i.crs.All() {
-		c.abort()
-	}
+	i.psps.Each((*psp).unlist)
+	i.rsps.Each((*rsp).unlist)
+	i.crs.Each((*cr).abort)
 	for p := range i.eps.All() {
 		waits = append(waits, p.destroy())
 	}

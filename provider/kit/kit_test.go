@@ -26,6 +26,25 @@ func TestPut(t *testing.T) {
 	}
 }
 
+// Each reaches every object once, and the object it is given may leave
+// the table, as an IA's Close has each object remove itself.
+func TestEach(t *testing.T) {
+	s := kit.NewSet[*int](api.HandleEP, 0)
+	for i := range 5 {
+		x := i
+		s.Add(&x)
+	}
+	sum, calls := 0, 0
+	s.Each(func(x *int) {
+		sum += *x
+		calls++
+		s.Remove(x)
+	})
+	if sum != 10 || calls != 5 || s.Len() != 0 {
+		t.Fatalf("Each: sum %d over %d calls, %d left", sum, calls, s.Len())
+	}
+}
+
 func TestSetLimitAndInUse(t *testing.T) {
 	eps := kit.NewSet[*int](api.HandleEP, 2)
 	pzs := kit.NewSet[*int](api.HandlePZ, 0)

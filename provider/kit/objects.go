@@ -81,6 +81,15 @@ func (s *Set[T]) All() iter.Seq[T] {
 	}
 }
 
+// Each calls f with each object, in no particular order; f may Remove
+// the object it is given. It is All for the loops that only call one
+// method of each object, as an IA's Close does.
+func (s *Set[T]) Each(f func(T)) {
+	for x := range s.m {
+		f(x)
+	}
+}
+
 // Clear empties the table.
 func (s *Set[T]) Clear() { clear(s.m) }
 

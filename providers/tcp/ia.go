@@ -89,15 +89,9 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	if err := i.LockClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs, &i.srqs); err != nil {
 		return err
 	}
-	for s := range i.psps.All() {
-		s.stop()
-	}
-	for r := range i.rsps.All() {
-		r.stop()
-	}
-	for c := range i.crs.All() {
-		c.abort()
-	}
+	i.psps.Each((*psp).stop)
+	i.rsps.Each((*rsp).stop)
+	i.crs.Each((*cr).abort)
 	for p := range i.eps.All() {
 		p.destroy()
 	}

@@ -132,18 +132,10 @@ func (i *ia) Close(flags api.CloseFlags) error {
 		C.rdma_reject(c.id, nil, 0)
 		c.drop()
 	}
-	for s := range i.psps.All() {
-		s.stop()
-	}
-	for r := range i.rsps.All() {
-		r.stop()
-	}
-	for r := range i.rmrs.All() {
-		r.destroy()
-	}
-	for p := range i.eps.All() {
-		p.destroy()
-	}
+	i.psps.Each((*psp).stop)
+	i.rsps.Each((*rsp).stop)
+	i.rmrs.Each((*rmr).destroy)
+	i.eps.Each((*ep).destroy)
 	var cqs []*cq
 	for e := range i.evds.All() {
 		e.Release()
@@ -154,9 +146,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	if i.sink != nil {
 		cqs = append(cqs, i.sink)
 	}
-	for s := range i.srqs.All() {
-		s.destroy()
-	}
+	i.srqs.Each((*srq).destroy)
 	for l := range i.lmrs.All() {
 		l.rmrs = 0
 		l.destroy()
