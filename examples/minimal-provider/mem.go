@@ -7,10 +7,8 @@ import (
 	"github.com/godat/godat/provider/kit/memreg"
 )
 
-// lmr is a local memory region: the kit's, registered in the IA's memreg
-// table; it answers Query and Free itself.
-type lmr = memreg.LMRObject[*pz, *ep]
-
+// CreateLMR makes the kit's LMR (memreg.LMRObject), registered in the
+// IA's memreg table; it answers Query and Free itself.
 func (i *ia) CreateLMR(z api.PZ, r api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
 	return i.lmrs.Create(z, r, priv, va)
 }
@@ -34,21 +32,16 @@ func (r *rmr) Query() (api.RMRParam, error) {
 // is a request on ep's queue like any DTO.
 func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, e api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
 	defer lock()()
-	p, named := e.(*ep), (*memreg.LMR[*pz])(nil)
-	if l, ok := lm.(*lmr); ok && l != nil {
-		named = &l.Reg // the guard has checked that it is live and of this IA
-	}
-	l, err := memreg.BindTarget(named, t, priv, r.PZ, p.PZ)
+	p := e.(*ep)
+	l, err := r.Target(lm, t, priv, p.PZ) // the guard has checked that lm is live and of this IA
 	if err != nil {
 		return 0, err
 	}
 	w := reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags}, rmr: r}
 	switch p.State {
 	case api.EPConnected:
-	case api.EPDisconnected: // flushed: a new context would never work
-		if l != nil {
-			w.RMRContext = r.IA.mem.StaleContext()
-		}
+	case api.EPDisconnected:
+		w.RMRContext = r.IA.mem.FlushedContext(l)
 		p.complete(&w, api.DTOErrFlushed, 0)
 		return w.RMRContext, nil
 	default:

@@ -36,12 +36,10 @@ func (p *ep) invalidatable(ctx api.RMRContext) *rmr {
 	return r
 }
 
-// lmr is a Local Memory Region (dat_lmr_create(3DAT)): a registration in
-// the IA's memory table, made, queried and freed by the kit (memreg.LMRs).
-type lmr = memreg.LMRObject[*pz, *ep]
-
 // CreateLMR registers memory in pz with privileges priv
-// (dat_lmr_create(3DAT)); see memreg.LMRs.Create.
+// (dat_lmr_create(3DAT)); see memreg.LMRs.Create. An LMR is the kit's
+// (memreg.LMRObject): a registration in the IA's memory table, which
+// answers Query and Free itself.
 func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
 	return i.lmrs.Create(pzArg, region, priv, va)
 }
@@ -86,11 +84,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	p := epArg.(*ep)
-	var named *memreg.LMR[*pz]
-	if l, ok := lmrArg.(*lmr); ok && l != nil {
-		named = &l.Reg
-	}
-	l, err := memreg.BindTarget(named, t, priv, r.PZ, p.PZ)
+	l, err := r.Target(lmrArg, t, priv, p.PZ)
 	if err != nil {
 		return 0, err
 	}
@@ -101,9 +95,7 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 			return 0, api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
 		}
 	case api.EPDisconnected:
-		if l != nil {
-			w.RMRContext = r.IA.mem.StaleContext() // flushed: the context never works
-		}
+		w.RMRContext = r.IA.mem.FlushedContext(l)
 		p.complete(&w, api.DTOErrFlushed, 0)
 		return w.RMRContext, nil
 	default:

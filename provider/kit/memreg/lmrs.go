@@ -115,6 +115,17 @@ type RMRBase[I api.IA, PZ Zone, EP comparable] struct {
 // HandleType reports HandleRMR (dat_get_handle_type(3DAT)).
 func (r *RMRBase[I, PZ, EP]) HandleType() api.HandleType { return api.HandleRMR }
 
+// Target resolves lmrArg, an LMR an LMRs set made (any other value names
+// no LMR), and makes BindTarget's checks for a bind of the window t of it
+// to r, over an EP in epPZ: it returns the LMR to bind, nil for an unbind.
+func (r *RMRBase[I, PZ, EP]) Target(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, epPZ PZ) (*LMR[PZ], error) {
+	var named *LMR[PZ]
+	if l, ok := lmrArg.(*LMRObject[PZ, EP]); ok && l != nil {
+		named = &l.Reg
+	}
+	return BindTarget(named, t, priv, r.PZ, epPZ)
+}
+
 // Param returns the RMR's parameters (dat_rmr_query(3DAT)); while it is
 // unbound the triplet has zero length and the context is the stale last
 // one. The caller holds the lock that guards the binding.

@@ -101,4 +101,33 @@ func TestRMRBase(t *testing.T) {
 	if r.HandleType() != api.HandleRMR || prm.IA != api.IA(ia) || prm.PZ != api.PZ(z) || prm.RMRContext != 42 || prm.LMRTriplet.Length != 0 {
 		t.Fatalf("HandleType %v, Param %+v", r.HandleType(), prm)
 	}
+
+	// Target: an LMR of the set, none, another PZ's EP, an unbind.
+	tab := New[*zone, *ep]()
+	lmrs := NewLMRs(ia, &sync.Mutex{}, tab, 0)
+	mem := make([]byte, 64)
+	x, err := lmrs.Create(z, api.Region{Bytes: mem}, api.MemPrivLocalRead|api.MemPrivLocalWrite, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, _ := x.Query()
+	win := api.LMRTriplet{LMRContext: lp.LMRContext, Addr: lp.RegisteredAddress, Length: 16}
+	if l, err := r.Target(x, win, api.MemPrivRemoteRead, z); err != nil || l != &x.(*LMRObject[*zone, *ep]).Reg {
+		t.Fatalf("Target of the set's LMR = %p, %v", l, err)
+	}
+	if _, err := r.Target(nil, win, api.MemPrivRemoteRead, z); !errors.Is(err, api.ErrInvalidHandle) {
+		t.Fatalf("Target naming no LMR: %v", err)
+	}
+	if _, err := r.Target(x, win, api.MemPrivRemoteRead, &zone{n: 2}); !errors.Is(err, api.ErrProtectionViolation) {
+		t.Fatalf("Target for an EP in another PZ: %v", err)
+	}
+	if l, err := r.Target(nil, api.LMRTriplet{}, 0, z); err != nil || l != nil {
+		t.Fatalf("Target of an unbind = %p, %v", l, err)
+	}
+	if c := tab.FlushedContext(nil); c != 0 {
+		t.Fatalf("a flushed unbind returns context %#x", c)
+	}
+	if c := tab.FlushedContext(&x.(*LMRObject[*zone, *ep]).Reg); c == 0 || tab.LMR(api.LMRContext(c)) != nil {
+		t.Fatalf("a flushed bind returns context %#x, which must be non-zero and name nothing", c)
+	}
 }

@@ -287,6 +287,16 @@ func (t *Table[PZ, EP]) Rebind(r *RMR[PZ, EP], b *Binding[PZ, EP], c api.RMRCont
 	}
 }
 
+// FlushedContext is the context a bind flushed on a DISCONNECTED EP
+// returns: 0 for an unbind (target nil), otherwise a StaleContext, so
+// that the bind's context never works.
+func (t *Table[PZ, EP]) FlushedContext(target *LMR[PZ]) api.RMRContext {
+	if target == nil {
+		return 0
+	}
+	return t.StaleContext()
+}
+
 // StaleContext returns a fresh random context that names nothing and
 // never will: the context a flushed bind returns.
 func (t *Table[PZ, EP]) StaleContext() api.RMRContext {
