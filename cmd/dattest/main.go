@@ -90,8 +90,8 @@
 // least 10, at most 1000). It is that long because it must outlast a
 // transient of the process, not of the link: after the blocking control
 // exchange that begins each run, the Go runtime wakes often for some
-// milliseconds, which a warm-up of a tenth did not cover on the rxe VM
-// (docs/benchmarks.md, "verbs: where the mean went"). The ops:
+// milliseconds, which a warm-up of a tenth did not cover on the rxe VM.
+// The ops:
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
 //     only memory polling can see, so it would have no "wait" mode). Each
