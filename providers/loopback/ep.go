@@ -31,25 +31,14 @@ type recvWR = completion.Recv
 
 var errEPFreed = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
 
-// StateErr is the error for a call the EP's state does not allow.
-// CreateEP creates an Endpoint in the UNCONNECTED state
-// (dat_ep_create(3DAT)). Any EVD may be nil (its events are then
-// discarded); pz may be nil, but the EP cannot move data until it has one.
-// A nil attr gives the provider defaults; in a given attr, zero numeric
-// limits are replaced by the defaults too.
-func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
-	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, nil, attr)
-}
-
-// CreateEPWithSRQ creates an Endpoint that takes its receive buffers from
-// srq (dat_ep_create_with_srq(3DAT)). The SRQ may be in another PZ than
-// the EP: receive buffers are checked against the SRQ's PZ, RDMA against
-// the EP's. The guard has refused a nil srq or attr (the page requires
-// both); the attributes' zero limits are replaced by the defaults.
-func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, srqArg, attr)
-}
-
+// createEP makes an Endpoint in the UNCONNECTED state, the IA's CreateEP
+// and CreateEPWithSRQ (kit.CreateEPs; dat_ep_create(3DAT),
+// dat_ep_create_with_srq(3DAT)). Any EVD may be nil (its events are then
+// discarded); pz may be nil, but the EP cannot move data until it has
+// one. A nil attr gives the provider defaults; in a given attr, zero
+// numeric limits are replaced by the defaults too. srq, when not nil, may
+// be in another PZ than the EP: receive buffers are checked against the
+// SRQ's PZ, RDMA against the EP's.
 func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
 	a, err := epattr.Resolve(attr, defaultEPAttr, epLimits)
 	if err != nil {

@@ -33,22 +33,12 @@ func (i *ia) newEP(e epattr.Endpoint) *ep {
 	return p
 }
 
-// CreateEP creates an Endpoint in the UNCONNECTED state
-// (dat_ep_create(3DAT)). Any EVD may be nil (its events are discarded). A
-// nil attr gives the provider defaults; zero numeric limits of a given one
-// are replaced by the defaults.
-func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
-	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, nil, attr)
-}
-
-// CreateEPWithSRQ creates an Endpoint that takes its receive buffers from
-// srq (dat_ep_create_with_srq(3DAT)); the guard has refused a nil srq or
-// attr. Its peer sends without receive credits (see the package
-// documentation).
-func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, srqArg, attr)
-}
-
+// createEP makes an Endpoint in the UNCONNECTED state, the IA's CreateEP
+// and CreateEPWithSRQ (kit.CreateEPs; dat_ep_create(3DAT),
+// dat_ep_create_with_srq(3DAT)). Any EVD may be nil (its events are
+// discarded). A nil attr gives the provider defaults; zero numeric limits
+// of a given one are replaced by the defaults. The peer of an EP on an
+// SRQ sends without receive credits (see the package documentation).
 func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
 	a, err := epattr.Resolve(attr, defaultEPAttr, epLimits)
 	if err != nil {
