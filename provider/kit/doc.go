@@ -26,10 +26,12 @@
 //   - IA, the base of a provider's IA object: its handle type, async EVD,
 //     closed mark and BeginClose (or LockClose), the start of
 //     dat_ia_close(3DAT), with ClearAll for its end; Live and WhileOpen
-//     for the calls that need an open IA;
+//     for the calls that need an open IA; CreateEPs, both EP create calls
+//     over the provider's one;
 //   - Set, a table of one kind of object of an IA (Put adds to it for a
-//     create), and InUse, which decides a graceful dat_ia_close(3DAT)
-//     from them once for every provider;
+//     create, Each calls a method of every object, as Close does), and
+//     InUse, which decides a graceful dat_ia_close(3DAT) from them once
+//     for every provider;
 //   - PZArg, the provider's own PZ that a create call names, or
 //     ErrInvalidHandle;
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
@@ -64,7 +66,10 @@
 //     iaattr.Software, a software provider's), the IA, provider and EP
 //     attributes made from them, and the checks of EP attributes,
 //     watermarks and SRQ sizes against them (epattr.Resolve, an EP's
-//     attributes at creation); epattr.Endpoint, the EP state every
+//     attributes at creation); srqattr.SRQs and SRQ, the set that creates
+//     an IA's SRQs and the base a provider's SRQ embeds (it writes
+//     PostRecv and Free), and RecvPZ, the PZ an EP's receives are checked
+//     against; epattr.Endpoint, the EP state every
 //     provider records alike (attributes, state, connection ends,
 //     watermarks, with Watch, Unclaim and DisconnectStep, the state rules
 //     of dat_ep_disconnect), and epattr.Links, the EP's PZ, EVDs and SRQ
@@ -75,9 +80,9 @@
 //     object and the set that creates an IA's, for a provider whose LMRs
 //     are registrations and nothing more) and LMR creation for one with
 //     an LMR type of its own (CreateLMR), RMRBase, what an RMR type
-//     embeds,
+//     embeds, with Target, the checked LMR a bind names,
 //     RMR binding and contexts (BindTarget, StartBind, FinishBind,
-//     DropBind), and Coherent, the sync calls of memory that needs no
+//     DropBind, FlushedContext), and Coherent, the sync calls of memory that needs no
 //     synchronisation;
 //   - ring and sgl: a reusing FIFO for queued work requests, and copies
 //     between scatter/gather lists.
