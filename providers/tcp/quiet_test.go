@@ -982,12 +982,20 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 		next    time.Duration
 	}
 	quiet, left := watchQuiet(t)
-	var polling atomic.Bool // the simulated pollers below mark polls (under ia.mu)
+	// Pollers that read frames until the message comes, reduced to the
+	// marks their polls leave: one between every two looks, made by the
+	// look itself (under ia.mu, after it has read the marks), so that no
+	// scheduling delay on a loaded machine can leave a look without one.
+	// They stop at the look that sees the message waiting.
+	var polling atomic.Bool
+	markPoll := func(c *conn) { c.rxPolls++; c.markPolled() }
 	looks := make(chan look, 64)
 	testHookLook = func(c *conn, pending bool, next time.Duration) {
 		if c == quiet.Load() {
 			if pending {
-				polling.Store(false) // (ia.mu is held: no mark comes after this look)
+				polling.Store(false)
+			} else if polling.Load() {
+				markPoll(c)
 			}
 			select {
 			case looks <- look{pending, next}:
@@ -997,23 +1005,16 @@ func TestQuietCheckLooksSoonAtWaitingInput(t *testing.T) {
 	}
 	t.Cleanup(func() { testHookLook = nil })
 	c, rx, tx := makeQuiet(t, quiet)
-	// Pollers that read frames until the message comes, reduced to the
-	// marks their polls leave; they stop at the look that sees it waiting.
-	defer every(100*time.Microsecond, func() {
-		c.ia.mu.Lock()
-		if polling.Load() {
-			c.rxPolls++
-			c.markPolled()
-		}
-		c.ia.mu.Unlock()
-	})()
 	for len(left) > 0 || len(looks) > 0 {
 		select {
 		case <-left:
 		case <-looks:
 		}
 	}
+	c.ia.mu.Lock()
 	polling.Store(true)
+	markPoll(c)
+	c.ia.mu.Unlock()
 	postMessage(t, rx, tx)
 	limit := time.After(5 * time.Second)
 	saw := false
