@@ -190,14 +190,14 @@ func (s *psp) owner() *ia { return s.ia }
 func (s *psp) arrive(c *cr) bool {
 	c.ia, c.psp, c.qual = s.ia, s, s.qual
 	if s.flags == api.PSPProvider {
-		c.local = s.ia.newProviderEP(c.active)
+		c.Local = s.ia.newProviderEP(c.active)
 	}
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{PSP: s, LocalAddr: s.ia.addr, ConnQual: s.qual, CR: c}}
 	if !s.evd.Q.TryPost(&ev, true) {
-		if c.local != nil {
-			c.local.destroy()
-			c.local = nil
+		if c.Local != nil {
+			c.Local.destroy()
+			c.Local = nil
 		}
 		return false
 	}
@@ -262,7 +262,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 func (r *rsp) owner() *ia { return r.ia }
 
 func (r *rsp) arrive(c *cr) bool {
-	c.ia, c.rsp, c.qual, c.local = r.ia, r, r.qual, r.ep
+	c.ia, c.rsp, c.qual, c.Local = r.ia, r, r.qual, r.ep
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.qual, CR: c}}
 	if !r.evd.Q.TryPost(&ev, true) {
@@ -309,37 +309,23 @@ func (r *rsp) Free() error {
 
 // cr is a pending Connection Request (dat_cr_query(3DAT)).
 type cr struct {
-	api.ContextSlot
-	ia         *ia // the service point's IA
-	psp        *psp
-	rsp        *rsp
-	qual       api.ConnQual
-	active     *ep // the requester; nil once it has given up
-	pd         []byte
-	remoteAddr Addr
-	remotePort api.ConnQual
-	local      *ep // the RSP's EP or the provider-created EP, or nil
-	done       bool
+	connreq.CR[*ep]     // handle, the RSP's or provider-created EP, done mark
+	ia              *ia // the service point's IA
+	psp             *psp
+	rsp             *rsp
+	qual            api.ConnQual
+	active          *ep // the requester; nil once it has given up
+	pd              []byte
+	remoteAddr      Addr
+	remotePort      api.ConnQual
 }
-
-var errCRDone = api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request was already accepted, rejected or handed off")
-
-// HandleType reports HandleCR (dat_get_handle_type(3DAT)).
-func (c *cr) HandleType() api.HandleType { return api.HandleCR }
 
 // Query returns the requester's address, port qualifier and private data,
 // and the EP reserved for the request (dat_cr_query(3DAT)).
 func (c *cr) Query() (api.CRParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if c.done {
-		return api.CRParam{}, errCRDone
-	}
-	prm := api.CRParam{RemoteAddr: c.remoteAddr, RemotePortQual: c.remotePort, PrivateData: c.pd}
-	if c.local != nil {
-		prm.LocalEP = c.local
-	}
-	return prm, nil
+	return c.Param(c.remoteAddr, c.remotePort, c.pd)
 }
 
 // pending reports whether the requester still waits for this request.
@@ -350,7 +336,7 @@ func (c *cr) pending() bool {
 
 // finish destroys the CR. fabric.mu is held.
 func (c *cr) finish() {
-	c.done = true
+	c.Done = true
 	c.ia.crs.Remove(c)
 }
 
@@ -358,9 +344,7 @@ func (c *cr) finish() {
 // provider-created EP back to the provider, which destroys it
 // (dat_cr_reject(3DAT)). fabric.mu is held.
 func (c *cr) releaseLocal() {
-	p := c.local
-	c.local = nil
-	if p != nil && !p.freed && p.Unclaim() {
+	if p := c.TakeLocal(); p != nil && !p.freed && p.Unclaim() {
 		p.destroy()
 	}
 }
@@ -378,11 +362,11 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if c.done {
-		return errCRDone
+	if c.Done {
+		return connreq.ErrCRDone
 	}
 	given, _ := epArg.(*ep)
-	p, want, err := connreq.AcceptEP(c.local, given, c.rsp != nil)
+	p, want, err := connreq.AcceptEP(c.Local, given, c.rsp != nil)
 	if err != nil {
 		return err
 	}
@@ -390,7 +374,7 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 		return p.StateErr("accepting a connection request")
 	}
 	c.finish()
-	c.local = nil
+	c.Local = nil
 	p.ProviderOwned = false
 	p.State = api.EPCompletionPending
 	p.LocalPort, p.RemoteAddr, p.RemotePort = c.qual, c.remoteAddr, c.remotePort
@@ -425,8 +409,8 @@ func (c *cr) Reject(privateData []byte) error {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if c.done {
-		return errCRDone
+	if c.Done {
+		return connreq.ErrCRDone
 	}
 	c.finish()
 	if c.pending() {
@@ -448,8 +432,8 @@ func (c *cr) Reject(privateData []byte) error {
 func (c *cr) Handoff(q api.ConnQual) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if c.done {
-		return errCRDone
+	if c.Done {
+		return connreq.ErrCRDone
 	}
 	sp := fabric.quals.At(q)
 	if sp == nil || sp.owner() != c.ia {
@@ -478,5 +462,5 @@ func (c *cr) abort() {
 		a.abandonRequest()
 		a.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
 	}
-	c.done = true
+	c.Done = true
 }

@@ -80,9 +80,10 @@ func TestDirectBadArguments(t *testing.T) {
 	isErr(err, api.ErrInvalidParameter, "Bind unknown privilege")
 	_, err = rmr.Bind(nil, api.LMRTriplet{}, 0, 9, ep, 0, 0)
 	isErr(err, api.ErrInvalidParameter, "Bind unknown VA type")
-	cr := &cr{done: true}
-	isErr(cr.Accept(nil, nil), api.ErrInvalidHandle, "Accept of a finished CR")
-	isErr(cr.Reject(make([]byte, providerLimits.MaxPrivateData+1)), api.ErrInvalidParameter, "Reject long private data")
+	done := &cr{}
+	done.Done = true
+	isErr(done.Accept(nil, nil), api.ErrInvalidHandle, "Accept of a finished CR")
+	isErr(done.Reject(make([]byte, providerLimits.MaxPrivateData+1)), api.ErrInvalidParameter, "Reject long private data")
 	if _, err := (Provider{}).Open(context.Background(), api.OpenParams{AsyncEVDQLen: providerLimits.MaxEVDQLen + 1}); !errors.Is(err, api.ErrInvalidParameter) {
 		t.Fatalf("Open with a huge async queue: %v", err)
 	}

@@ -62,5 +62,3 @@ const (
 // testHookAcceptErr, set by tests only, sees each failed accept of a
 // service point that is listening, with its port.
 var testHookAcceptErr func(q api.ConnQual, err error)
-
-var errCRDone = api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request was already accepted, rejected or handed off")

@@ -269,13 +269,13 @@ func (s *psp) arrive(pr *pendingReq) bool {
 	}
 	c := &cr{ia: s.ia, psp: s, qual: s.l.qual, pr: pr}
 	if s.flags == api.PSPProvider {
-		c.local = s.ia.newProviderEP(&pr.c.hs)
+		c.Local = s.ia.newProviderEP(&pr.c.hs)
 	}
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{PSP: s, LocalAddr: &net.IPAddr{IP: s.ia.ip}, ConnQual: s.l.qual, CR: c}}
 	if !s.evd.Q.TryPost(&ev, true) {
-		if c.local != nil {
-			c.local.destroy()
+		if c.Local != nil {
+			c.Local.destroy()
 		}
 		return false
 	}
@@ -346,7 +346,7 @@ func (r *rsp) arrive(pr *pendingReq) bool {
 	if r.l.stopped || r.consumed || r.ep.State != api.EPReserved {
 		return false
 	}
-	c := &cr{ia: r.ia, rsp: r, qual: r.l.qual, pr: pr, local: r.ep}
+	c := &cr{CR: connreq.CR[*ep]{Local: r.ep}, ia: r.ia, rsp: r, qual: r.l.qual, pr: pr}
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{RSP: r, LocalAddr: &net.IPAddr{IP: r.ia.ip}, ConnQual: r.l.qual, CR: c}}
 	if !r.evd.Q.TryPost(&ev, true) {
@@ -391,32 +391,20 @@ func (r *rsp) Free() error {
 
 // cr is a pending Connection Request (dat_cr_query(3DAT)).
 type cr struct {
-	api.ContextSlot
-	ia    *ia
-	psp   *psp
-	rsp   *rsp
-	qual  api.ConnQual
-	pr    *pendingReq
-	local *ep
-	done  bool
+	connreq.CR[*ep] // handle, the RSP's or provider-created EP, done mark
+	ia              *ia
+	psp             *psp
+	rsp             *rsp
+	qual            api.ConnQual
+	pr              *pendingReq
 }
-
-// HandleType reports HandleCR (dat_get_handle_type(3DAT)).
-func (c *cr) HandleType() api.HandleType { return api.HandleCR }
 
 // Query returns the requester's IP address, port qualifier and private
 // data, and the EP reserved for the request (dat_cr_query(3DAT)).
 func (c *cr) Query() (api.CRParam, error) {
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
-	if c.done {
-		return api.CRParam{}, errCRDone
-	}
-	prm := api.CRParam{RemoteAddr: c.remoteAddr(), RemotePortQual: api.ConnQual(c.pr.c.hs.PortQual), PrivateData: c.pr.c.pd}
-	if c.local != nil {
-		prm.LocalEP = c.local
-	}
-	return prm, nil
+	return c.Param(c.remoteAddr(), api.ConnQual(c.pr.c.hs.PortQual), c.pr.c.pd)
 }
 
 func (c *cr) remoteAddr() net.Addr {
@@ -427,16 +415,14 @@ func (c *cr) remoteAddr() net.Addr {
 }
 
 func (c *cr) finish() {
-	c.done = true
+	c.Done = true
 	c.ia.crs.Remove(c)
 }
 
 // releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
 // provider-created EP to the provider, which destroys it. ia.mu is held.
 func (c *cr) releaseLocal() {
-	p := c.local
-	c.local = nil
-	if p != nil && !p.freed && p.Unclaim() {
+	if p := c.TakeLocal(); p != nil && !p.freed && p.Unclaim() {
 		p.destroy()
 	}
 }
@@ -453,11 +439,11 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	}
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
-	if c.done {
-		return errCRDone
+	if c.Done {
+		return connreq.ErrCRDone
 	}
 	given, _ := epArg.(*ep)
-	p, want, err := connreq.AcceptEP(c.local, given, c.rsp != nil)
+	p, want, err := connreq.AcceptEP(c.Local, given, c.rsp != nil)
 	if err != nil {
 		return err
 	}
@@ -465,7 +451,7 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 		return p.StateErr("accepting a connection request")
 	}
 	c.finish()
-	c.local = nil
+	c.Local = nil
 	k := c.pr.c
 	p.ProviderOwned = false
 	p.State = api.EPCompletionPending
@@ -487,8 +473,8 @@ func (c *cr) Reject(privateData []byte) error {
 	}
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
-	if c.done {
-		return errCRDone
+	if c.Done {
+		return connreq.ErrCRDone
 	}
 	c.finish()
 	c.pr.decide(hsReject, privateData)
@@ -504,8 +490,8 @@ func (c *cr) Reject(privateData []byte) error {
 func (c *cr) Handoff(q api.ConnQual) error {
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
-	if c.done {
-		return errCRDone
+	if c.Done {
+		return connreq.ErrCRDone
 	}
 	var sp servicePoint
 	for s := range c.ia.psps.All() {
@@ -532,6 +518,6 @@ func (c *cr) Handoff(q api.ConnQual) error {
 // abort refuses the request because its IA is closing: the requester gets
 // NON_PEER_REJECTED. ia.mu is held.
 func (c *cr) abort() {
-	c.done = true
+	c.Done = true
 	c.pr.decide(hsNonPeer, nil)
 }

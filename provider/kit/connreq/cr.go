@@ -1,0 +1,54 @@
+package connreq
+
+import (
+	"net"
+
+	"github.com/godat/godat/api"
+)
+
+// ErrCRDone is the error of a call on a connection request that was
+// already accepted, rejected or handed off.
+var ErrCRDone = api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request was already accepted, rejected or handed off")
+
+// CR is the part of a connection request (dat_cr_query(3DAT) and the
+// calls on a CR) that a software provider keeps as every other does: its
+// handle, the EP reserved for it (an RSP's, or one the provider made for
+// a PSP; the zero E when none) and whether it is done. The provider's CR
+// type embeds it under the provider's lock; E is the provider's EP
+// pointer type.
+type CR[E interface {
+	comparable
+	api.EP
+}] struct {
+	api.ContextSlot
+	Local E
+	Done  bool // accepted, rejected or handed off
+}
+
+// HandleType reports HandleCR (dat_get_handle_type(3DAT)).
+func (c *CR[E]) HandleType() api.HandleType { return api.HandleCR }
+
+// Param returns the request's parameters (dat_cr_query(3DAT)) from the
+// requester's address, port qualifier and private data, with the
+// reserved EP if there is one; ErrCRDone once the request is done.
+func (c *CR[E]) Param(remote net.Addr, port api.ConnQual, pd []byte) (api.CRParam, error) {
+	if c.Done {
+		return api.CRParam{}, ErrCRDone
+	}
+	prm := api.CRParam{RemoteAddr: remote, RemotePortQual: port, PrivateData: pd}
+	var none E
+	if c.Local != none {
+		prm.LocalEP = c.Local
+	}
+	return prm, nil
+}
+
+// TakeLocal returns the reserved EP, the zero E when there is none, and
+// forgets it: for an accept that connects it, or a reject or handoff
+// that gives it back.
+func (c *CR[E]) TakeLocal() E {
+	p := c.Local
+	var none E
+	c.Local = none
+	return p
+}
