@@ -58,8 +58,10 @@
 //     an EP those calls over its one PostRequest, and the events that
 //     complete requests and receives under the rules for suppressed,
 //     unsignalled and solicited completions;
-//   - connreq: connection-management argument checks, the choice of the
-//     EP an accept connects, an active EP's connection Timeout, and
+//   - connreq: connection-management argument checks, CR, the part of a
+//     connection request every provider keeps alike (its reserved EP,
+//     its done mark and its query), the choice of the EP an accept
+//     connects, an active EP's connection Timeout, and
 //     Quals, the listening qualifiers of a provider whose qualifiers are
 //     its own;
 //   - iaattr, epattr, srqattr: a provider's limits stated once (from
