@@ -102,8 +102,7 @@ func (p *ep) send(w *reqWR) {
 		return
 	}
 	q := p.peer
-	rw := *q.recvs.Front()
-	q.recvs.PopFront()
+	rw := *q.recvs.Take()
 	dst, room, ok := q.ia.mem.Gather(nil, rw.IOV, q.PZ, api.MemPrivLocalWrite)
 	var target *rmr
 	if w.Invalidate {
@@ -198,15 +197,9 @@ func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 // peer runs into it now.
 func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	defer lock()()
-	if p.State == api.EPDisconnected {
-		p.completeRecv(&recvWR{Cookie: cookie, Flags: flags}, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-		return nil
+	if ok, err := p.recvs.Post(p.State, false, p.Attr.MaxRecvDTOs, recvWR{Cookie: cookie, Flags: flags, IOV: iov}, p.flushRecv); !ok {
+		return err
 	}
-	if p.recvs.Len() >= p.Attr.MaxRecvDTOs {
-		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP has MaxRecvDTOs receives posted")
-	}
-	s := p.recvs.PushBack()
-	s.Cookie, s.Flags, s.IOV = cookie, flags, append(s.IOV[:0], iov...)
 	p.watermarks()
 	if q := p.peer; q != nil {
 		q.pump()
@@ -220,6 +213,12 @@ func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, 
 	p.RecvEVD.Deliver(&ev, notify)
 }
 
+// flushRecv completes a receive flushed by the end of a connection or
+// posted to a DISCONNECTED EP.
+func (p *ep) flushRecv(rw *recvWR) {
+	p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+}
+
 // flush completes every outstanding request, then every receive, with
 // DTOErrFlushed, in post order.
 func (p *ep) flush() {
@@ -230,9 +229,5 @@ func (p *ep) flush() {
 		p.complete(w, api.DTOErrFlushed, 0)
 		w.rmr = nil
 	}
-	for p.recvs.Len() > 0 {
-		rw := p.recvs.Front()
-		p.recvs.PopFront()
-		p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-	}
+	p.recvs.Flush(p.flushRecv)
 }

@@ -20,7 +20,7 @@ type ep struct {
 	ia                                     *ia
 	epattr.Links[*pz, *evd, *epattr.NoSRQ] // PZ and EVDs
 	freed                                  bool
-	recvs                                  ring.Ring[recvWR]
+	recvs                                  completion.Recvs
 	reqs                                   ring.Ring[reqWR] // requests behind a send that waits for a receive
 	peer                                   *ep              // while CONNECTED or DISCONNECT_PENDING
 	cr                                     *cr              // the active side's pending request
@@ -61,10 +61,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 		return err
 	}
 	defer lock()()
-	if !epattr.Modifiable(p.State, mask) {
-		return p.StateErr("modifying these EP parameters")
-	}
-	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, limits.EP(), p.recvs.Len())
+	a, err := p.Modified(mask, prm, limits.EP(), p.recvs.Len())
 	if err != nil {
 		return err
 	}

@@ -362,21 +362,12 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if c.Done {
-		return connreq.ErrCRDone
-	}
 	given, _ := epArg.(*ep)
-	p, want, err := connreq.AcceptEP(c.Local, given, c.rsp != nil)
+	p, err := c.Accepting(given, c.rsp != nil)
 	if err != nil {
 		return err
 	}
-	if p.State != want {
-		return p.StateErr("accepting a connection request")
-	}
-	c.finish()
-	c.Local = nil
-	p.ProviderOwned = false
-	p.State = api.EPCompletionPending
+	c.ia.crs.Remove(c)
 	p.LocalPort, p.RemoteAddr, p.RemotePort = c.qual, c.remoteAddr, c.remotePort
 	if !c.pending() {
 		p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)

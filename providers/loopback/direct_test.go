@@ -66,7 +66,6 @@ func TestDirectBadArguments(t *testing.T) {
 	isErr(ep.Connect(nil, 1, -1, nil, 0, 0), api.ErrInvalidAddress, "Connect nil address")
 	isErr(ep.Connect((*Addr)(nil), 1, -1, nil, 0, 0), api.ErrInvalidAddress, "Connect nil *Addr")
 	isErr(ep.Connect(Addr{}, 1, -1, nil, 0, 0x40), api.ErrInvalidParameter, "Connect unknown flags")
-	isErr(ep.SetWatermark(-5, 0), api.ErrInvalidParameter, "SetWatermark negative")
 	var ev api.Event
 	isErr(evd.Dequeue(nil), api.ErrInvalidParameter, "Dequeue nil event")
 	//lint:ignore SA1012 checking the nil-context guard on purpose

@@ -287,19 +287,9 @@ func (p *ep) complete(w *reqWR, st api.DTOStatus, n uint64) {
 func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	switch {
-	case p.SRQ != nil:
-		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
-	case p.State == api.EPDisconnected:
-		rw := recvWR{Cookie: cookie, Flags: flags}
-		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-		return nil
-	case p.recvs.Len() >= p.Attr.MaxRecvDTOs:
-		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
+	if ok, err := p.recvs.Post(p.State, p.SRQ != nil, p.Attr.MaxRecvDTOs, recvWR{Cookie: cookie, Flags: flags, IOV: iov}, p.flushRecv); !ok {
+		return err
 	}
-	s := p.recvs.PushBack()
-	s.Cookie, s.Flags = cookie, flags
-	s.IOV = append(s.IOV[:0], iov...)
 	if p.watermarks(p.recvs.Len()) {
 		p.breakConnection()
 		return nil
@@ -324,9 +314,7 @@ func (p *ep) takeRecv() *recvWR {
 	if s := p.SRQ; s != nil {
 		return s.Take()
 	}
-	rw := p.recvs.Front()
-	p.recvs.PopFront()
-	return rw
+	return p.recvs.Take()
 }
 
 // completeRecv posts the completion of a receive to the receive EVD. A
@@ -337,6 +325,12 @@ func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, 
 	var ev api.Event
 	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 	p.RecvEVD.Deliver(&ev, notify)
+}
+
+// flushRecv completes a receive flushed by the end of a connection or
+// posted to a DISCONNECTED EP. fabric.mu is held.
+func (p *ep) flushRecv(rw *recvWR) {
+	p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 }
 
 // flush completes every outstanding request, then every posted receive,
@@ -351,9 +345,5 @@ func (p *ep) flush() {
 		p.complete(w, api.DTOErrFlushed, 0)
 		w.rmr, w.bind = nil, nil
 	}
-	for p.recvs.Len() > 0 {
-		rw := p.recvs.Front()
-		p.recvs.PopFront()
-		p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-	}
+	p.recvs.Flush(p.flushRecv)
 }

@@ -19,11 +19,11 @@ type ep struct {
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
 	freed                         bool
-	recvs                         ring.Ring[recvWR] // posted receives (not with an SRQ)
-	reqs                          ring.Ring[reqWR]  // requests waiting behind a send with no receive at the peer
-	peer                          *ep               // the other end while CONNECTED or DISCONNECT_PENDING
-	cr                            *cr               // active side: the pending request
-	timeout                       connreq.Timeout   // active side: the connection timeout
+	recvs                         completion.Recvs // posted receives (not with an SRQ)
+	reqs                          ring.Ring[reqWR] // requests waiting behind a send with no receive at the peer
+	peer                          *ep              // the other end while CONNECTED or DISCONNECT_PENDING
+	cr                            *cr              // active side: the pending request
+	timeout                       connreq.Timeout  // active side: the connection timeout
 }
 
 // recvWR is a posted receive.
@@ -123,10 +123,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if !epattr.Modifiable(p.State, mask) {
-		return p.StateErr("modifying these EP parameters")
-	}
-	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits, p.recvs.Len())
+	a, err := p.Modified(mask, prm, epLimits, p.recvs.Len())
 	if err != nil {
 		return err
 	}
@@ -273,9 +270,6 @@ func (p *ep) RecvQuery() (int, int, error) {
 // epattr.SoftHighWatermarkEvent once per call; above the hard one the
 // connection breaks. Either may happen in this call.
 func (p *ep) SetWatermark(soft, hard int) error {
-	if err := epattr.CheckWatermarks(soft, hard); err != nil {
-		return err
-	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	p.SetWatermarks(soft, hard)

@@ -439,22 +439,13 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 	}
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
-	if c.Done {
-		return connreq.ErrCRDone
-	}
 	given, _ := epArg.(*ep)
-	p, want, err := connreq.AcceptEP(c.Local, given, c.rsp != nil)
+	p, err := c.Accepting(given, c.rsp != nil)
 	if err != nil {
 		return err
 	}
-	if p.State != want {
-		return p.StateErr("accepting a connection request")
-	}
-	c.finish()
-	c.Local = nil
+	c.ia.crs.Remove(c)
 	k := c.pr.c
-	p.ProviderOwned = false
-	p.State = api.EPCompletionPending
 	p.LocalPort, p.RemoteAddr, p.RemotePort = c.qual, c.remoteAddr(), api.ConnQual(k.hs.PortQual)
 	k.ep = p
 	p.adopt(k)

@@ -175,8 +175,7 @@ func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 			p.lost(c) // the peer sent without a credit
 			return nil, false
 		}
-		rw = p.recvs.Front()
-		p.recvs.PopFront()
+		rw = p.recvs.Take()
 	}
 	c.cur.Cookie, c.cur.Flags = rw.Cookie, rw.Flags
 	dst, room, ok := p.ia.mem.Gather(c.rsegs[:0], rw.IOV, srqattr.RecvPZ(p.SRQ, p.PZ), api.MemPrivLocalWrite)

@@ -334,19 +334,9 @@ func (p *ep) complete(w *reqWR, st api.DTOStatus) {
 func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	switch {
-	case p.SRQ != nil:
-		return api.Errorf(api.InvalidState, api.NoSubtype, "the EP takes its receives from an SRQ; post them there")
-	case p.State == api.EPDisconnected:
-		rw := recvWR{Cookie: cookie, Flags: flags}
-		p.completeRecv(&rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-		return nil
-	case p.recvs.Len() >= p.Attr.MaxRecvDTOs:
-		return api.Errorf(api.InsufficientResources, api.NoSubtype, fmt.Sprintf("the EP already has %d receives posted", p.recvs.Len()))
+	if ok, err := p.recvs.Post(p.State, p.SRQ != nil, p.Attr.MaxRecvDTOs, recvWR{Cookie: cookie, Flags: flags, IOV: iov}, p.flushRecv); !ok {
+		return err
 	}
-	s := p.recvs.PushBack()
-	s.Cookie, s.Flags = cookie, flags
-	s.IOV = append(s.IOV[:0], iov...)
 	if p.watermarks(p.heldRecvs()) {
 		p.breakConn(p.c, false)
 		return nil
@@ -376,6 +366,12 @@ func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, 
 	}
 }
 
+// flushRecv completes a receive flushed by the end of a connection or
+// posted to a DISCONNECTED EP. ia.mu is held.
+func (p *ep) flushRecv(rw *recvWR) {
+	p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+}
+
 // flush completes every outstanding request (with its failure status if it
 // has one, else DTOErrFlushed), then the receive being filled, then every
 // posted receive, in post order. ia.mu is held.
@@ -398,12 +394,8 @@ func (p *ep) flush() {
 		c.nextTx = 0
 		if c.inRecv {
 			c.inRecv = false
-			p.completeRecv(&c.cur, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
+			p.flushRecv(&c.cur)
 		}
 	}
-	for p.recvs.Len() > 0 {
-		rw := p.recvs.Front()
-		p.recvs.PopFront()
-		p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-	}
+	p.recvs.Flush(p.flushRecv)
 }

@@ -19,7 +19,7 @@ type ep struct {
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
 	freed                         bool
-	recvs                         ring.Ring[recvWR]
+	recvs                         completion.Recvs
 	reqs                          ring.Ring[reqWR]
 	c                             *conn   // the current connection or attempt
 	conns                         []*conn // every connection whose goroutines may still run
@@ -127,10 +127,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if !epattr.Modifiable(p.State, mask) {
-		return p.StateErr("modifying these EP parameters")
-	}
-	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits, p.recvs.Len())
+	a, err := p.Modified(mask, prm, epLimits, p.recvs.Len())
 	if err != nil {
 		return err
 	}
@@ -312,9 +309,6 @@ func (p *ep) RecvQuery() (int, int, error) {
 // epattr.SoftHighWatermarkEvent once per call; above the hard one a
 // connection breaks. Either may happen in this call.
 func (p *ep) SetWatermark(soft, hard int) error {
-	if err := epattr.CheckWatermarks(soft, hard); err != nil {
-		return err
-	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	p.SetWatermarks(soft, hard)

@@ -274,10 +274,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	defer p.armCQs() // after the unlock: the QP's CQs, or their users, may have changed
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if !epattr.Modifiable(p.State, mask) {
-		return p.StateErr("modifying these EP parameters")
-	}
-	a, err := epattr.ModifyAttr(p.Attr, &prm.Attr, mask, epLimits(p.ia.dev), p.recvs.Len())
+	a, err := p.Modified(mask, prm, epLimits(p.ia.dev), p.recvs.Len())
 	if err != nil {
 		return err
 	}

@@ -256,9 +256,6 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 // epattr.SoftHighWatermarkEvent once per call; above the hard one the
 // connection breaks. Either may happen in this call.
 func (p *ep) SetWatermark(soft, hard int) error {
-	if err := epattr.CheckWatermarks(soft, hard); err != nil {
-		return err
-	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
 	p.SetWatermarks(soft, hard)

@@ -62,8 +62,6 @@ var mutants = []mutant{
 		new: "\t\t\tsgl.Scatter(segs, span)\n\t\t\tn = 0\n"},
 	{id: "lb-reqs-max", area: "loopback", file: lbDTO, desc: "one request more than MaxRequestDTOs may wait",
 		old: "\tif p.reqs.Len() >= p.Attr.MaxRequestDTOs {", new: "\tif p.reqs.Len() > p.Attr.MaxRequestDTOs {"},
-	{id: "lb-recvs-max", area: "loopback", file: lbDTO, desc: "one receive more than MaxRecvDTOs may be posted",
-		old: "p.recvs.Len() >= p.Attr.MaxRecvDTOs:", new: "p.recvs.Len() > p.Attr.MaxRecvDTOs:"},
 	{id: "lb-suppress-flush", area: "loopback", file: lbDTO, desc: "a suppressed request flushed by a disconnect does not complete",
 		old: "\t\tp.complete(w, api.DTOErrFlushed, 0)\n\t\tw.rmr, w.bind = nil, nil",
 		new: "\t\tif w.Flags&api.CompletionSuppress == 0 {\n\t\t\tp.complete(w, api.DTOErrFlushed, 0)\n\t\t}\n\t\tw.rmr, w.bind = nil, nil"},
@@ -109,8 +107,6 @@ var mutants = []mutant{
 		old: "\t\tbad = api.DTOErrLocalLength", new: "\t\tbad = api.DTOErrLocalProtection"},
 	{id: "tcp-reqs-max", area: "tcp", file: tcDTO, desc: "one request more than MaxRequestDTOs may be outstanding",
 		old: "\treturn p.reqs.Len() >= p.Attr.MaxRequestDTOs", new: "\treturn p.reqs.Len() > p.Attr.MaxRequestDTOs"},
-	{id: "tcp-recvs-max", area: "tcp", file: tcDTO, desc: "one receive more than MaxRecvDTOs may be posted",
-		old: "p.recvs.Len() >= p.Attr.MaxRecvDTOs:", new: "p.recvs.Len() > p.Attr.MaxRecvDTOs:"},
 	{id: "tcp-suppress-fail", area: "tcp", file: tcDTO, desc: "a suppressed request that fails or is flushed does not complete",
 		old: "w.Event(&ev, p, w.rmr, st, w.n); post {", new: "w.Event(&ev, p, w.rmr, st, w.n); post && w.Flags&api.CompletionSuppress == 0 {"},
 	{id: "tcp-suppress-flush", area: "tcp", file: tcDTO, desc: "a suppressed request flushed by a disconnect does not complete",
@@ -218,6 +214,8 @@ var mutants = []mutant{
 		old: "\tif g.flags&need == 0 {", new: "\tif false && g.flags&need == 0 {"},
 
 	// --- internal packages shared by loopback and tcp ---
+	{id: "kit-recvs-max", area: "kit", file: "provider/kit/completion/recvs.go", desc: "an EP takes one receive more than MaxRecvDTOs",
+		old: "case q.Len() >= max:", new: "case q.Len() > max:"},
 	{id: "kit-srq-max", area: "kit", file: "provider/kit/srqattr/queue.go", desc: "an SRQ takes one receive more than its size",
 		old: "\tif q.recvs.Len() >= q.max {", new: "\tif q.recvs.Len() > q.max {"},
 	{id: "kit-srq-lw", area: "kit", file: "provider/kit/srqattr/queue.go", desc: "the SRQ low watermark fires at the watermark, not below",

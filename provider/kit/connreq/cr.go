@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/epattr"
 )
 
 // ErrCRDone is the error of a call on a connection request that was
@@ -15,10 +16,11 @@ var ErrCRDone = api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection r
 // handle, the EP reserved for it (an RSP's, or one the provider made for
 // a PSP; the zero E when none) and whether it is done. The provider's CR
 // type embeds it under the provider's lock; E is the provider's EP
-// pointer type.
+// pointer type, which embeds epattr.Endpoint.
 type CR[E interface {
 	comparable
 	api.EP
+	EndpointBase() *epattr.Endpoint
 }] struct {
 	api.ContextSlot
 	Local E
@@ -51,4 +53,31 @@ func (c *CR[E]) TakeLocal() E {
 	var none E
 	c.Local = none
 	return p
+}
+
+// Accepting is the start of dat_cr_accept(3DAT) that every software
+// provider makes alike, under its lock. It refuses a request that is done
+// (ErrCRDone); picks the accepting EP, the consumer's given EP or the
+// request's own (AcceptEP), and checks that EP's state (ErrInvalidState
+// with the state's subtype). On any error nothing changes. Otherwise the
+// request is done and forgets its reserved EP, and the accepting EP,
+// now the consumer's, is in COMPLETION_PENDING; the provider removes the
+// CR from its table and goes on to connect the EP.
+func (c *CR[E]) Accepting(given E, reserved bool) (E, error) {
+	var none E
+	if c.Done {
+		return none, ErrCRDone
+	}
+	p, want, err := AcceptEP(c.Local, given, reserved)
+	if err != nil {
+		return none, err
+	}
+	e := p.EndpointBase()
+	if e.State != want {
+		return none, e.StateErr("accepting a connection request")
+	}
+	c.Done, c.Local = true, none
+	e.ProviderOwned = false
+	e.State = api.EPCompletionPending
+	return p, nil
 }

@@ -6,9 +6,13 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/epattr"
 )
 
-type testEP struct{ api.EP }
+type testEP struct {
+	api.EP
+	epattr.Endpoint
+}
 
 func TestCR(t *testing.T) {
 	var c CR[*testEP]
@@ -34,5 +38,33 @@ func TestCR(t *testing.T) {
 	c.Done = true
 	if _, err := c.Param(addr, 7, pd); !errors.Is(err, api.ErrInvalidHandle) || err != ErrCRDone {
 		t.Fatalf("Param of a done CR: %v", err)
+	}
+}
+
+// TestCRAccepting checks that Accepting changes nothing on a refusal and
+// on success leaves the request done and the EP the consumer's, in
+// COMPLETION_PENDING.
+func TestCRAccepting(t *testing.T) {
+	own := &testEP{Endpoint: epattr.Endpoint{State: api.EPTentativeConnectionPending, ProviderOwned: true}}
+	other := &testEP{Endpoint: epattr.Endpoint{State: api.EPUnconnected}}
+	c := CR[*testEP]{Local: own}
+	if _, err := c.Accepting(other, false); !errors.Is(err, api.ErrInvalidParameter) || c.Done || c.Local != own {
+		t.Fatalf("another EP for a request with its own: %v, done %v", err, c.Done)
+	}
+	own.State = api.EPDisconnected
+	if _, err := c.Accepting(nil, false); !errors.Is(err, api.ErrInvalidState) || c.Done || c.Local != own || !own.ProviderOwned {
+		t.Fatalf("own EP in the wrong state: %v, done %v", err, c.Done)
+	}
+	own.State = api.EPTentativeConnectionPending
+	p, err := c.Accepting(nil, false)
+	if err != nil || p != own || !c.Done || c.Local != nil || own.ProviderOwned || own.State != api.EPCompletionPending {
+		t.Fatalf("Accepting = %v, %v; done %v, local %v, provider-owned %v, %s", p, err, c.Done, c.Local, own.ProviderOwned, own.State)
+	}
+	if _, err := c.Accepting(other, false); err != ErrCRDone || other.State != api.EPUnconnected {
+		t.Fatalf("a done request: %v", err)
+	}
+	c = CR[*testEP]{}
+	if p, err := c.Accepting(other, false); err != nil || p != other || other.State != api.EPCompletionPending {
+		t.Fatalf("the consumer's EP: %v, %v, %s", p, err, other.State)
 	}
 }

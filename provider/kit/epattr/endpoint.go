@@ -28,11 +28,28 @@ type Endpoint struct {
 	WM                    Watermarks
 }
 
+// EndpointBase returns e: through the provider's EP type that embeds it,
+// it gives kit code that holds the provider's type (connreq.CR) the
+// Endpoint.
+func (e *Endpoint) EndpointBase() *Endpoint { return e }
+
 // StateErr is the error for a call, described by what ("posting a
 // send"), that the EP's state does not allow: ErrInvalidState with the
 // state's subtype.
 func (e *Endpoint) StateErr(what string) error {
 	return api.Errorf(api.InvalidState, e.State.StateSubtype(), fmt.Sprintf("%s is not allowed in state %s", what, e.State))
+}
+
+// Modified returns the EP's attributes as dat_ep_modify(3DAT) would make
+// them: ErrInvalidState (nothing changes) when the EP's state does not
+// allow the fields of mask to change, else ModifyAttr's result for an EP
+// holding posted receives. The caller applies the result and the links
+// (Links.Apply) once it has done what the change needs of its own.
+func (e *Endpoint) Modified(mask api.EPParamMask, prm *api.EPParam, l Limits, posted int) (api.EPAttr, error) {
+	if !Modifiable(e.State, mask) {
+		return e.Attr, e.StateErr("modifying these EP parameters")
+	}
+	return ModifyAttr(e.Attr, &prm.Attr, mask, l, posted)
 }
 
 // Param returns the EP's parameters as dat_ep_query(3DAT) reports them,
@@ -67,7 +84,7 @@ func (e *Endpoint) Unclaim() (destroy bool) {
 }
 
 // SetWatermarks records the high watermarks of dat_ep_set_watermark(3DAT),
-// which CheckWatermarks has passed: the soft one in the attributes, where
+// which the guard has checked: the soft one in the attributes, where
 // dat_ep_query(3DAT) reports it, and both in WM, armed again.
 func (e *Endpoint) SetWatermarks(soft, hard int) {
 	e.Attr.SRQSoftHighWatermark = soft

@@ -212,16 +212,6 @@ func ModifyAttr(cur api.EPAttr, next *api.EPAttr, mask api.EPParamMask, l Limits
 	return cur, nil
 }
 
-// CheckWatermarks checks the soft and hard high watermarks of
-// dat_ep_set_watermark(3DAT): each non-negative or api.WatermarkInfinite
-// (ErrInvalidParameter otherwise).
-func CheckWatermarks(soft, hard int) error {
-	if (soft < 0 && soft != api.WatermarkInfinite) || (hard < 0 && hard != api.WatermarkInfinite) {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "watermarks must be non-negative or WatermarkInfinite")
-	}
-	return nil
-}
-
 // SoftHighWatermarkEvent is the event number of an EP's soft high
 // watermark notification. DAT 2.0 names its reason
 // (DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT, api.ReasonEPSoftHighWater) but
@@ -244,7 +234,7 @@ type Watermarks struct {
 }
 
 // Set replaces the watermarks, each non-negative or api.WatermarkInfinite
-// (CheckWatermarks), and arms the soft one's event again.
+// (the guard has checked them), and arms the soft one's event again.
 func (w *Watermarks) Set(soft, hard int) {
 	w.soft, w.softArmed = soft, soft != api.WatermarkInfinite
 	w.hard, w.hardSet = hard, hard != api.WatermarkInfinite

@@ -42,6 +42,29 @@ func TestCheckModify(t *testing.T) {
 	}
 }
 
+// TestModified checks that an EP's state gates the change before the
+// attributes are merged, and that the merge sees the posted receives.
+func TestModified(t *testing.T) {
+	l := Limits{MaxDTOs: 100, MaxIOV: 4, MaxRDMAReads: 4, MaxMessageSize: 1 << 20, MaxRDMASize: 1 << 20}
+	e := Endpoint{Attr: api.EPAttr{ServiceType: api.ServiceRC, MaxRecvDTOs: 10, MaxRequestDTOs: 10}, State: api.EPConnected}
+	prm := &api.EPParam{Attr: api.EPAttr{MaxRecvDTOs: 20}}
+	_, err := e.Modified(api.EPFieldMaxRecvDTOs, prm, l, 0)
+	var de *api.Error
+	if !errors.As(err, &de) || de.Type != api.InvalidState || de.Sub != api.EPConnected.StateSubtype() {
+		t.Errorf("CONNECTED: %v; want ErrInvalidState with the state's subtype", err)
+	}
+	e.State = api.EPReserved
+	if a, err := e.Modified(api.EPFieldMaxRecvDTOs, prm, l, 0); err != nil || a.MaxRecvDTOs != 20 || e.Attr.MaxRecvDTOs != 10 {
+		t.Errorf("RESERVED: %+v, %v; want MaxRecvDTOs 20 returned, the EP's own unchanged", a, err)
+	}
+	if _, err := e.Modified(api.EPFieldPZ, prm, l, 0); !errors.Is(err, api.ErrInvalidState) {
+		t.Errorf("the PZ in RESERVED: %v; want ErrInvalidState", err)
+	}
+	if _, err := e.Modified(api.EPFieldMaxRecvDTOs, prm, l, 21); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("below the posted receives: %v", err)
+	}
+}
+
 func TestModifyAttr(t *testing.T) {
 	l := Limits{MaxDTOs: 100, MaxIOV: 4, MaxRDMAReads: 4, MaxMessageSize: 1 << 20, MaxRDMASize: 1 << 20}
 	cur := api.EPAttr{ServiceType: api.ServiceRC, MaxRecvDTOs: 10, MaxRequestDTOs: 10}
@@ -59,12 +82,6 @@ func TestModifyAttr(t *testing.T) {
 	}
 	if a, err := ModifyAttr(cur, next, api.EPFieldPZ, l, 50); err != nil || a.MaxRecvDTOs != cur.MaxRecvDTOs {
 		t.Errorf("no attribute in the mask: %+v, %v", a, err)
-	}
-	if err := CheckWatermarks(api.WatermarkInfinite, 0); err != nil {
-		t.Error(err)
-	}
-	if err := CheckWatermarks(-2, 0); !errors.Is(err, api.ErrInvalidParameter) {
-		t.Errorf("negative watermark: %v", err)
 	}
 }
 
