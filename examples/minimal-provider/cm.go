@@ -176,7 +176,7 @@ func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
 func (r *rsp) Query() (api.RSPParam, error) {
 	defer lock()()
 	prm := api.RSPParam{IA: r.ia, ConnQual: r.qual, EVD: r.evd}
-	if !r.ep.freed {
+	if !r.ep.Freed {
 		prm.EP = r.ep
 	}
 	return prm, nil

@@ -19,7 +19,6 @@ type ep struct {
 	completion.Posts                       // the DTO post calls, through PostRequest
 	ia                                     *ia
 	epattr.Links[*pz, *evd, *epattr.NoSRQ] // PZ and EVDs
-	freed                                  bool
 	recvs                                  completion.Recvs
 	reqs                                   ring.Ring[reqWR] // requests behind a send that waits for a receive
 	peer                                   *ep              // while CONNECTED or DISCONNECT_PENDING
@@ -61,13 +60,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 		return err
 	}
 	defer lock()()
-	a, err := p.Modified(mask, prm, limits.EP(), p.recvs.Len())
-	if err != nil {
-		return err
-	}
-	p.Attr = a
-	p.Apply(mask, prm)
-	return nil
+	return p.Change(mask, prm, limits.EP(), p.recvs.Len(), p.Apply)
 }
 
 // Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)).
@@ -107,7 +100,7 @@ func (p *ep) destroy() func() {
 		p.abandon()
 	}
 	p.timeout.Stop()
-	p.State, p.freed = api.EPDisconnected, true
+	p.State, p.Freed = api.EPDisconnected, true
 	p.recvs.Clear()
 	p.reqs.Clear()
 	p.ia.eps.Remove(p)

@@ -287,7 +287,7 @@ func (r *rsp) Query() (api.RSPParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	prm := api.RSPParam{IA: r.ia, ConnQual: r.qual, EVD: r.evd}
-	if !r.ep.freed {
+	if !r.ep.Freed {
 		prm.EP = r.ep
 	}
 	return prm, nil
@@ -344,7 +344,7 @@ func (c *cr) finish() {
 // provider-created EP back to the provider, which destroys it
 // (dat_cr_reject(3DAT)). fabric.mu is held.
 func (c *cr) releaseLocal() {
-	if p := c.TakeLocal(); p != nil && !p.freed && p.Unclaim() {
+	if p := c.ReleaseLocal(); p != nil {
 		p.destroy()
 	}
 }

@@ -17,8 +17,7 @@ type ep struct {
 	api.ContextSlot
 	epattr.Endpoint               // attributes, state, connection ends, watermarks
 	ia                            *ia
-	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
-	freed                         bool
+	epattr.Links[*pz, *evd, *srq]                  // PZ, EVDs and SRQ
 	recvs                         completion.Recvs // posted receives (not with an SRQ)
 	reqs                          ring.Ring[reqWR] // requests waiting behind a send with no receive at the peer
 	peer                          *ep              // the other end while CONNECTED or DISCONNECT_PENDING
@@ -91,7 +90,7 @@ func (p *ep) HandleType() api.HandleType { return api.HandleEP }
 func (p *ep) Query() (api.EPParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
+	if p.Freed {
 		return api.EPParam{}, errEPFreed
 	}
 	prm := p.Param(p.ia, p.ia.addr)
@@ -105,7 +104,7 @@ func (p *ep) Query() (api.EPParam, error) {
 func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	if p.freed {
+	if p.Freed {
 		return 0, false, false, errEPFreed
 	}
 	return p.State, p.recvs.Len() == 0, p.reqs.Len() == 0, nil
@@ -123,13 +122,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	a, err := p.Modified(mask, prm, epLimits, p.recvs.Len())
-	if err != nil {
-		return err
-	}
-	p.Apply(mask, prm)
-	p.Attr = a
-	return nil
+	return p.Change(mask, prm, epLimits, p.recvs.Len(), p.Apply)
 }
 
 // Reset returns a DISCONNECTED EP to UNCONNECTED, forgetting its last
@@ -183,7 +176,7 @@ func (p *ep) destroy() func() {
 	}
 	p.timeout.Stop()
 	p.State = api.EPDisconnected
-	p.freed = true
+	p.Freed = true
 	p.recvs.Clear()
 	p.reqs.Clear()
 	if s := p.SRQ; s != nil {

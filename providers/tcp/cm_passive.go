@@ -370,7 +370,7 @@ func (r *rsp) Query() (api.RSPParam, error) {
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
 	prm := api.RSPParam{IA: r.ia, ConnQual: r.l.qual, EVD: r.evd}
-	if !r.ep.freed {
+	if !r.ep.Freed {
 		prm.EP = r.ep
 	}
 	return prm, nil
@@ -422,7 +422,7 @@ func (c *cr) finish() {
 // releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
 // provider-created EP to the provider, which destroys it. ia.mu is held.
 func (c *cr) releaseLocal() {
-	if p := c.TakeLocal(); p != nil && !p.freed && p.Unclaim() {
+	if p := c.ReleaseLocal(); p != nil {
 		p.destroy()
 	}
 }

@@ -18,7 +18,6 @@ type ep struct {
 	completion.Posts              // the DTO post calls, through PostRequest
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ
-	freed                         bool
 	recvs                         completion.Recvs
 	reqs                          ring.Ring[reqWR]
 	c                             *conn   // the current connection or attempt
@@ -95,7 +94,7 @@ var errEPFreed = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
 func (p *ep) Query() (api.EPParam, error) {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.freed {
+	if p.Freed {
 		return api.EPParam{}, errEPFreed
 	}
 	prm := p.Param(p.ia, &net.IPAddr{IP: p.ia.ip})
@@ -108,7 +107,7 @@ func (p *ep) Query() (api.EPParam, error) {
 func (p *ep) GetStatus() (api.EPState, bool, bool, error) {
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.freed {
+	if p.Freed {
 		return 0, false, false, errEPFreed
 	}
 	p.settleLate()
@@ -127,13 +126,7 @@ func (p *ep) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	}
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	a, err := p.Modified(mask, prm, epLimits, p.recvs.Len())
-	if err != nil {
-		return err
-	}
-	p.Apply(mask, prm)
-	p.Attr = a
-	return nil
+	return p.Change(mask, prm, epLimits, p.recvs.Len(), p.Apply)
 }
 
 // Reset returns a DISCONNECTED EP to UNCONNECTED (dat_ep_reset(3DAT)); a
@@ -190,7 +183,7 @@ func (p *ep) destroy() []*conn {
 		}
 	}
 	p.State = api.EPDisconnected
-	p.freed = true
+	p.Freed = true
 	p.recvs.Clear()
 	for p.reqs.Len() > 0 {
 		p.reqs.Front().dropBind(p.ia)

@@ -55,6 +55,20 @@ func (c *CR[E]) TakeLocal() E {
 	return p
 }
 
+// ReleaseLocal gives back the reserved EP of a request that will not be
+// accepted on it (rejected, handed off, or its requester gone) and
+// forgets it: an RSP's EP returns to UNCONNECTED (epattr.Endpoint.Unclaim),
+// and an EP the provider made for the request is returned for the
+// provider to destroy; otherwise, and for an EP already freed, it returns
+// the zero E.
+func (c *CR[E]) ReleaseLocal() E {
+	var none E
+	if p := c.TakeLocal(); p != none && !p.EndpointBase().Freed && p.EndpointBase().Unclaim() {
+		return p
+	}
+	return none
+}
+
 // Accepting is the start of dat_cr_accept(3DAT) that every software
 // provider makes alike, under its lock. It refuses a request that is done
 // (ErrCRDone); picks the accepting EP, the consumer's given EP or the

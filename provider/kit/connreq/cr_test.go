@@ -68,3 +68,27 @@ func TestCRAccepting(t *testing.T) {
 		t.Fatalf("the consumer's EP: %v, %v, %s", p, err, other.State)
 	}
 }
+
+// TestCRReleaseLocal checks the three ends of a reserved EP that is not
+// accepted on: back to UNCONNECTED, handed to the provider to destroy,
+// left alone once freed.
+func TestCRReleaseLocal(t *testing.T) {
+	rsps := &testEP{Endpoint: epattr.Endpoint{State: api.EPPassiveConnectionPending}}
+	c := CR[*testEP]{Local: rsps}
+	if p := c.ReleaseLocal(); p != nil || c.Local != nil || rsps.State != api.EPUnconnected {
+		t.Fatalf("an RSP's EP: returned %v, local %v, %s", p, c.Local, rsps.State)
+	}
+	made := &testEP{Endpoint: epattr.Endpoint{State: api.EPTentativeConnectionPending, ProviderOwned: true}}
+	c.Local = made
+	if p := c.ReleaseLocal(); p != made || c.Local != nil {
+		t.Fatalf("a provider's EP: returned %v, local %v", p, c.Local)
+	}
+	made.Freed = true
+	c.Local = made
+	if p := c.ReleaseLocal(); p != nil || c.Local != nil {
+		t.Fatalf("a freed EP: returned %v, local %v", p, c.Local)
+	}
+	if p := c.ReleaseLocal(); p != nil {
+		t.Fatalf("no reserved EP: returned %v", p)
+	}
+}

@@ -21,6 +21,9 @@ type Endpoint struct {
 	// connection request and that is not yet accepted
 	// (dat_psp_create(3DAT)).
 	ProviderOwned bool
+	// Freed marks an EP the consumer has freed that the provider still
+	// reaches from elsewhere (a connection request, a peer, an RSP).
+	Freed bool
 
 	LocalPort, RemotePort api.ConnQual
 	RemoteAddr            net.Addr
@@ -50,6 +53,19 @@ func (e *Endpoint) Modified(mask api.EPParamMask, prm *api.EPParam, l Limits, po
 		return e.Attr, e.StateErr("modifying these EP parameters")
 	}
 	return ModifyAttr(e.Attr, &prm.Attr, mask, l, posted)
+}
+
+// Change is dat_ep_modify(3DAT) for an EP whose change needs nothing but
+// its records: Modified, then, on success, the new attributes and apply,
+// the EP's Links.Apply. On an error nothing changes.
+func (e *Endpoint) Change(mask api.EPParamMask, prm *api.EPParam, l Limits, posted int, apply func(api.EPParamMask, *api.EPParam)) error {
+	a, err := e.Modified(mask, prm, l, posted)
+	if err != nil {
+		return err
+	}
+	e.Attr = a
+	apply(mask, prm)
+	return nil
 }
 
 // Param returns the EP's parameters as dat_ep_query(3DAT) reports them,

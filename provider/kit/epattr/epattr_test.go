@@ -63,6 +63,14 @@ func TestModified(t *testing.T) {
 	if _, err := e.Modified(api.EPFieldMaxRecvDTOs, prm, l, 21); !errors.Is(err, api.ErrInvalidParameter) {
 		t.Errorf("below the posted receives: %v", err)
 	}
+	applied := 0
+	apply := func(api.EPParamMask, *api.EPParam) { applied++ }
+	if err := e.Change(api.EPFieldMaxRecvDTOs, prm, l, 21, apply); err == nil || applied != 0 || e.Attr.MaxRecvDTOs != 10 {
+		t.Errorf("a refused Change: %v, applied %d times, MaxRecvDTOs %d", err, applied, e.Attr.MaxRecvDTOs)
+	}
+	if err := e.Change(api.EPFieldMaxRecvDTOs, prm, l, 0, apply); err != nil || applied != 1 || e.Attr.MaxRecvDTOs != 20 {
+		t.Errorf("Change: %v, applied %d times, MaxRecvDTOs %d", err, applied, e.Attr.MaxRecvDTOs)
+	}
 }
 
 func TestModifyAttr(t *testing.T) {
