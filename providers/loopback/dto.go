@@ -220,43 +220,50 @@ func (p *ep) execRDMA(w *reqWR, write bool) {
 	if !write {
 		n = uint64(w.Remote.Length)
 	}
-	switch {
-	case !ok:
-		p.fail(w, api.DTOErrLocalProtection)
-	case n > uint64(p.Attr.MaxRDMASize):
-		p.fail(w, api.DTOErrLocalLength)
-	default:
-		span, ok := p.peer.remoteSpan(w.Remote, n, remote)
-		if !ok {
-			p.fail(w, api.DTOErrRemoteAccess)
-			return
-		}
-		if write {
-			sgl.Gather(span, segs)
-		} else {
-			sgl.Scatter(segs, span)
-		}
-		p.complete(w, api.DTOSuccess, n)
+	if !p.localOK(w, ok, n) {
+		return
 	}
+	span, ok := p.peer.remoteSpan(w.Remote, n, remote)
+	if !ok {
+		p.fail(w, api.DTOErrRemoteAccess)
+		return
+	}
+	if write {
+		sgl.Gather(span, segs)
+	} else {
+		sgl.Scatter(segs, span)
+	}
+	p.complete(w, api.DTOSuccess, n)
 }
 
 func (p *ep) execReadToRMR(w *reqWR) {
 	n := uint64(w.Remote.Length)
 	dst, ok := p.remoteSpan(w.Local, n, api.MemPrivRemoteWrite) // a window of our own IA
+	if !p.localOK(w, ok, n) {
+		return
+	}
+	src, ok := p.peer.remoteSpan(w.Remote, n, api.MemPrivRemoteRead)
+	if !ok {
+		p.fail(w, api.DTOErrRemoteAccess)
+		return
+	}
+	copy(dst, src)
+	p.complete(w, api.DTOSuccess, n)
+}
+
+// localOK fails RDMA request w when its local memory was refused (ok
+// false) or its n bytes exceed MaxRDMASize, and reports whether w goes on.
+// fabric.mu is held.
+func (p *ep) localOK(w *reqWR, ok bool, n uint64) bool {
 	switch {
 	case !ok:
 		p.fail(w, api.DTOErrLocalProtection)
 	case n > uint64(p.Attr.MaxRDMASize):
 		p.fail(w, api.DTOErrLocalLength)
 	default:
-		src, ok := p.peer.remoteSpan(w.Remote, n, api.MemPrivRemoteRead)
-		if !ok {
-			p.fail(w, api.DTOErrRemoteAccess)
-			return
-		}
-		copy(dst, src)
-		p.complete(w, api.DTOSuccess, n)
+		return true
 	}
+	return false
 }
 
 // fail completes w with status st and breaks the connection.

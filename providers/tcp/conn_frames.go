@@ -129,10 +129,15 @@ func (c *conn) fillNB() (done bool, err error) {
 	return true, nil
 }
 
-// nextSeq checks that a request frame carries the next sequence number.
-// ia.mu is held.
-func (c *conn) nextSeq(f *frame) bool {
+// admit reports whether request frame f is to be processed: the
+// connection is not closing and f carries the next sequence number, which
+// it takes. A frame out of sequence breaks the connection. ia.mu is held.
+func (c *conn) admit(f *frame) bool {
+	if c.closing {
+		return false
+	}
 	if f.Seq != c.rxSeq+1 {
+		c.ep.lost(c)
 		return false
 	}
 	c.rxSeq = f.Seq
@@ -151,11 +156,7 @@ func (c *conn) refuse(seq uint64, st api.DTOStatus) {
 // the memory the message goes to. ia.mu is held.
 func (c *conn) beginSend(f *frame) ([][]byte, bool) {
 	p := c.ep
-	if c.closing {
-		return nil, false
-	}
-	if !c.nextSeq(f) {
-		p.lost(c)
+	if !c.admit(f) {
 		return nil, false
 	}
 	var rw *recvWR
@@ -247,11 +248,7 @@ func (c *conn) endSend(f *frame, err error, polled bool) bool {
 // ia.mu is held.
 func (c *conn) beginWrite(f *frame) ([][]byte, bool) {
 	p := c.ep
-	if c.closing {
-		return nil, false
-	}
-	if !c.nextSeq(f) {
-		p.lost(c)
+	if !c.admit(f) {
 		return nil, false
 	}
 	rt := api.RMRTriplet{Addr: api.VAddr(f.Addr), Length: f.Len, RMRContext: api.RMRContext(f.RKey)}
@@ -281,11 +278,11 @@ func (c *conn) endWrite(f *frame, err error) bool {
 // onReadReq checks a READ_REQ and queues its response. ia.mu is held.
 func (c *conn) onReadReq(f *frame) bool {
 	p := c.ep
-	if c.closing {
+	if !c.admit(f) {
 		return false
 	}
-	if !c.nextSeq(f) || c.respQueued >= c.readsIn {
-		p.lost(c)
+	if c.respQueued >= c.readsIn {
+		p.lost(c) // the peer has more reads outstanding than it may
 		return false
 	}
 	rt := api.RMRTriplet{Addr: api.VAddr(f.Addr), Length: f.RLen, RMRContext: api.RMRContext(f.RKey)}
