@@ -20,7 +20,7 @@ import (
 )
 
 // The demo's benchmark: small enough to finish in about a second.
-var demoBench = benchParams{ops: []string{"lat", "bw"}, sizes: []int{64, 4 << 10, 1 << 20}, iters: 300}
+var demoBench = benchParams{ops: []string{"lat", "bw"}, sizes: []int{64, 4 << 10, 1 << 20}, iters: 300, warm: warmup(300)}
 
 // childStartTimeout bounds the wait for the child server's ready line.
 const childStartTimeout = 15 * time.Second
@@ -64,7 +64,10 @@ func demo(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		bench.sizes = o.params.sizes
 	}
 	if o.setIters {
-		bench.iters = o.params.iters
+		bench.iters, bench.warm = o.params.iters, o.params.warm
+	}
+	if o.setWarmup {
+		bench.warm = o.params.warm
 	}
 	if len(o.params.ops) > 0 {
 		bench.ops = o.params.ops

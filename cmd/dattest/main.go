@@ -84,13 +84,14 @@
 // # Benchmarks
 //
 // "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw",
-// "read", "wlat", "wlat-suppress", "all" for the first three, or a comma
-// list) at each size of -size (default 64,4K,1M), -iters timed
-// iterations (default 1000) after an untimed warm-up of iters/2 (at
-// least 10, at most 1000). It is that long because it must outlast a
-// transient of the process, not of the link: after the blocking control
-// exchange that begins each run, the Go runtime wakes often for some
-// milliseconds, which a warm-up of a tenth did not cover on the rxe VM.
+// "read", "wlat", "wlat-suppress", "wlat-watch", "all" for the first
+// three, or a comma list) at each size of -size (default 64,4K,1M), -iters
+// timed iterations (default 1000) after -warmup untimed ones, by default
+// a warm-up of iters/2 (at least 10, at most 1000). It is that long
+// because it must outlast a transient of the process, not of the link:
+// after the blocking control exchange that begins each run, the Go
+// runtime wakes often for some milliseconds, which a warm-up of a tenth
+// did not cover on the rxe VM.
 // The ops:
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival
@@ -127,6 +128,14 @@
 //     proves that the write landed, so this is how a DAT consumer after
 //     the latency writes the ping-pong; wlat reaps a completion per write,
 //     as ib_write_lat does.
+//   - wlat-watch: the ping-pong as OFA's dtest -W (dapl2-utils 2.1.10)
+//     does it, to set C programs on the C ABI beside native ones: every
+//     tenth write is signalled (dtest's default signal rate) and the side
+//     spins on EVD.Dequeue for its completion; the others are suppressed.
+//     While it watches memory for the peer's write it calls nothing, so a
+//     provider that moves bytes in its consumer's calls must place the
+//     write some other way (tcp: its reader goroutine or its quiet check).
+//     Run it with -warmup 0 beside dtest, which times from its first write.
 //
 // -mode poll makes the client (and the server, in a latency run) spin on
 // EVD.Dequeue; -mode wait (the default) blocks in EVD.Wait.
@@ -243,7 +252,7 @@ const usageText = `usage:
   dattest -s [-d IA] [-p PORT] [-raw-port PORT] [-max-sessions N] [-idle-timeout D]
                                                      serve until interrupted
   dattest -h HOST [-d IA] [-p PORT] [--json]         run the validated sequence
-  dattest -h HOST -bench lat|bw|read|wlat|wlat-suppress|all [-size 64,4K,1M] [-iters N] [-mode poll|wait] [--json]
+  dattest -h HOST -bench lat|bw|read|wlat|wlat-suppress|wlat-watch|all [-size 64,4K,1M] [-iters N] [-warmup N] [-mode poll|wait] [--json]
   dattest -demo [-mode M] [-size LIST] [-iters N] [--json]   server and client here
 
 flags:
@@ -268,10 +277,14 @@ flags:
   -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write),
                 read (pipelined RDMA read), wlat (RDMA-write ping-pong, spinning
                 on memory; -mode poll only), wlat-suppress (wlat with the writes'
-                completions suppressed), all (lat,bw,read), or a comma list
+                completions suppressed), wlat-watch (wlat as OFA's dtest -W does
+                it: nothing called while it watches memory), all (lat,bw,read),
+                or a comma list
   -size LIST    message sizes, comma separated, with units K, M, G (powers of
                 1024; KiB, MB work too), at most 64M (default 64,4K,1M)
   -iters N      timed iterations per size (default 1000)
+  -warmup N     untimed iterations before them (default iters/2, at least 10, at
+                most 1000; 0 times from the first, as OFA's dtest does)
   -mode M       poll (spin on EVD.Dequeue) or wait (EVD.Wait; default)
   -demo         start a server (a child process; in-process for loopback) and a
                 client on godat's built-in configuration
@@ -310,14 +323,15 @@ type options struct {
 	bench    string
 	sizes    string
 	iters    int
+	warmup   int
 	mode     string
 	demo     bool
 	file     string
 	embedded bool
 	json     bool
 
-	params             benchParams
-	setSizes, setIters bool // -size, -iters were given
+	params                        benchParams
+	setSizes, setIters, setWarmup bool // -size, -iters, -warmup were given
 }
 
 // run is dattest: it parses args, writes its output to stdout and its
@@ -349,6 +363,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 	fs.StringVar(&o.bench, "bench", "", "lat, bw, read or all")
 	fs.StringVar(&o.sizes, "size", "64,4K,1M", "message sizes")
 	fs.IntVar(&o.iters, "iters", 1000, "timed iterations")
+	fs.IntVar(&o.warmup, "warmup", -1, "untimed iterations before them")
 	fs.StringVar(&o.mode, "mode", "wait", "poll or wait")
 	fs.BoolVar(&o.demo, "demo", false, "server and client on this host")
 	fs.StringVar(&o.file, "f", "", "configuration `FILE`")
@@ -388,7 +403,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 		return usage("-demo uses the built-in configuration: no -f, -d or -p")
 	}
 	if o.serve {
-		for _, f := range []string{"bench", "size", "iters", "mode", "json"} {
+		for _, f := range []string{"bench", "size", "iters", "warmup", "mode", "json"} {
 			if set[f] {
 				return usage("-%s is for the client", f)
 			}
@@ -416,7 +431,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 		return usage("bad -raw-port %d", o.rawPort)
 	}
 	if o.bench == "" && !o.demo {
-		for _, f := range []string{"size", "iters", "mode"} {
+		for _, f := range []string{"size", "iters", "warmup", "mode"} {
 			if set[f] {
 				return usage("-%s needs -bench", f)
 			}
@@ -430,21 +445,27 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 	if o.iters <= 0 {
 		return usage("bad -iters %d: want a positive number", o.iters)
 	}
+	if set["warmup"] && o.warmup < 0 {
+		return usage("bad -warmup %d: want 0 or more", o.warmup)
+	}
+	if !set["warmup"] {
+		o.warmup = warmup(o.iters)
+	}
 	sizes, err := parseSizes(o.sizes)
 	if err != nil {
 		return usage("%v", err)
 	}
-	o.params = benchParams{sizes: sizes, iters: o.iters, poll: o.mode == "poll"}
-	o.setSizes, o.setIters = set["size"], set["iters"]
+	o.params = benchParams{sizes: sizes, iters: o.iters, warm: o.warmup, poll: o.mode == "poll"}
+	o.setSizes, o.setIters, o.setWarmup = set["size"], set["iters"], set["warmup"]
 	if o.bench != "" {
 		for _, op := range strings.Split(o.bench, ",") {
 			switch op = strings.TrimSpace(op); op {
 			case "all":
 				o.params.ops = append(o.params.ops, "lat", "bw", "read")
-			case "lat", "bw", "read", "wlat", "wlat-suppress":
+			case "lat", "bw", "read", "wlat", "wlat-suppress", "wlat-watch":
 				o.params.ops = append(o.params.ops, op)
 			default:
-				return usage("bad -bench %q: want lat, bw, read, wlat, wlat-suppress, all or a comma list", op)
+				return usage("bad -bench %q: want lat, bw, read, wlat, wlat-suppress, wlat-watch, all or a comma list", op)
 			}
 		}
 		o.params.ops = slices.Compact(o.params.ops)
@@ -578,6 +599,8 @@ var legend = map[string]string{
 	"wlat": "one-way latency of an RDMA-write ping-pong, each side spinning on memory (raw: the polling ping-pong); " +
 		"ratio = godat/raw time (>1: godat slower)",
 	"wlat-suppress": "wlat's ping-pong with the writes posted with CompletionSuppress (no completion for a write that succeeds); " +
+		"ratio = godat/raw time (>1: godat slower)",
+	"wlat-watch": "wlat's ping-pong as dtest -W runs it: every tenth write's completion awaited, nothing called while watching memory; " +
 		"ratio = godat/raw time (>1: godat slower)",
 }
 

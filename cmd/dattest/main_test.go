@@ -424,6 +424,10 @@ func TestUsage(t *testing.T) {
 		{"-h", "x", "-bench", "wlat"},
 		{"-h", "x", "-bench", "lat,wlat", "-mode", "wait"},
 		{"-h", "x", "-bench", "wlat-suppress", "-mode", "wait"},
+		{"-h", "x", "-bench", "wlat-watch", "-mode", "wait"},
+		{"-h", "x", "-bench", "lat", "-warmup", "-1"},
+		{"-h", "x", "-warmup", "0"},
+		{"-s", "-warmup", "0"},
 		{"-h", "x", "-size", "64"},
 		{"-h", "x", "-p", "0"},
 		{"-h", "x", "-raw-port", "5"},
@@ -451,6 +455,7 @@ func TestUsage(t *testing.T) {
 		"all":                {"lat", "bw", "read"},
 		"wlat":               {"wlat"},
 		"wlat,wlat-suppress": {"wlat", "wlat-suppress"},
+		"wlat-watch":         {"wlat-watch"},
 	} {
 		o, code, ok := parseArgs([]string{"-h", "x", "-bench", arg, "-mode", "poll"}, io.Discard, io.Discard)
 		if !ok || !slices.Equal(o.params.ops, want) {
@@ -587,12 +592,12 @@ ia_params = "127.0.0.1"
 func checkWLat(t *testing.T, ctx context.Context, cfg clientConfig) {
 	t.Helper()
 	for range 2 {
-		p := benchParams{ops: []string{"wlat", "wlat-suppress"}, sizes: []int{64, 4097}, iters: 30, poll: true}
+		p := benchParams{ops: []string{"wlat", "wlat-suppress", "wlat-watch"}, sizes: []int{64, 4097}, iters: 30, poll: true}
 		rows, err := runBench(ctx, cfg, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 4 {
+		if len(rows) != 6 {
 			t.Fatalf("rows %+v", rows)
 		}
 		for i, r := range rows {
@@ -747,7 +752,7 @@ func TestBenchLoopsAllocateNothing(t *testing.T) {
 		return int64(after.Mallocs - before.Mallocs)
 	}
 	const short, long = 200, 5200
-	for _, op := range []string{"lat", "bw", "read", "wlat", "wlat-suppress"} {
+	for _, op := range []string{"lat", "bw", "read", "wlat", "wlat-suppress", "wlat-watch"} {
 		for _, poll := range []bool{false, true} {
 			if isWLat(op) && !poll {
 				continue // poll mode only
@@ -824,6 +829,25 @@ func TestProgressReportAllocatesNothing(t *testing.T) {
 		p.n.Store(500)
 		if n := testing.AllocsPerRun(100, p.report); n != 0 {
 			t.Errorf("bw %v: a progress report allocates %.1f times", bw, n)
+		}
+	}
+}
+
+// TestWarmupFlag: without -warmup the warm-up follows -iters as the
+// package doc says; -warmup 0 times from the first iteration.
+func TestWarmupFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-iters", "400"}, warmup(400)},
+		{[]string{"-iters", "400", "-warmup", "0"}, 0},
+		{[]string{"-warmup", "7"}, 7},
+	} {
+		args := append([]string{"-h", "x", "-bench", "lat"}, tc.args...)
+		o, code, ok := parseArgs(args, io.Discard, io.Discard)
+		if !ok || o.params.warm != tc.want {
+			t.Errorf("%q: warm-up %d (ok %v, exit %d), want %d", tc.args, o.params.warm, ok, code, tc.want)
 		}
 	}
 }
