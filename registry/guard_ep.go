@@ -276,8 +276,8 @@ func (g *gEP) Disconnect(flags api.CloseFlags) (err error) {
 	if err := g.live(); err != nil {
 		return err
 	}
-	if flags != api.CloseAbrupt && flags != api.CloseGraceful {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("close flags %#x are neither abrupt nor graceful", uint32(flags)))
+	if err := checkCloseFlags(flags); err != nil {
+		return err
 	}
 	g.ia.enter()
 	defer g.ia.leave()

@@ -29,6 +29,15 @@ func checkPrivVA(priv api.MemPriv, va api.VAType, privArg, vaArg api.Subtype) er
 	return nil
 }
 
+// checkCloseFlags refuses close flags other than abrupt and graceful, for
+// dat_ia_close(3DAT) and dat_ep_disconnect(3DAT) (argument 2 of both).
+func checkCloseFlags(flags api.CloseFlags) error {
+	if flags != api.CloseAbrupt && flags != api.CloseGraceful {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("close flags %#x are neither abrupt nor graceful", uint32(flags)))
+	}
+	return nil
+}
+
 // checkTimeout rejects negative timeouts other than TimeoutInfinite.
 func checkTimeout(t api.Timeout, sub api.Subtype) error {
 	if t < 0 && t != api.TimeoutInfinite {
@@ -72,8 +81,8 @@ func (ia *gIA) Close(flags api.CloseFlags) (err error) {
 	if err := ia.live(); err != nil {
 		return err
 	}
-	if flags != api.CloseAbrupt && flags != api.CloseGraceful {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("close flags %#x are neither abrupt nor graceful", uint32(flags)))
+	if err := checkCloseFlags(flags); err != nil {
+		return err
 	}
 	// No create reaches the provider from here on, and those under way
 	// end first: a provider's Close cleans up what exists when it runs.
