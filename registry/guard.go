@@ -155,6 +155,17 @@ func (h *hdr) live() error {
 	return nil
 }
 
+// simple makes f, a provider call that takes no arguments to check, for a
+// live object, serialized like any call.
+func (h *hdr) simple(f func() error) error {
+	if err := h.live(); err != nil {
+		return err
+	}
+	h.ia.enter()
+	defer h.ia.leave()
+	return f()
+}
+
 // release frees guard g: it refuses while other objects use g (inUse names
 // the DAT_INVALID_STATE subtype; NoSubtype skips the rule), runs the
 // provider's free, then retires the handle. Either refusal names g and the

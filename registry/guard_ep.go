@@ -288,12 +288,7 @@ func (g *gEP) Reset() (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPReset, &g.hdr, h.start(opEPReset), &err)
 	}
-	if err := g.live(); err != nil {
-		return err
-	}
-	g.ia.enter()
-	defer g.ia.leave()
-	return g.p.Reset()
+	return g.simple(g.p.Reset)
 }
 
 func (g *gEP) Free() (err error) {

@@ -609,22 +609,12 @@ func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) (err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIASyncRead, &ia.hdr, h.start(opIASyncRead), &err)
 	}
-	if err := ia.live(); err != nil {
-		return err
-	}
-	ia.enter()
-	defer ia.leave()
-	return ia.p.SyncRDMARead(segs)
+	return ia.simple(func() error { return ia.p.SyncRDMARead(segs) })
 }
 
 func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) (err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIASyncWrite, &ia.hdr, h.start(opIASyncWrite), &err)
 	}
-	if err := ia.live(); err != nil {
-		return err
-	}
-	ia.enter()
-	defer ia.leave()
-	return ia.p.SyncRDMAWrite(segs)
+	return ia.simple(func() error { return ia.p.SyncRDMAWrite(segs) })
 }

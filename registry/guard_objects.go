@@ -195,15 +195,6 @@ func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (_ int, e
 	return n, nil
 }
 
-func (g *gEVD) simple(f func() error) error {
-	if err := g.live(); err != nil {
-		return err
-	}
-	g.ia.enter()
-	defer g.ia.leave()
-	return f()
-}
-
 func (g *gEVD) Enable() (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEVDEnable, &g.hdr, h.start(opEVDEnable), &err)
