@@ -168,9 +168,10 @@ func (h *hdr) simple(f func() error) error {
 
 // release frees guard g: it refuses while other objects use g (inUse names
 // the DAT_INVALID_STATE subtype; NoSubtype skips the rule), runs the
-// provider's free, then retires the handle. Either refusal names g and the
+// provider's free, then retires the handle, and g no longer uses the
+// objects whose user sets are in uses. Either refusal names g and the
 // users the guard knows (see usedBy).
-func release(g guarded, key any, inUse api.Subtype, free func() error) error {
+func release(g guarded, key any, inUse api.Subtype, free func() error, uses ...*userSet) error {
 	h := g.header()
 	if err := h.live(); err != nil {
 		return err
@@ -190,6 +191,9 @@ func release(g guarded, key any, inUse api.Subtype, free func() error) error {
 		return err
 	}
 	h.ia.retire(key, g)
+	for _, u := range uses {
+		u.add(h, -1)
+	}
 	return nil
 }
 

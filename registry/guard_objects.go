@@ -357,11 +357,7 @@ func (g *gPSP) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opPSPFree, &g.hdr, h.start(opPSPFree), &err)
 	}
-	err = release(g, g.p, api.NoSubtype, g.p.Free)
-	if err == nil {
-		g.evd.users.add(&g.hdr, -1)
-	}
-	return err
+	return release(g, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
 }
 
 // gRSP guards a reserved service point.
@@ -382,11 +378,7 @@ func (g *gRSP) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opRSPFree, &g.hdr, h.start(opRSPFree), &err)
 	}
-	err = release(g, g.p, api.NoSubtype, g.p.Free)
-	if err == nil {
-		g.evd.users.add(&g.hdr, -1)
-	}
-	return err
+	return release(g, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
 }
 
 // gCR guards a connection request. It is retired when the request is
@@ -505,12 +497,9 @@ func (g *gLMR) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opLMRFree, &g.hdr, h.start(opLMRFree), &err)
 	}
-	err = release(g, g.p, api.SubStateLMRInUse, g.p.Free)
-	if err == nil {
-		g.pz.users.add(&g.hdr, -1)
-		if g.src != nil {
-			g.src.users.add(&g.hdr, -1)
-		}
+	err = release(g, g.p, api.SubStateLMRInUse, g.p.Free, &g.pz.users)
+	if err == nil && g.src != nil {
+		g.src.users.add(&g.hdr, -1)
 	}
 	return err
 }
@@ -578,11 +567,7 @@ func (g *gRMR) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opRMRFree, &g.hdr, h.start(opRMRFree), &err)
 	}
-	err = release(g, g.p, api.NoSubtype, g.p.Free)
-	if err == nil {
-		g.pz.users.add(&g.hdr, -1)
-	}
-	return err
+	return release(g, g.p, api.NoSubtype, g.p.Free, &g.pz.users)
 }
 
 // gSRQ guards a shared receive queue.
@@ -652,9 +637,5 @@ func (g *gSRQ) Free() (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opSRQFree, &g.hdr, h.start(opSRQFree), &err)
 	}
-	err = release(g, g.p, api.SubStateSRQInUse, g.p.Free)
-	if err == nil {
-		g.pz.users.add(&g.hdr, -1)
-	}
-	return err
+	return release(g, g.p, api.SubStateSRQInUse, g.p.Free, &g.pz.users)
 }
