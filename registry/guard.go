@@ -17,6 +17,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -274,35 +275,13 @@ func own[G guarded](ia *gIA, h any, nilOK bool, sub api.Subtype, what string) (G
 }
 
 // isNil reports whether h is nil or an interface holding a nil pointer of a
-// guard type.
+// guard type (every type with the guard's header method is a pointer).
 func isNil(h any) bool {
-	switch v := h.(type) {
-	case nil:
+	if h == nil {
 		return true
-	case *gIA:
-		return v == nil
-	case *gPZ:
-		return v == nil
-	case *gEVD:
-		return v == nil
-	case *gCNO:
-		return v == nil
-	case *gEP:
-		return v == nil
-	case *gPSP:
-		return v == nil
-	case *gRSP:
-		return v == nil
-	case *gCR:
-		return v == nil
-	case *gLMR:
-		return v == nil
-	case *gRMR:
-		return v == nil
-	case *gSRQ:
-		return v == nil
 	}
-	return false
+	g, ok := h.(guarded)
+	return ok && reflect.ValueOf(g).IsNil()
 }
 
 // gIA guards an IA.
