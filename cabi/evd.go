@@ -131,12 +131,9 @@ func go_evd_dequeue(h unsafe.Pointer, cev *C.DAT_EVENT) C.DAT_RETURN {
 			return ret(err)
 		}
 	}
-	if !toC(o, ev, cev) {
-		o.held.pushFront(ev)
+	if !handOut(o, ev, cev) {
 		return noCMem
 	}
-	*ev = api.Event{}
-	events.Put(ev)
 	return success
 }
 
@@ -167,14 +164,23 @@ func go_evd_wait(h unsafe.Pointer, t C.DAT_TIMEOUT, threshold C.DAT_COUNT, cev *
 			return ret(err)
 		}
 	}
-	if !toC(o, ev, cev) {
-		o.held.pushFront(ev)
+	if !handOut(o, ev, cev) {
 		return noCMem
 	}
 	*nmore = C.DAT_COUNT(n)
+	return success
+}
+
+// handOut writes ev, taken from the EVD o, to c and recycles it. When toC
+// cannot, it reports false and ev goes back to the front of o.held.
+func handOut(o *obj, ev *api.Event, c *C.DAT_EVENT) bool {
+	if !toC(o, ev, c) {
+		o.held.pushFront(ev)
+		return false
+	}
 	*ev = api.Event{}
 	events.Put(ev)
-	return success
+	return true
 }
 
 // toC writes the godat event ev, dequeued from the EVD o, as a DAT_EVENT,
