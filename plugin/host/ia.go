@@ -117,16 +117,9 @@ func (ia *proxyIA) teardown() {
 }
 
 func (ia *proxyIA) CreatePZ() (api.PZ, error) {
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	r, err := ia.c.rpc.CreatePZ(bg, &pb.Obj{Id: ia.id})
-	if err := ia.c.done(r, err); err != nil {
-		return nil, err
-	}
-	z := &proxyPZ{}
-	ia.c.register(z, ia, r.Id, api.HandlePZ)
-	return z, nil
+	return create[api.PZ](&ia.proxyBase, &proxyPZ{}, api.HandlePZ, func() (*pb.CreateResp, error) {
+		return ia.c.rpc.CreatePZ(bg, &pb.Obj{Id: ia.id})
+	})
 }
 
 func (ia *proxyIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
@@ -156,21 +149,15 @@ func (ia *proxyIA) CreateEPWithSRQ(pz api.PZ, recv, req, connect api.EVD, srq ap
 }
 
 func (ia *proxyIA) createEP(pz api.PZ, recv, req, connect api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	r, err := ia.c.rpc.CreateEP(bg, &pb.CreateEPReq{Ia: ia.id, Pz: idOf(pz), RecvEvd: idOf(recv), RequestEvd: idOf(req),
-		ConnectEvd: idOf(connect), WithSrq: withSRQ, Srq: idOf(srq), Attr: wire.EPAttrToPB(attr)})
-	if err := ia.c.done(r, err); err != nil {
-		return nil, err
-	}
 	e := &proxyEP{}
 	e.t.recvEVD, _ = recv.(*proxyEVD)
 	e.t.reqEVD, _ = req.(*proxyEVD)
 	e.t.cnEVD, _ = connect.(*proxyEVD)
 	e.t.srq, _ = srq.(*proxySRQ)
-	ia.c.register(e, ia, r.Id, api.HandleEP)
-	return e, nil
+	return create[api.EP](&ia.proxyBase, e, api.HandleEP, func() (*pb.CreateResp, error) {
+		return ia.c.rpc.CreateEP(bg, &pb.CreateEPReq{Ia: ia.id, Pz: idOf(pz), RecvEvd: idOf(recv), RequestEvd: idOf(req),
+			ConnectEvd: idOf(connect), WithSrq: withSRQ, Srq: idOf(srq), Attr: wire.EPAttrToPB(attr)})
+	})
 }
 
 func (ia *proxyIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, error) {
@@ -183,29 +170,21 @@ func (ia *proxyIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.C
 }
 
 func (ia *proxyIA) createPSP(anyQ bool, q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
-	if err := ia.live(); err != nil {
+	var r *pb.CreateResp
+	p, err := create[api.PSP](&ia.proxyBase, &proxyPSP{}, api.HandlePSP, func() (_ *pb.CreateResp, err error) {
+		r, err = ia.c.rpc.CreatePSP(bg, &pb.CreatePSPReq{Ia: ia.id, Any: anyQ, ConnQual: uint64(q), Evd: idOf(evd), Flags: uint32(flags)})
+		return r, err
+	})
+	if err != nil {
 		return nil, 0, err
 	}
-	r, err := ia.c.rpc.CreatePSP(bg, &pb.CreatePSPReq{Ia: ia.id, Any: anyQ, ConnQual: uint64(q), Evd: idOf(evd), Flags: uint32(flags)})
-	if err := ia.c.done(r, err); err != nil {
-		return nil, 0, err
-	}
-	p := &proxyPSP{}
-	ia.c.register(p, ia, r.Id, api.HandlePSP)
 	return p, api.ConnQual(r.ConnQual), nil
 }
 
 func (ia *proxyIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	r, err := ia.c.rpc.CreateRSP(bg, &pb.CreateRSPReq{Ia: ia.id, ConnQual: uint64(q), Ep: idOf(ep), Evd: idOf(evd)})
-	if err := ia.c.done(r, err); err != nil {
-		return nil, err
-	}
-	p := &proxyRSP{}
-	ia.c.register(p, ia, r.Id, api.HandleRSP)
-	return p, nil
+	return create[api.RSP](&ia.proxyBase, &proxyRSP{}, api.HandleRSP, func() (*pb.CreateResp, error) {
+		return ia.c.rpc.CreateRSP(bg, &pb.CreateRSPReq{Ia: ia.id, ConnQual: uint64(q), Ep: idOf(ep), Evd: idOf(evd)})
+	})
 }
 
 // errNotShareable is the answer to LMR memory the plugin cannot see.
@@ -252,17 +231,10 @@ func (ia *proxyIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va 
 }
 
 func (ia *proxyIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
-	if err := ia.live(); err != nil {
-		return nil, err
-	}
-	r, err := ia.c.rpc.CreateSRQ(bg, &pb.CreateSRQReq{Ia: ia.id, Pz: idOf(pz), MaxRecvDtos: int64(attr.MaxRecvDTOs),
-		MaxRecvIov: int64(attr.MaxRecvIOV), LowWatermark: int64(attr.LowWatermark)})
-	if err := ia.c.done(r, err); err != nil {
-		return nil, err
-	}
-	s := &proxySRQ{}
-	ia.c.register(s, ia, r.Id, api.HandleSRQ)
-	return s, nil
+	return create[api.SRQ](&ia.proxyBase, &proxySRQ{}, api.HandleSRQ, func() (*pb.CreateResp, error) {
+		return ia.c.rpc.CreateSRQ(bg, &pb.CreateSRQReq{Ia: ia.id, Pz: idOf(pz), MaxRecvDtos: int64(attr.MaxRecvDTOs),
+			MaxRecvIov: int64(attr.MaxRecvIOV), LowWatermark: int64(attr.LowWatermark)})
+	})
 }
 
 func (ia *proxyIA) SyncRDMARead(segs []api.LMRTriplet) error  { return ia.sync(segs, false) }

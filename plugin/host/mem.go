@@ -18,16 +18,9 @@ func (z *proxyPZ) Query() (api.PZParam, error) {
 }
 
 func (z *proxyPZ) CreateRMR() (api.RMR, error) {
-	if err := z.live(); err != nil {
-		return nil, err
-	}
-	r, err := z.c.rpc.CreateRMR(bg, &pb.Obj{Id: z.id})
-	if err := z.c.done(r, err); err != nil {
-		return nil, err
-	}
-	m := &proxyRMR{}
-	z.c.register(m, z.ia, r.Id, api.HandleRMR)
-	return m, nil
+	return create[api.RMR](&z.proxyBase, &proxyRMR{}, api.HandleRMR, func() (*pb.CreateResp, error) {
+		return z.c.rpc.CreateRMR(bg, &pb.Obj{Id: z.id})
+	})
 }
 
 func (z *proxyPZ) Free() error { return z.c.free(z) }

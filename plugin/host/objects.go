@@ -157,6 +157,22 @@ func badHandle(what string) error {
 	return api.Errorf(api.InvalidHandle, api.NoSubtype, what+" is not an object of this plugin")
 }
 
+// create makes an object of type t in the plugin by call, on behalf of the
+// live object b, and registers p as its proxy in b's IA. It returns p as
+// T, the api interface of t's objects, or a nil T and the error.
+func create[T api.Object](b *proxyBase, p proxy, t api.HandleType, call func() (*pb.CreateResp, error)) (T, error) {
+	var none T
+	if err := b.live(); err != nil {
+		return none, err
+	}
+	r, err := call()
+	if err := b.c.done(r, err); err != nil {
+		return none, err
+	}
+	b.c.register(p, b.ia, r.Id, t)
+	return p.(T), nil
+}
+
 // free frees object o in the plugin and forgets its proxy.
 func (c *runningPlugin) free(o proxy) error {
 	b := o.base()
