@@ -38,6 +38,15 @@ func checkCloseFlags(flags api.CloseFlags) error {
 	return nil
 }
 
+// checkEVDQLen refuses an EVD queue length outside 1..MaxEVDQLen, for
+// dat_evd_create(3DAT) and dat_evd_resize(3DAT) (argument 2 of both).
+func (ia *gIA) checkEVDQLen(qlen int) error {
+	if max := ia.attr.MaxEVDQLen; qlen <= 0 || (max > 0 && qlen > max) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, max))
+	}
+	return nil
+}
+
 // checkTimeout rejects negative timeouts other than TimeoutInfinite.
 func checkTimeout(t api.Timeout, sub api.Subtype) error {
 	if t < 0 && t != api.TimeoutInfinite {
@@ -156,9 +165,8 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 		return nil, err
 	}
 	defer ia.endCreate()
-	if qlen <= 0 || (ia.attr.MaxEVDQLen > 0 && qlen > ia.attr.MaxEVDQLen) {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2,
-			fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, ia.attr.MaxEVDQLen))
+	if err := ia.checkEVDQLen(qlen); err != nil {
+		return nil, err
 	}
 	const known = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
 	if flags == 0 || flags&^known != 0 {

@@ -108,8 +108,8 @@ func (g *gEVD) Resize(qlen int) (err error) {
 	if err := g.live(); err != nil {
 		return err
 	}
-	if max := g.ia.attr.MaxEVDQLen; qlen <= 0 || (max > 0 && qlen > max) {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, max))
+	if err := g.ia.checkEVDQLen(qlen); err != nil {
+		return err
 	}
 	g.ia.enter()
 	err = g.p.Resize(qlen)
