@@ -26,8 +26,9 @@
 //     streams the page requires;
 //   - posts respect the EP's IOV limits and completion-flag attributes, and
 //     an RDMA operation's local and remote lengths fit each other,
-//     private data respects ProviderAttr.MaxPrivateDataSize, timeouts,
-//     EVD thresholds and EP watermarks are in range;
+//     private data respects ProviderAttr.MaxPrivateDataSize, a connect's
+//     QOS is among ProviderAttr.QOSSupported, and timeouts, EVD
+//     thresholds and EP watermarks are in range;
 //   - calls are serialized when the configuration marks the IA
 //     non-thread-safe.
 //

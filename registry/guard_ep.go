@@ -233,6 +233,9 @@ func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priv
 	if err := g.ia.checkPrivateData(privateData, api.SubArg5); err != nil {
 		return err
 	}
+	if err := g.ia.checkQOS(qos); err != nil {
+		return err
+	}
 	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
 		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
 	}
@@ -259,6 +262,9 @@ func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qo
 		return err
 	}
 	if err := g.ia.checkPrivateData(privateData, api.SubArg4); err != nil {
+		return err
+	}
+	if err := g.ia.checkQOS(qos); err != nil {
 		return err
 	}
 	if !g.lim.Load().hasConn {

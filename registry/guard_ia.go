@@ -15,6 +15,16 @@ func (ia *gIA) checkPrivateData(pd []byte, sub api.Subtype) error {
 	return nil
 }
 
+// checkQOS refuses a QOS the provider does not offer
+// (ProviderAttr.QOSSupported) with DAT_MODEL_NOT_SUPPORTED.
+func (ia *gIA) checkQOS(q api.QOS) error {
+	if q&^ia.pattr.QOSSupported != 0 {
+		return api.Errorf(api.ModelNotSupported, api.NoSubtype,
+			fmt.Sprintf("QOS %#x is not among those the provider supports (%#x)", uint32(q), uint32(ia.pattr.QOSSupported)))
+	}
+	return nil
+}
+
 // checkPrivVA refuses memory privileges with bits the DAT pages do not
 // define and VA types other than VA and ZB, for dat_lmr_create(3DAT) and
 // dat_rmr_bind(3DAT); privArg and vaArg are the arguments' positions.

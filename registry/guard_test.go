@@ -377,6 +377,8 @@ func TestGuardConnectArguments(t *testing.T) {
 	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error { return e.ep.Connect(addr, 1, -5, nil, 0, 0) })
 	e.rejects(t, api.InvalidAddress, api.SubAddressMalformed, func() error { return e.ep.Connect(nil, 1, 0, nil, 0, 0) })
 	e.rejects(t, api.InvalidParameter, api.SubArg8, func() error { return e.ep.Connect(addr, 1, 0, nil, 0, 8) })
+	e.rejects(t, api.ModelNotSupported, api.NoSubtype, func() error { return e.ep.Connect(addr, 1, 0, nil, api.QOSPremium, 0) })
+	e.rejects(t, api.ModelNotSupported, api.NoSubtype, func() error { return e.ep.DupConnect(e.ep, 0, nil, api.QOSLowLatency) })
 	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.Disconnect(3) })
 	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ia.Close(9) })
 	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.ep.SetWatermark(-3, 0) })

@@ -36,9 +36,6 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if err != nil {
 		return err
 	}
-	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
-		return err
-	}
 	if err := connreq.CheckConnectFlags(flags, "loopback"); err != nil {
 		return err
 	}
@@ -55,9 +52,6 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 // (dat_ep_dup_connect(3DAT)): the same address and connection qualifier.
 // dup must be CONNECTED (ErrInvalidState with its state otherwise).
 func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
-	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
-		return err
-	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	dup := dupArg.(*ep)
@@ -70,10 +64,6 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 	addr, _ := addrOf(dup.RemoteAddr)
 	p.startConnect(addr, dup.RemotePort, timeout, privateData)
 	return nil
-}
-
-func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
-	return connreq.CheckConnect(timeout, pd, qos, providerLimits.MaxPrivateData, providerLimits.QOS)
 }
 
 // startConnect moves p to ACTIVE_CONNECTION_PENDING and delivers the
@@ -357,9 +347,6 @@ func (c *cr) releaseLocal() {
 // accepting EP gets ACCEPT_COMPLETION_ERROR and moves to DISCONNECTED. On
 // an error return nothing changes.
 func (c *cr) Accept(epArg api.EP, privateData []byte) error {
-	if err := connreq.CheckPrivateData(privateData, providerLimits.MaxPrivateData, api.SubArg3); err != nil {
-		return err
-	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	given, _ := epArg.(*ep)
@@ -395,9 +382,6 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // PEER_REJECTED carrying privateData and moves to DISCONNECTED. An RSP's
 // EP returns to UNCONNECTED; a provider-created EP is destroyed.
 func (c *cr) Reject(privateData []byte) error {
-	if err := connreq.CheckPrivateData(privateData, providerLimits.MaxPrivateData, api.SubArg2); err != nil {
-		return err
-	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	if c.Done {

@@ -14,10 +14,6 @@ import (
 	"github.com/godat/godat/provider/kit/connreq"
 )
 
-func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
-	return connreq.CheckConnect(timeout, pd, qos, providerLimits.MaxPrivateData, providerLimits.QOS)
-}
-
 // Connect starts a connection to the service point listening on TCP port q
 // of remote, a *net.IPAddr or *net.TCPAddr (dat_ep_connect(3DAT)). The EP
 // moves to ACTIVE_CONNECTION_PENDING and the outcome arrives on its
@@ -31,9 +27,6 @@ func checkConnectArgs(timeout api.Timeout, pd []byte, qos api.QOS) error {
 func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) error {
 	ip, err := remoteIP(remote)
 	if err != nil {
-		return err
-	}
-	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
 		return err
 	}
 	if q > maxConnQual {
@@ -54,9 +47,6 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 // DupConnect connects to the remote address and connection qualifier of
 // the connected EP dup (dat_ep_dup_connect(3DAT)).
 func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
-	if err := checkConnectArgs(timeout, privateData, qos); err != nil {
-		return err
-	}
 	dup := dupArg.(*ep)
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()

@@ -434,9 +434,6 @@ func (c *cr) releaseLocal() {
 // requester has given up meanwhile, the EP gets ACCEPT_COMPLETION_ERROR
 // and moves to DISCONNECTED. On an error return nothing changes.
 func (c *cr) Accept(epArg api.EP, privateData []byte) error {
-	if err := connreq.CheckPrivateData(privateData, providerLimits.MaxPrivateData, api.SubArg3); err != nil {
-		return err
-	}
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
 	given, _ := epArg.(*ep)
@@ -459,9 +456,6 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // PEER_REJECTED carrying privateData. An RSP's EP returns to UNCONNECTED;
 // a provider-created EP is destroyed.
 func (c *cr) Reject(privateData []byte) error {
-	if err := connreq.CheckPrivateData(privateData, providerLimits.MaxPrivateData, api.SubArg2); err != nil {
-		return err
-	}
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
 	if c.Done {

@@ -201,12 +201,6 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 	if q > 0xffff {
 		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("connection qualifier %d is not an rdma_cm port (0..65535)", q))
 	}
-	if len(privateData) > maxPrivateData {
-		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
-	}
-	if qos&^api.QOSBestEffort != 0 {
-		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x: the verbs provider offers best effort only", uint32(qos)))
-	}
 	i := p.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -568,9 +562,6 @@ func (c *cr) cmEvent(ev *C.struct_gd_cm_event) {}
 // Accept accepts the request on ep (dat_cr_accept(3DAT)): ep's QP is
 // brought up with the request's attributes and takes over its cm id.
 func (c *cr) Accept(epArg api.EP, privateData []byte) error {
-	if len(privateData) > maxPrivateData {
-		return api.Errorf(api.InvalidParameter, api.SubArg3, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
-	}
 	p, _ := epArg.(*ep)
 	i := c.ia
 	i.mu.Lock()
@@ -615,9 +606,6 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // Reject refuses the request; the requester sees PEER_REJECTED with
 // privateData (dat_cr_reject(3DAT)).
 func (c *cr) Reject(privateData []byte) error {
-	if len(privateData) > maxPrivateData {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("private data of %d bytes exceeds %d", len(privateData), maxPrivateData))
-	}
 	i := c.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -210,6 +210,9 @@ func (ia *ncIA) Query() (api.IAAttr, api.ProviderAttr, error) {
 	}
 	a, pa, err := ia.p.Query()
 	pa.ProviderName = "nocheck"
+	// Best effort only, where loopback takes every QOS: the suite's
+	// unsupported-QOS check then runs here, against the guard alone.
+	pa.QOSSupported = api.QOSBestEffort
 	return a, pa, err
 }
 

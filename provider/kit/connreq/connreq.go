@@ -13,22 +13,6 @@ import (
 	"github.com/godat/godat/api"
 )
 
-// CheckConnect checks the timeout, private data and QOS of a connect: a
-// negative timeout other than TimeoutInfinite, or more than maxPD bytes of
-// private data, is ErrInvalidParameter; QOS bits outside qos are
-// ErrModelNotSupported.
-func CheckConnect(timeout api.Timeout, pd []byte, q api.QOS, maxPD int, qos api.QOS) error {
-	switch {
-	case timeout < 0 && timeout != api.TimeoutInfinite:
-		return api.Errorf(api.InvalidParameter, api.SubArg4, "timeout is negative")
-	case len(pd) > maxPD:
-		return api.Errorf(api.InvalidParameter, api.SubArg5, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPD))
-	case q&^qos != 0:
-		return api.Errorf(api.ModelNotSupported, api.NoSubtype, fmt.Sprintf("QOS %#x is not supported", uint32(q)))
-	}
-	return nil
-}
-
 // CheckConnectFlags checks the flags of a connect over a transport with a
 // single path, named transport in the error: unknown flags are
 // ErrInvalidParameter, ConnectMultipathRequired ErrModelNotSupported.
@@ -38,16 +22,6 @@ func CheckConnectFlags(flags api.ConnectFlags, transport string) error {
 	}
 	if flags&api.ConnectMultipathRequired != 0 {
 		return api.Errorf(api.ModelNotSupported, api.NoSubtype, transport+" connections have a single path")
-	}
-	return nil
-}
-
-// CheckPrivateData checks the private data of an accept or reject: more
-// than maxPD bytes is ErrInvalidParameter with subtype arg, the argument's
-// position in the call.
-func CheckPrivateData(pd []byte, maxPD int, arg api.Subtype) error {
-	if len(pd) > maxPD {
-		return api.Errorf(api.InvalidParameter, arg, fmt.Sprintf("private data of %d bytes exceeds %d", len(pd), maxPD))
 	}
 	return nil
 }

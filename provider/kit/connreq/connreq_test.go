@@ -31,26 +31,11 @@ func TestAcceptEP(t *testing.T) {
 	}
 }
 
-func TestChecks(t *testing.T) {
-	if err := CheckConnect(api.TimeoutInfinite, make([]byte, 4), api.QOSBestEffort, 4, api.QOSBestEffort); err != nil {
-		t.Error(err)
-	}
-	if err := CheckConnect(-2, nil, 0, 4, 0); !errors.Is(err, api.ErrInvalidParameter) {
-		t.Errorf("negative timeout: %v", err)
-	}
-	if err := CheckConnect(0, make([]byte, 5), 0, 4, 0); !errors.Is(err, api.ErrInvalidParameter) {
-		t.Errorf("long private data: %v", err)
-	}
-	if err := CheckConnect(0, nil, api.QOSPremium, 4, api.QOSBestEffort); !errors.Is(err, api.ErrModelNotSupported) {
-		t.Errorf("QOS: %v", err)
-	}
+func TestCheckConnectFlags(t *testing.T) {
 	if err := CheckConnectFlags(api.ConnectMultipathRequested, "x"); err != nil {
 		t.Error(err)
 	}
 	if err := CheckConnectFlags(api.ConnectMultipathRequired, "x"); !errors.Is(err, api.ErrModelNotSupported) {
 		t.Errorf("multipath required: %v", err)
-	}
-	if err := CheckPrivateData(make([]byte, 5), 4, api.SubArg2); !errors.Is(err, api.ErrInvalidParameter) {
-		t.Errorf("private data: %v", err)
 	}
 }
