@@ -34,32 +34,7 @@ import (
 
 // isWLat reports whether benchmark op is one of the RDMA-write
 // ping-pongs.
-func isWLat(op string) bool { return op == "wlat" || op == "wlat-suppress" || op == "wlat-watch" }
-
-// wlatMode is how a ping-pong's sides post their writes and watch for the
-// peer's (the ops wlat, wlat-suppress and wlat-watch).
-type wlatMode uint64
-
-const (
-	wlatSignalled  wlatMode = iota // every write signalled, completions reaped while watching
-	wlatSuppressed                 // every write suppressed
-	wlatWatch                      // dtest -W: every tenth write signalled and awaited; nothing called while watching
-)
-
-// wlatSignalRate is how often a wlatWatch side signals a write: dtest's
-// default (its -S).
-const wlatSignalRate = 10
-
-// wlatModeOf returns the mode of ping-pong op.
-func wlatModeOf(op string) wlatMode {
-	switch op {
-	case "wlat-suppress":
-		return wlatSuppressed
-	case "wlat-watch":
-		return wlatWatch
-	}
-	return wlatSignalled
-}
+func isWLat(op string) bool { return op == "wlat" || op == "wlat-suppress" }
 
 // wlatTag is the last byte of the i-th message (i from 0): never 0 (the
 // value of fresh memory) and never the previous message's.
@@ -79,30 +54,18 @@ func lastByte(b []byte) byte {
 // completions of its own side.
 type wlatSpinner struct {
 	l       *link
-	land    []byte     // the landing area: the message is its bytes
-	pending int        // writes posted and not completed
-	from    api.Cookie // the cookie of the first write: older completions are another run's
-	mode    wlatMode
-	writes  int // writes posted
+	land    []byte              // the landing area: the message is its bytes
+	pending int                 // writes posted and not completed
+	from    api.Cookie          // the cookie of the first write: older completions are another run's
+	flags   api.CompletionFlags // the writes' completion flags
 	iov     [1]api.LMRTriplet
 	ev      api.Event // reap's event (a local one would escape to the heap on every call)
 }
 
 // await spins until the landing area's last byte is tag, reaping write
-// completions in between (in wlatWatch, calling nothing). ctx ends it,
-// and so does a failed completion (the peer is gone).
+// completions in between. ctx ends it, and so does a failed completion
+// (the peer is gone).
 func (s *wlatSpinner) await(ctx context.Context, tag byte) error {
-	if s.mode == wlatWatch {
-		for spins := 1; lastByte(s.land) != tag; spins++ {
-			if spins&63 == 0 {
-				runtime.Gosched()
-				if err := ctx.Err(); err != nil {
-					return api.ContextError(ctx)
-				}
-			}
-		}
-		return nil
-	}
 	return s.until(ctx, func() bool { return lastByte(s.land) == tag })
 }
 
@@ -151,37 +114,36 @@ func (s *wlatSpinner) drain(ctx context.Context, left int) error {
 }
 
 // write posts one RDMA write of src, whose last byte it sets to tag
-// first, to dst, signalled or suppressed as s.mode says. A suppressed
-// write is not counted as pending: it completes only if it fails. In
-// wlatWatch a signalled write's completion is awaited here.
+// first, to dst, with s.flags. A suppressed write is not counted as
+// pending: it completes only if it fails.
 func (s *wlatSpinner) write(ctx context.Context, src []byte, srcTri api.LMRTriplet, dst api.RMRTriplet, tag byte, cookie api.Cookie) error {
 	if err := s.drain(ctx, maxWindow-1); err != nil {
 		return err
 	}
 	src[len(src)-1] = tag
 	s.iov[0] = srcTri
-	s.writes++
-	flags := api.CompletionDefault
-	if s.mode == wlatSuppressed || (s.mode == wlatWatch && s.writes%wlatSignalRate != 0) {
-		flags = api.CompletionSuppress
-	}
-	if err := s.l.ep.PostRDMAWrite(s.iov[:], cookie, dst, flags); err != nil {
+	if err := s.l.ep.PostRDMAWrite(s.iov[:], cookie, dst, s.flags); err != nil {
 		return fmt.Errorf("PostRDMAWrite: %w", err)
 	}
-	if flags&api.CompletionSuppress == 0 {
+	if s.flags&api.CompletionSuppress == 0 {
 		s.pending++
-		if s.mode == wlatWatch {
-			return s.drain(ctx, 0)
-		}
 	}
 	return nil
+}
+
+// wlatFlags are the completion flags of a ping-pong's writes.
+func wlatFlags(suppress bool) api.CompletionFlags {
+	if suppress {
+		return api.CompletionSuppress
+	}
+	return api.CompletionDefault
 }
 
 // wlat runs warm+iters RDMA-write round trips of size bytes between the
 // client's landing area and the start of the server's window, and returns
 // the one-way latency (half the mean round trip) of the timed ones.
-// mode says how both sides post their writes and watch for the peer's.
-func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int, mode wlatMode, prog *progress) (_ time.Duration, err error) {
+// suppress posts both sides' writes with CompletionSuppress.
+func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int, suppress bool, prog *progress) (_ time.Duration, err error) {
 	if size > w.len {
 		return 0, fmt.Errorf("size %d exceeds the server's %d-byte window", size, w.len)
 	}
@@ -196,8 +158,8 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 	}()
 	req := newMsg(kindWLat).u64(tagLength, uint64(size)).u64(tagCount, uint64(warm+iters)).
 		u64(tagAddr, uint64(land.prm.RegisteredAddress)).u64(tagRMR, uint64(land.prm.RMRContext))
-	if mode != wlatSignalled {
-		req.u64(tagWLatMode, uint64(mode))
+	if suppress {
+		req.u64(tagSuppress, 1)
 	}
 	if _, err := c.call(ctx, req, 1, nil); err != nil {
 		return 0, err
@@ -205,7 +167,7 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 	src := c.local.b[c.slot : c.slot+size]
 	srcTri := c.local.tri(c.slot, size)
 	dst := w.at(0, size)
-	sp := wlatSpinner{l: c.link, land: land.b[:size], mode: mode}
+	sp := wlatSpinner{l: c.link, land: land.b[:size], flags: wlatFlags(suppress)}
 	var t0 time.Time
 	for i := 0; i < warm+iters; i++ {
 		if i == warm {
@@ -234,11 +196,11 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 // which skips successful ones and fails on an error, and which must see
 // the receive of the client's next request, a completion that reap would
 // drop. A failure (the client gone) ends the session.
-func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet, mode wlatMode) error {
+func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet, suppress bool) error {
 	size := int(dst.Length)
 	src := s.local.b[s.slot : s.slot+size]
 	srcTri := s.local.tri(s.slot, size)
-	sp := wlatSpinner{l: s.link, land: s.win.b[:size], from: s.cookie + 1, mode: mode}
+	sp := wlatSpinner{l: s.link, land: s.win.b[:size], from: s.cookie + 1, flags: wlatFlags(suppress)}
 	for i := 0; i < count; i++ {
 		tag := wlatTag(i)
 		if err := sp.await(ctx, tag); err != nil {
