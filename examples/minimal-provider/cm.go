@@ -186,8 +186,8 @@ func (r *rsp) Query() (api.RSPParam, error) {
 func (r *rsp) Free() error {
 	defer lock()()
 	r.unlist()
-	if !r.used && r.ep.State == api.EPReserved {
-		r.ep.State = api.EPUnconnected
+	if !r.used {
+		r.ep.Unreserve()
 	}
 	r.ia.rsps.Remove(r)
 	return nil

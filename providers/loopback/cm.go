@@ -290,8 +290,8 @@ func (r *rsp) Free() error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	r.unlist()
-	if !r.consumed && r.ep.State == api.EPReserved {
-		r.ep.State = api.EPUnconnected
+	if !r.consumed {
+		r.ep.Unreserve()
 	}
 	r.ia.rsps.Remove(r)
 	return nil

@@ -382,8 +382,8 @@ func (r *rsp) Free() error {
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
 	r.stop()
-	if !r.consumed && r.ep.State == api.EPReserved {
-		r.ep.State = api.EPUnconnected
+	if !r.consumed {
+		r.ep.Unreserve()
 	}
 	r.ia.rsps.Remove(r)
 	return nil

@@ -729,9 +729,7 @@ func (r *rsp) Free() error {
 func (r *rsp) stop() {
 	r.unlisten()
 	if p := r.ep; p != nil {
-		if p.State == api.EPReserved {
-			p.State = api.EPUnconnected
-		}
+		p.Unreserve()
 		p.rsp, r.ep = nil, nil
 	}
 }

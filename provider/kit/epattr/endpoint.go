@@ -99,6 +99,15 @@ func (e *Endpoint) Unclaim() (destroy bool) {
 	return false
 }
 
+// Unreserve returns an EP that an RSP reserved to UNCONNECTED, for an
+// RSP freed before a request arrived on it (dat_rsp_free(3DAT)); an EP in
+// any other state is left as it is.
+func (e *Endpoint) Unreserve() {
+	if e.State == api.EPReserved {
+		e.State = api.EPUnconnected
+	}
+}
+
 // SetWatermarks records the high watermarks of dat_ep_set_watermark(3DAT),
 // which the guard has checked: the soft one in the attributes, where
 // dat_ep_query(3DAT) reports it, and both in WM, armed again.

@@ -121,6 +121,21 @@ func TestWatermarks(t *testing.T) {
 	}
 }
 
+// TestUnreserve: only a RESERVED EP returns to UNCONNECTED.
+func TestUnreserve(t *testing.T) {
+	for s, want := range map[api.EPState]api.EPState{
+		api.EPReserved:                 api.EPUnconnected,
+		api.EPPassiveConnectionPending: api.EPPassiveConnectionPending,
+		api.EPConnected:                api.EPConnected,
+		api.EPUnconnected:              api.EPUnconnected,
+	} {
+		e := Endpoint{State: s}
+		if e.Unreserve(); e.State != want {
+			t.Errorf("Unreserve in %s left %s; want %s", s, e.State, want)
+		}
+	}
+}
+
 func TestEndpoint(t *testing.T) {
 	e := Endpoint{State: api.EPDisconnected, LocalPort: 7, RemotePort: 9}
 	e.Attr.MaxMessageSize = 64
