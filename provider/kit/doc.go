@@ -57,24 +57,28 @@
 //   - completion: the requests the DTO post calls make, Posts, which gives
 //     an EP those calls over its one PostRequest, and the events that
 //     complete requests and receives under the rules for suppressed,
-//     unsignalled and solicited completions;
-//   - connreq: connection-management argument checks, CR, the part of a
-//     connection request every provider keeps alike (its reserved EP,
-//     its done mark and its query), the choice of the EP an accept
-//     connects, an active EP's connection Timeout, and
-//     Quals, the listening qualifiers of a provider whose qualifiers are
-//     its own;
+//     unsignalled and solicited completions, and Recvs, an EP's own
+//     receive queue with the refusals and the flush of dat_ep_post_recv;
+//   - connreq: the connect flags a single-path transport takes, CR, the
+//     part of a connection request every provider keeps alike (its
+//     reserved EP, its done mark, its query, the start of an accept,
+//     Accepting, and ReleaseLocal, the reserved EP given back), the
+//     choice of the EP an accept connects, an active EP's connection
+//     Timeout, and Quals, the listening qualifiers of a provider whose
+//     qualifiers are its own;
 //   - iaattr, epattr, srqattr: a provider's limits stated once (from
 //     iaattr.Software, a software provider's), the IA, provider and EP
-//     attributes made from them, and the checks of EP attributes,
-//     watermarks and SRQ sizes against them (epattr.Resolve, an EP's
+//     attributes made from them, and the checks of EP attributes and
+//     SRQ sizes against them (epattr.Resolve, an EP's
 //     attributes at creation); srqattr.SRQs and SRQ, the set that creates
 //     an IA's SRQs and the base a provider's SRQ embeds (it writes
 //     PostRecv and Free), and RecvPZ, the PZ an EP's receives are checked
 //     against; epattr.Endpoint, the EP state every
 //     provider records alike (attributes, state, connection ends,
-//     watermarks, with Watch, Unclaim and DisconnectStep, the state rules
-//     of dat_ep_disconnect), and epattr.Links, the EP's PZ, EVDs and SRQ
+//     watermarks, a freed mark, with Watch, Unclaim, Unreserve,
+//     DisconnectStep, the state rules of dat_ep_disconnect, and
+//     Modified and Change, those of dat_ep_modify), and epattr.Links,
+//     the EP's PZ, EVDs and SRQ
 //     as the provider's types, with their query and modify, for a
 //     provider's EP to embed;
 //   - memreg: the LMR and RMR tables of an IA, with the triplet checks
