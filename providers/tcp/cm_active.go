@@ -162,13 +162,8 @@ func (c *conn) dial(ctx context.Context, deadline time.Time, local net.IP, addr 
 		_ = nc.Close()
 		return
 	}
-	_ = nc.SetDeadline(time.Time{})
-	c.negotiate(&p.Attr, &c.hs)
-	p.State = api.EPConnected
 	p.PeerPD = c.pd
-	c.begin(p, p.PeerPD)
-	mu.Unlock()
-	c.readLoop()
+	c.establish(p, p.PeerPD)
 }
 
 // dialEvent maps a dial error to the connection event the requester gets:

@@ -189,12 +189,7 @@ func (c *conn) passive(sp servicePoint) {
 			_ = nc.Close()
 			return
 		}
-		_ = nc.SetDeadline(time.Time{})
-		c.negotiate(&p.Attr, &c.hs)
-		p.State = api.EPConnected
-		c.begin(p, nil)
-		mu.Unlock()
-		c.readLoop()
+		c.establish(p, nil)
 		return
 	case hsReject:
 		encodeHS(b, &hsMsg{Version: wireVersion, Type: hsReject, PDLen: uint16(len(pr.pd))})

@@ -135,6 +135,20 @@ func helloFor(p *ep, typ uint16, pdLen int) hsMsg {
 	return m
 }
 
+// establish ends the handshake of p's connection, either side's: the
+// socket loses the handshake's deadline, the attributes are negotiated,
+// p is CONNECTED and the connection begins (pd goes with ESTABLISHED);
+// then this goroutine, having released ia.mu, which it held, becomes the
+// connection's reader.
+func (c *conn) establish(p *ep, pd []byte) {
+	_ = c.nc.SetDeadline(time.Time{})
+	c.negotiate(&p.Attr, &c.hs)
+	p.State = api.EPConnected
+	c.begin(p, pd)
+	c.ia.mu.Unlock()
+	c.readLoop()
+}
+
 // begin enters the data transfer phase: it readies the socket and the
 // writer, then posts ESTABLISHED with the peer's private data pd, then
 // starts the DTOs posted before the connection came up. A consumer that
