@@ -8,17 +8,22 @@
 #
 #   pp-poll   send/recv ping-pong, polling     dtest -p        dattest -bench lat  -mode poll
 #   pp-wait   send/recv ping-pong, blocking    dtest           dattest -bench lat  -mode wait
-#   wpp       RDMA-write ping-pong, spinning   dtest -W        dattest -bench wlat -mode poll
+#   wpp       RDMA-write ping-pong, watching   dtest -W        dattest -bench wlat-watch -mode poll
+#   wpp-evd   the same dtest row beside        dtest -W        dattest -bench wlat -mode poll
+#             the native loop that reaps
+#             completions while it watches
 #   bw        RDMA-write streaming bandwidth   dtest -w        dattest -bench bw   -mode wait
 #
 # Latency is one-way (half a round trip) in µs at 64 B; bandwidth in MB/s
-# at 64 KiB messages. dtest's message ping-pong is always 100 round trips
-# (-B does not change it), timed from the first, so the native rows run
-# 100 too (dattest warms up with 50 more): a run of 2000 averages away the
-# first round trips' costs, which dtest's number carries (4.7-5.2 against
-# 6.7-10.3 us native at 64 B, polling). dtest's RDMA-write ping-pong (2.1.10)
-# spins on dat_evd_dequeue for each write's completion and then watches
-# memory without calling in; dattest's calls EVD.Dequeue while it watches.
+# at 64 KiB messages. dtest times its ping-pongs from the first round
+# trip: its message ping-pong is always 100 round trips (-B does not
+# change it), its RDMA-write ping-pong -B. The native latency rows do the
+# same work, 100 and 1000 round trips timed from the first (-warmup 0),
+# so that both carry the first round trips' costs. dtest's RDMA-write
+# ping-pong (2.1.10, -W) spins on dat_evd_dequeue for each write's
+# completion and then watches memory without calling in, as dattest's
+# wlat-watch does; dattest's wlat calls EVD.Dequeue while it watches,
+# which lets the tcp provider place the peer's write from that call.
 # Needs dapl2-utils and a built library
 # (./cabi/build). Not part of CI: timings depend on the machine.
 set -u
@@ -65,11 +70,12 @@ res="$work/results.tsv"
 for r in $(seq 1 "$REPS"); do
 	echo "repetition $r of $REPS" >&2
 	dtestrow -p -b 64 -B 1000 | awk '/Message PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "pp-poll\tcabi\t" $(i+1) }' >> "$res"
-	nat -bench lat -size 64 -iters 100 -mode poll | us pp-poll lat poll >> "$res"
+	nat -bench lat -size 64 -iters 100 -warmup 0 -mode poll | us pp-poll lat poll >> "$res"
 	dtestrow -b 64 -B 1000 | awk '/Message PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "pp-wait\tcabi\t" $(i+1) }' >> "$res"
-	nat -bench lat -size 64 -iters 100 -mode wait | us pp-wait lat wait >> "$res"
-	dtestrow -W -b 64 -B 1000 | awk '/RDMA write PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "wpp\tcabi\t" $(i+1) }' >> "$res"
-	nat -bench wlat -size 64 -iters 2000 -mode poll | us wpp wlat poll >> "$res"
+	nat -bench lat -size 64 -iters 100 -warmup 0 -mode wait | us pp-wait lat wait >> "$res"
+	dtestrow -W -b 64 -B 1000 | awk '/RDMA write PingPong/ { for (i = 1; i <= NF; i++) if ($i == "latency") print "wpp\tcabi\t" $(i+1) "\nwpp-evd\tcabi\t" $(i+1) }' >> "$res"
+	nat -bench wlat-watch -size 64 -iters 1000 -warmup 0 -mode poll | us wpp wlat-watch poll >> "$res"
+	nat -bench wlat -size 64 -iters 1000 -warmup 0 -mode poll | us wpp-evd wlat poll >> "$res"
 	dtestrow -w -b 65536 -B 1000 | awk '/RDMA write \(bi-direction\)/ { for (i = 1; i <= NF; i++) if ($i == "MB/sec") print "bw\tcabi\t" $(i-1) }' >> "$res"
 	nat -bench bw -size 64K -iters 2000 -mode wait | mbs bw bw wait >> "$res"
 done
@@ -77,7 +83,7 @@ done
 echo
 echo "C ABI (dtest over build/libdat2.so.2) against native (dattest), tcp IA, 127.0.0.1, $REPS repetitions"
 printf '%-8s %-24s %-24s %s\n' row "C ABI median (min-max)" "native median (min-max)" "ratio"
-for row in pp-poll pp-wait wpp bw; do
+for row in pp-poll pp-wait wpp wpp-evd bw; do
 	stat() { awk -F'\t' -v r="$row" -v w="$1" '$1 == r && $2 == w { print $3 }' "$res" | sort -g |
 		awk '{ v[NR] = $1 } END { if (NR == 0) { print "- - -"; exit } m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; print m, v[1], v[NR] }'; }
 	read -r cm cmin cmax <<< "$(stat cabi)"
@@ -85,4 +91,4 @@ for row in pp-poll pp-wait wpp bw; do
 	ratio=$(awk -v a="$cm" -v b="$nm" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "-" }')
 	printf '%-8s %-24s %-24s %s\n' "$row" "$cm ($cmin-$cmax)" "$nm ($nmin-$nmax)" "$ratio"
 done
-echo "(pp-*, wpp: one-way µs, ratio >1 is slower; bw: MB/s, ratio <1 is slower)"
+echo "(pp-*, wpp*: one-way µs, ratio >1 is slower; bw: MB/s, ratio <1 is slower)"

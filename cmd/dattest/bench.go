@@ -15,7 +15,7 @@ import (
 
 // benchParams says what to measure.
 type benchParams struct {
-	ops   []string // "lat", "bw", "read", "wlat", "wlat-suppress"
+	ops   []string // "lat", "bw", "read", "wlat", "wlat-suppress", "wlat-watch"
 	sizes []int
 	iters int
 	warm  int // untimed iterations before the timed ones
@@ -42,7 +42,7 @@ func (p benchParams) mode() string {
 func warmup(iters int) int { return min(max(iters/2, 10), 1000) }
 
 // benchRow is one row of the benchmark table and of its JSON output.
-// Latency rows (ops "lat", "wlat" and "wlat-suppress") give the one-way latency in microseconds (half
+// Latency rows (ops "lat" and the wlat ones) give the one-way latency in microseconds (half
 // the round trip) and ratio = godat ÷ raw (> 1: godat is slower);
 // bandwidth rows (ops "bw" and "read") give GB/s (10^9 bytes per second)
 // and ratio = godat ÷ raw (> 1: godat is faster). Unit says which ("us"
@@ -115,7 +115,7 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 			row := benchRow{Op: op, Size: size, Mode: p.mode(), Iters: p.iters}
 			label := fmt.Sprintf("%s %s %s", op, sizeName(size), p.mode())
 			switch op {
-			case "lat", "wlat", "wlat-suppress":
+			case "lat", "wlat", "wlat-suppress", "wlat-watch":
 				// wlat is an RDMA-write ping-pong, lat a send/recv one;
 				// both against the raw TCP ping-pong.
 				if err := c.checkSize(size, isWLat(op)); err != nil {
@@ -126,7 +126,7 @@ func runBench(ctx context.Context, cfg clientConfig, p benchParams) (rows []benc
 				}
 				d, r, err := godatAndRaw(prog, label, size, p.iters, false, func() (time.Duration, error) {
 					if isWLat(op) {
-						return c.wlat(ctx, w, size, warm, p.iters, op == "wlat-suppress", prog)
+						return c.wlat(ctx, w, size, warm, p.iters, wlatModeOf(op), prog)
 					}
 					return c.lat(ctx, size, warm, p.iters, p.poll, prog)
 				}, func() (time.Duration, error) { return raw.lat(ctx, size, warm, p.iters, p.poll) })

@@ -9,7 +9,7 @@ import (
 // The legend under the benchmark table explains the ops of its rows and
 // no other.
 func TestBenchLegendListsOpsRun(t *testing.T) {
-	all := []string{"lat", "bw", "read", "wlat", "wlat-suppress"}
+	all := []string{"lat", "bw", "read", "wlat", "wlat-suppress", "wlat-watch"}
 	for _, ran := range [][]string{{"bw"}, {"lat", "read"}, {"wlat-suppress"}, all} {
 		var rows []benchRow
 		for _, op := range ran {

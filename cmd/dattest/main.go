@@ -84,8 +84,8 @@
 // # Benchmarks
 //
 // "dattest -h HOST -bench OPS" measures each op of OPS ("lat", "bw",
-// "read", "wlat", "wlat-suppress", "all" for the first three, or a
-// comma list) at each size of -size (default 64,4K,1M), -iters
+// "read", "wlat", "wlat-suppress", "wlat-watch", "all" for the first
+// three, or a comma list) at each size of -size (default 64,4K,1M), -iters
 // timed iterations (default 1000) after -warmup untimed ones, by default
 // a warm-up of iters/2 (at least 10, at most 1000). It is that long
 // because it must outlast a transient of the process, not of the link:
@@ -128,6 +128,14 @@
 //     proves that the write landed, so this is how a DAT consumer after
 //     the latency writes the ping-pong; wlat reaps a completion per write,
 //     as ib_write_lat does.
+//   - wlat-watch: the ping-pong as OFA's dtest -W (dapl2-utils 2.1.10)
+//     runs it, to set C programs on the C ABI beside native ones: each
+//     side spins on EVD.Dequeue for its write's completion, then watches
+//     memory for the peer's write and calls nothing meanwhile, so a
+//     provider that moves bytes in its consumer's calls must place the
+//     write some other way (tcp: its reader goroutine, or the peer's
+//     poll for its own completion). Run it with -warmup 0 beside dtest,
+//     which times from its first write.
 //
 // -mode poll makes the client (and the server, in a latency run) spin on
 // EVD.Dequeue; -mode wait (the default) blocks in EVD.Wait.
@@ -244,7 +252,7 @@ const usageText = `usage:
   dattest -s [-d IA] [-p PORT] [-raw-port PORT] [-max-sessions N] [-idle-timeout D]
                                                      serve until interrupted
   dattest -h HOST [-d IA] [-p PORT] [--json]         run the validated sequence
-  dattest -h HOST -bench lat|bw|read|wlat|wlat-suppress|all [-size 64,4K,1M] [-iters N] [-warmup N] [-mode poll|wait] [--json]
+  dattest -h HOST -bench lat|bw|read|wlat|wlat-suppress|wlat-watch|all [-size 64,4K,1M] [-iters N] [-warmup N] [-mode poll|wait] [--json]
   dattest -demo [-mode M] [-size LIST] [-iters N] [-warmup N] [--json]   server and client here
 
 flags:
@@ -269,7 +277,9 @@ flags:
   -bench OPS    measure lat (send/recv ping-pong), bw (streaming RDMA write),
                 read (pipelined RDMA read), wlat (RDMA-write ping-pong, spinning
                 on memory; -mode poll only), wlat-suppress (wlat with the writes'
-                completions suppressed), all (lat,bw,read), or a comma list
+                completions suppressed), wlat-watch (wlat as OFA's dtest -W runs
+                it: nothing called while it watches memory), all (lat,bw,read),
+                or a comma list
   -size LIST    message sizes, comma separated, with units K, M, G (powers of
                 1024; KiB, MB work too), at most 64M (default 64,4K,1M)
   -iters N      timed iterations per size (default 1000)
@@ -452,10 +462,10 @@ func parseArgs(args []string, stdout, stderr io.Writer) (o options, code int, ok
 			switch op = strings.TrimSpace(op); op {
 			case "all":
 				o.params.ops = append(o.params.ops, "lat", "bw", "read")
-			case "lat", "bw", "read", "wlat", "wlat-suppress":
+			case "lat", "bw", "read", "wlat", "wlat-suppress", "wlat-watch":
 				o.params.ops = append(o.params.ops, op)
 			default:
-				return usage("bad -bench %q: want lat, bw, read, wlat, wlat-suppress, all or a comma list", op)
+				return usage("bad -bench %q: want lat, bw, read, wlat, wlat-suppress, wlat-watch, all or a comma list", op)
 			}
 		}
 		o.params.ops = slices.Compact(o.params.ops)
@@ -589,6 +599,8 @@ var legend = map[string]string{
 	"wlat": "one-way latency of an RDMA-write ping-pong, each side spinning on memory (raw: the polling ping-pong); " +
 		"ratio = godat/raw time (>1: godat slower)",
 	"wlat-suppress": "wlat's ping-pong with the writes posted with CompletionSuppress (no completion for a write that succeeds); " +
+		"ratio = godat/raw time (>1: godat slower)",
+	"wlat-watch": "wlat's ping-pong as dtest -W runs it: each write's completion awaited, then nothing called while watching memory; " +
 		"ratio = godat/raw time (>1: godat slower)",
 }
 

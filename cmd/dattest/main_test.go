@@ -424,6 +424,7 @@ func TestUsage(t *testing.T) {
 		{"-h", "x", "-bench", "wlat"},
 		{"-h", "x", "-bench", "lat,wlat", "-mode", "wait"},
 		{"-h", "x", "-bench", "wlat-suppress", "-mode", "wait"},
+		{"-h", "x", "-bench", "wlat-watch", "-mode", "wait"},
 		{"-h", "x", "-bench", "lat", "-warmup", "-1"},
 		{"-h", "x", "-warmup", "0"},
 		{"-s", "-warmup", "0"},
@@ -454,6 +455,7 @@ func TestUsage(t *testing.T) {
 		"all":                {"lat", "bw", "read"},
 		"wlat":               {"wlat"},
 		"wlat,wlat-suppress": {"wlat", "wlat-suppress"},
+		"wlat-watch":         {"wlat-watch"},
 	} {
 		o, code, ok := parseArgs([]string{"-h", "x", "-bench", arg, "-mode", "poll"}, io.Discard, io.Discard)
 		if !ok || !slices.Equal(o.params.ops, want) {
@@ -590,12 +592,12 @@ ia_params = "127.0.0.1"
 func checkWLat(t *testing.T, ctx context.Context, cfg clientConfig) {
 	t.Helper()
 	for range 2 {
-		p := benchParams{ops: []string{"wlat", "wlat-suppress"}, sizes: []int{64, 4097}, iters: 30, poll: true}
+		p := benchParams{ops: []string{"wlat", "wlat-suppress", "wlat-watch"}, sizes: []int{64, 4097}, iters: 30, poll: true}
 		rows, err := runBench(ctx, cfg, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 4 {
+		if len(rows) != 6 {
 			t.Fatalf("rows %+v", rows)
 		}
 		for i, r := range rows {
@@ -750,7 +752,7 @@ func TestBenchLoopsAllocateNothing(t *testing.T) {
 		return int64(after.Mallocs - before.Mallocs)
 	}
 	const short, long = 200, 5200
-	for _, op := range []string{"lat", "bw", "read", "wlat", "wlat-suppress"} {
+	for _, op := range []string{"lat", "bw", "read", "wlat", "wlat-suppress", "wlat-watch"} {
 		for _, poll := range []bool{false, true} {
 			if isWLat(op) && !poll {
 				continue // poll mode only

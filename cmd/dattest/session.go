@@ -29,9 +29,9 @@ type session struct {
 	// An RDMA-write ping-pong the last request asked for, run once its
 	// reply is posted: wlatCount pings, each answered by a pong written
 	// to wlatDst (whose length is the pings').
-	wlatCount    int
-	wlatDst      api.RMRTriplet
-	wlatSuppress bool // the pongs are posted with CompletionSuppress
+	wlatCount int
+	wlatDst   api.RMRTriplet
+	wlatMode  wlatMode // how the pongs are posted and the pings watched for
 
 	// The receive posted for the next request: its segments. A receive
 	// is always posted before the reply that lets the client send again
@@ -177,7 +177,7 @@ func (s *session) loop(ctx context.Context) error {
 		if s.wlatCount > 0 {
 			n := s.wlatCount
 			s.wlatCount = 0
-			if err := s.wlatServe(ctx, n, s.wlatDst, s.wlatSuppress); err != nil {
+			if err := s.wlatServe(ctx, n, s.wlatDst, s.wlatMode); err != nil {
 				return err
 			}
 		}
@@ -360,7 +360,11 @@ func (s *session) handle(ctx context.Context, m *msg) *msg {
 		s.n.ia.SyncRDMAWrite([]api.LMRTriplet{s.win.tri(0, size)})
 		s.wlatCount = int(min(count, rawMaxCount))
 		s.wlatDst = w.at(0, size)
-		s.wlatSuppress = m.getOr(tagSuppress, 0) == 1
+		mode := wlatMode(m.getOr(tagWLatMode, uint64(wlatSignalled)))
+		if mode > wlatWatch {
+			return failure(k, "unknown RDMA-write ping-pong mode %d", mode)
+		}
+		s.wlatMode = mode
 		return reply(k)
 	case kindSync:
 		s.poll = m.getOr(tagPoll, 0) == 1

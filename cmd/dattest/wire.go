@@ -78,7 +78,7 @@ const (
 	tagPoll     uint16 = 15 // u64: 1 = busy-poll, 0 = wait
 	tagMaxSize  uint16 = 16 // u64: the largest benchmark message the client will use
 	tagReadsIn  uint16 = 17 // u64: RDMA reads the server's EP serves at once (its MaxRDMAReadIn)
-	tagSuppress uint16 = 18 // u64: 1 = an RDMA-write ping-pong's writes are posted with CompletionSuppress
+	tagWLatMode uint16 = 18 // u64: an RDMA-write ping-pong's wlatMode (0 when absent)
 	tagIdle     uint16 = 19 // u64: the server's idle timeout in milliseconds (0: none)
 )
 

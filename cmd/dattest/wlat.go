@@ -34,7 +34,28 @@ import (
 
 // isWLat reports whether benchmark op is one of the RDMA-write
 // ping-pongs.
-func isWLat(op string) bool { return op == "wlat" || op == "wlat-suppress" }
+func isWLat(op string) bool { return op == "wlat" || op == "wlat-suppress" || op == "wlat-watch" }
+
+// wlatMode is how a ping-pong's sides post their writes and watch for the
+// peer's (the ops wlat, wlat-suppress and wlat-watch).
+type wlatMode uint64
+
+const (
+	wlatSignalled  wlatMode = iota // every write signalled, completions reaped while watching
+	wlatSuppressed                 // every write suppressed
+	wlatWatch                      // dtest -W: each write's completion awaited, then nothing called while watching
+)
+
+// wlatModeOf returns the mode of ping-pong op.
+func wlatModeOf(op string) wlatMode {
+	switch op {
+	case "wlat-suppress":
+		return wlatSuppressed
+	case "wlat-watch":
+		return wlatWatch
+	}
+	return wlatSignalled
+}
 
 // wlatTag is the last byte of the i-th message (i from 0): never 0 (the
 // value of fresh memory) and never the previous message's.
@@ -54,18 +75,29 @@ func lastByte(b []byte) byte {
 // completions of its own side.
 type wlatSpinner struct {
 	l       *link
-	land    []byte              // the landing area: the message is its bytes
-	pending int                 // writes posted and not completed
-	from    api.Cookie          // the cookie of the first write: older completions are another run's
-	flags   api.CompletionFlags // the writes' completion flags
+	land    []byte     // the landing area: the message is its bytes
+	pending int        // writes posted and not completed
+	from    api.Cookie // the cookie of the first write: older completions are another run's
+	mode    wlatMode
 	iov     [1]api.LMRTriplet
 	ev      api.Event // reap's event (a local one would escape to the heap on every call)
 }
 
 // await spins until the landing area's last byte is tag, reaping write
-// completions in between. ctx ends it, and so does a failed completion
-// (the peer is gone).
+// completions in between (in wlatWatch, calling nothing). ctx ends it,
+// and so does a failed completion (the peer is gone).
 func (s *wlatSpinner) await(ctx context.Context, tag byte) error {
+	if s.mode == wlatWatch {
+		for spins := 1; lastByte(s.land) != tag; spins++ {
+			if spins&63 == 0 {
+				runtime.Gosched()
+				if err := ctx.Err(); err != nil {
+					return api.ContextError(ctx)
+				}
+			}
+		}
+		return nil
+	}
 	return s.until(ctx, func() bool { return lastByte(s.land) == tag })
 }
 
@@ -114,36 +146,36 @@ func (s *wlatSpinner) drain(ctx context.Context, left int) error {
 }
 
 // write posts one RDMA write of src, whose last byte it sets to tag
-// first, to dst, with s.flags. A suppressed write is not counted as
-// pending: it completes only if it fails.
+// first, to dst, signalled or suppressed as s.mode says. A suppressed
+// write is not counted as pending: it completes only if it fails. In
+// wlatWatch the write's completion is awaited here.
 func (s *wlatSpinner) write(ctx context.Context, src []byte, srcTri api.LMRTriplet, dst api.RMRTriplet, tag byte, cookie api.Cookie) error {
 	if err := s.drain(ctx, maxWindow-1); err != nil {
 		return err
 	}
 	src[len(src)-1] = tag
 	s.iov[0] = srcTri
-	if err := s.l.ep.PostRDMAWrite(s.iov[:], cookie, dst, s.flags); err != nil {
+	flags := api.CompletionDefault
+	if s.mode == wlatSuppressed {
+		flags = api.CompletionSuppress
+	}
+	if err := s.l.ep.PostRDMAWrite(s.iov[:], cookie, dst, flags); err != nil {
 		return fmt.Errorf("PostRDMAWrite: %w", err)
 	}
-	if s.flags&api.CompletionSuppress == 0 {
+	if flags&api.CompletionSuppress == 0 {
 		s.pending++
+		if s.mode == wlatWatch {
+			return s.drain(ctx, 0)
+		}
 	}
 	return nil
-}
-
-// wlatFlags are the completion flags of a ping-pong's writes.
-func wlatFlags(suppress bool) api.CompletionFlags {
-	if suppress {
-		return api.CompletionSuppress
-	}
-	return api.CompletionDefault
 }
 
 // wlat runs warm+iters RDMA-write round trips of size bytes between the
 // client's landing area and the start of the server's window, and returns
 // the one-way latency (half the mean round trip) of the timed ones.
-// suppress posts both sides' writes with CompletionSuppress.
-func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int, suppress bool, prog *progress) (_ time.Duration, err error) {
+// mode says how both sides post their writes and watch for the peer's.
+func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int, mode wlatMode, prog *progress) (_ time.Duration, err error) {
 	if size > w.len {
 		return 0, fmt.Errorf("size %d exceeds the server's %d-byte window", size, w.len)
 	}
@@ -158,8 +190,8 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 	}()
 	req := newMsg(kindWLat).u64(tagLength, uint64(size)).u64(tagCount, uint64(warm+iters)).
 		u64(tagAddr, uint64(land.prm.RegisteredAddress)).u64(tagRMR, uint64(land.prm.RMRContext))
-	if suppress {
-		req.u64(tagSuppress, 1)
+	if mode != wlatSignalled {
+		req.u64(tagWLatMode, uint64(mode))
 	}
 	if _, err := c.call(ctx, req, 1, nil); err != nil {
 		return 0, err
@@ -167,7 +199,7 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 	src := c.local.b[c.slot : c.slot+size]
 	srcTri := c.local.tri(c.slot, size)
 	dst := w.at(0, size)
-	sp := wlatSpinner{l: c.link, land: land.b[:size], flags: wlatFlags(suppress)}
+	sp := wlatSpinner{l: c.link, land: land.b[:size], mode: mode}
 	var t0 time.Time
 	for i := 0; i < warm+iters; i++ {
 		if i == warm {
@@ -196,11 +228,11 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 // which skips successful ones and fails on an error, and which must see
 // the receive of the client's next request, a completion that reap would
 // drop. A failure (the client gone) ends the session.
-func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet, suppress bool) error {
+func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet, mode wlatMode) error {
 	size := int(dst.Length)
 	src := s.local.b[s.slot : s.slot+size]
 	srcTri := s.local.tri(s.slot, size)
-	sp := wlatSpinner{l: s.link, land: s.win.b[:size], from: s.cookie + 1, flags: wlatFlags(suppress)}
+	sp := wlatSpinner{l: s.link, land: s.win.b[:size], from: s.cookie + 1, mode: mode}
 	for i := 0; i < count; i++ {
 		tag := wlatTag(i)
 		if err := sp.await(ctx, tag); err != nil {

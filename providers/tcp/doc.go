@@ -297,16 +297,15 @@
 //     watches memory, or waits for a CNO's descriptor in poll(2)) may
 //     see its next completion up to quietMax late, and the frames it
 //     left to its pollers leave up to quietMax late.
-//   - A Go consumer that watches memory for the peer's RDMA write and
-//     calls nothing meanwhile leaves the write to the reader goroutine,
-//     which needs a CPU: where every CPU runs a spinner (two processes
-//     in a ping-pong on a two-CPU machine) the kernel gives it one only
-//     when a spinner's time slice ends, and a spinner that calls
-//     runtime.Gosched keeps its process's threads too busy for the
-//     kernel to prefer the woken one (docs/cabi.md has the numbers). A
-//     consumer that watches memory should call EVD.Dequeue between its
-//     looks, as dattest's wlat does: the write is then placed by its own
-//     call.
+//   - A consumer that watches memory for the peer's RDMA write, and
+//     neither calls in meanwhile nor polled for a completion of its own
+//     as the write came, leaves the write to the reader goroutine, which
+//     needs a CPU: where every CPU runs a spinner (two processes in a
+//     ping-pong on a two-CPU machine) the kernel may give it one only
+//     when a spinner's time slice ends (milliseconds; docs/cabi.md has
+//     the numbers). A consumer that watches memory should call
+//     EVD.Dequeue between its looks, as dattest's wlat does: the write is
+//     then placed by its own call.
 //   - An ACK or credit update that would wait for the consumer's answer
 //     arms no timer on a quiet connection (arming one wakes a runtime
 //     thread): pollers send it once it has waited credDelay, or the
