@@ -47,9 +47,7 @@ var cnoGroups = []group{
 			t.cnoReceive(p, c, "CNO.Wait for a receive after polling")
 		}},
 		{"RETURN VALUES", "a deadline without notification ends the wait with an error and no EVD", func(t *checkT) {
-			n := t.node()
-			c := n.cno(nil)
-			n.seEVD(8, c)
+			c, _ := t.node().cnoSE()
 			ctx, cancel := context.WithTimeout(t.ctx, 100*time.Millisecond)
 			defer cancel()
 			e, err := c.Wait(ctx)
@@ -173,9 +171,7 @@ var cnoGroups = []group{
 			}
 		}},
 		{"DESCRIPTION", "a CNO made without descriptor reports its trigger through Triggered too, and Wait takes the trigger", func(t *checkT) {
-			n := t.node()
-			c := n.cno(nil)
-			e, _ := n.seEVD(8, c)
+			c, e := t.node().cnoSE()
 			t.postSE(e, "x")
 			var got api.EVD
 			for end := time.Now().Add(eventTimeout); got == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
@@ -216,8 +212,7 @@ var cnoGroups = []group{
 	{page: "dat_cno_free", checks: []check{
 		{"RETURN VALUES", "a CNO that an EVD feeds cannot be freed (DAT_INVALID_STATE) until the EVD feeds another CNO or is freed", func(t *checkT) {
 			n := t.node()
-			c := n.cno(nil)
-			e, _ := n.seEVD(8, c)
+			c, e := n.cnoSE()
 			t.wantErr(c.Free(), api.ErrInvalidState, "CNO.Free with an EVD attached")
 			c2 := n.cno(nil)
 			t.noErr(e.ModifyCNO(c2), "EVD.ModifyCNO to another CNO")
@@ -279,6 +274,15 @@ func (n *node) cno(agent api.WaitAgent) api.CNO {
 	c, err := n.ia.CreateCNO(agent)
 	n.t.noErr(err, "IA.CreateCNO")
 	return c
+}
+
+// cnoSE creates a CNO of n without agent and a software EVD of 8 entries
+// that feeds it.
+func (n *node) cnoSE() (api.CNO, api.EVD) {
+	n.t.T.Helper()
+	c := n.cno(nil)
+	e, _ := n.seEVD(8, c)
+	return c, e
 }
 
 // fdCNO creates a CNO with a file descriptor (dat_cno_fd_create).

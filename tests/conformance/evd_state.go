@@ -18,9 +18,7 @@ var evdStateGroups = []group{
 			t.waiterGot(c, e, "x", "a direct waiter on a disabled EVD")
 		}},
 		{"DESCRIPTION", "the events of a disabled EVD are queued but do not trigger its CNO", func(t *checkT) {
-			n := t.node()
-			c := n.cno(nil)
-			e, _ := n.seEVD(8, c)
+			c, e := t.node().cnoSE()
 			t.noErr(e.Disable(), "EVD.Disable")
 			t.postSE(e, "x")
 			t.neverTriggered(c, "after an event on the disabled EVD")
@@ -33,9 +31,7 @@ var evdStateGroups = []group{
 
 	{page: "dat_evd_enable", checks: []check{
 		{"DESCRIPTION", "a re-enabled EVD reports ENABLED and its events trigger its CNO", func(t *checkT) {
-			n := t.node()
-			c := n.cno(nil)
-			e, _ := n.seEVD(8, c)
+			c, e := t.node().cnoSE()
 			t.noErr(e.Disable(), "EVD.Disable")
 			t.noErr(e.Enable(), "EVD.Enable")
 			t.noErr(e.Enable(), "EVD.Enable of an enabled EVD (a no-op)")
@@ -99,9 +95,7 @@ var evdStateGroups = []group{
 			}
 		}},
 		{"DESCRIPTION", "ModifyCNO(nil) detaches the CNO, which can then be freed", func(t *checkT) {
-			n := t.node()
-			c := n.cno(nil)
-			e, _ := n.seEVD(8, c)
+			c, e := t.node().cnoSE()
 			t.noErr(e.ModifyCNO(nil), "EVD.ModifyCNO(nil)")
 			if p := t.queryEVD(e); p.CNO != nil {
 				t.Errorf("EVD.Query still reports a CNO")

@@ -273,8 +273,7 @@ var iaGroups = []group{
 		}},
 		{"DESCRIPTION", "an abrupt close unblocks the CNO waiters, returning no EVD", func(t *checkT) {
 			n := t.node()
-			c := n.cno(nil)
-			n.seEVD(8, c)
+			c, _ := n.cnoSE()
 			r := t.goCNOWait(c, eventTimeout)
 			time.Sleep(20 * time.Millisecond) // let it block; the result is the same if it does not
 			t.noErr(n.ia.Close(api.CloseAbrupt), "abrupt Close")
