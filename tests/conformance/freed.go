@@ -39,6 +39,25 @@ func objectCalls(kind string, o api.Object) []call {
 	}
 }
 
+// freeable is an object with a Query returning P and a Free.
+type freeable[P any] interface {
+	api.Object
+	Query() (P, error)
+	Free() error
+}
+
+// freeAndCall frees o (kind names its type), then checks that its Query,
+// its Free, the calls more and the calls of every object are all
+// DAT_INVALID_HANDLE.
+func freeAndCall[P any](t *checkT, kind string, o freeable[P], more ...call) {
+	t.T.Helper()
+	t.noErr(o.Free(), kind+".Free")
+	t.allInvalidHandle(append(append([]call{
+		{kind + ".Query", func() error { _, err := o.Query(); return err }},
+		{kind + ".Free", o.Free},
+	}, more...), objectCalls(kind, o)...))
+}
+
 // allStreams are the stream flags of an EVD that any EVD argument accepts.
 const allStreams = api.EVDSoftware | api.EVDDTO | api.EVDConnection | api.EVDCR | api.EVDRMRBind
 
@@ -178,19 +197,16 @@ func freedLMR(t *checkT) {
 	p := t.pair()
 	r := p.srv.region(64, remote)
 	rmr := p.srv.newRMR()
-	t.noErr(r.lmr.Free(), "LMR.Free")
-	t.allInvalidHandle(append([]call{
-		{"LMR.Query", func() error { _, err := r.lmr.Query(); return err }},
-		{"LMR.Free", r.lmr.Free},
-		{"RMR.Bind to it", func() error {
+	freeAndCall(t, "LMR", r.lmr,
+		call{"RMR.Bind to it", func() error {
 			_, err := rmr.Bind(r.lmr, r.tr(0, 64), rmrRW, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
 			return err
 		}},
-		{"IA.CreateLMR of type DAT_MEM_TYPE_LMR over it", func() error {
+		call{"IA.CreateLMR of type DAT_MEM_TYPE_LMR over it", func() error {
 			_, err := p.srv.ia.CreateLMR(p.srv.pz, api.Region{Type: api.MemTypeLMR, LMR: r.lmr}, rw, api.VATypeVA)
 			return err
 		}},
-	}, objectCalls("LMR", r.lmr)...))
+	)
 	t.works(p.cli, p.srv, "after the refused calls")
 }
 
@@ -232,22 +248,14 @@ func freedSRQ(t *checkT) {
 func freedPSP(t *checkT) {
 	n := t.node()
 	psp, _ := n.listen(api.PSPConsumer)
-	t.noErr(psp.Free(), "PSP.Free")
-	t.allInvalidHandle(append([]call{
-		{"PSP.Query", func() error { _, err := psp.Query(); return err }},
-		{"PSP.Free", psp.Free},
-	}, objectCalls("PSP", psp)...))
+	freeAndCall(t, "PSP", psp)
 }
 
 func freedRSP(t *checkT) {
 	n := t.node()
 	e := n.end(nil)
 	rsp := n.reserve(e.ep, n.freeQual())
-	t.noErr(rsp.Free(), "RSP.Free")
-	t.allInvalidHandle(append([]call{
-		{"RSP.Query", func() error { _, err := rsp.Query(); return err }},
-		{"RSP.Free", rsp.Free},
-	}, objectCalls("RSP", rsp)...))
+	freeAndCall(t, "RSP", rsp)
 }
 
 func acceptedCR(t *checkT) {
