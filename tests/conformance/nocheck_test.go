@@ -90,6 +90,15 @@ func (b *ncBase) nc() *ncBase { return b }
 // gone reports whether calls on the object must do nothing.
 func (b *ncBase) gone() bool { return b.in == nil || b.dead.Load() || b.ia.dead.Load() }
 
+// do returns what f returns, or nil without calling f when the object is
+// gone.
+func (b *ncBase) do(f func() error) error {
+	if b.gone() {
+		return nil
+	}
+	return f()
+}
+
 type ncObj interface{ nc() *ncBase }
 
 // ncArg returns the loopback object behind handle x, and false when the
@@ -177,6 +186,46 @@ func ncEvent(ia *ncIA, ev *api.Event, e *ncEVD) {
 	ev.CR.CR = ncOut(ia, ev.CR.CR)
 	ev.CR.PSP = ncOut(ia, ev.CR.PSP)
 	ev.CR.RSP = ncOut(ia, ev.CR.RSP)
+}
+
+// ncQuery returns what q, the loopback object of b, reports, with the
+// loopback objects in it translated (ncParam); the zero parameters when b
+// is gone.
+func ncQuery[P any](b *ncBase, q interface{ Query() (P, error) }) (P, error) {
+	var prm P
+	if b.gone() {
+		return prm, nil
+	}
+	prm, err := q.Query()
+	ncParam(b.ia, &prm)
+	return prm, err
+}
+
+// ncParam translates the loopback objects that query parameters name.
+func ncParam(ia *ncIA, prm any) {
+	switch p := prm.(type) {
+	case *api.PZParam:
+		p.IA = ncOut(ia, p.IA)
+	case *api.EVDParam:
+		p.IA, p.CNO = ncOut(ia, p.IA), ncOut(ia, p.CNO)
+	case *api.CNOParam:
+		p.IA = ncOut(ia, p.IA)
+	case *api.EPParam:
+		p.IA, p.PZ, p.SRQ = ncOut(ia, p.IA), ncOut(ia, p.PZ), ncOut(ia, p.SRQ)
+		p.RecvEVD, p.RequestEVD, p.ConnectEVD = ncOut(ia, p.RecvEVD), ncOut(ia, p.RequestEVD), ncOut(ia, p.ConnectEVD)
+	case *api.PSPParam:
+		p.IA, p.EVD = ncOut(ia, p.IA), ncOut(ia, p.EVD)
+	case *api.RSPParam:
+		p.IA, p.EVD, p.EP = ncOut(ia, p.IA), ncOut(ia, p.EVD), ncOut(ia, p.EP)
+	case *api.CRParam:
+		p.LocalEP = ncOut(ia, p.LocalEP)
+	case *api.LMRParam:
+		p.IA, p.PZ = ncOut(ia, p.IA), ncOut(ia, p.PZ)
+	case *api.RMRParam:
+		p.IA, p.PZ = ncOut(ia, p.IA), ncOut(ia, p.PZ)
+	case *api.SRQParam:
+		p.IA, p.PZ = ncOut(ia, p.IA), ncOut(ia, p.PZ)
+	}
 }
 
 // free frees the object with f, unless it is dead already; with inUse,
@@ -390,17 +439,11 @@ func (ia *ncIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 }
 
 func (ia *ncIA) SyncRDMARead(segs []api.LMRTriplet) error {
-	if ia.gone() {
-		return nil
-	}
-	return ia.p.SyncRDMARead(segs)
+	return ia.do(func() error { return ia.p.SyncRDMARead(segs) })
 }
 
 func (ia *ncIA) SyncRDMAWrite(segs []api.LMRTriplet) error {
-	if ia.gone() {
-		return nil
-	}
-	return ia.p.SyncRDMAWrite(segs)
+	return ia.do(func() error { return ia.p.SyncRDMAWrite(segs) })
 }
 
 // --- PZ ---
@@ -412,14 +455,7 @@ type ncPZ struct {
 
 func (z *ncPZ) HandleType() api.HandleType { return api.HandlePZ }
 
-func (z *ncPZ) Query() (api.PZParam, error) {
-	if z.gone() {
-		return api.PZParam{}, nil
-	}
-	prm, err := z.p.Query()
-	prm.IA = ncOut(z.ia, prm.IA)
-	return prm, err
-}
+func (z *ncPZ) Query() (api.PZParam, error) { return ncQuery(&z.ncBase, z.p) }
 
 func (z *ncPZ) CreateRMR() (api.RMR, error) {
 	if z.gone() {
@@ -443,27 +479,14 @@ type ncEVD struct {
 
 func (e *ncEVD) HandleType() api.HandleType { return api.HandleEVD }
 
-func (e *ncEVD) Query() (api.EVDParam, error) {
-	if e.gone() {
-		return api.EVDParam{}, nil
-	}
-	prm, err := e.p.Query()
-	prm.IA, prm.CNO = ncOut(e.ia, prm.IA), ncOut(e.ia, prm.CNO)
-	return prm, err
-}
+func (e *ncEVD) Query() (api.EVDParam, error) { return ncQuery(&e.ncBase, e.p) }
 
 func (e *ncEVD) Resize(qlen int) error {
-	if e.gone() {
-		return nil
-	}
-	return e.p.Resize(qlen)
+	return e.do(func() error { return e.p.Resize(qlen) })
 }
 
 func (e *ncEVD) PostSE(ev *api.Event) error {
-	if e.gone() {
-		return nil
-	}
-	return e.p.PostSE(ev)
+	return e.do(func() error { return e.p.PostSE(ev) })
 }
 
 func (e *ncEVD) Dequeue(ev *api.Event) error {
@@ -493,18 +516,11 @@ func (e *ncEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, er
 	return n, err
 }
 
-func (e *ncEVD) simple(f func() error) error {
-	if e.gone() {
-		return nil
-	}
-	return f()
-}
-
-func (e *ncEVD) Enable() error        { return e.simple(func() error { return e.p.Enable() }) }
-func (e *ncEVD) Disable() error       { return e.simple(func() error { return e.p.Disable() }) }
-func (e *ncEVD) SetUnwaitable() error { return e.simple(func() error { return e.p.SetUnwaitable() }) }
+func (e *ncEVD) Enable() error        { return e.do(func() error { return e.p.Enable() }) }
+func (e *ncEVD) Disable() error       { return e.do(func() error { return e.p.Disable() }) }
+func (e *ncEVD) SetUnwaitable() error { return e.do(func() error { return e.p.SetUnwaitable() }) }
 func (e *ncEVD) ClearUnwaitable() error {
-	return e.simple(func() error { return e.p.ClearUnwaitable() })
+	return e.do(func() error { return e.p.ClearUnwaitable() })
 }
 
 func (e *ncEVD) ModifyCNO(cno api.CNO) error {
@@ -526,20 +542,10 @@ type ncCNO struct {
 
 func (c *ncCNO) HandleType() api.HandleType { return api.HandleCNO }
 
-func (c *ncCNO) Query() (api.CNOParam, error) {
-	if c.gone() {
-		return api.CNOParam{}, nil
-	}
-	prm, err := c.p.Query()
-	prm.IA = ncOut(c.ia, prm.IA)
-	return prm, err
-}
+func (c *ncCNO) Query() (api.CNOParam, error) { return ncQuery(&c.ncBase, c.p) }
 
 func (c *ncCNO) ModifyAgent(agent api.WaitAgent) error {
-	if c.gone() {
-		return nil
-	}
-	return c.p.ModifyAgent(c.ia.agent(agent))
+	return c.do(func() error { return c.p.ModifyAgent(c.ia.agent(agent)) })
 }
 
 func (c *ncCNO) Wait(ctx context.Context) (api.EVD, error) {
@@ -570,16 +576,7 @@ type ncEP struct {
 
 func (p *ncEP) HandleType() api.HandleType { return api.HandleEP }
 
-func (p *ncEP) Query() (api.EPParam, error) {
-	if p.gone() {
-		return api.EPParam{}, nil
-	}
-	prm, err := p.p.Query()
-	ia := p.ia
-	prm.IA, prm.PZ, prm.SRQ = ncOut(ia, prm.IA), ncOut(ia, prm.PZ), ncOut(ia, prm.SRQ)
-	prm.RecvEVD, prm.RequestEVD, prm.ConnectEVD = ncOut(ia, prm.RecvEVD), ncOut(ia, prm.RequestEVD), ncOut(ia, prm.ConnectEVD)
-	return prm, err
-}
+func (p *ncEP) Query() (api.EPParam, error) { return ncQuery(&p.ncBase, p.p) }
 
 func (p *ncEP) Modify(mask api.EPParamMask, prm *api.EPParam) error {
 	if p.gone() || prm == nil {
@@ -616,10 +613,7 @@ func (p *ncEP) GetStatus() (api.EPState, bool, bool, error) {
 }
 
 func (p *ncEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []byte, qos api.QOS, flags api.ConnectFlags) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.Connect(remote, q, timeout, pd, qos, flags)
+	return p.do(func() error { return p.p.Connect(remote, q, timeout, pd, qos, flags) })
 }
 
 func (p *ncEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QOS) error {
@@ -631,61 +625,37 @@ func (p *ncEP) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, qos api.QO
 }
 
 func (p *ncEP) Disconnect(flags api.CloseFlags) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.Disconnect(flags)
+	return p.do(func() error { return p.p.Disconnect(flags) })
 }
 
 func (p *ncEP) Reset() error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.Reset()
+	return p.do(func() error { return p.p.Reset() })
 }
 
 func (p *ncEP) Free() error { return p.free(func() error { return p.p.Free() }, false) }
 
 func (p *ncEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.PostSend(iov, cookie, flags)
+	return p.do(func() error { return p.p.PostSend(iov, cookie, flags) })
 }
 
 func (p *ncEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, inv bool, rmr api.RMRContext) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.PostSendWithInvalidate(iov, cookie, flags, inv, rmr)
+	return p.do(func() error { return p.p.PostSendWithInvalidate(iov, cookie, flags, inv, rmr) })
 }
 
 func (p *ncEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.PostRecv(iov, cookie, flags)
+	return p.do(func() error { return p.p.PostRecv(iov, cookie, flags) })
 }
 
 func (p *ncEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.PostRDMAWrite(iov, cookie, remote, flags)
+	return p.do(func() error { return p.p.PostRDMAWrite(iov, cookie, remote, flags) })
 }
 
 func (p *ncEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.PostRDMARead(iov, cookie, remote, flags)
+	return p.do(func() error { return p.p.PostRDMARead(iov, cookie, remote, flags) })
 }
 
 func (p *ncEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.PostRDMAReadToRMR(local, cookie, remote, flags)
+	return p.do(func() error { return p.p.PostRDMAReadToRMR(local, cookie, remote, flags) })
 }
 
 func (p *ncEP) RecvQuery() (int, int, error) {
@@ -696,10 +666,7 @@ func (p *ncEP) RecvQuery() (int, int, error) {
 }
 
 func (p *ncEP) SetWatermark(soft, hard int) error {
-	if p.gone() {
-		return nil
-	}
-	return p.p.SetWatermark(soft, hard)
+	return p.do(func() error { return p.p.SetWatermark(soft, hard) })
 }
 
 // --- PSP, RSP, CR ---
@@ -711,14 +678,7 @@ type ncPSP struct {
 
 func (s *ncPSP) HandleType() api.HandleType { return api.HandlePSP }
 
-func (s *ncPSP) Query() (api.PSPParam, error) {
-	if s.gone() {
-		return api.PSPParam{}, nil
-	}
-	prm, err := s.p.Query()
-	prm.IA, prm.EVD = ncOut(s.ia, prm.IA), ncOut(s.ia, prm.EVD)
-	return prm, err
-}
+func (s *ncPSP) Query() (api.PSPParam, error) { return ncQuery(&s.ncBase, s.p) }
 
 func (s *ncPSP) Free() error { return s.free(func() error { return s.p.Free() }, false) }
 
@@ -729,14 +689,7 @@ type ncRSP struct {
 
 func (r *ncRSP) HandleType() api.HandleType { return api.HandleRSP }
 
-func (r *ncRSP) Query() (api.RSPParam, error) {
-	if r.gone() {
-		return api.RSPParam{}, nil
-	}
-	prm, err := r.p.Query()
-	prm.IA, prm.EVD, prm.EP = ncOut(r.ia, prm.IA), ncOut(r.ia, prm.EVD), ncOut(r.ia, prm.EP)
-	return prm, err
-}
+func (r *ncRSP) Query() (api.RSPParam, error) { return ncQuery(&r.ncBase, r.p) }
 
 func (r *ncRSP) Free() error { return r.free(func() error { return r.p.Free() }, false) }
 
@@ -747,14 +700,7 @@ type ncCR struct {
 
 func (c *ncCR) HandleType() api.HandleType { return api.HandleCR }
 
-func (c *ncCR) Query() (api.CRParam, error) {
-	if c.gone() {
-		return api.CRParam{}, nil
-	}
-	prm, err := c.p.Query()
-	prm.LocalEP = ncOut(c.ia, prm.LocalEP)
-	return prm, err
-}
+func (c *ncCR) Query() (api.CRParam, error) { return ncQuery(&c.ncBase, c.p) }
 
 func (c *ncCR) Accept(ep api.EP, pd []byte) error {
 	p, ok := ncArg[api.EP](c.ia, ep, false)
@@ -768,45 +714,30 @@ func (c *ncCR) Accept(ep api.EP, pd []byte) error {
 	return nil
 }
 
-// finish marks the CR destroyed by a reject or handoff, and with it the
-// EP loopback made for the request, if any.
-func (c *ncCR) finish(local api.EP) {
-	c.dead.Store(true)
-	if e, ok := local.(*ncEP); ok && e.providerMade {
-		e.dead.Store(true)
-	}
-}
-
-func (c *ncCR) localEP() api.EP {
-	prm, err := c.Query()
-	if err != nil {
+// finish makes f, a reject or handoff, unless the CR is gone; when f
+// succeeds it marks the CR destroyed, and with it the EP loopback made
+// for the request, if any.
+func (c *ncCR) finish(f func() error) error {
+	if c.gone() {
 		return nil
 	}
-	return prm.LocalEP
+	prm, qerr := c.Query()
+	if err := f(); err != nil {
+		return err
+	}
+	c.dead.Store(true)
+	if e, ok := prm.LocalEP.(*ncEP); qerr == nil && ok && e.providerMade {
+		e.dead.Store(true)
+	}
+	return nil
 }
 
 func (c *ncCR) Reject(pd []byte) error {
-	if c.gone() {
-		return nil
-	}
-	local := c.localEP()
-	if err := c.p.Reject(pd); err != nil {
-		return err
-	}
-	c.finish(local)
-	return nil
+	return c.finish(func() error { return c.p.Reject(pd) })
 }
 
 func (c *ncCR) Handoff(q api.ConnQual) error {
-	if c.gone() {
-		return nil
-	}
-	local := c.localEP()
-	if err := c.p.Handoff(q); err != nil {
-		return err
-	}
-	c.finish(local)
-	return nil
+	return c.finish(func() error { return c.p.Handoff(q) })
 }
 
 // --- LMR, RMR, SRQ ---
@@ -818,14 +749,7 @@ type ncLMR struct {
 
 func (l *ncLMR) HandleType() api.HandleType { return api.HandleLMR }
 
-func (l *ncLMR) Query() (api.LMRParam, error) {
-	if l.gone() {
-		return api.LMRParam{}, nil
-	}
-	prm, err := l.p.Query()
-	prm.IA, prm.PZ = ncOut(l.ia, prm.IA), ncOut(l.ia, prm.PZ)
-	return prm, err
-}
+func (l *ncLMR) Query() (api.LMRParam, error) { return ncQuery(&l.ncBase, l.p) }
 
 func (l *ncLMR) Free() error { return l.free(func() error { return l.p.Free() }, false) }
 
@@ -836,14 +760,7 @@ type ncRMR struct {
 
 func (r *ncRMR) HandleType() api.HandleType { return api.HandleRMR }
 
-func (r *ncRMR) Query() (api.RMRParam, error) {
-	if r.gone() {
-		return api.RMRParam{}, nil
-	}
-	prm, err := r.p.Query()
-	prm.IA, prm.PZ = ncOut(r.ia, prm.IA), ncOut(r.ia, prm.PZ)
-	return prm, err
-}
+func (r *ncRMR) Query() (api.RMRParam, error) { return ncQuery(&r.ncBase, r.p) }
 
 func (r *ncRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
 	l, lok := ncArg[api.LMR](r.ia, lmr, t.Length > 0)
@@ -903,34 +820,18 @@ type ncSRQ struct {
 
 func (s *ncSRQ) HandleType() api.HandleType { return api.HandleSRQ }
 
-func (s *ncSRQ) Query() (api.SRQParam, error) {
-	if s.gone() {
-		return api.SRQParam{}, nil
-	}
-	prm, err := s.p.Query()
-	prm.IA, prm.PZ = ncOut(s.ia, prm.IA), ncOut(s.ia, prm.PZ)
-	return prm, err
-}
+func (s *ncSRQ) Query() (api.SRQParam, error) { return ncQuery(&s.ncBase, s.p) }
 
 func (s *ncSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
-	if s.gone() {
-		return nil
-	}
-	return s.p.PostRecv(iov, cookie)
+	return s.do(func() error { return s.p.PostRecv(iov, cookie) })
 }
 
 func (s *ncSRQ) Resize(n int) error {
-	if s.gone() {
-		return nil
-	}
-	return s.p.Resize(n)
+	return s.do(func() error { return s.p.Resize(n) })
 }
 
 func (s *ncSRQ) SetLW(n int) error {
-	if s.gone() {
-		return nil
-	}
-	return s.p.SetLW(n)
+	return s.do(func() error { return s.p.SetLW(n) })
 }
 
 func (s *ncSRQ) Free() error { return s.free(func() error { return s.p.Free() }, true) }
