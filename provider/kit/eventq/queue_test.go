@@ -3,7 +3,6 @@ package eventq
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -182,13 +181,7 @@ func TestOneWaiterAtATime(t *testing.T) {
 
 func TestUnwaitable(t *testing.T) {
 	q := New(2, nil)
-	errc := make(chan error)
-	go func() {
-		var ev api.Event
-		_, err := q.Wait(context.Background(), 1, &ev)
-		errc <- err
-	}()
-	waitUntil(t, q.Waiting)
+	errc := blockedWait(t, q, 1)
 	q.SetUnwaitable(true)
 	if err := <-errc; !isErr(err, api.InvalidState, api.SubStateEVDUnwaitable) {
 		t.Fatalf("woken waiter got %v", err)
@@ -213,13 +206,7 @@ func TestUnwaitable(t *testing.T) {
 
 func TestCloseAbortsWaiter(t *testing.T) {
 	q := New(2, nil)
-	errc := make(chan error)
-	go func() {
-		var ev api.Event
-		_, err := q.Wait(context.Background(), 1, &ev)
-		errc <- err
-	}()
-	waitUntil(t, q.Waiting)
+	errc := blockedWait(t, q, 1)
 	q.Close()
 	if err := <-errc; !errors.Is(err, api.ErrAbort) {
 		t.Fatalf("waiter after Close got %v", err)
@@ -441,6 +428,20 @@ func BenchmarkPostDequeue(b *testing.B) {
 	})
 }
 
+// blockedWait starts a Wait on q for threshold events in a goroutine and
+// returns, once q has it as its waiter, the channel that gets its error.
+func blockedWait(t *testing.T, q *Queue, threshold int) <-chan error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		var ev api.Event
+		_, err := q.Wait(context.Background(), threshold, &ev)
+		errc <- err
+	}()
+	waitUntil(t, q.Waiting)
+	return errc
+}
+
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -520,15 +521,7 @@ func TestQueueNotifyAfterSilentPost(t *testing.T) {
 	owner := &fakeEVD{}
 	q := New(4, owner)
 	ev := api.Event{Number: api.SoftwareEvent}
-	done := make(chan error, 1)
-	go func() {
-		var got api.Event
-		_, err := q.Wait(context.Background(), 2, &got)
-		done <- err
-	}()
-	for !q.Waiting() {
-		runtime.Gosched()
-	}
+	done := blockedWait(t, q, 2)
 	q.Post(&ev, false)
 	q.Post(&ev, false)
 	select {
