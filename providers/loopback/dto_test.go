@@ -241,9 +241,8 @@ func TestReceiveTooSmallBreaks(t *testing.T) {
 	p.a.expectDTO(p.a.req, 3, api.DTOErrRemoteResponder)
 	p.b.expectDTO(p.b.recv, 1, api.DTOErrLocalLength)
 	p.b.expectDTO(p.b.recv, 2, api.DTOErrFlushed)
-	p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
+	p.expectBroken()
 	p.a.expectDTO(p.a.req, 4, api.DTOErrFlushed)
-	p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
 	if !zero(r.b) {
 		t.Fatal("a too-small receive was written")
 	}
@@ -281,9 +280,8 @@ func TestLocalProtectionFailures(t *testing.T) {
 			iov := append(r.iov(0, 8), tc.iov(p.a, r)...) // the valid segment first
 			must(t, p.ea.PostSend(iov, 2, 0), "PostSend")
 			p.a.expectDTO(p.a.req, 2, api.DTOErrLocalProtection)
-			p.a.expect(p.a.connEVD, api.ConnectionBrokenEvent)
 			p.b.expectDTO(p.b.recv, 1, api.DTOErrFlushed)
-			p.b.expect(p.b.connEVD, api.ConnectionBrokenEvent)
+			p.expectBroken()
 			if !zero(rr.b) {
 				t.Fatal("the peer got data")
 			}
