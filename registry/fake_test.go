@@ -100,13 +100,11 @@ func (ia *fakeIA) CreateEPWithSRQ(pz api.PZ, r, q, c api.EVD, srq api.SRQ, attr 
 	if attr != nil {
 		a = *attr
 	}
-	ep := &fakeEP{ia: ia}
-	ep.prm = api.EPParam{IA: ia, PZ: pz, RecvEVD: r, RequestEVD: q, ConnectEVD: c, SRQ: srq, Attr: a}
-	return ep, nil
+	return &fakeEP{fakeHolding(ia, api.EPParam{IA: ia, PZ: pz, RecvEVD: r, RequestEVD: q, ConnectEVD: c, SRQ: srq, Attr: a})}, nil
 }
 func (ia *fakeIA) CreatePSP(q api.ConnQual, evd api.EVD, f api.PSPFlags) (api.PSP, error) {
 	defer ia.hit().done()
-	return &fakePSP{ia: ia, prm: api.PSPParam{IA: ia, ConnQual: q, EVD: evd, Flags: f}}, nil
+	return &fakePSP{fakeHolding(ia, api.PSPParam{IA: ia, ConnQual: q, EVD: evd, Flags: f})}, nil
 }
 func (ia *fakeIA) CreatePSPAny(evd api.EVD, f api.PSPFlags) (api.PSP, api.ConnQual, error) {
 	p, err := ia.CreatePSP(99, evd, f)
@@ -114,12 +112,12 @@ func (ia *fakeIA) CreatePSPAny(evd api.EVD, f api.PSPFlags) (api.PSP, api.ConnQu
 }
 func (ia *fakeIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
 	defer ia.hit().done()
-	return &fakeRSP{ia: ia, prm: api.RSPParam{IA: ia, ConnQual: q, EVD: evd, EP: ep}}, nil
+	return &fakeRSP{fakeHolding(ia, api.RSPParam{IA: ia, ConnQual: q, EVD: evd, EP: ep})}, nil
 }
 func (ia *fakeIA) CreateLMR(pz api.PZ, r api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
 	defer ia.hit().done()
-	return &fakeLMR{ia: ia, prm: api.LMRParam{IA: ia, PZ: pz, Priv: priv, VAType: va, Length: uint64(len(r.Bytes)),
-		LMRContext: api.LMRContext(ia.lmrs.Add(1))}}, nil
+	return &fakeLMR{fakeHolding(ia, api.LMRParam{IA: ia, PZ: pz, Priv: priv, VAType: va, Length: uint64(len(r.Bytes)),
+		LMRContext: api.LMRContext(ia.lmrs.Add(1))})}, nil
 }
 func (ia *fakeIA) CreateSRQ(pz api.PZ, a api.SRQAttr) (api.SRQ, error) {
 	defer ia.hit().done()
@@ -128,7 +126,7 @@ func (ia *fakeIA) CreateSRQ(pz api.PZ, a api.SRQAttr) (api.SRQ, error) {
 	for iov < a.MaxRecvIOV {
 		iov *= 2
 	}
-	return &fakeSRQ{ia: ia, prm: api.SRQParam{IA: ia, PZ: pz, MaxRecvDTOs: a.MaxRecvDTOs, MaxRecvIOV: iov}}, nil
+	return &fakeSRQ{fakeHolding(ia, api.SRQParam{IA: ia, PZ: pz, MaxRecvDTOs: a.MaxRecvDTOs, MaxRecvIOV: iov})}, nil
 }
 func (ia *fakeIA) SyncRDMARead([]api.LMRTriplet) error  { defer ia.hit().done(); return nil }
 func (ia *fakeIA) SyncRDMAWrite([]api.LMRTriplet) error { defer ia.hit().done(); return nil }
@@ -215,13 +213,22 @@ func (c *fakeCNO) Triggered() (api.EVD, error) {
 }
 func (c *fakeCNO) Free() error { defer c.ia.hit().done(); return nil }
 
-type fakeEP struct {
+// fakeHeld is what the fakes that keep their parameters share: Query
+// returns the parameters they were made with (and Modify changed), and
+// Free only counts as a call into the provider.
+type fakeHeld[P any] struct {
 	fakeBase
 	ia  *fakeIA
-	prm api.EPParam
+	prm P
 }
 
-func (e *fakeEP) Query() (api.EPParam, error) { return e.prm, nil }
+func fakeHolding[P any](ia *fakeIA, prm P) fakeHeld[P] { return fakeHeld[P]{ia: ia, prm: prm} }
+
+func (o *fakeHeld[P]) Query() (P, error) { return o.prm, nil }
+func (o *fakeHeld[P]) Free() error       { defer o.ia.hit().done(); return nil }
+
+type fakeEP struct{ fakeHeld[api.EPParam] }
+
 func (e *fakeEP) Modify(m api.EPParamMask, p *api.EPParam) error {
 	defer e.ia.hit().done()
 	if m&api.EPFieldAttrAll != 0 {
@@ -246,7 +253,6 @@ func (e *fakeEP) DupConnect(api.EP, api.Timeout, []byte, api.QOS) error {
 }
 func (e *fakeEP) Disconnect(api.CloseFlags) error { defer e.ia.hit().done(); return nil }
 func (e *fakeEP) Reset() error                    { defer e.ia.hit().done(); return nil }
-func (e *fakeEP) Free() error                     { defer e.ia.hit().done(); return nil }
 
 // complete queues a successful completion naming the provider's own EP, so
 // the tests can see the guard translate it.
@@ -285,28 +291,14 @@ func (e *fakeEP) PostRDMAReadToRMR(l api.RMRTriplet, c api.Cookie, r api.RMRTrip
 func (e *fakeEP) RecvQuery() (int, int, error) { defer e.ia.hit().done(); return 0, 0, nil }
 func (e *fakeEP) SetWatermark(s, h int) error  { defer e.ia.hit().done(); return nil }
 
-type fakePSP struct {
-	fakeBase
-	ia  *fakeIA
-	prm api.PSPParam
-}
-
-func (p *fakePSP) Query() (api.PSPParam, error) { return p.prm, nil }
-func (p *fakePSP) Free() error                  { defer p.ia.hit().done(); return nil }
+type fakePSP struct{ fakeHeld[api.PSPParam] }
 
 // arrive queues a connection request from the provider's side.
 func (p *fakePSP) arrive(cr *fakeCR) {
 	p.prm.EVD.(*fakeEVD).push(api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: p, CR: cr, ConnQual: p.prm.ConnQual}})
 }
 
-type fakeRSP struct {
-	fakeBase
-	ia  *fakeIA
-	prm api.RSPParam
-}
-
-func (p *fakeRSP) Query() (api.RSPParam, error) { return p.prm, nil }
-func (p *fakeRSP) Free() error                  { defer p.ia.hit().done(); return nil }
+type fakeRSP struct{ fakeHeld[api.RSPParam] }
 
 type fakeCR struct {
 	fakeBase
@@ -319,14 +311,7 @@ func (c *fakeCR) Accept(ep api.EP, pd []byte) error { defer c.ia.hit().done(); r
 func (c *fakeCR) Reject(pd []byte) error            { defer c.ia.hit().done(); return nil }
 func (c *fakeCR) Handoff(q api.ConnQual) error      { defer c.ia.hit().done(); return nil }
 
-type fakeLMR struct {
-	fakeBase
-	ia  *fakeIA
-	prm api.LMRParam
-}
-
-func (l *fakeLMR) Query() (api.LMRParam, error) { return l.prm, nil }
-func (l *fakeLMR) Free() error                  { defer l.ia.hit().done(); return nil }
+type fakeLMR struct{ fakeHeld[api.LMRParam] }
 
 type fakeRMR struct {
 	fakeBase
@@ -341,17 +326,11 @@ func (r *fakeRMR) Bind(api.LMR, api.LMRTriplet, api.MemPriv, api.VAType, api.EP,
 }
 func (r *fakeRMR) Free() error { defer r.ia.hit().done(); return nil }
 
-type fakeSRQ struct {
-	fakeBase
-	ia  *fakeIA
-	prm api.SRQParam
-}
+type fakeSRQ struct{ fakeHeld[api.SRQParam] }
 
-func (s *fakeSRQ) Query() (api.SRQParam, error) { return s.prm, nil }
 func (s *fakeSRQ) PostRecv(iov []api.LMRTriplet, c api.Cookie) error {
 	defer s.ia.hit().done()
 	return nil
 }
 func (s *fakeSRQ) Resize(n int) error { defer s.ia.hit().done(); return nil }
 func (s *fakeSRQ) SetLW(n int) error  { defer s.ia.hit().done(); return nil }
-func (s *fakeSRQ) Free() error        { defer s.ia.hit().done(); return nil }
