@@ -37,8 +37,7 @@ func Example_cno() {
 		from *peer
 		text string
 	}{{b, "hello from b"}, {a, "hello from a"}} {
-		n := uint32(copy(m.from.mem.Bytes(), m.text))
-		check(m.from.ep.PostSend([]api.LMRTriplet{m.from.buf.Triplet(0, n)}, 1, api.CompletionDefault))
+		m.from.send(m.text)
 		evd, err := cno.Wait(ctx)
 		check(err)
 		var ev api.Event

@@ -76,6 +76,13 @@ func (p *peer) close() {
 	check(p.mem.Free())
 }
 
+// send posts a send, with cookie 1, of text, which it copies to the start
+// of p's memory.
+func (p *peer) send(text string) {
+	n := uint32(copy(p.mem.Bytes(), text))
+	check(p.ep.PostSend([]api.LMRTriplet{p.buf.Triplet(0, n)}, 1, api.CompletionDefault))
+}
+
 // connect connects the EP of cli to srvEP, an EP of srv whose connection
 // events go to srv's EVD, and returns the private data the client got
 // with the connection: srv listens on a free connection qualifier, cli

@@ -36,8 +36,7 @@ func Example_srq() {
 		from *peer
 		text string
 	}{{b, "hello from b"}, {a, "hello from a"}} {
-		n := uint32(copy(m.from.mem.Bytes(), m.text))
-		check(m.from.ep.PostSend([]api.LMRTriplet{m.from.buf.Triplet(0, n)}, 1, api.CompletionDefault))
+		m.from.send(m.text)
 		ev, err := api.WaitFor(ctx, srv.evd, api.DTOCompletionEvent)
 		check(err)
 		at := int(ev.DTO.Cookie) * 64
