@@ -241,21 +241,8 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("the first call read %d bytes before any were sent", n)
 	}
 	peer.Write([]byte("x"))
-	select {
-	case n := <-woke:
-		t.Fatalf("unwatched socket woke its waiter (read %d)", n)
-	case <-time.After(100 * time.Millisecond):
-	}
-	if changed, err := s.Watch(true); err != nil || !changed {
-		t.Fatalf("Watch(true) = %v, %v", changed, err)
-	}
-	select {
-	case n := <-woke:
-		if n != 1 {
-			t.Fatalf("woken waiter read %d bytes, want 1", n)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("watching again did not wake the waiter")
+	if n := wokenOnceWatched(t, s, woke, "the waiter (bytes read)"); n != 1 {
+		t.Fatalf("woken waiter read %d bytes, want 1", n)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -274,22 +261,31 @@ func TestUnwatchedEOF(t *testing.T) {
 	}()
 	time.Sleep(20 * time.Millisecond)
 	peer.Close()
+	if err := wokenOnceWatched(t, s, done, "the reader at the end of the stream (Read)"); err != io.EOF {
+		t.Fatalf("Read = %v, want io.EOF", err)
+	}
+}
+
+// wokenOnceWatched checks that nothing comes on woke while s, unwatched,
+// has something for waiter (for 100ms), then that Watch(true) watches s
+// again and that waiter then wakes (within 5s), and returns what came.
+func wokenOnceWatched[T any](t *testing.T, s *Conn, woke <-chan T, waiter string) T {
+	t.Helper()
 	select {
-	case err := <-done:
-		t.Fatalf("the end of the stream woke an unwatched reader (Read = %v)", err)
+	case v := <-woke:
+		t.Fatalf("unwatched socket woke %s: %v", waiter, v)
 	case <-time.After(100 * time.Millisecond):
 	}
 	if changed, err := s.Watch(true); err != nil || !changed {
 		t.Fatalf("Watch(true) = %v, %v", changed, err)
 	}
+	var v T
 	select {
-	case err := <-done:
-		if err != io.EOF {
-			t.Fatalf("Read = %v, want io.EOF", err)
-		}
+	case v = <-woke:
 	case <-time.After(5 * time.Second):
-		t.Fatal("watching again did not wake the reader at the end of the stream")
+		t.Fatalf("watching again did not wake %s", waiter)
 	}
+	return v
 }
 
 // registered reports how many descriptors epoll instance f holds, from
