@@ -60,14 +60,7 @@ func TestAcceptRetriesAfterEMFILE(t *testing.T) {
 	}
 	// A PSP of another IA, closed while its accept goroutine pauses.
 	ia2 := openIA(t)
-	cr2, err := ia2.CreateEVD(16, nil, api.EVDCR)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, q2, err := ia2.CreatePSPAny(cr2, api.PSPConsumer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, q2 := listenAny(t, ia2, 16)
 	// The requesters' sockets exist before the descriptors run out;
 	// connecting them needs none.
 	pspReq, rspReq, req2 := rawSocket(t), rawSocket(t), rawSocket(t)

@@ -467,14 +467,7 @@ func TestFaultConnectionReset(t *testing.T) {
 // TestNetnsTwoHosts a closed port of another host.)
 func TestFaultNobodyListens(t *testing.T) {
 	s := newServer(t)
-	evd, err := s.ia.CreateEVD(4, nil, api.EVDCR)
-	if err != nil {
-		t.Fatal(err)
-	}
-	psp, q, err := s.ia.CreatePSPAny(evd, api.PSPConsumer)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, psp, q := listenAny(t, s.ia, 4)
 	if err := psp.Free(); err != nil {
 		t.Fatal(err)
 	}

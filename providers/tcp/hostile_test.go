@@ -34,14 +34,23 @@ func newServer(t testing.TB) *server { return newServerOn(t, openIA(t)) }
 func newServerOn(t testing.TB, ia api.IA) *server {
 	t.Helper()
 	s := &server{client: newClient(t, ia)}
-	var err error
-	if s.crEVD, err = ia.CreateEVD(16, nil, api.EVDCR); err != nil {
-		t.Fatal(err)
-	}
-	if _, s.q, err = ia.CreatePSPAny(s.crEVD, api.PSPConsumer); err != nil {
-		t.Fatal(err)
-	}
+	s.crEVD, _, s.q = listenAny(t, ia, 16)
 	return s
+}
+
+// listenAny makes an EVD of ia for qlen connection requests and a PSP on
+// a free port whose requests go to it.
+func listenAny(t testing.TB, ia api.IA, qlen int) (api.EVD, api.PSP, api.ConnQual) {
+	t.Helper()
+	evd, err := ia.CreateEVD(qlen, nil, api.EVDCR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	psp, q, err := ia.CreatePSPAny(evd, api.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evd, psp, q
 }
 
 // establish connects cli to s's PSP with private data pd and accepts the
