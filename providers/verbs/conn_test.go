@@ -79,6 +79,16 @@ func (s *side) wait(t *testing.T, want api.EventNumber) api.Event {
 
 func (s *side) seg(off, n int) api.LMRTriplet { return s.lp.Triplet(uint64(off), uint32(n)) }
 
+// epAttr returns the attributes of s's EP, as its Query reports them.
+func (s *side) epAttr(t *testing.T) api.EPAttr {
+	t.Helper()
+	prm, err := s.ep.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prm.Attr
+}
+
 func vmIP() net.IP { return net.ParseIP(envOr("RXE_VM_IP", "192.0.2.1")) }
 
 // connect makes a connected pair through a PSP on a port of rdma_cm's
@@ -295,11 +305,7 @@ func TestGracefulDisconnectLetsRequestsComplete(t *testing.T) {
 func TestInlineData(t *testing.T) {
 	needDevice(t)
 	client, server := connect(t)
-	prm, err := client.ep.Query()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := named(prm.Attr.TransportSpecific, "max_inline_data")
+	v := named(client.epAttr(t).TransportSpecific, "max_inline_data")
 	inline, err := strconv.Atoi(v)
 	if err != nil || inline <= 0 {
 		t.Fatalf("max_inline_data %q: rxe grants inline data, want a positive count", v)
@@ -353,16 +359,13 @@ func TestInlineData(t *testing.T) {
 func TestSuppressedWritesNeedNoDequeue(t *testing.T) {
 	needDevice(t)
 	client, server := connect(t)
-	prm, err := client.ep.Query()
-	if err != nil {
-		t.Fatal(err)
-	}
+	attr := client.epAttr(t)
 	var ev api.Event
 	if err := client.evd.Dequeue(&ev); err == nil {
 		t.Fatalf("unexpected event %+v", ev) // (a poll: the CQ is left unarmed)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	n := 3*prm.Attr.MaxRequestDTOs + 1
+	n := 3*attr.MaxRequestDTOs + 1
 	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 8192, Length: 8, RMRContext: server.lp.RMRContext}
 	word := (*uint32)(unsafe.Pointer(&server.mem.Bytes()[8196]))
 	src := client.mem.Bytes()[:8]
@@ -372,7 +375,7 @@ func TestSuppressedWritesNeedNoDequeue(t *testing.T) {
 			src[k] = tag
 		}
 		if err := client.ep.PostRDMAWrite([]api.LMRTriplet{client.seg(0, 8)}, api.Cookie(i), remote, api.CompletionSuppress); err != nil {
-			t.Fatalf("suppressed write %d of %d (MaxRequestDTOs %d): %v", i, n, prm.Attr.MaxRequestDTOs, err)
+			t.Fatalf("suppressed write %d of %d (MaxRequestDTOs %d): %v", i, n, attr.MaxRequestDTOs, err)
 		}
 		want := uint32(tag) * 0x01010101
 		for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(word) != want; {

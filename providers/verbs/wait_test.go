@@ -29,6 +29,18 @@ func openRaw(t *testing.T) api.IA {
 	return ia
 }
 
+// openRawEVD opens a raw IA (openRaw) and an EVD of it for eight DTO
+// completions and software events.
+func openRawEVD(t *testing.T) (api.IA, api.EVD) {
+	t.Helper()
+	ia := openRaw(t)
+	evd, err := ia.CreateEVD(8, nil, api.EVDDTO|api.EVDSoftware)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ia, evd
+}
+
 type waitResult struct {
 	ev  api.Event
 	err error
@@ -109,11 +121,7 @@ func TestWaitTakesItsOwnNotifications(t *testing.T) {
 // goroutine is left behind.
 func TestBlockedWaitEnds(t *testing.T) {
 	needDevice(t)
-	ia := openRaw(t)
-	evd, err := ia.CreateEVD(8, nil, api.EVDDTO|api.EVDSoftware)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ia, evd := openRawEVD(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	res := waitParked(t, ctx, evd)
@@ -263,11 +271,7 @@ func TestWatcherAfterWaits(t *testing.T) {
 // a stretch of them, the watcher gets the channel back.
 func TestWatcherAfterQuickWaits(t *testing.T) {
 	needDevice(t)
-	ia := openRaw(t)
-	evd, err := ia.CreateEVD(8, nil, api.EVDDTO|api.EVDSoftware)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, evd := openRawEVD(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	se := &api.Event{Number: api.SoftwareEvent}
