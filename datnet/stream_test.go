@@ -147,15 +147,8 @@ func TestCloseWithUnreadDataResets(t *testing.T) {
 // Close unblocks Accept; Accept and Close after it report net.ErrClosed.
 func TestListenerClose(t *testing.T) {
 	eachProvider(t, func(t *testing.T, open opener) {
-		ia, err := open(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		ia, l := openListener(t, open)
 		defer ia.Close(api.CloseGraceful)
-		l, err := datnet.Listen(ia, ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
 		done := make(chan error, 1)
 		go func() {
 			_, err := l.Accept()
@@ -178,16 +171,9 @@ func TestListenerClose(t *testing.T) {
 // closes gracefully: no object of the attempt survives).
 func TestDialRefused(t *testing.T) {
 	eachProvider(t, func(t *testing.T, open opener) {
-		ia, err := open(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		ia, l := openListener(t, open)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		l, err := datnet.Listen(ia, ":0")
-		if err != nil {
-			t.Fatal(err)
-		}
 		addr := l.Addr().String()
 		l.Close()
 		if c, err := datnet.Dial(ctx, ia, addr); err == nil {
@@ -336,6 +322,22 @@ func TestBrokenPeerMessage(t *testing.T) {
 		evd.Free()
 		pz.Free()
 	})
+}
+
+// openListener opens an IA with open and a listener of it on a free
+// qualifier, which the caller closes (the IA too, unless Listen fails).
+func openListener(t *testing.T, open opener) (api.IA, net.Listener) {
+	t.Helper()
+	ia, err := open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := datnet.Listen(ia, ":0")
+	if err != nil {
+		ia.Close(api.CloseAbrupt)
+		t.Fatal(err)
+	}
+	return ia, l
 }
 
 // listenForRaw opens a server IA with a listener that accepts in the
