@@ -51,28 +51,22 @@ func newBenchSide(b testing.TB, r *registry.Registry, name string, size int) *be
 	b.Helper()
 	s := &benchSide{}
 	var err error
-	check := func(err error) {
-		b.Helper()
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
 	s.ia, err = r.Open(context.Background(), name)
-	check(err)
+	must(b, err)
 	s.pz, err = s.ia.CreatePZ()
-	check(err)
+	must(b, err)
 	s.req, err = s.ia.CreateEVD(4096, nil, api.EVDDTO)
-	check(err)
+	must(b, err)
 	s.recv, err = s.ia.CreateEVD(4096, nil, api.EVDDTO)
-	check(err)
+	must(b, err)
 	s.con, err = s.ia.CreateEVD(16, nil, api.EVDConnection)
-	check(err)
+	must(b, err)
 	s.cr, err = s.ia.CreateEVD(16, nil, api.EVDCR)
-	check(err)
+	must(b, err)
 	attr := &api.EPAttr{MaxRequestDTOs: 4096, MaxRecvDTOs: 64, MaxRequestIOV: 4, MaxRecvIOV: 4, MaxRDMAWriteIOV: 4, MaxRDMAReadIOV: 4,
 		MaxMessageSize: 1 << 20, MaxRDMASize: 1 << 20}
 	s.ep, err = s.ia.CreateEP(s.pz, s.recv, s.req, s.con, attr)
-	check(err)
+	must(b, err)
 	s.mem, s.lmr, s.lp = registerMemory(b, s.ia, s.pz, size)
 	return s
 }

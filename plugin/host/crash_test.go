@@ -33,25 +33,19 @@ func newSide(t *testing.T, r *registry.Registry, name string) *side {
 	t.Helper()
 	s := &side{t: t}
 	var err error
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	s.ia, err = r.Open(context.Background(), name)
-	must(err)
+	must(t, err)
 	s.async, err = s.ia.AsyncEVD()
-	must(err)
+	must(t, err)
 	s.pz, err = s.ia.CreatePZ()
-	must(err)
+	must(t, err)
 	for _, p := range []*api.EVD{&s.req, &s.recv, &s.con, &s.cr} {
 		flags := map[*api.EVD]api.EVDFlags{&s.req: api.EVDDTO | api.EVDRMRBind, &s.recv: api.EVDDTO, &s.con: api.EVDConnection, &s.cr: api.EVDCR}[p]
 		*p, err = s.ia.CreateEVD(64, nil, flags)
-		must(err)
+		must(t, err)
 	}
 	s.ep, err = s.ia.CreateEP(s.pz, s.recv, s.req, s.con, nil)
-	must(err)
+	must(t, err)
 	s.mem, s.lmr, s.lp = registerMemory(t, s.ia, s.pz, 1<<16)
 	return s
 }

@@ -110,6 +110,14 @@ func writeConfig(t testing.TB, pluginPath, extra string, ias ...string) string {
 	return path
 }
 
+// must fails t at once if err is not nil.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func loadRegistry(t testing.TB, path string) *registry.Registry {
 	t.Helper()
 	r, err := registry.Load(path)
