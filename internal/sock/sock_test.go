@@ -254,16 +254,23 @@ func TestWatch(t *testing.T) {
 func TestUnwatchedEOF(t *testing.T) {
 	s, peer := pair(t)
 	s.Watch(false)
+	done := blockedRead(s)
+	peer.Close()
+	if err := wokenOnceWatched(t, s, done, "the reader at the end of the stream (Read)"); err != io.EOF {
+		t.Fatalf("Read = %v, want io.EOF", err)
+	}
+}
+
+// blockedRead starts a Read of s for 4 bytes in a goroutine, gives it
+// 20ms to block, and returns the channel that gets its error.
+func blockedRead(s *Conn) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Read(make([]byte, 4))
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
-	peer.Close()
-	if err := wokenOnceWatched(t, s, done, "the reader at the end of the stream (Read)"); err != io.EOF {
-		t.Fatalf("Read = %v, want io.EOF", err)
-	}
+	return done
 }
 
 // wokenOnceWatched checks that nothing comes on woke while s, unwatched,
@@ -370,12 +377,7 @@ func waitsForRoom(t *testing.T, s *Conn, peer net.Conn, size int, what string, w
 
 func TestCloseWakesWaiters(t *testing.T) {
 	s, _ := pair(t)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Read(make([]byte, 4))
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
+	done := blockedRead(s)
 	s.Close()
 	select {
 	case err := <-done:
