@@ -51,10 +51,7 @@ name = "plain0"
 provider = "datinfo-test"
 api_version = "u2.0"
 `)
-	code, out, errs := runDatinfo(t, "-f", cfg)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	out := runDatinfoOK(t, "-f", cfg)
 	_, devs, ok := strings.Cut(out, "Devices:")
 	if !ok {
 		t.Fatalf("no device section:\n%s", out)

@@ -118,6 +118,18 @@ func runDatinfo(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	return code, out.String(), errb.String()
 }
 
+// runDatinfoOK runs datinfo for a test that needs it to succeed: it fails
+// the test unless datinfo exits 0 with nothing on standard error, and
+// returns standard output.
+func runDatinfoOK(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errs := runDatinfo(t, args...)
+	if code != 0 || errs != "" {
+		t.Fatalf("datinfo %q: exit %d, stderr %q", args, code, errs)
+	}
+	return out
+}
+
 // isolate makes the search order find nothing but what a test sets.
 func isolate(t *testing.T) {
 	t.Setenv(registry.EnvOverride, "")
@@ -141,10 +153,7 @@ func row(t *testing.T, table, name string) string {
 func TestTable(t *testing.T) {
 	isolate(t)
 	cfg := writeFile(t, "dat.conf", testConfig)
-	code, out, errs := runDatinfo(t, "-f", cfg)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	out := runDatinfoOK(t, "-f", cfg)
 	if !strings.Contains(out, "Configuration: "+cfg+" (toml form, from -f)") {
 		t.Errorf("no configuration line:\n%s", out)
 	}
@@ -171,7 +180,7 @@ func TestTable(t *testing.T) {
 
 	// $DAT_OVERRIDE picks the file when -f does not.
 	t.Setenv(registry.EnvOverride, cfg)
-	code, out, _ = runDatinfo(t)
+	code, out, _ := runDatinfo(t)
 	if code != 0 || !strings.Contains(out, "from $DAT_OVERRIDE") || !strings.Contains(out, "good0") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -180,10 +189,7 @@ func TestTable(t *testing.T) {
 func TestVerbose(t *testing.T) {
 	isolate(t)
 	cfg := writeFile(t, "dat.conf", testConfig)
-	code, out, errs := runDatinfo(t, "-v", "-f", cfg)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	out := runDatinfoOK(t, "-v", "-f", cfg)
 	for _, want := range []string{
 		"IA good0", `ia_params         "dev0"`, "status            available",
 		"AdapterName                    \"good0\"", // the registry reports the opened IA name (dat_ia_query(3DAT))
@@ -215,10 +221,7 @@ func TestVerbose(t *testing.T) {
 func TestJSON(t *testing.T) {
 	isolate(t)
 	cfg := writeFile(t, "dat.conf", testConfig)
-	code, out, errs := runDatinfo(t, "--json", "-f", cfg)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	out := runDatinfoOK(t, "--json", "-f", cfg)
 	var got struct {
 		Config    map[string]string `json:"config"`
 		Providers []string          `json:"providers"`
@@ -434,10 +437,7 @@ func TestUsage(t *testing.T) {
 // default.
 func TestEmbeddedDefault(t *testing.T) {
 	isolate(t)
-	code, out, errs := runDatinfo(t)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	out := runDatinfoOK(t)
 	if !strings.Contains(out, "Configuration: godat's built-in default (no configuration file found)") {
 		t.Errorf("output:\n%s", out)
 	}
@@ -561,10 +561,7 @@ const debianConf = "../../registry/testdata/config/debian-dat.conf"
 func TestDebianSystemFile(t *testing.T) {
 	isolate(t)
 	registry.SystemConfigPath = debianConf
-	code, out, errs := runDatinfo(t)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	out := runDatinfoOK(t)
 	if !strings.Contains(out, "Configuration: "+debianConf+" (classic form, system file)") ||
 		!strings.Contains(out, "  IA ") || !strings.Contains(out, " ORIGIN ") {
 		t.Errorf("output:\n%s", out)
@@ -591,10 +588,7 @@ func TestDebianSystemFile(t *testing.T) {
 		t.Errorf("default line:\n%s", out)
 	}
 
-	code, out, errs = runDatinfo(t, "--json")
-	if code != 0 || errs != "" {
-		t.Fatalf("--json: exit %d, stderr %q", code, errs)
-	}
+	out = runDatinfoOK(t, "--json")
 	var list struct {
 		IAs []iaJSON `json:"ias"`
 	}
@@ -622,7 +616,7 @@ func TestDebianSystemFile(t *testing.T) {
 		t.Errorf("JSON keys changed:\n%s", out)
 	}
 
-	code, out, _ = runDatinfo(t, "check")
+	code, out, _ := runDatinfo(t, "check")
 	if code != 0 || !strings.HasPrefix(out, debianConf+": ok: classic form, 62 IAs\n"+
 		debianConf+": note: godat's built-in IAs loopback, tcp are available too (the file does not define them)\n") {
 		t.Fatalf("check: exit %d:\n%s", code, out)
@@ -642,10 +636,7 @@ func TestDebianSystemFile(t *testing.T) {
 func TestAliasLine(t *testing.T) {
 	isolate(t)
 	cfg := writeFile(t, "dat.conf", `godat-tcp u2.0 nonthreadsafe default /usr/lib/libdat2.so.2 godat.2.0 "tcp" ""`+"\n")
-	code, out, errs := runDatinfo(t, "--json", "-f", cfg)
-	if code != 0 || errs != "" {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	out := runDatinfoOK(t, "--json", "-f", cfg)
 	var list struct {
 		IAs []iaJSON `json:"ias"`
 	}
@@ -660,7 +651,7 @@ func TestAliasLine(t *testing.T) {
 		a.Library != "/usr/lib/libdat2.so.2" || a.Origin != cfg+":1" || !a.Available || a.IAAttr["adapter_name"] != "godat-tcp" {
 		t.Errorf("alias: %+v", a)
 	}
-	code, out, _ = runDatinfo(t, "-v", "-f", cfg)
+	code, out, _ := runDatinfo(t, "-v", "-f", cfg)
 	if code != 0 || !strings.Contains(out, "alias_of          tcp\n") {
 		t.Errorf("-v: exit %d:\n%s", code, out)
 	}
