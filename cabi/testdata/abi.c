@@ -171,12 +171,9 @@ int main(int argc, char **argv)
 	OK(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, &attr, &a));
 	OK(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, &attr, &b));
 	DAT_PSP_HANDLE psp;
-	DAT_CONN_QUAL q = 0;
-	OK(dat_psp_create_any(ia, &q, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
+	DAT_CONN_QUAL q;
 	unsigned char pdata[48];
-	for (int i = 0; i < 48; i++)
-		pdata[i] = i + 1;
-	OK(dat_ep_connect(a, ia_attr.ia_address_ptr, q, 5000000, 48, pdata, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+	connect_any(ia, ia_attr.ia_address_ptr, cr_evd, a, pdata, 48, &psp, &q);
 	ev = wait1(cr_evd, DAT_CONNECTION_REQUEST_EVENT);
 	DAT_CR_ARRIVAL_EVENT_DATA *cra = &ev.event_data.cr_arrival_event_data;
 	CHECK(cra->sp_handle.psp_handle == psp && cra->conn_qual == q, "sp %p qual %llu", cra->sp_handle.psp_handle,

@@ -1,6 +1,7 @@
 /* check.h: what the C test programs check with. CHECK prints one line per
  * check and ends the program at the first that fails; OK checks that a
- * DAT call succeeded; name spells a DAT_RETURN as dat_strerror does. */
+ * DAT call succeeded; name spells a DAT_RETURN as dat_strerror does;
+ * connect_any starts the connection each program makes to a PSP. */
 #ifndef GODAT_TESTDATA_CHECK_H
 #define GODAT_TESTDATA_CHECK_H
 
@@ -34,5 +35,18 @@ static inline const char *name(DAT_RETURN r)
 		DAT_RETURN r_ = (call);                   \
 		CHECK(r_ == DAT_SUCCESS, "%s", name(r_)); \
 	} while (0)
+
+/* connect_any starts the connection of ep to a new PSP of ia, on a free
+ * qualifier and with cr_evd for its requests, with n bytes of private data
+ * numbered from 1 (written to pdata); it returns the PSP and its qualifier. */
+static inline void connect_any(DAT_IA_HANDLE ia, DAT_IA_ADDRESS_PTR addr, DAT_EVD_HANDLE cr_evd, DAT_EP_HANDLE ep,
+			       unsigned char *pdata, int n, DAT_PSP_HANDLE *psp, DAT_CONN_QUAL *q)
+{
+	*q = 0;
+	OK(dat_psp_create_any(ia, q, cr_evd, DAT_PSP_CONSUMER_FLAG, psp));
+	for (int i = 0; i < n; i++)
+		pdata[i] = i + 1;
+	OK(dat_ep_connect(ep, addr, *q, 5000000, n, pdata, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+}
 
 #endif

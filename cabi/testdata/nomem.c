@@ -65,12 +65,9 @@ int main(int argc, char **argv)
 	CHECK(epp.local_ia_address_ptr != NULL, "no local address");
 
 	DAT_PSP_HANDLE psp;
-	DAT_CONN_QUAL q = 0;
-	OK(dat_psp_create_any(ia, &q, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
+	DAT_CONN_QUAL q;
 	unsigned char pdata[32];
-	for (int i = 0; i < 32; i++)
-		pdata[i] = i + 1;
-	OK(dat_ep_connect(a, ia_attr.ia_address_ptr, q, 5000000, 32, pdata, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+	connect_any(ia, ia_attr.ia_address_ptr, cr_evd, a, pdata, 32, &psp, &q);
 	OK(dat_evd_wait(cr_evd, 5000000, 1, &ev, &nmore));
 	CHECK(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "event 0x%x", ev.event_number);
 	DAT_CR_HANDLE cr = ev.event_data.cr_arrival_event_data.cr_handle;
