@@ -15,27 +15,38 @@ import (
 // at a time may wait on the EVD: it holds c.waitTok.
 //
 // How long a call spins adapts to how long its kind of call (Read, Write)
-// has lately waited (spinner): half as long again as the recent average,
-// at least spinTime and at most maxSpin, and only spinTime while that
-// average is maxSpin or more. On an RDMA adapter a message is there
-// within microseconds and the calls spin spinTime; on a slow transport
+// has lately waited (spinner): spinFactor times the recent average, at
+// least spinTime and at most maxSpin, and only spinTime while that average
+// is maxSpin or more. On an RDMA adapter a message is there within
+// microseconds and the calls spin spinTime; on a slow transport
 // (soft-RoCE, emulated machines) where a blocked wait's wake-up costs as
 // much as a round trip, a call whose answers come within maxSpin spins
 // until they do, as rsocket's non-blocking mode does; a connection whose
-// peer is idle spins spinTime and sleeps.
+// peer is idle spins spinTime and sleeps. The factor is four, not less,
+// because the waits of such a transport have a long tail (the peer's
+// process was descheduled): a wait that outlasts the spin blocks, and its
+// wake-up then costs milliseconds where the spin would have cost a few
+// more microseconds.
 //
 // The event loop (run) makes progress when nobody calls: it returns
 // credits and finishes sends and notices a disconnect for a connection
 // whose program is busy elsewhere. It stands down while calls take events
-// and for standDown after the last one began, so that a busy connection
+// and for a pause after the last one began, so that a busy connection
 // does not pay a second wake-up per message; a call that finds it waiting
-// kicks it off the EVD with a software event. While a call blocks it
-// sleeps without a timer: a connection whose reader waits for hours
-// costs no wake-ups.
+// kicks it off the EVD with a software event. The pause starts at
+// standDown and doubles, up to maxStandDown, each time calls came during
+// the last one: every turn of the loop wakes a thread, which on a small
+// machine takes a CPU from a process that spins (its own calls' or the
+// peer's), so a connection that stays busy costs a turn every
+// maxStandDown, not every standDown. While a call blocks the loop sleeps
+// without a timer: a connection whose reader waits for hours costs no
+// wake-ups.
 const (
-	spinTime  = 20 * time.Microsecond
-	maxSpin   = time.Millisecond
-	standDown = 2 * time.Millisecond
+	spinTime     = 20 * time.Microsecond
+	maxSpin      = time.Millisecond
+	spinFactor   = 4
+	standDown    = 2 * time.Millisecond
+	maxStandDown = 64 * time.Millisecond
 )
 
 // spinner learns how long a kind of blocking call waits, for the spin.
@@ -49,7 +60,7 @@ func (s *spinner) limit() time.Duration {
 	if a >= maxSpin {
 		return spinTime
 	}
-	return min(maxSpin, max(spinTime, a+a/2))
+	return min(maxSpin, max(spinTime, spinFactor*a))
 }
 
 // learn adds a wait of d to the average. (Concurrent calls may lose an
@@ -74,21 +85,13 @@ func (c *Conn) run(ctx context.Context) {
 	t := time.NewTimer(standDown)
 	defer t.Stop()
 	seen := c.calls.Load()
+	pause := standDown
 	for {
 		c.loops.Add(1)
-		if c.active.Load() > 0 {
-			// A call takes the events: sleep until none does, however
-			// long it blocks (an idle connection costs no wake-ups).
-			select {
-			case <-c.idle:
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
 		if calls := c.calls.Load(); calls != seen {
 			seen = calls
-			t.Reset(standDown)
+			t.Reset(pause)
+			pause = min(2*pause, maxStandDown)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
@@ -96,6 +99,21 @@ func (c *Conn) run(ctx context.Context) {
 			}
 			continue
 		}
+		if c.active.Load() > 0 {
+			// One call has taken the events since before the pause:
+			// sleep until it ends, however long it blocks (an idle
+			// connection costs no wake-ups). Calls are looked for
+			// first, so that a busy connection, whose calls follow
+			// each other, wakes the loop once a pause, not at the end
+			// of each call.
+			select {
+			case <-c.idle:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		pause = standDown // no call during the last pause: the program is elsewhere
 		select {
 		case c.waitTok <- struct{}{}:
 		case <-ctx.Done():

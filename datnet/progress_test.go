@@ -2,6 +2,7 @@ package datnet
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -11,25 +12,25 @@ import (
 	_ "github.com/godat/godat/providers/loopback"
 )
 
-// A Read that blocks for a long time costs the event loop no turns: it
-// sleeps until the call ends instead of checking on a timer.
-func TestBlockedReadCostsNoLoopTurns(t *testing.T) {
+// loopbackPair returns the two ends of a connection over an in-process
+// loopback IA; the test's cleanup closes them and the IA.
+func loopbackPair(t *testing.T) (client, server *Conn) {
+	t.Helper()
 	cfg, err := registry.ParseConfig("t.conf", []byte("[[ia]]\nname = \"lo\"\nprovider = \"loopback\"\napi_version = \"u2.0\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := registry.New(cfg)
 	ctx := context.Background()
-	ia, err := reg.Open(ctx, "lo")
+	ia, err := registry.New(cfg).Open(ctx, "lo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ia.Close(api.CloseGraceful)
+	t.Cleanup(func() { ia.Close(api.CloseGraceful) })
 	l, err := Listen(ia, ":0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	accepted := make(chan *Conn, 1)
 	go func() {
 		c, _ := l.Accept()
@@ -39,10 +40,16 @@ func TestBlockedReadCostsNoLoopTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
 	s := <-accepted
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { cc.Close() })
+	return cc.(*Conn), s
+}
 
+// A Read that blocks for a long time costs the event loop no turns: it
+// sleeps until the call ends instead of checking on a timer.
+func TestBlockedReadCostsNoLoopTurns(t *testing.T) {
+	_, s := loopbackPair(t)
 	s.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	turns := make(chan uint64, 1)
 	go func() {
@@ -60,24 +67,24 @@ func TestBlockedReadCostsNoLoopTurns(t *testing.T) {
 }
 
 // The spin adapts to how long calls wait: spinTime at first and for
-// waits of maxSpin or more, half as long again as short waits, never
-// more than maxSpin.
+// waits of maxSpin or more, spinFactor times short waits, never more
+// than maxSpin.
 func TestSpinnerLimit(t *testing.T) {
 	var s spinner
 	if got := s.limit(); got != spinTime {
 		t.Errorf("a new spinner spins %v, want %v", got, spinTime)
 	}
 	for range 100 {
-		s.learn(300 * time.Microsecond)
+		s.learn(100 * time.Microsecond)
 	}
-	if got := s.limit(); got < 400*time.Microsecond || got > 460*time.Microsecond {
-		t.Errorf("after waits of 300µs the spin is %v, want about 450µs", got)
+	if got := s.limit(); got < 380*time.Microsecond || got > 420*time.Microsecond {
+		t.Errorf("after waits of 100µs the spin is %v, want about 400µs", got)
 	}
 	for range 100 {
-		s.learn(5 * time.Microsecond)
+		s.learn(2 * time.Microsecond)
 	}
 	if got := s.limit(); got != spinTime {
-		t.Errorf("after waits of 5µs the spin is %v, want %v", got, spinTime)
+		t.Errorf("after waits of 2µs the spin is %v, want %v", got, spinTime)
 	}
 	for range 100 {
 		s.learn(900 * time.Microsecond)
@@ -96,5 +103,35 @@ func TestSpinnerLimit(t *testing.T) {
 	}
 	if got := s.limit(); got == spinTime {
 		t.Errorf("30 waits of 300µs after long ones still spin only %v", got)
+	}
+}
+
+// A connection kept busy by calls costs the event loop few turns: its
+// pause doubles while calls keep coming, from standDown to maxStandDown,
+// so it does not wake a thread every standDown for the whole exchange.
+func TestBusyConnectionBacksOff(t *testing.T) {
+	c, s := loopbackPair(t)
+	go func() { io.Copy(s, s) }() // echo until the connection closes
+	buf := make([]byte, 1)
+	pingPong := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			if _, err := c.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pingPong(50 * time.Millisecond)
+	before := c.loops.Load() + s.loops.Load()
+	const busy = 500 * time.Millisecond
+	pingPong(busy)
+	// Each pause ends in at most two turns (the timer, and a call's end
+	// when one was under way); at maxStandDown that is 2 × 500/64 ≈ 16.
+	n := c.loops.Load() + s.loops.Load() - before
+	t.Logf("%d turns of the two event loops in %v of ping-pong", n, busy)
+	if n > 60 {
+		t.Errorf("the two event loops turned %d times in %v of ping-pong (a fixed pause of %v would turn them about %d times)", n, busy, standDown, 2*int(busy/standDown))
 	}
 }
