@@ -148,7 +148,7 @@ func (s *wlatSpinner) drain(ctx context.Context, left int) error {
 // write posts one RDMA write of src, whose last byte it sets to tag
 // first, to dst, signalled or suppressed as s.mode says. A suppressed
 // write is not counted as pending: it completes only if it fails. In
-// wlatWatch the write's completion is awaited here.
+// wlatWatch the caller then awaits the write's completion (drain to 0).
 func (s *wlatSpinner) write(ctx context.Context, src []byte, srcTri api.LMRTriplet, dst api.RMRTriplet, tag byte, cookie api.Cookie) error {
 	if err := s.drain(ctx, maxWindow-1); err != nil {
 		return err
@@ -164,9 +164,6 @@ func (s *wlatSpinner) write(ctx context.Context, src []byte, srcTri api.LMRTripl
 	}
 	if flags&api.CompletionSuppress == 0 {
 		s.pending++
-		if s.mode == wlatWatch {
-			return s.drain(ctx, 0)
-		}
 	}
 	return nil
 }
@@ -209,6 +206,11 @@ func (c *client) wlat(ctx context.Context, w remoteWindow, size, warm, iters int
 		if err := sp.write(ctx, src, srcTri, dst, wlatTag(i), api.Cookie(i)); err != nil {
 			return 0, err
 		}
+		if mode == wlatWatch {
+			if err := sp.drain(ctx, 0); err != nil {
+				return 0, err
+			}
+		}
 		if err := sp.await(ctx, wlatTag(i)); err != nil {
 			return 0, fmt.Errorf("waiting for pong %d: %w", i, err)
 		}
@@ -241,6 +243,16 @@ func (s *session) wlatServe(ctx context.Context, count int, dst api.RMRTriplet, 
 		s.idle.tick()
 		if err := sp.write(ctx, src, srcTri, dst, tag, s.nextCookie()); err != nil {
 			return err
+		}
+		// In wlatWatch each pong's completion is awaited, but not the
+		// last one's: the client, which has its pong, may send its next
+		// request meanwhile, and reap would drop that receive's
+		// completion, which comes ahead of the write's when the ACK of
+		// the pong rides on the request.
+		if mode == wlatWatch && i < count-1 {
+			if err := sp.drain(ctx, 0); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
