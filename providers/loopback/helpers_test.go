@@ -4,25 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/testmain"
 	"github.com/godat/godat/registry"
 )
 
-func TestMain(m *testing.M) {
-	// The conformance suite opens "loopback" through the default registry,
-	// which prefers /etc/dat.conf to the embedded default; point it at a
-	// configuration that has the loopback IA unless the caller chose one.
-	if os.Getenv(registry.EnvOverride) == "" {
-		os.Setenv(registry.EnvOverride, "testdata/dat.conf")
-	}
-	goleak.VerifyTestMain(m)
-}
+// The conformance suite opens "loopback" through the default registry.
+func TestMain(m *testing.M) { testmain.Run(m, "testdata/dat.conf") }
 
 // reg opens IAs from the embedded configuration, whatever the machine has.
 var reg = registry.New(registry.EmbeddedConfig())

@@ -1,0 +1,24 @@
+// Package testmain is the TestMain that godat's provider packages share:
+// their tests open IAs through the default registry, whose configuration
+// must be the package's own rather than whatever /etc/dat.conf the
+// machine has, and no goroutine may outlive them.
+package testmain
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/godat/godat/registry"
+)
+
+// Run points the default registry at conf unless $DAT_OVERRIDE already
+// names a configuration (the caller's choice wins), then runs m and fails
+// it if goroutines are left over; it does not return.
+func Run(m *testing.M, conf string) {
+	if os.Getenv(registry.EnvOverride) == "" {
+		os.Setenv(registry.EnvOverride, conf)
+	}
+	goleak.VerifyTestMain(m)
+}
