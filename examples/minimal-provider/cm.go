@@ -32,11 +32,11 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, pd []
 // (dat_ep_dup_connect(3DAT)).
 func (p *ep) DupConnect(dup api.EP, timeout api.Timeout, pd []byte, _ api.QOS) error {
 	defer lock()()
-	d := dup.(*ep)
-	if d.State != api.EPConnected {
-		return api.Errorf(api.InvalidState, d.State.StateSubtype(), "the EP to duplicate is not connected")
+	remote, q, err := p.DupTarget(&dup.(*ep).Endpoint)
+	if err != nil {
+		return err
 	}
-	return p.connect(d.RemoteAddr.(Addr), d.RemotePort, timeout, pd)
+	return p.connect(remote.(Addr), q, timeout, pd)
 }
 
 // connect moves an UNCONNECTED p to ACTIVE_CONNECTION_PENDING and
@@ -149,7 +149,7 @@ func (s *psp) Query() (api.PSPParam, error) {
 }
 
 // Free stops listening; requests already delivered stay.
-func (s *psp) Free() error { defer lock()(); s.unlist(); s.ia.psps.Remove(s); return nil }
+func (s *psp) Free() error { return kit.Free(&fab.Mutex, &s.ia.psps, s, nil, s.unlist) }
 
 // CreateRSP listens on q for one request for ep, which becomes RESERVED
 // (dat_rsp_create(3DAT)).
@@ -184,13 +184,12 @@ func (r *rsp) Query() (api.RSPParam, error) {
 
 // Free destroys the RSP; an EP still RESERVED returns to UNCONNECTED.
 func (r *rsp) Free() error {
-	defer lock()()
-	r.unlist()
-	if !r.used {
-		r.ep.Unreserve()
-	}
-	r.ia.rsps.Remove(r)
-	return nil
+	return kit.Free(&fab.Mutex, &r.ia.rsps, r, nil, func() {
+		r.unlist()
+		if !r.used { // a request took the EP, which may be reserved again since
+			r.ep.Unreserve()
+		}
+	})
 }
 
 // cr is a pending connection request. Its fields do not change.

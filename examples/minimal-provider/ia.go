@@ -83,7 +83,7 @@ func (i *ia) CreatePZ() (api.PZ, error) {
 	defer lock()()
 	return kit.Put[api.PZ](&i.pzs, &pz{kit.PZ[*ia]{IA: i}})
 }
-func (z *pz) Free() error { defer lock()(); z.IA.pzs.Remove(z); return nil }
+func (z *pz) Free() error { return kit.Free(&fab.Mutex, &z.IA.pzs, z, nil, nil) }
 
 // evd is an event dispatcher: the kit's whole EVD (dispatch.EVDs), since
 // every event here is posted by the provider's own code as it happens.

@@ -17,8 +17,7 @@ func (i *ia) CreateLMR(z api.PZ, r api.Region, priv api.MemPriv, va api.VAType) 
 type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 func (z *pz) CreateRMR() (api.RMR, error) {
-	defer lock()()
-	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z}})
+	return kit.Create[api.RMR](&fab.Mutex, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem}})
 }
 
 func (r *rmr) Query() (api.RMRParam, error) {
@@ -33,36 +32,15 @@ func (r *rmr) Query() (api.RMRParam, error) {
 func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, e api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
 	defer lock()()
 	p := e.(*ep)
-	l, err := r.Target(lm, t, priv, p.PZ) // the guard has checked that lm is live and of this IA
-	if err != nil {
-		return 0, err
-	}
-	w := reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags}, rmr: r}
-	switch p.State {
-	case api.EPConnected:
-	case api.EPDisconnected:
-		w.RMRContext = r.IA.mem.FlushedContext(l)
-		p.complete(&w, api.DTOErrFlushed, 0)
-		return w.RMRContext, nil
-	default:
-		return 0, p.StateErr("binding an RMR")
-	}
-	w.bind, w.RMRContext = r.IA.mem.StartBind(&r.Reg, l, t, priv, va, r.PZ, p, r)
-	if err := p.postLocked(&w); err != nil {
-		w.drop(r.IA)
-		return 0, err
-	}
-	return w.RMRContext, nil
+	// The kit checks the bind and starts it; it becomes a request on p's
+	// queue like any DTO, whose post refuses it when the queue is full.
+	return r.RMRBase.Bind(lm, t, priv, va, p, &p.Endpoint, p.PZ, false, r, func(b *memreg.Binding[*pz, *ep], c api.RMRContext) error {
+		return p.postLocked(&reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags, RMRContext: c}, rmr: r, bind: b})
+	})
 }
 
 // drop releases what a bind that does not run holds: its context and its
 // count on the LMR.
 func (w *reqWR) drop(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
-func (r *rmr) Free() error {
-	defer lock()()
-	r.IA.mem.Unbind(&r.Reg)
-	r.Freed = true
-	r.IA.rmrs.Remove(r)
-	return nil
-}
+func (r *rmr) Free() error { return kit.Free(&fab.Mutex, &r.IA.rmrs, r, nil, r.Release) }

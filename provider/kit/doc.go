@@ -31,7 +31,8 @@
 //   - Set, a table of one kind of object of an IA (Put adds to it for a
 //     create, Each calls a method of every object, as Close does), and
 //     InUse, which decides a graceful dat_ia_close(3DAT) from them once
-//     for every provider;
+//     for every provider; Create and Free, the whole of a create or a
+//     free under the provider's lock;
 //   - PZArg, the provider's own PZ that a create call names, or
 //     ErrInvalidHandle;
 //   - UnsupportedIA, UnsupportedPZ, UnsupportedEP and UnsupportedCR, bases
@@ -62,7 +63,8 @@
 //   - connreq: the connect flags a single-path transport takes, CR, the
 //     part of a connection request every provider keeps alike (its
 //     reserved EP, its done mark, its query, the start of an accept,
-//     Accepting, and ReleaseLocal, the reserved EP given back), the
+//     Accepting, and ReleaseLocal and Finish, the reserved EP given
+//     back), RSP, the part of an RSP that holds its EP, the
 //     choice of the EP an accept connects, an active EP's connection
 //     Timeout, and Quals, the listening qualifiers of a provider whose
 //     qualifiers are its own;
@@ -75,7 +77,7 @@
 //     PostRecv and Free), and RecvPZ, the PZ an EP's receives are checked
 //     against; epattr.Endpoint, the EP state every
 //     provider records alike (attributes, state, connection ends,
-//     watermarks, a freed mark, with Watch, Unclaim, Unreserve,
+//     watermarks, a freed mark, with Watch, Unclaim, Unreserve, DupTarget,
 //     DisconnectStep, the state rules of dat_ep_disconnect, and
 //     Modified and Change, those of dat_ep_modify), and epattr.Links,
 //     the EP's PZ, EVDs and SRQ
@@ -86,8 +88,10 @@
 //     object and the set that creates an IA's, for a provider whose LMRs
 //     are registrations and nothing more) and LMR creation for one with
 //     an LMR type of its own (CreateLMR), RMRBase, what an RMR type
-//     embeds, with Target, the checked LMR a bind names,
-//     RMR binding and contexts (BindTarget, StartBind, FinishBind,
+//     embeds, with Target, the checked LMR a bind names, Bind, the whole
+//     of dat_rmr_bind(3DAT) but the post of its request, and Release,
+//     what dat_rmr_free(3DAT) does to the binding; RMR binding and
+//     contexts (BindTarget, StartBind, FinishBind,
 //     DropBind, FlushedContext), and Coherent, the sync calls of memory that needs no
 //     synchronisation;
 //   - ring and sgl: a reusing FIFO for queued work requests, and copies

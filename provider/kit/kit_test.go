@@ -293,3 +293,60 @@ func TestCreateEPs(t *testing.T) {
 		t.Fatalf("CreateEPWithSRQ passed %+v, %v", got, err)
 	}
 }
+
+// Free runs check and release with the lock held, and a refusing check
+// leaves the object in its table with nothing released.
+func TestFree(t *testing.T) {
+	var mu sync.Mutex
+	s := kit.NewSet[*int](api.HandleSRQ, 0)
+	x := new(int)
+	s.Add(x)
+	held := func() bool {
+		if mu.TryLock() {
+			mu.Unlock()
+			return false
+		}
+		return true
+	}
+	released := false
+	refuse := func() error {
+		if !held() {
+			t.Error("check ran without the lock")
+		}
+		return api.Errorf(api.InvalidState, api.SubStateSRQInUse, "in use")
+	}
+	if err := kit.Free(&mu, &s, x, refuse, func() { released = true }); !errors.Is(err, api.ErrInvalidState) || !s.Has(x) || released {
+		t.Fatalf("Free refused by its check: %v, still in the table %v, released %v", err, s.Has(x), released)
+	}
+	release := func() {
+		if !held() {
+			t.Error("release ran without the lock")
+		}
+		released = true
+	}
+	if err := kit.Free(&mu, &s, x, func() error { return nil }, release); err != nil || s.Has(x) || !released {
+		t.Fatalf("Free: %v, still in the table %v, released %v", err, s.Has(x), released)
+	}
+	y := new(int)
+	s.Add(y)
+	if err := kit.Free(&mu, &s, y, nil, nil); err != nil || s.Len() != 0 || held() {
+		t.Fatalf("Free with neither function: %v, %d left, lock held after %v", err, s.Len(), held())
+	}
+}
+
+// Create adds under the lock and, on a full table, returns a nil
+// interface as Put does.
+func TestCreate(t *testing.T) {
+	var mu sync.Mutex
+	s := kit.NewSet[*int](api.HandlePZ, 1)
+	x := new(int)
+	if got, err := kit.Create[any](&mu, &s, x); err != nil || got != any(x) || !s.Has(x) {
+		t.Fatalf("Create: %v, %v", got, err)
+	}
+	if got, err := kit.Create[any](&mu, &s, new(int)); !errors.Is(err, api.ErrInsufficientResources) || got != nil {
+		t.Fatalf("Create on a full table: %v, %v", got, err)
+	}
+	if !mu.TryLock() {
+		t.Fatal("Create left the lock held")
+	}
+}

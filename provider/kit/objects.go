@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/godat/godat/api"
 )
@@ -50,6 +51,15 @@ func Put[I any, T comparable](s *Set[T], x T) (I, error) {
 	return any(x).(I), nil
 }
 
+// Create is Put with mu, the lock that guards s, held: the whole of a
+// create whose object needs nothing else of the IA (dat_pz_create(3DAT),
+// dat_rmr_create(3DAT)).
+func Create[I any, T comparable](mu sync.Locker, s *Set[T], x T) (I, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	return Put[I](s, x)
+}
+
 // Remove takes x out of the table; it reports whether x was in it.
 func (s *Set[T]) Remove(x T) bool {
 	_, ok := s.m[x]
@@ -92,6 +102,31 @@ func (s *Set[T]) Each(f func(T)) {
 
 // Clear empties the table.
 func (s *Set[T]) Clear() { clear(s.m) }
+
+// Remover is the table an object leaves when it is freed: a Set, or a
+// table that embeds one.
+type Remover[T any] interface{ Remove(T) bool }
+
+// Free is the whole of an object's Free (dat_pz_free(3DAT),
+// dat_psp_free(3DAT) and the like) in a provider whose lock mu guards
+// the IA's tables: with mu held it runs check, which may refuse the free
+// (an SRQ that an EP still uses) and then nothing changes, then release,
+// which undoes what the object holds, and takes x out of table. check and
+// release may be nil.
+func Free[T any](mu sync.Locker, table Remover[T], x T, check func() error, release func()) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if release != nil {
+		release()
+	}
+	table.Remove(x)
+	return nil
+}
 
 // Counted is what InUse reads of a table: a Set of any object type.
 type Counted interface {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
 
@@ -54,16 +55,12 @@ func (p *ep) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priva
 func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	dup := dupArg.(*ep)
-	if p.State != api.EPUnconnected {
-		return p.StateErr("DupConnect")
+	remote, q, err := p.DupTarget(&dupArg.(*ep).Endpoint)
+	if err == nil {
+		addr, _ := addrOf(remote)
+		p.startConnect(addr, q, timeout, privateData)
 	}
-	if dup.State != api.EPConnected {
-		return api.Errorf(api.InvalidState, dup.State.StateSubtype(), "the EP to duplicate is not connected")
-	}
-	addr, _ := addrOf(dup.RemoteAddr)
-	p.startConnect(addr, dup.RemotePort, timeout, privateData)
-	return nil
+	return err
 }
 
 // startConnect moves p to ACTIVE_CONNECTION_PENDING and delivers the
@@ -206,22 +203,14 @@ func (s *psp) Query() (api.PSPParam, error) {
 // Free stops listening (dat_psp_free(3DAT)); later requests on its
 // qualifier get NON_PEER_REJECTED. Requests already delivered are not
 // affected.
-func (s *psp) Free() error {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	s.unlist()
-	s.ia.psps.Remove(s)
-	return nil
-}
+func (s *psp) Free() error { return kit.Free(&fabric.mu, &s.ia.psps, s, nil, s.unlist) }
 
 // rsp is a Reserved Service Point (dat_rsp_create(3DAT)).
 type rsp struct {
-	api.ContextSlot
-	ia       *ia
-	qual     api.ConnQual
-	ep       *ep
-	evd      *evd
-	consumed bool // a request arrived; the RSP no longer listens
+	connreq.RSP[*ep] // the reserved EP, until a request takes it
+	ia               *ia
+	qual             api.ConnQual
+	evd              *evd
 }
 
 // CreateRSP listens on q for one connection request for ep, which moves
@@ -242,7 +231,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	if err := i.rsps.Room(); err != nil {
 		return nil, err
 	}
-	r := &rsp{ia: i, qual: q, ep: p, evd: e}
+	r := &rsp{RSP: connreq.RSP[*ep]{EP: p}, ia: i, qual: q, evd: e}
 	fabric.quals.Listen(q, r)
 	p.State = api.EPReserved
 	i.rsps.Add(r)
@@ -252,15 +241,15 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 func (r *rsp) owner() *ia { return r.ia }
 
 func (r *rsp) arrive(c *cr) bool {
-	c.ia, c.rsp, c.qual, c.Local = r.ia, r, r.qual, r.ep
+	c.ia, c.rsp, c.qual, c.Local = r.ia, r, r.qual, r.EP
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.qual, CR: c}}
 	if !r.evd.Q.TryPost(&ev, true) {
 		return false
 	}
 	r.unlist()
-	r.consumed = true
-	r.ep.State = api.EPPassiveConnectionPending
+	r.Taken = true
+	r.EP.State = api.EPPassiveConnectionPending
 	r.ia.crs.Add(c)
 	return true
 }
@@ -269,32 +258,18 @@ func (r *rsp) unlist() {
 	fabric.quals.Unlisten(r.qual, r)
 }
 
-// HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
-func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
-
 // Query returns the RSP's parameters (dat_rsp_query(3DAT)).
 func (r *rsp) Query() (api.RSPParam, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
-	prm := api.RSPParam{IA: r.ia, ConnQual: r.qual, EVD: r.evd}
-	if !r.ep.Freed {
-		prm.EP = r.ep
-	}
-	return prm, nil
+	return r.Param(r.ia, r.qual, r.evd), nil
 }
 
 // Free destroys the RSP (dat_rsp_free(3DAT)). If no request has arrived,
 // the EP returns from RESERVED to UNCONNECTED; otherwise the request and
 // its EP are not affected.
 func (r *rsp) Free() error {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	r.unlist()
-	if !r.consumed {
-		r.ep.Unreserve()
-	}
-	r.ia.rsps.Remove(r)
-	return nil
+	return kit.Free(&fabric.mu, &r.ia.rsps, r, nil, func() { r.unlist(); r.Unreserve() })
 }
 
 // cr is a pending Connection Request (dat_cr_query(3DAT)).
@@ -322,21 +297,6 @@ func (c *cr) Query() (api.CRParam, error) {
 func (c *cr) pending() bool {
 	a := c.active
 	return a != nil && a.cr == c && a.State == api.EPActiveConnectionPending
-}
-
-// finish destroys the CR. fabric.mu is held.
-func (c *cr) finish() {
-	c.Done = true
-	c.ia.crs.Remove(c)
-}
-
-// releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
-// provider-created EP back to the provider, which destroys it
-// (dat_cr_reject(3DAT)). fabric.mu is held.
-func (c *cr) releaseLocal() {
-	if p := c.ReleaseLocal(); p != nil {
-		p.destroy()
-	}
 }
 
 // Accept accepts the request on ep, or on the CR's own EP when ep is nil
@@ -387,14 +347,13 @@ func (c *cr) Reject(privateData []byte) error {
 	if c.Done {
 		return connreq.ErrCRDone
 	}
-	c.finish()
 	if c.pending() {
 		a := c.active
 		a.abandonRequest()
 		a.PeerPD = bytes.Clone(privateData)
 		a.toDisconnected(api.ConnectionPeerRejectedEvent, a.PeerPD)
 	}
-	c.releaseLocal()
+	c.end()
 	return nil
 }
 
@@ -415,8 +374,7 @@ func (c *cr) Handoff(q api.ConnQual) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no service point of this IA listens on %d", q))
 	}
 	if !c.pending() {
-		c.finish()
-		c.releaseLocal()
+		c.end()
 		return nil
 	}
 	n := &cr{active: c.active, pd: c.pd, remoteAddr: c.remoteAddr, remotePort: c.remotePort}
@@ -424,9 +382,19 @@ func (c *cr) Handoff(q api.ConnQual) error {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the backlog of the target service point is full")
 	}
 	c.active.cr = n
-	c.finish()
-	c.releaseLocal()
+	c.end()
 	return nil
+}
+
+// end finishes a request that was rejected or handed off, or whose
+// requester gave up: it leaves the IA's table, and its local EP returns
+// to the provider (connreq.CR.Finish), which destroys an EP it made for
+// the request. fabric.mu is held.
+func (c *cr) end() {
+	c.ia.crs.Remove(c)
+	if p := c.Finish(); p != nil {
+		p.destroy()
+	}
 }
 
 // abort ends a pending request because its IA is closing: the requester

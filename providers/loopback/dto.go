@@ -190,7 +190,7 @@ func (p *ep) execSend(w *reqWR, queued bool) bool {
 		sgl.Copy(dst, src)
 		op, rctx := api.OpReceive, api.RMRContext(0)
 		if w.Invalidate {
-			q.invalidatable(w.RMRContext).unbind()
+			q.invalidatable(w.RMRContext).Unbind()
 			op, rctx = api.OpReceiveWithInvalidate, w.RMRContext
 		}
 		// A buffer taken from an SRQ counts against the receiver's

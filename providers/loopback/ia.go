@@ -108,9 +108,7 @@ func (i *ia) teardown() []func() {
 
 // CreatePZ creates a protection zone (dat_pz_create(3DAT)).
 func (i *ia) CreatePZ() (api.PZ, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	return kit.Put[api.PZ](&i.pzs, &pz{kit.PZ[*ia]{IA: i}})
+	return kit.Create[api.PZ](&fabric.mu, &i.pzs, &pz{kit.PZ[*ia]{IA: i}})
 }
 
 // pz is a protection zone (dat_pz_create(3DAT)).
@@ -118,9 +116,4 @@ type pz struct{ kit.PZ[*ia] }
 
 // Free destroys the PZ (dat_pz_free(3DAT)); the guard has refused it while
 // an EP, LMR, RMR or SRQ is in it.
-func (z *pz) Free() error {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	z.IA.pzs.Remove(z)
-	return nil
-}
+func (z *pz) Free() error { return kit.Free(&fabric.mu, &z.IA.pzs, z, nil, nil) }

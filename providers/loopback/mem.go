@@ -50,9 +50,7 @@ type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z}})
+	return kit.Create[api.RMR](&fabric.mu, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem}})
 }
 
 // Query returns the RMR's parameters (dat_rmr_query(3DAT)); while unbound
@@ -78,37 +76,15 @@ func (r *rmr) Query() (api.RMRParam, error) {
 // (ErrInvalidState). On a DISCONNECTED EP the bind is flushed and the RMR
 // is left as it was.
 func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, epArg api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
-	if err := memreg.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
-		return 0, err
-	}
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	p := epArg.(*ep)
-	l, err := r.Target(lmrArg, t, priv, p.PZ)
-	if err != nil {
-		return 0, err
-	}
-	w := reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags}, rmr: r}
-	switch p.State {
-	case api.EPConnected:
-		if p.reqs.Len() > 0 && p.reqs.Len() >= p.Attr.MaxRequestDTOs {
-			return 0, api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
-		}
-	case api.EPDisconnected:
-		w.RMRContext = r.IA.mem.FlushedContext(l)
-		p.complete(&w, api.DTOErrFlushed, 0)
-		return w.RMRContext, nil
-	default:
-		return 0, p.StateErr("binding an RMR")
-	}
+	full := p.reqs.Len() > 0 && p.reqs.Len() >= p.Attr.MaxRequestDTOs
 	// The binding's count on the LMR is held by the request until it runs
 	// or is flushed.
-	w.bind, w.RMRContext = r.IA.mem.StartBind(&r.Reg, l, t, priv, va, r.PZ, p, r)
-	if err := p.postLocked(&w); err != nil {
-		w.dropBind(r.IA)
-		return 0, err
-	}
-	return w.RMRContext, nil
+	return r.RMRBase.Bind(lmrArg, t, priv, va, p, &p.Endpoint, p.PZ, full, r, func(b *binding, c api.RMRContext) error {
+		return p.postLocked(&reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags, RMRContext: c}, rmr: r, bind: b})
+	})
 }
 
 // execBind publishes the binding of a bind request and completes it.
@@ -122,16 +98,5 @@ func (p *ep) execBind(w *reqWR) {
 // reserved context and its count on the LMR.
 func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
-// unbind withdraws the RMR's binding: its context stops working at once.
-// fabric.mu is held.
-func (r *rmr) unbind() { r.IA.mem.Unbind(&r.Reg) }
-
 // Free destroys the RMR, unbinding it first (dat_rmr_free(3DAT)).
-func (r *rmr) Free() error {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	r.unbind()
-	r.Freed = true
-	r.IA.rmrs.Remove(r)
-	return nil
-}
+func (r *rmr) Free() error { return kit.Free(&fabric.mu, &r.IA.rmrs, r, nil, r.Release) }

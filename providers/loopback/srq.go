@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -46,12 +47,5 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 // Free destroys the SRQ and the receives on it (dat_srq_free(3DAT)):
 // ErrInvalidState (SubStateSRQInUse) while an EP uses it.
 func (s *srq) Free() error {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	if err := srqattr.CheckFree(len(s.eps)); err != nil {
-		return err
-	}
-	s.Clear()
-	s.IA.srqs.Remove(s)
-	return nil
+	return kit.Free(&fabric.mu, &s.IA.srqs, s, func() error { return srqattr.CheckFree(len(s.eps)) }, s.Clear)
 }

@@ -50,14 +50,12 @@ func (p *ep) DupConnect(dupArg api.EP, timeout api.Timeout, privateData []byte, 
 	dup := dupArg.(*ep)
 	p.ia.mu.Lock()
 	defer p.ia.mu.Unlock()
-	if p.State != api.EPUnconnected {
-		return p.StateErr("DupConnect")
+	remote, q, err := p.DupTarget(&dup.Endpoint)
+	if err != nil {
+		return err
 	}
-	if dup.State != api.EPConnected {
-		return api.Errorf(api.InvalidState, dup.State.StateSubtype(), "the EP to duplicate is not connected")
-	}
-	ip, _ := remoteIP(dup.RemoteAddr)
-	p.startConnect(ip, dup.RemotePort, timeout, privateData)
+	ip, _ := remoteIP(remote)
+	p.startConnect(ip, q, timeout, privateData)
 	return nil
 }
 

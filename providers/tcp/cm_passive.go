@@ -292,22 +292,14 @@ func (s *psp) Query() (api.PSPParam, error) {
 
 // Free stops listening (dat_psp_free(3DAT)); later connects to its port
 // are refused (NON_PEER_REJECTED). Requests already delivered stay valid.
-func (s *psp) Free() error {
-	s.ia.mu.Lock()
-	defer s.ia.mu.Unlock()
-	s.stop()
-	s.ia.psps.Remove(s)
-	return nil
-}
+func (s *psp) Free() error { return kit.Free(&s.ia.mu, &s.ia.psps, s, nil, s.stop) }
 
 // rsp is a Reserved Service Point (dat_rsp_create(3DAT)).
 type rsp struct {
-	api.ContextSlot
-	ia       *ia
-	l        listener
-	ep       *ep
-	evd      *evd
-	consumed bool
+	connreq.RSP[*ep] // the reserved EP, until a request takes it
+	ia               *ia
+	l                listener
+	evd              *evd
 }
 
 // CreateRSP listens on TCP port q for one request for ep, which moves from
@@ -327,7 +319,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	if err != nil {
 		return nil, err
 	}
-	r := &rsp{ia: i, l: l, ep: p, evd: e}
+	r := &rsp{RSP: connreq.RSP[*ep]{EP: p}, ia: i, l: l, evd: e}
 	p.State = api.EPReserved
 	i.rsps.Add(r)
 	i.wg.Add(1)
@@ -338,18 +330,18 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 func (r *rsp) port() api.ConnQual { return r.l.qual }
 
 func (r *rsp) arrive(pr *pendingReq) bool {
-	if r.l.stopped || r.consumed || r.ep.State != api.EPReserved {
+	if r.l.stopped || r.Taken || r.EP.State != api.EPReserved {
 		return false
 	}
-	c := &cr{CR: connreq.CR[*ep]{Local: r.ep}, ia: r.ia, rsp: r, qual: r.l.qual, pr: pr}
+	c := &cr{CR: connreq.CR[*ep]{Local: r.EP}, ia: r.ia, rsp: r, qual: r.l.qual, pr: pr}
 	ev := api.Event{Number: api.ConnectionRequestEvent,
 		CR: api.CRArrivalData{RSP: r, LocalAddr: &net.IPAddr{IP: r.ia.ip}, ConnQual: r.l.qual, CR: c}}
 	if !r.evd.Q.TryPost(&ev, true) {
 		return false
 	}
 	r.stop()
-	r.consumed = true
-	r.ep.State = api.EPPassiveConnectionPending
+	r.Taken = true
+	r.EP.State = api.EPPassiveConnectionPending
 	pr.cr = c
 	r.ia.crs.Add(c)
 	return true
@@ -357,31 +349,17 @@ func (r *rsp) arrive(pr *pendingReq) bool {
 
 func (r *rsp) stop() { r.l.stop() }
 
-// HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
-func (r *rsp) HandleType() api.HandleType { return api.HandleRSP }
-
 // Query returns the RSP's parameters (dat_rsp_query(3DAT)).
 func (r *rsp) Query() (api.RSPParam, error) {
 	r.ia.mu.Lock()
 	defer r.ia.mu.Unlock()
-	prm := api.RSPParam{IA: r.ia, ConnQual: r.l.qual, EVD: r.evd}
-	if !r.ep.Freed {
-		prm.EP = r.ep
-	}
-	return prm, nil
+	return r.Param(r.ia, r.l.qual, r.evd), nil
 }
 
 // Free destroys the RSP (dat_rsp_free(3DAT)). If no request has arrived
 // the EP returns from RESERVED to UNCONNECTED.
 func (r *rsp) Free() error {
-	r.ia.mu.Lock()
-	defer r.ia.mu.Unlock()
-	r.stop()
-	if !r.consumed {
-		r.ep.Unreserve()
-	}
-	r.ia.rsps.Remove(r)
-	return nil
+	return kit.Free(&r.ia.mu, &r.ia.rsps, r, nil, func() { r.stop(); r.Unreserve() })
 }
 
 // cr is a pending Connection Request (dat_cr_query(3DAT)).
@@ -407,19 +385,6 @@ func (c *cr) remoteAddr() net.Addr {
 		return &net.IPAddr{IP: ta.IP, Zone: ta.Zone}
 	}
 	return c.pr.c.nc.RemoteAddr()
-}
-
-func (c *cr) finish() {
-	c.Done = true
-	c.ia.crs.Remove(c)
-}
-
-// releaseLocal returns the CR's local EP: an RSP's EP to UNCONNECTED, a
-// provider-created EP to the provider, which destroys it. ia.mu is held.
-func (c *cr) releaseLocal() {
-	if p := c.ReleaseLocal(); p != nil {
-		p.destroy()
-	}
 }
 
 // Accept accepts the request on ep, or on the CR's own EP when ep is nil
@@ -456,10 +421,20 @@ func (c *cr) Reject(privateData []byte) error {
 	if c.Done {
 		return connreq.ErrCRDone
 	}
-	c.finish()
 	c.pr.decide(hsReject, privateData)
-	c.releaseLocal()
+	c.end()
 	return nil
+}
+
+// end finishes a request that was rejected or handed off: it leaves the
+// IA's table, and its local EP returns to the provider
+// (connreq.CR.Finish), which destroys an EP it made for the request.
+// ia.mu is held.
+func (c *cr) end() {
+	c.ia.crs.Remove(c)
+	if p := c.Finish(); p != nil {
+		p.destroy()
+	}
 }
 
 // Handoff passes the request to the service point of this IA listening on
@@ -490,8 +465,7 @@ func (c *cr) Handoff(q api.ConnQual) error {
 	if !sp.arrive(c.pr) {
 		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the backlog of the target service point is full")
 	}
-	c.finish()
-	c.releaseLocal()
+	c.end()
 	return nil
 }
 

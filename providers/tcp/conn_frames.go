@@ -227,7 +227,7 @@ func (c *conn) endSend(f *frame, err error, polled bool) bool {
 	op, rctx := api.OpReceive, api.RMRContext(0)
 	if inval {
 		if r := p.invalidatable(api.RMRContext(f.RKey)); r != nil {
-			r.unbind()
+			r.Unbind()
 		}
 		op, rctx = api.OpReceiveWithInvalidate, api.RMRContext(f.RKey)
 	}

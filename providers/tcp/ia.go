@@ -113,9 +113,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 
 // CreatePZ creates a protection zone (dat_pz_create(3DAT)).
 func (i *ia) CreatePZ() (api.PZ, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return kit.Put[api.PZ](&i.pzs, &pz{kit.PZ[*ia]{IA: i}})
+	return kit.Create[api.PZ](&i.mu, &i.pzs, &pz{kit.PZ[*ia]{IA: i}})
 }
 
 // pz is a protection zone (dat_pz_create(3DAT)).
@@ -123,9 +121,4 @@ type pz struct{ kit.PZ[*ia] }
 
 // Free destroys the PZ (dat_pz_free(3DAT)); the registry's guard refuses
 // it while objects use the PZ.
-func (z *pz) Free() error {
-	z.IA.mu.Lock()
-	defer z.IA.mu.Unlock()
-	z.IA.pzs.Remove(z)
-	return nil
-}
+func (z *pz) Free() error { return kit.Free(&z.IA.mu, &z.IA.pzs, z, nil, nil) }

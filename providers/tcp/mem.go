@@ -24,9 +24,7 @@ type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
-	z.IA.mu.Lock()
-	defer z.IA.mu.Unlock()
-	return kit.Put[api.RMR](&z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z}})
+	return kit.Create[api.RMR](&z.IA.mu, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem}})
 }
 
 // Query returns the RMR's parameters (dat_rmr_query(3DAT)); while unbound
@@ -49,38 +47,16 @@ func (r *rmr) Query() (api.RMRParam, error) {
 // without local write (ErrPrivilegesViolation), ep neither CONNECTED nor
 // DISCONNECTED (ErrInvalidState). On a DISCONNECTED EP it is flushed.
 func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, epArg api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
-	if err := memreg.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
-		return 0, err
-	}
 	p := epArg.(*ep)
 	r.IA.mu.Lock()
 	defer r.IA.mu.Unlock()
-	l, err := r.Target(lmrArg, t, priv, p.PZ)
-	if err != nil {
-		return 0, err
+	c, err := r.RMRBase.Bind(lmrArg, t, priv, va, p, &p.Endpoint, p.PZ, p.State == api.EPConnected && p.reqsFull(), r, func(b *binding, c api.RMRContext) error {
+		return p.postLocked(&reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags, RMRContext: c}, rmr: r, bind: b})
+	})
+	if conn := p.c; err == nil && conn != nil {
+		conn.flush(false) // what the bind let start goes out now
 	}
-	w := reqWR{Request: completion.Request{Kind: completion.Bind, Cookie: cookie, Flags: flags}, rmr: r}
-	switch p.State {
-	case api.EPConnected:
-		if p.reqsFull() {
-			return 0, api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
-		}
-	case api.EPDisconnected:
-		w.RMRContext = r.IA.mem.FlushedContext(l)
-		p.complete(&w, api.DTOErrFlushed)
-		return w.RMRContext, nil
-	default:
-		return 0, p.StateErr("binding an RMR")
-	}
-	w.bind, w.RMRContext = r.IA.mem.StartBind(&r.Reg, l, t, priv, va, r.PZ, p, r)
-	if err := p.postLocked(&w); err != nil {
-		w.dropBind(r.IA)
-		return 0, err
-	}
-	if c := p.c; c != nil {
-		c.flush(false) // what the bind let start goes out now
-	}
-	return w.RMRContext, nil
+	return c, err
 }
 
 // publishBind makes the binding of bind request w current. ia.mu is held.
@@ -91,18 +67,8 @@ func (w *reqWR) publishBind(i *ia) api.DTOStatus {
 // dropBind releases what an unexecuted bind request holds.
 func (w *reqWR) dropBind(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
-// unbind withdraws the RMR's binding at once. ia.mu is held.
-func (r *rmr) unbind() { r.IA.mem.Unbind(&r.Reg) }
-
 // Free destroys the RMR, unbinding it first (dat_rmr_free(3DAT)).
-func (r *rmr) Free() error {
-	r.IA.mu.Lock()
-	defer r.IA.mu.Unlock()
-	r.unbind()
-	r.Freed = true
-	r.IA.rmrs.Remove(r)
-	return nil
-}
+func (r *rmr) Free() error { return kit.Free(&r.IA.mu, &r.IA.rmrs, r, nil, r.Release) }
 
 // invalidatable returns the RMR a send-with-invalidate arriving at p may
 // unbind, or nil: an RMR bound in p's PZ, to p or to no EP.

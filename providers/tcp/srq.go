@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -35,12 +36,5 @@ func (s *srq) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) error {
 // Free destroys the SRQ and its receives (dat_srq_free(3DAT)):
 // ErrInvalidState (SubStateSRQInUse) while an EP uses it.
 func (s *srq) Free() error {
-	s.IA.mu.Lock()
-	defer s.IA.mu.Unlock()
-	if err := srqattr.CheckFree(s.eps); err != nil {
-		return err
-	}
-	s.Clear()
-	s.IA.srqs.Remove(s)
-	return nil
+	return kit.Free(&s.IA.mu, &s.IA.srqs, s, func() error { return srqattr.CheckFree(s.eps) }, s.Clear)
 }

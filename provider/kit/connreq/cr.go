@@ -69,6 +69,14 @@ func (c *CR[E]) ReleaseLocal() E {
 	return none
 }
 
+// Finish marks the request done, as a reject or handoff leaves it, and
+// releases its local EP as ReleaseLocal does, returning the EP the
+// provider must destroy (the zero E when none).
+func (c *CR[E]) Finish() E {
+	c.Done = true
+	return c.ReleaseLocal()
+}
+
 // Accepting is the start of dat_cr_accept(3DAT) that every software
 // provider makes alike, under its lock. It refuses a request that is done
 // (ErrCRDone); picks the accepting EP, the consumer's given EP or the
@@ -94,4 +102,41 @@ func (c *CR[E]) Accepting(given E, reserved bool) (E, error) {
 	e.ProviderOwned = false
 	e.State = api.EPCompletionPending
 	return p, nil
+}
+
+// RSP is the part of a reserved service point (dat_rsp_create(3DAT)) that
+// a software provider keeps as every other does: its handle, the EP it
+// reserved, and whether a connection request has taken that EP. The
+// provider's RSP type embeds it under the provider's lock and adds how it
+// listens.
+type RSP[E interface {
+	comparable
+	api.EP
+	EndpointBase() *epattr.Endpoint
+}] struct {
+	api.ContextSlot
+	EP    E    // the reserved EP
+	Taken bool // a request arrived and took EP; the RSP listens no more
+}
+
+// HandleType reports HandleRSP (dat_get_handle_type(3DAT)).
+func (r *RSP[E]) HandleType() api.HandleType { return api.HandleRSP }
+
+// Param returns the RSP's parameters (dat_rsp_query(3DAT)) from its IA,
+// qualifier and EVD, with the reserved EP until that EP is freed.
+func (r *RSP[E]) Param(ia api.IA, q api.ConnQual, evd api.EVD) api.RSPParam {
+	prm := api.RSPParam{IA: ia, ConnQual: q, EVD: evd}
+	if !r.EP.EndpointBase().Freed {
+		prm.EP = r.EP
+	}
+	return prm
+}
+
+// Unreserve is what dat_rsp_free(3DAT) does to the reserved EP: back to
+// UNCONNECTED if no request has taken it. A taken EP may since have been
+// reserved again, by another RSP, and is left alone.
+func (r *RSP[E]) Unreserve() {
+	if !r.Taken {
+		r.EP.EndpointBase().Unreserve()
+	}
 }

@@ -92,3 +92,52 @@ func TestCRReleaseLocal(t *testing.T) {
 		t.Fatalf("no reserved EP: returned %v", p)
 	}
 }
+
+// Finish marks the request done and gives back its EP as ReleaseLocal
+// does: an RSP's EP is UNCONNECTED again, a provider-made one is returned
+// for destruction.
+func TestCRFinish(t *testing.T) {
+	p := &testEP{}
+	p.State = api.EPPassiveConnectionPending
+	c := CR[*testEP]{Local: p}
+	if got := c.Finish(); got != nil || !c.Done || c.Local != nil || p.State != api.EPUnconnected {
+		t.Fatalf("Finish of an RSP's request = %v, done %v, local %v, EP %v", got, c.Done, c.Local, p.State)
+	}
+	q := &testEP{}
+	q.State, q.ProviderOwned = api.EPPassiveConnectionPending, true
+	c = CR[*testEP]{Local: q}
+	if got := c.Finish(); got != q || !c.Done {
+		t.Fatalf("Finish of a request with a provider-made EP = %v, done %v", got, c.Done)
+	}
+}
+
+// An RSP reports its EP until that EP is freed, and its free returns the
+// EP to UNCONNECTED only while no request has taken it.
+func TestRSP(t *testing.T) {
+	p := &testEP{}
+	p.State = api.EPReserved
+	r := RSP[*testEP]{EP: p}
+	if r.HandleType() != api.HandleRSP {
+		t.Fatalf("HandleType = %v", r.HandleType())
+	}
+	prm := r.Param(nil, 9, nil)
+	if prm.ConnQual != 9 || prm.EP != api.EP(p) {
+		t.Fatalf("Param = %+v", prm)
+	}
+	p.Freed = true
+	if prm := r.Param(nil, 9, nil); prm.EP != nil {
+		t.Fatalf("Param names a freed EP: %v", prm.EP)
+	}
+	p.Freed = false
+
+	r.Taken = true // a request took the EP, which another RSP reserved since
+	r.Unreserve()
+	if p.State != api.EPReserved {
+		t.Fatalf("Unreserve after a request took the EP moved it to %v", p.State)
+	}
+	r.Taken = false
+	r.Unreserve()
+	if p.State != api.EPUnconnected {
+		t.Fatalf("Unreserve of a reserved EP left it %v", p.State)
+	}
+}

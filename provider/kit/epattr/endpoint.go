@@ -99,6 +99,21 @@ func (e *Endpoint) Unclaim() (destroy bool) {
 	return false
 }
 
+// DupTarget returns where dat_ep_dup_connect(3DAT) connects e: the
+// remote address and connection qualifier of dup. e must be UNCONNECTED
+// and dup CONNECTED; otherwise it fails with ErrInvalidState and the
+// subtype of the EP that is in the wrong state. The provider's lock is
+// held.
+func (e *Endpoint) DupTarget(dup *Endpoint) (net.Addr, api.ConnQual, error) {
+	if e.State != api.EPUnconnected {
+		return nil, 0, e.StateErr("DupConnect")
+	}
+	if dup.State != api.EPConnected {
+		return nil, 0, api.Errorf(api.InvalidState, dup.State.StateSubtype(), "the EP to duplicate is not connected")
+	}
+	return dup.RemoteAddr, dup.RemotePort, nil
+}
+
 // Unreserve returns an EP that an RSP reserved to UNCONNECTED, for an
 // RSP freed before a request arrived on it (dat_rsp_free(3DAT)); an EP in
 // any other state is left as it is.

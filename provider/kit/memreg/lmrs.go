@@ -5,6 +5,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/epattr"
 )
 
 // Zone is what the memory objects need of a provider's PZ type: a
@@ -108,8 +109,21 @@ type RMRBase[I api.IA, PZ Zone, EP comparable] struct {
 	api.ContextSlot
 	IA    I
 	PZ    PZ
+	Mem   *Table[PZ, EP] // the IA's table, where bindings are published
 	Reg   RMR[PZ, EP]
 	Freed bool // Free has run
+}
+
+// Unbind withdraws the RMR's binding: its context stops working at once.
+// The caller holds the lock that guards the binding.
+func (r *RMRBase[I, PZ, EP]) Unbind() { r.Mem.Unbind(&r.Reg) }
+
+// Release is what dat_rmr_free(3DAT) does to the RMR's binding: it is
+// withdrawn at once, and a bind still queued finds the RMR freed when it
+// runs (FinishBind). The caller holds the lock that guards the binding.
+func (r *RMRBase[I, PZ, EP]) Release() {
+	r.Unbind()
+	r.Freed = true
 }
 
 // HandleType reports HandleRMR (dat_get_handle_type(3DAT)).
@@ -124,6 +138,45 @@ func (r *RMRBase[I, PZ, EP]) Target(lmrArg api.LMR, t api.LMRTriplet, priv api.M
 		named = &l.Reg
 	}
 	return BindTarget(named, t, priv, r.PZ, epPZ)
+}
+
+// Bind is dat_rmr_bind(3DAT) as a software provider makes it, under the
+// provider's lock, for owner, the provider's RMR, over ep, whose state is
+// e, whose PZ is epPZ, and whose request queue is full or not. After the
+// checks of CheckPrivVA and Target, and ErrInsufficientResources for a
+// CONNECTED EP with a full queue or ErrInvalidState for an EP neither
+// CONNECTED nor DISCONNECTED, it starts the bind (StartBind) and hands
+// post the binding and its new context, for the provider to post as a
+// request on ep's queue. On a DISCONNECTED EP nothing is bound: post gets
+// no binding and the context the flushed completion reports, and the
+// provider's post completes it as flushed. If post fails, what the bind
+// holds is released (DropBind) and the RMR is as it was but unbound.
+func (r *RMRBase[I, PZ, EP]) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep EP, e *epattr.Endpoint, epPZ PZ, full bool, owner any,
+	post func(*Binding[PZ, EP], api.RMRContext) error) (api.RMRContext, error) {
+	if err := CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
+		return 0, err
+	}
+	l, err := r.Target(lmrArg, t, priv, epPZ)
+	if err != nil {
+		return 0, err
+	}
+	switch e.State {
+	case api.EPConnected:
+		if full {
+			return 0, api.Errorf(api.InsufficientResources, api.NoSubtype, "the EP's request queue is full")
+		}
+	case api.EPDisconnected:
+		c := r.Mem.FlushedContext(l)
+		return c, post(nil, c)
+	default:
+		return 0, e.StateErr("binding an RMR")
+	}
+	b, c := r.Mem.StartBind(&r.Reg, l, t, priv, va, r.PZ, ep, owner)
+	if err := post(b, c); err != nil {
+		r.Mem.DropBind(&b, c)
+		return 0, err
+	}
+	return c, nil
 }
 
 // Param returns the RMR's parameters (dat_rmr_query(3DAT)); while it is

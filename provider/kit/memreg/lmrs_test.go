@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/epattr"
 )
 
 // zone is a provider's PZ for the LMRs tests; it only needs to be one.
@@ -129,5 +130,76 @@ func TestRMRBase(t *testing.T) {
 	}
 	if c := tab.FlushedContext(&x.(*LMRObject[*zone, *ep]).Reg); c == 0 || tab.LMR(api.LMRContext(c)) != nil {
 		t.Fatalf("a flushed bind returns context %#x, which must be non-zero and name nothing", c)
+	}
+}
+
+// Bind decides from the EP's state: a full queue and a wrong state are
+// refused with nothing bound or posted; a DISCONNECTED EP gets a flushed
+// bind with no binding; a CONNECTED one a binding with a fresh context,
+// which a failed post gives back. Release withdraws the binding and marks
+// the RMR freed.
+func TestRMRBind(t *testing.T) {
+	ia, z := &fakeIA{}, &zone{n: 1}
+	tab := New[*zone, *ep]()
+	lmrs := NewLMRs(ia, &sync.Mutex{}, tab, 0)
+	x, err := lmrs.Create(z, api.Region{Bytes: make([]byte, 64)}, api.MemPrivLocalRead|api.MemPrivLocalWrite, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &x.(*LMRObject[*zone, *ep]).Reg
+	lp, _ := x.Query()
+	win := api.LMRTriplet{LMRContext: lp.LMRContext, Addr: lp.RegisteredAddress, Length: 16}
+	r := &RMRBase[*fakeIA, *zone, *ep]{IA: ia, PZ: z, Mem: tab}
+	to := &ep{1}
+	var e epattr.Endpoint
+	type posted struct {
+		b *Binding[*zone, *ep]
+		c api.RMRContext
+	}
+	var got []posted
+	var postErr error
+	post := func(b *Binding[*zone, *ep], c api.RMRContext) error {
+		got = append(got, posted{b, c})
+		return postErr
+	}
+	bind := func(full bool, priv api.MemPriv) (api.RMRContext, error) {
+		got = got[:0]
+		return r.Bind(x, win, priv, api.VATypeVA, to, &e, z, full, r, post)
+	}
+
+	e.State = api.EPConnected
+	if _, err := bind(false, 0x4000); !errors.Is(err, api.ErrInvalidParameter) || len(got) != 0 {
+		t.Fatalf("an unknown privilege: %v, %d posts", err, len(got))
+	}
+	if _, err := bind(true, api.MemPrivRemoteRead); !errors.Is(err, api.ErrInsufficientResources) || len(got) != 0 || l.Bound != 0 {
+		t.Fatalf("a full queue: %v, %d posts, LMR bound %d", err, len(got), l.Bound)
+	}
+	e.State = api.EPUnconnected
+	if _, err := bind(false, api.MemPrivRemoteRead); !errors.Is(err, api.ErrInvalidState) || len(got) != 0 {
+		t.Fatalf("an UNCONNECTED EP: %v, %d posts", err, len(got))
+	}
+	e.State = api.EPDisconnected
+	if c, err := bind(true, api.MemPrivRemoteRead); err != nil || len(got) != 1 || got[0].b != nil || got[0].c != c || l.Bound != 0 {
+		t.Fatalf("a DISCONNECTED EP: %#x, %v, posts %+v, LMR bound %d", c, err, got, l.Bound)
+	}
+	e.State = api.EPConnected
+	c, err := bind(false, api.MemPrivRemoteRead)
+	if err != nil || len(got) != 1 || got[0].b == nil || got[0].c != c || c == 0 || l.Bound != 1 {
+		t.Fatalf("a CONNECTED EP: %#x, %v, posts %+v, LMR bound %d", c, err, got, l.Bound)
+	}
+	tab.FinishBind(&r.Reg, &got[0].b, c, false)
+	if w := tab.Window(c); w == nil {
+		t.Fatal("the finished bind's context names no window")
+	}
+	postErr = api.Errorf(api.InvalidState, api.NoSubtype, "refused")
+	if _, err := bind(false, api.MemPrivRemoteRead); err != postErr || l.Bound != 0 || tab.Window(c) != nil {
+		t.Fatalf("a refused post: %v, LMR bound %d (the old binding is withdrawn, the new one dropped)", err, l.Bound)
+	}
+	postErr = nil
+	c, _ = bind(false, api.MemPrivRemoteRead)
+	tab.FinishBind(&r.Reg, &got[0].b, c, false)
+	r.Release()
+	if !r.Freed || tab.Window(c) != nil || l.Bound != 0 {
+		t.Fatalf("Release: freed %v, window %v, LMR bound %d", r.Freed, tab.Window(c), l.Bound)
 	}
 }
