@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // checkPrivateData enforces the provider's private data limit.
@@ -21,20 +22,6 @@ func (ia *gIA) checkQOS(q api.QOS) error {
 	if q&^ia.pattr.QOSSupported != 0 {
 		return api.Errorf(api.ModelNotSupported, api.NoSubtype,
 			fmt.Sprintf("QOS %#x is not among those the provider supports (%#x)", uint32(q), uint32(ia.pattr.QOSSupported)))
-	}
-	return nil
-}
-
-// checkPrivVA refuses memory privileges with bits the DAT pages do not
-// define and VA types other than VA and ZB, for dat_lmr_create(3DAT) and
-// dat_rmr_bind(3DAT); privArg and vaArg are the arguments' positions.
-// Providers rely on it and do not check again.
-func checkPrivVA(priv api.MemPriv, va api.VAType, privArg, vaArg api.Subtype) error {
-	if priv&^api.MemPrivAll != 0 {
-		return api.Errorf(api.InvalidParameter, privArg, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
-	}
-	if va != api.VATypeVA && va != api.VATypeZB {
-		return api.Errorf(api.InvalidParameter, vaArg, fmt.Sprintf("VA type %d is unknown", va))
 	}
 	return nil
 }
@@ -560,7 +547,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	default:
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("memory type %#x is unknown", uint32(region.Type)))
 	}
-	if err := checkPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
+	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
 		return nil, err
 	}
 	if va == api.VATypeZB && !ia.attr.ZBSupported {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // query runs a provider Query for a live guard, serialized like any call,
@@ -537,7 +538,7 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	if err != nil {
 		return 0, err
 	}
-	if err := checkPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
+	if err := memreg.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
 		return 0, err
 	}
 	if glmr != nil && glmr.pz != g.pz {
