@@ -24,35 +24,30 @@ import (
 
 // ReadNB reads into b from non-blocking descriptor fd with read(2).
 func ReadNB(fd uintptr, b []byte) (int, syscall.Errno) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), 0
+	return rawBuf(syscall.SYS_READ, fd, b, 0)
 }
 
 // RecvNB reads into b from socket fd with recvfrom(2), without waiting
 // (MSG_DONTWAIT).
 func RecvNB(fd uintptr, b []byte) (int, syscall.Errno) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), unix.MSG_DONTWAIT, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), 0
+	return rawBuf(syscall.SYS_RECVFROM, fd, b, unix.MSG_DONTWAIT)
 }
 
 // WriteNB writes b to non-blocking descriptor fd with write(2).
 func WriteNB(fd uintptr, b []byte) (int, syscall.Errno) {
-	if len(b) == 0 {
+	return rawBuf(syscall.SYS_WRITE, fd, b, 0)
+}
+
+// rawBuf makes system call trap with descriptor fd, buf's address and
+// length, and a4 (flags, or a timeout), and returns the call's count or
+// its errno. With buf empty it makes no call. read(2) and write(2) take
+// three arguments and ignore the rest, so one six-argument form serves
+// every call here.
+func rawBuf[T any](trap, fd uintptr, buf []T, a4 uintptr) (int, syscall.Errno) {
+	if len(buf) == 0 {
 		return 0, 0
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	n, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), a4, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
@@ -226,12 +221,5 @@ func Advance(bufs [][]byte, n int) [][]byte {
 // EpollWaitNB collects the events ready in epoll instance ep, without
 // waiting (a zero timeout).
 func EpollWaitNB(ep uintptr, evs []unix.EpollEvent) (int, syscall.Errno) {
-	if len(evs) == 0 {
-		return 0, 0
-	}
-	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, ep, uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), 0
+	return rawBuf(syscall.SYS_EPOLL_PWAIT, ep, evs, 0)
 }
