@@ -172,11 +172,7 @@ func (q *Queue) Post(ev *api.Event, notify bool) PostResult {
 		q.mu.Unlock()
 		return r
 	}
-	cno := q.push(ev, notify)
-	q.mu.Unlock()
-	if cno != nil {
-		cno.Trigger(q.owner)
-	}
+	q.unlockTrigger(q.push(ev, notify))
 	return Posted
 }
 
@@ -190,11 +186,7 @@ func (q *Queue) TryPost(ev *api.Event, notify bool) bool {
 		q.mu.Unlock()
 		return false
 	}
-	cno := q.push(ev, notify)
-	q.mu.Unlock()
-	if cno != nil {
-		cno.Trigger(q.owner)
-	}
+	q.unlockTrigger(q.push(ev, notify))
 	return true
 }
 
@@ -256,6 +248,13 @@ func (q *Queue) Notify() {
 	} else if !q.disabled {
 		cno = q.cno
 	}
+	q.unlockTrigger(cno)
+}
+
+// unlockTrigger releases q.mu, then triggers cno unless it is nil: the
+// queue's lock is never held while the CNO's is taken, so producers on
+// other EVDs of the CNO do not wait on this queue.
+func (q *Queue) unlockTrigger(cno *CNO) {
 	q.mu.Unlock()
 	if cno != nil {
 		cno.Trigger(q.owner)
