@@ -101,6 +101,13 @@ func (i *ia) epArgs(pzArg api.PZ, attr *api.EPAttr) (api.EPAttr, *pz, error) {
 // (dat_ep_create(3DAT)). The request and receive EVDs must have been
 // created for DTO completions: their CQs are the QP's.
 func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
+	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, nil, attr)
+}
+
+// createEP creates an EP and its QP for both create calls; s is the SRQ
+// its receives come from, nil for none. The SRQ is checked again under
+// ia.mu because it may have been freed since the caller found it.
+func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, s *srq, attr *api.EPAttr) (api.EP, error) {
 	a, z, err := i.epArgs(pzArg, attr)
 	if err != nil {
 		return nil, err
@@ -109,16 +116,22 @@ func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, att
 	defer func() { made.armCQs() }() // after the unlock
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if s != nil && s.srq == nil {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ is freed")
+	}
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
 	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
 	p.Link(z, recvEVD, requestEVD, connectEVD)
+	p.SRQ = s
 	if err := p.makeQP(); err != nil {
 		return nil, err
 	}
-	i.eps.Add(p)
-	i.qps[p.qpn] = p
+	if s != nil {
+		s.eps++
+	}
+	i.eps.Add(p) // makeQP has entered the QP number in i.qps
 	made = p
 	return p, nil
 }

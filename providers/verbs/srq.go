@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/srqattr"
 )
 
@@ -224,30 +223,7 @@ func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.E
 	if s == nil || s.ia != i {
 		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
 	}
-	a, z, err := i.epArgs(pzArg, attr)
-	if err != nil {
-		return nil, err
-	}
-	var made *ep
-	defer func() { made.armCQs() }() // after the unlock
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if s.srq == nil {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "SRQ is freed")
-	}
-	if err := i.eps.Room(); err != nil {
-		return nil, err
-	}
-	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: api.EPUnconnected}}
-	p.Link(z, recvEVD, requestEVD, connectEVD)
-	p.SRQ = s
-	if err := p.makeQP(); err != nil {
-		return nil, err
-	}
-	s.eps++
-	i.eps.Add(p)
-	made = p
-	return p, nil
+	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, s, attr)
 }
 
 // SetWatermark sets the soft and hard high watermarks of receive buffers
