@@ -182,15 +182,31 @@ int gd_qp_error(struct ibv_qp *qp) {
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+/* gd_send_wr zeroes *wr and sets the fields every send work request here
+ * has; the post functions add what their opcode needs. */
+static inline void gd_send_wr(struct ibv_send_wr *wr, uint64_t wr_id, int opcode, int flags, struct ibv_sge *sg,
+                              int n) {
+	memset(wr, 0, sizeof *wr);
+	wr->wr_id = wr_id;
+	wr->opcode = opcode;
+	wr->send_flags = flags;
+	wr->sg_list = sg;
+	wr->num_sge = n;
+}
+
+/* gd_recv_wr zeroes *wr and sets a receive's cookie and segments, for a
+ * QP's receive queue and an SRQ alike. */
+static inline void gd_recv_wr(struct ibv_recv_wr *wr, uint64_t wr_id, struct ibv_sge *sg, int n) {
+	memset(wr, 0, sizeof *wr);
+	wr->wr_id = wr_id;
+	wr->sg_list = sg;
+	wr->num_sge = n;
+}
+
 int gd_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags, struct ibv_sge *sg, int n,
                  uint64_t raddr, uint32_t rkey) {
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.wr_id = wr_id;
-	wr.sg_list = sg;
-	wr.num_sge = n;
-	wr.opcode = opcode;
-	wr.send_flags = flags;
+	gd_send_wr(&wr, wr_id, opcode, flags, sg, n);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	return ibv_post_send(qp, &wr, &bad);
@@ -198,10 +214,7 @@ int gd_post_send(struct ibv_qp *qp, uint64_t wr_id, int opcode, int flags, struc
 
 int gd_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sg, int n) {
 	struct ibv_recv_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.wr_id = wr_id;
-	wr.sg_list = sg;
-	wr.num_sge = n;
+	gd_recv_wr(&wr, wr_id, sg, n);
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
@@ -330,10 +343,7 @@ int gd_qp_reset(struct ibv_qp *qp, uint8_t port) {
 int gd_post_bind(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_mw *mw, uint32_t rkey,
                  struct ibv_mr *mr, uint64_t addr, uint64_t len, int access) {
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.wr_id = wr_id;
-	wr.opcode = IBV_WR_BIND_MW;
-	wr.send_flags = flags;
+	gd_send_wr(&wr, wr_id, IBV_WR_BIND_MW, flags, NULL, 0);
 	wr.bind_mw.mw = mw;
 	wr.bind_mw.rkey = rkey;
 	wr.bind_mw.bind_info.mr = mr;
@@ -345,22 +355,14 @@ int gd_post_bind(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_mw *mw
 
 int gd_post_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, uint32_t rkey) {
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.wr_id = wr_id;
-	wr.opcode = IBV_WR_LOCAL_INV;
-	wr.send_flags = flags;
+	gd_send_wr(&wr, wr_id, IBV_WR_LOCAL_INV, flags, NULL, 0);
 	wr.invalidate_rkey = rkey;
 	return ibv_post_send(qp, &wr, &bad);
 }
 
 int gd_post_send_inv(struct ibv_qp *qp, uint64_t wr_id, int flags, struct ibv_sge *sg, int n, uint32_t rkey) {
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.wr_id = wr_id;
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.send_flags = flags;
-	wr.sg_list = sg;
-	wr.num_sge = n;
+	gd_send_wr(&wr, wr_id, IBV_WR_SEND_WITH_INV, flags, sg, n);
 	wr.invalidate_rkey = rkey;
 	return ibv_post_send(qp, &wr, &bad);
 }
@@ -383,10 +385,7 @@ struct ibv_srq *gd_srq_create(struct ibv_pd *pd, uint32_t max_wr, uint32_t max_s
 
 int gd_srq_post(struct ibv_srq *srq, uint64_t wr_id, struct ibv_sge *sg, int n) {
 	struct ibv_recv_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.wr_id = wr_id;
-	wr.sg_list = sg;
-	wr.num_sge = n;
+	gd_recv_wr(&wr, wr_id, sg, n);
 	return ibv_post_srq_recv(srq, &wr, &bad);
 }
 
