@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -231,5 +232,19 @@ func TestRMRTripletBinary(t *testing.T) {
 		if err := out.UnmarshalBinary(bad); !errors.Is(err, ErrInvalidParameter) || out != in {
 			t.Errorf("UnmarshalBinary of %d bytes: %v, triplet %+v", len(bad), err, out)
 		}
+	}
+}
+
+// CheckPrivVA accepts every defined privilege with either VA type and
+// names the argument at fault otherwise.
+func TestCheckPrivVA(t *testing.T) {
+	if err := CheckPrivVA(MemPrivAll, VATypeZB, SubArg4, SubArg5); err != nil {
+		t.Fatalf("all privileges, ZB: %v", err)
+	}
+	if err := CheckPrivVA(0x40, VATypeVA, SubArg4, SubArg5); !errors.Is(err, &Error{Type: InvalidParameter, Sub: SubArg4}) || !strings.Contains(err.Error(), "0x40") {
+		t.Fatalf("an unknown privilege bit: %v", err)
+	}
+	if err := CheckPrivVA(MemPrivLocalRead, 7, SubArg6, SubArg7); !errors.Is(err, &Error{Type: InvalidParameter, Sub: SubArg7}) {
+		t.Fatalf("an unknown VA type: %v", err)
 	}
 }

@@ -217,6 +217,22 @@ const (
 	VATypeZB VAType = 1
 )
 
+// CheckPrivVA checks the memory privileges and VA type given to
+// dat_lmr_create(3DAT) or dat_rmr_bind(3DAT): unknown privilege bits or a
+// VA type other than VATypeVA and VATypeZB are ErrInvalidParameter with
+// subtype privArg or vaArg, the arguments' positions in the call. The
+// registry's guard makes this check; the kit makes it again for a
+// provider reached without the guard.
+func CheckPrivVA(priv MemPriv, va VAType, privArg, vaArg Subtype) error {
+	if priv&^MemPrivAll != 0 {
+		return Errorf(InvalidParameter, privArg, "memory privileges 0x"+strconv.FormatUint(uint64(priv), 16)+" name unknown bits")
+	}
+	if va != VATypeVA && va != VATypeZB {
+		return Errorf(InvalidParameter, vaArg, "VA type "+strconv.FormatUint(uint64(va), 10)+" is unknown")
+	}
+	return nil
+}
+
 // RMRScope is the protection scope of an RMR (DAT_RMR_SCOPE, DAT 2.0).
 type RMRScope uint32
 

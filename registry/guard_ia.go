@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // checkPrivateData enforces the provider's private data limit.
@@ -547,7 +546,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	default:
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("memory type %#x is unknown", uint32(region.Type)))
 	}
-	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
+	if err := api.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
 		return nil, err
 	}
 	if va == api.VATypeZB && !ia.attr.ZBSupported {

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/godat/godat/api"
-	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // query runs a provider Query for a live guard, serialized like any call,
@@ -538,7 +537,7 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	if err != nil {
 		return 0, err
 	}
-	if err := memreg.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
+	if err := api.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
 		return 0, err
 	}
 	if glmr != nil && glmr.pz != g.pz {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
-	"github.com/godat/godat/provider/kit/memreg"
 )
 
 // pz is a protection zone: an ibv_pd of the IA's device
@@ -118,7 +117,7 @@ func accessFlags(priv api.MemPriv, mw bool) C.int {
 // another LMR's memory again. With VATypeZB the device addresses the
 // region from 0.
 func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
-	if err := memreg.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
+	if err := api.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
 		return nil, err
 	}
 	z, err := kit.PZArg[*pz](pzArg)

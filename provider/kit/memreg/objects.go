@@ -28,20 +28,6 @@ type LMR[PZ comparable] struct {
 	Bound      int            // RMRs bound, or binds queued, to it
 }
 
-// CheckPrivVA checks memory privileges and a VA type given to
-// dat_lmr_create(3DAT) or dat_rmr_bind(3DAT): unknown privilege bits or
-// an unknown VA type are ErrInvalidParameter with subtype privArg or vaArg,
-// the argument positions in the call.
-func CheckPrivVA(priv api.MemPriv, va api.VAType, privArg, vaArg api.Subtype) error {
-	if priv&^api.MemPrivAll != 0 {
-		return api.Errorf(api.InvalidParameter, privArg, fmt.Sprintf("memory privileges %#x name unknown bits", uint32(priv)))
-	}
-	if va != api.VATypeVA && va != api.VATypeZB {
-		return api.Errorf(api.InvalidParameter, vaArg, fmt.Sprintf("VA type %d is unknown", va))
-	}
-	return nil
-}
-
 // Memory returns the bytes region names for dat_lmr_create(3DAT):
 // MemTypeVirtual any Go slice, MemTypeSharedVirtual a slice inside
 // api.AllocMemory memory (ErrInvalidState otherwise), MemTypeLMR the
@@ -318,7 +304,7 @@ func (t *Table[PZ, EP]) Invalidatable(c api.RMRContext, pz PZ, ep EP) any {
 }
 
 // CreateLMR is the end of dat_lmr_create(3DAT) once the provider has the
-// PZ and has checked priv and va (CheckPrivVA): it resolves the memory
+// PZ and has checked priv and va (api.CheckPrivVA): it resolves the memory
 // region names (Memory; src is the registration of the LMR region.LMR
 // names when that is a live LMR of the IA, else nil), checks that lmrs
 // has room, and then makes the provider's LMR with make, which returns it
