@@ -39,18 +39,7 @@ func (ia *devIA) Query() (api.IAAttr, api.ProviderAttr, error) {
 // a device with its port, link layer, GID, MTU and limits.
 func TestDevices(t *testing.T) {
 	isolate(t)
-	cfg := writeFile(t, "dat.conf", `
-[[ia]]
-name = "rdma0"
-provider = "datinfo-dev"
-api_version = "u2.0"
-ia_params = "mlx5_0 1"
-
-[[ia]]
-name = "plain0"
-provider = "datinfo-test"
-api_version = "u2.0"
-`)
+	cfg := writeFile(t, "dat.conf", iaEntry("rdma0", "datinfo-dev", `ia_params = "mlx5_0 1"`)+iaEntry("plain0", "datinfo-test"))
 	out := runDatinfoOK(t, "-f", cfg)
 	_, devs, ok := strings.Cut(out, "Devices:")
 	if !ok {

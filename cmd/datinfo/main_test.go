@@ -111,6 +111,35 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
+// iaEntry returns one [[ia]] table of a configuration file: IA name of
+// provider with the API version every IA here has, then the lines of
+// more. Its head takes four lines, so in a file that starts with the table
+// the lines of more are lines 5, 6, ...: TestCheckParams counts on it.
+func iaEntry(name, provider string, more ...string) string {
+	s := fmt.Sprintf("[[ia]]\nname = %q\nprovider = %q\napi_version = \"u2.0\"\n", name, provider)
+	for _, l := range more {
+		s += l + "\n"
+	}
+	return s
+}
+
+// datinfoResult is what one run of datinfo returned.
+type datinfoResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// startDatinfo runs datinfo with args on a goroutine and hands its result
+// on the channel: for a test that bounds a run that could hang.
+func startDatinfo(t *testing.T, args ...string) <-chan datinfoResult {
+	done := make(chan datinfoResult, 1)
+	go func() {
+		code, out, errs := runDatinfo(t, args...)
+		done <- datinfoResult{code, out, errs}
+	}()
+	return done
+}
+
 func runDatinfo(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -329,13 +358,7 @@ func TestCheck(t *testing.T) {
 // IA, with positions; the listing refuses such a file the same way.
 func TestCheckParams(t *testing.T) {
 	isolate(t)
-	f := writeFile(t, "params.conf", `[[ia]]
-name = "t"
-provider = "tcp"
-api_version = "u2.0"
-ia_params = "999.1.2.3"
-platform_params = "peer_timeout=forever"
-`)
+	f := writeFile(t, "params.conf", iaEntry("t", "tcp", `ia_params = "999.1.2.3"`, `platform_params = "peer_timeout=forever"`))
 	want := f + `:5:13: tcp: ia_params "999.1.2.3" is not an IPv4 address (four numbers from 0 to 255, separated by dots); ` +
 		`expected an IP address of this host, such as "127.0.0.1" or "::1", or an interface name, such as "eth0"` + "\n" +
 		f + `:6:19: tcp: platform_params: peer_timeout="forever" is not a duration (for example 30s or 1m)` + "\n"
@@ -375,20 +398,12 @@ func TestUnusableFiles(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		code     int
-		out, err string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, out, errs := runDatinfo(t, "-f", fifo)
-		done <- result{code, out, errs}
-	}()
+	done := startDatinfo(t, "-f", fifo)
 	select {
 	case r := <-done:
-		if r.code != 1 || r.out != "" || r.err != "datinfo: DAT_INVALID_PARAMETER: the configuration file "+fifo+
+		if r.code != 1 || r.stdout != "" || r.stderr != "datinfo: DAT_INVALID_PARAMETER: the configuration file "+fifo+
 			" cannot be used: it is a named pipe (FIFO); expected a regular file\n" {
-			t.Errorf("FIFO: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+			t.Errorf("FIFO: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
 	case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
 		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
@@ -671,32 +686,12 @@ func TestSilentPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "dat.conf")
-	if err := os.WriteFile(conf, []byte(`[[plugin]]
-name = "hangs"
-path = "hangs"
-
-[[ia]]
-name = "h0"
-provider = "hangs"
-api_version = "u2.0"
-
-[[ia]]
-name = "h1"
-provider = "hangs"
-api_version = "u2.0"
-`), 0o644); err != nil {
+	plugin := "[[plugin]]\nname = \"hangs\"\npath = \"hangs\"\n"
+	if err := os.WriteFile(conf, []byte(plugin+iaEntry("h0", "hangs")+iaEntry("h1", "hangs")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		code           int
-		stdout, stderr string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, out, errs := runDatinfo(t, "-f", conf)
-		done <- result{code, out, errs}
-	}()
-	var res result
+	done := startDatinfo(t, "-f", conf)
+	var res datinfoResult
 	select {
 	case res = <-done:
 	case <-time.After(2 * time.Minute): // a bound on a hang
@@ -752,16 +747,7 @@ api_version = "u2.0"
 // IA is enough for exitOK.
 func TestNoIAAvailable(t *testing.T) {
 	isolate(t)
-	cfg := writeFile(t, "dat.conf", `[[ia]]
-name = "loopback"
-provider = "datinfo-fail"
-api_version = "u2.0"
-
-[[ia]]
-name = "tcp"
-provider = "nosuch"
-api_version = "u2.0"
-`)
+	cfg := writeFile(t, "dat.conf", iaEntry("loopback", "datinfo-fail")+iaEntry("tcp", "nosuch"))
 	code, out, errs := runDatinfo(t, "-f", cfg)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if want := "No IA is available: none of the 2 listed can be opened (exit status 3)."; code != exitNoIA || errs != "" || lines[len(lines)-1] != want {

@@ -11,13 +11,7 @@ import (
 // verbs IA as unavailable, with the reason and how to build with support.
 func TestVerbsWithoutSupport(t *testing.T) {
 	isolate(t)
-	cfg := writeFile(t, "verbs.conf", `
-[[ia]]
-name = "rdma0"
-provider = "verbs"
-api_version = "u2.0"
-ia_params = "rxe0 1"
-`)
+	cfg := writeFile(t, "verbs.conf", iaEntry("rdma0", "verbs", `ia_params = "rxe0 1"`))
 	out := runDatinfoOK(t, "-f", cfg)
 	if r := row(t, out, "rdma0"); !strings.HasSuffix(r, "unavailable: built without verbs support (build with -tags verbs)") {
 		t.Errorf("rdma0 row: %q", r)
