@@ -61,6 +61,8 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # Pin libfabric and UCX to the loopback interface: without this they pick
 # the first interface (eth0) as the source address even towards 127.0.0.1.
 export FI_TCP_IFACE=lo UCX_NET_DEVICES=lo
+# UCX over TCP, the transport every other tool here uses.
+export UCX_TLS=tcp
 
 # ------------------------------------------------------------------ install
 missing=
@@ -137,6 +139,31 @@ else
 	stop $SERVER_PID
 fi
 
+# tool_pair PATTERN TOOL SERVER-ARGS... -- CLIENT-ARGS...: runs TOOL as a
+# server in the background and, once something listens on $PORT, as its
+# client, each pinned like every server and client and bounded to 60 s.
+# The client's output is appended to $WORK/logs/TOOL.log. Prints the last
+# line of that output that matches the extended regular expression
+# PATTERN, and returns the client's exit status.
+tool_pair() {
+	local pat=$1 tool=$2 srv=() sp rc
+	shift 2
+	while [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	timeout 60 "${SRV[@]}" "$tool" "${srv[@]}" >"$WORK/logs/$tool-s.log" 2>&1 &
+	sp=$!
+	wait_listen $PORT
+	timeout 60 "${CLI[@]}" "$tool" "$@" >"$WORK/logs/$tool-c.log" 2>&1
+	rc=$?
+	[ $rc = 0 ] && wait $sp || stop $sp
+	cat "$WORK/logs/$tool-c.log" >>"$WORK/logs/$tool.log"
+	grep -E "$pat" "$WORK/logs/$tool-c.log" | tail -1
+	return $rc
+}
+
 dattest_run() { # rep mode op sizes iters
 	local rep=$1 mode=$2 op=$3 sizes=$4 iters=$5 out rc
 	out=$(timeout 120 "${CLI[@]}" "$WORK/dattest" -h 127.0.0.1 -f "$CONF" -d tcp -p $PORT \
@@ -189,19 +216,14 @@ godat_rep() { # rep
 
 # ------------------------------------------------------------------ libfabric
 fi_run() { # size iters rep
-	local size=$1 iters=$2 rep=$3 sp rc line
+	local size=$1 iters=$2 rep=$3 rc line
 	have fi_pingpong || return 0
 	next_port
-	timeout 60 "${SRV[@]}" fi_pingpong -p tcp -e msg -I $iters -S $size -B $PORT >"$WORK/logs/fi-s.log" 2>&1 &
-	sp=$!
-	wait_listen $PORT
-	timeout 60 "${CLI[@]}" fi_pingpong -p tcp -e msg -I $iters -S $size -P $PORT 127.0.0.1 >"$WORK/logs/fi-c.log" 2>&1
-	rc=$?
-	[ $rc = 0 ] && wait $sp || stop $sp
-	cat "$WORK/logs/fi-c.log" >>"$WORK/logs/fi_pingpong.log"
 	# columns: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec;
 	# usec/xfer is half a round trip
-	line=$(grep -E '^[0-9.]+[kmg]? +[0-9.]+[kmb]? ' "$WORK/logs/fi-c.log" | tail -1)
+	line=$(tool_pair '^[0-9.]+[kmg]? +[0-9.]+[kmb]? ' fi_pingpong -p tcp -e msg -I $iters -S $size -B $PORT -- \
+		-p tcp -e msg -I $iters -S $size -P $PORT 127.0.0.1)
+	rc=$?
 	if [ $rc = 0 ] && [ -n "$line" ]; then
 		set -- $line
 		record libfabric tcp/msg pingpong $size $rep "$7" "$(gbps_of_lat $size "$7")" ok
@@ -212,20 +234,14 @@ fi_run() { # size iters rep
 
 # ------------------------------------------------------------------ UCX
 ucx_run() { # test size iters warmup rep
-	local t=$1 size=$2 iters=$3 warm=$4 rep=$5 sp rc line
+	local t=$1 size=$2 iters=$3 warm=$4 rep=$5 rc line
 	have ucx_perftest || return 0
 	next_port
-	UCX_TLS=tcp timeout 60 "${SRV[@]}" ucx_perftest -p $PORT >"$WORK/logs/ucx-s.log" 2>&1 &
-	sp=$!
-	wait_listen $PORT
-	UCX_TLS=tcp timeout 60 "${CLI[@]}" ucx_perftest 127.0.0.1 -p $PORT -t $t -s $size -n $iters -w $warm -f \
-		>"$WORK/logs/ucx-c.log" 2>&1
-	rc=$?
-	[ $rc = 0 ] && wait $sp || stop $sp
-	cat "$WORK/logs/ucx-c.log" >>"$WORK/logs/ucx_perftest.log"
 	# final line: iterations p50 avg overall (latency, one way, usec)
 	#             avg overall (bandwidth, MiB/s) avg overall (msg/s)
-	line=$(grep -E '^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ ' "$WORK/logs/ucx-c.log" | tail -1)
+	line=$(tool_pair '^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ ' ucx_perftest -p $PORT -- \
+		127.0.0.1 -p $PORT -t $t -s $size -n $iters -w $warm -f)
+	rc=$?
 	if [ $rc = 0 ] && [ -n "$line" ]; then
 		set -- $line
 		local bw
