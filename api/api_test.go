@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/godat/godat/internal/openfds"
 )
 
 // The numeric values below were printed by a C program compiled against
@@ -93,17 +95,8 @@ func TestEventStreams(t *testing.T) {
 	}
 }
 
-func openFDs(t *testing.T) int {
-	t.Helper()
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd")
-	}
-	return len(es)
-}
-
 func TestAllocMemory(t *testing.T) {
-	fds := openFDs(t)
+	fds := openfds.Count(t)
 	m, err := AllocMemory(5000)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +125,7 @@ func TestAllocMemory(t *testing.T) {
 	if _, _, ok := MemoryOf(b[10:20]); ok {
 		t.Fatal("MemoryOf finds freed memory")
 	}
-	if n := openFDs(t); n != fds {
+	if n := openfds.Count(t); n != fds {
 		t.Fatalf("%d descriptors open after Free, %d before", n, fds)
 	}
 	if _, err := AllocMemory(0); !errors.Is(err, ErrInvalidParameter) {
@@ -144,7 +137,7 @@ func TestAllocMemory(t *testing.T) {
 // shares the pages, MemoryOf knows it, and Free releases the mapping and
 // the duplicated descriptor.
 func TestMapMemory(t *testing.T) {
-	fds := openFDs(t)
+	fds := openfds.Count(t)
 	m, err := AllocMemory(3 * os.Getpagesize())
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +179,7 @@ func TestMapMemory(t *testing.T) {
 		t.Fatal("MemoryOf finds the freed mapping")
 	}
 	m.Free()
-	if n := openFDs(t); n != fds {
+	if n := openfds.Count(t); n != fds {
 		t.Fatalf("%d descriptors open after Free, %d before", n, fds)
 	}
 }

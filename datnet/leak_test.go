@@ -2,12 +2,12 @@ package datnet_test
 
 import (
 	"io"
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/godat/godat/datnet"
+	"github.com/godat/godat/internal/openfds"
 )
 
 // Steady-state Read and Write allocate nothing, on every provider.
@@ -38,7 +38,7 @@ func TestReadWriteAllocateNothing(t *testing.T) {
 // left).
 func TestConnectionsLeaveNothing(t *testing.T) {
 	eachProvider(t, func(t *testing.T, open opener) {
-		before := countFDs(t)
+		before := openfds.Count(t)
 		ignore := goleak.IgnoreCurrent()
 		for range 10 {
 			p, err := newPipe(t, open, datnet.Options{Buffers: 4, BufferSize: 256})
@@ -59,22 +59,9 @@ func TestConnectionsLeaveNothing(t *testing.T) {
 		if err := goleak.Find(ignore); err != nil {
 			t.Error(err)
 		}
-		if after := countFDs(t); after != before {
+		if after := openfds.Count(t); after != before {
 			t.Errorf("%d descriptors open before, %d after", before, after)
-			es, _ := os.ReadDir("/proc/self/fd")
-			for _, e := range es {
-				l, _ := os.Readlink("/proc/self/fd/" + e.Name())
-				t.Log(e.Name(), l)
-			}
+			t.Log("open now:", openfds.List(t))
 		}
 	})
-}
-
-func countFDs(t *testing.T) int {
-	t.Helper()
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(es)
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/godat/godat/internal/openfds"
 )
 
 // pair returns a Conn and the plain net.Conn at the other end.
@@ -42,15 +44,6 @@ func pair(t *testing.T) (*Conn, net.Conn) {
 	}
 	t.Cleanup(func() { s.Close(); peer.Close() })
 	return s, peer
-}
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }
 
 func TestReadWrite(t *testing.T) {
@@ -404,7 +397,7 @@ func TestCloseWrite(t *testing.T) {
 }
 
 func TestNoLeaks(t *testing.T) {
-	before := openFDs(t)
+	before := openfds.Count(t)
 	for range 20 {
 		s, peer := func() (*Conn, net.Conn) {
 			ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -425,7 +418,7 @@ func TestNoLeaks(t *testing.T) {
 		s.Close()
 		peer.Close()
 	}
-	if after := openFDs(t); after > before {
+	if after := openfds.Count(t); after > before {
 		t.Fatalf("%d descriptors before, %d after", before, after)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/openfds"
 	"github.com/godat/godat/plugin"
 	"github.com/godat/godat/plugin/host"
 	"github.com/godat/godat/registry"
@@ -146,32 +147,16 @@ func registerMemory(t testing.TB, ia api.IA, pz api.PZ, size int) (*api.Memory, 
 	return mem, lmr, lp
 }
 
-// openFDs lists the test process's open descriptors: what each points to,
-// by number.
-func openFDs(t testing.TB) map[string]string {
-	t.Helper()
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := make(map[string]string, len(es))
-	for _, e := range es {
-		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
-		m[e.Name()] = target
-	}
-	return m
-}
-
 // noNewFDs notes the descriptors open now and returns the check a test
 // defers: it reports those open by then that were not now; when says
 // what the test has done by then.
 func noNewFDs(t testing.TB, when string) func() {
 	t.Helper()
-	before := openFDs(t)
+	before := openfds.List(t)
 	return func() {
 		t.Helper()
 		var extra []string
-		for fd, target := range openFDs(t) {
+		for fd, target := range openfds.List(t) {
 			if before[fd] != target {
 				extra = append(extra, fd+" -> "+target)
 			}

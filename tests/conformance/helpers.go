@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/openfds"
 )
 
 // evdQLen is the queue length of the EVDs the helpers create.
@@ -788,12 +789,9 @@ func lmrContextNotIn(rs ...*region) api.LMRContext {
 	}
 }
 
-// openFDs counts the process's open descriptors.
+// openFDs counts the process's open descriptors; a failure to list them
+// fails the check with its page reference.
 func (t *checkT) openFDs() int {
 	t.T.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatalf("listing /proc/self/fd: %v", err)
-	}
-	return len(ents) - 1 // (the directory's own descriptor)
+	return openfds.Count(t)
 }
