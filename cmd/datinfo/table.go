@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/units"
 	"github.com/godat/godat/plugin/host"
 	"github.com/godat/godat/registry"
 	_ "github.com/godat/godat/registry/all"
@@ -295,17 +296,7 @@ func pluginState(p *registry.PluginStatus, r iaReport) string {
 
 // size formats a byte count exactly, with a binary unit when it is a
 // whole number of KiB, MiB or GiB.
-func size(n uint64) string {
-	for _, u := range []struct {
-		s string
-		b uint64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.b && n%u.b == 0 {
-			return strconv.FormatUint(n/u.b, 10) + u.s
-		}
-	}
-	return strconv.FormatUint(n, 10)
-}
+func size(n uint64) string { return units.Exact(n, "iB") }
 
 func writeVerbose(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	fmt.Fprintf(w, "Configuration: %s\n", describeSource(cfg))

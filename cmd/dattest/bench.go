@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/units"
 )
 
 // benchParams says what to measure.
@@ -478,17 +479,7 @@ func parseSize(f string) (int, error) {
 }
 
 // sizeName formats a size the way -size takes it: 64, 4K, 1M.
-func sizeName(n int) string {
-	for _, u := range []struct {
-		s string
-		b int
-	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n >= u.b && n%u.b == 0 {
-			return strconv.Itoa(n/u.b) + u.s
-		}
-	}
-	return strconv.Itoa(n)
-}
+func sizeName(n int) string { return units.Exact(uint64(n), "") }
 
 // pipeline runs count requests with up to win in flight: post(k) posts
 // the k-th, and each completion is reaped and checked in turn. timed
