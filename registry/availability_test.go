@@ -23,22 +23,18 @@ func (absentProvider) Unavailable(iaParams string) string { return "no device fo
 func init() { provider.Register("absenttest", absentProvider{}) }
 
 func TestAvailabilityMakesIAUnavailable(t *testing.T) {
-	cfg, err := ParseConfig("avail.conf", []byte(`
+	r := New(mustParse(t, "avail.conf", []byte(`
 [[ia]]
 name = "gone"
 provider = "absenttest"
 api_version = "u2.0"
 ia_params = "dev0 1"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(cfg)
+`)))
 	l := r.List()
 	if len(l) != 1 || l[0].Available || l[0].Reason != "no device for dev0 1" {
 		t.Fatalf("List = %+v, want unavailable with the provider's reason word for word", l)
 	}
-	_, err = r.Open(context.Background(), "gone")
+	_, err := r.Open(context.Background(), "gone")
 	if !errors.Is(err, api.ErrProviderNotFound) || !strings.HasSuffix(err.Error(), ": no device for dev0 1") {
 		t.Fatalf("Open = %v, want ErrProviderNotFound ending in the reason", err)
 	}

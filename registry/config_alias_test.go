@@ -46,10 +46,7 @@ godat-two   u2.0 nonthreadsafe default libdat2.so.2 godat.2.0 "tcp 0" ""
 godat-old   u1.2 nonthreadsafe default libdat2.so.2 godat.2.0 "tcp" ""
 libdat1     u2.0 nonthreadsafe default libdat2.so.1 godat.2.0 "tcp" ""
 `
-	cfg, err := ParseConfig("alias.conf", []byte(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, "alias.conf", []byte(conf))
 	type row struct {
 		name, aliasOf, provider, params, platform string
 		threadSafe                                bool

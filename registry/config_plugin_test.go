@@ -30,10 +30,7 @@ api_version = "u2.0"
 name = "other"
 path = "/opt/dat/other"
 `
-	cfg, err := ParseConfig("/etc/godat/dat.conf", []byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, "/etc/godat/dat.conf", []byte(in))
 	if len(cfg.Plugins) != 2 || len(cfg.IAs) != 1 {
 		t.Fatalf("got %d plugins and %d IAs, want 2 and 1", len(cfg.Plugins), len(cfg.IAs))
 	}
@@ -61,10 +58,7 @@ func TestConfigPluginRelativeToBareFileName(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"dat-acme", "bin/dat-acme", "./dat-acme"} {
-		cfg, err := ParseConfig("dat.conf", []byte("[[plugin]]\nname = \"acme\"\npath = \""+path+"\"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := mustParse(t, "dat.conf", []byte("[[plugin]]\nname = \"acme\"\npath = \""+path+"\"\n"))
 		want := filepath.Join(wd, path)
 		if got := cfg.Plugins[0].Path; got != want {
 			t.Errorf("path %q in dat.conf: got %q, want %q", path, got, want)
@@ -146,10 +140,7 @@ name = "f0"
 provider = "fake"
 api_version = "u2.0"
 `
-	cfg, err := ParseConfig("p.conf", []byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, "p.conf", []byte(in))
 
 	// Without a plugin host, plugin IAs are unavailable and say why.
 	r := New(cfg)

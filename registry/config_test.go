@@ -14,6 +14,17 @@ import (
 	"github.com/godat/godat/api"
 )
 
+// mustParse returns the configuration in text, read as the file name; an
+// error fails the test.
+func mustParse(t testing.TB, name string, text []byte) *Config {
+	t.Helper()
+	cfg, err := ParseConfig(name, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "config", name))
@@ -64,10 +75,7 @@ func wantProblems(t *testing.T, got []string, want ...string) {
 }
 
 func TestConfigGoodTOML(t *testing.T) {
-	cfg, err := ParseConfig("good.toml", readTestdata(t, "good.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, "good.toml", readTestdata(t, "good.toml"))
 	if cfg.Format != FormatTOML || cfg.File != "good.toml" || len(cfg.IAs) != 3 {
 		t.Fatalf("got %+v", cfg)
 	}
@@ -85,10 +93,7 @@ func TestConfigGoodTOML(t *testing.T) {
 }
 
 func TestConfigGoodClassic(t *testing.T) {
-	cfg, err := ParseConfig("good.conf", readTestdata(t, "good.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, "good.conf", readTestdata(t, "good.conf"))
 	if cfg.Format != FormatClassic || len(cfg.IAs) != 6 {
 		t.Fatalf("got format %q, %d IAs", cfg.Format, len(cfg.IAs))
 	}
@@ -120,10 +125,7 @@ func TestConfigGoodClassic(t *testing.T) {
 		}
 	}
 
-	cfg, err = ParseConfig("crlf.conf", readTestdata(t, "crlf.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg = mustParse(t, "crlf.conf", readTestdata(t, "crlf.conf"))
 	if len(cfg.IAs) != 1 || cfg.IAs[0].PlatformParams != "" || cfg.IAs[0].Provider != "loopback" {
 		t.Fatalf("CRLF file: %+v", cfg.IAs)
 	}
@@ -365,10 +367,7 @@ func TestConfigExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ParseConfig("dat.conf.example", data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, "dat.conf.example", data)
 	var got []string
 	for _, e := range cfg.IAs {
 		got = append(got, fmt.Sprintf("%s/%s/%s/%v/%v/%q", e.Name, e.Provider, e.APIVersion, e.ThreadSafe, e.Default, e.IAParams))
@@ -389,10 +388,7 @@ func TestConfigExample(t *testing.T) {
 			classic = append(classic, l)
 		}
 	}
-	ccfg, err := ParseConfig("classic", []byte(strings.Join(classic, "\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ccfg := mustParse(t, "classic", []byte(strings.Join(classic, "\n")))
 	if len(ccfg.IAs) != len(cfg.IAs) {
 		t.Fatalf("classic example has %d IAs", len(ccfg.IAs))
 	}

@@ -290,10 +290,7 @@ func TestHooksTraceNamesAcrossIAs(t *testing.T) {
 }
 
 func TestHooksFromTOML(t *testing.T) {
-	cfg, err := ParseConfig("h.toml", []byte("[[ia]]\nname = \"a\"\nprovider = \"loopback\"\napi_version = \"u2.0\"\nhooks = [\"trace-data\", \"count\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, "h.toml", []byte("[[ia]]\nname = \"a\"\nprovider = \"loopback\"\napi_version = \"u2.0\"\nhooks = [\"trace-data\", \"count\"]\n"))
 	if got := cfg.IAs[0].Hooks; !reflect.DeepEqual(got, []string{hookTraceData, hookCount}) {
 		t.Fatalf("Hooks = %q", got)
 	}
