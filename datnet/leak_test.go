@@ -1,7 +1,6 @@
 package datnet_test
 
 import (
-	"io"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -16,14 +15,7 @@ func TestReadWriteAllocateNothing(t *testing.T) {
 		p := mustPipe(t, open, datnet.Options{})
 		msg := make([]byte, 64)
 		buf := make([]byte, 64)
-		round := func() {
-			if _, err := p.c1.Write(msg); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(p.c2, buf); err != nil {
-				t.Fatal(err)
-			}
-		}
+		round := func() { pass(t, p.c1, p.c2, msg, buf) }
 		for range 100 {
 			round()
 		}
@@ -45,13 +37,7 @@ func TestConnectionsLeaveNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p.c1.Write([]byte("ping")); err != nil {
-				t.Fatal(err)
-			}
-			b := make([]byte, 4)
-			if _, err := io.ReadFull(p.c2, b); err != nil {
-				t.Fatal(err)
-			}
+			pass(t, p.c1, p.c2, []byte("ping"), make([]byte, 4))
 			if err := p.stop(); err != nil {
 				t.Fatal(err)
 			}

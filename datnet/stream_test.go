@@ -42,6 +42,19 @@ func mustPipe(t *testing.T, open opener, o datnet.Options) *pipe {
 	return p
 }
 
+// pass writes msg on w and reads len(buf) bytes from r into buf, failing
+// the test on an error of either. It allocates nothing itself, so that
+// TestReadWriteAllocateNothing can measure a Write and a Read through it.
+func pass(t testing.TB, w, r net.Conn, msg, buf []byte) {
+	t.Helper()
+	if _, err := w.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(r, buf); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A half-close: the peer reads every byte, then io.EOF, and can still
 // answer on the other direction.
 func TestCloseWriteHalfClose(t *testing.T) {
@@ -122,13 +135,8 @@ func TestCloseWithUnreadDataResets(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Wait until c2 holds the bytes, without reading them.
-		if _, err := p.c2.Write([]byte("x")); err != nil {
-			t.Fatal(err)
-		}
 		buf := make([]byte, 1)
-		if _, err := io.ReadFull(p.c1, buf); err != nil {
-			t.Fatal(err)
-		}
+		pass(t, p.c2, p.c1, []byte("x"), buf)
 		time.Sleep(50 * time.Millisecond) // c1's message lands in c2's queue
 		if err := p.c2.Close(); err != nil {
 			t.Fatal(err)
