@@ -176,6 +176,27 @@ func ncMade[W ncObj](ia *ncIA, w W, in any) W {
 	return w
 }
 
+// ncCreate returns the provider's object, made by wrap, around the
+// loopback object create makes. A call that must do nothing (not ok, or
+// the IA gone) does not call create and returns a dead object.
+func ncCreate[T any](ia *ncIA, ok bool, wrap func(T) T, create func() (T, error)) (T, error) {
+	var in T
+	if !ok || ia.gone() {
+		return ncMade(ia, any(wrap(in)).(ncObj), nil).(T), nil
+	}
+	in, err := create()
+	if err != nil {
+		var none T
+		return none, err
+	}
+	return ncMade(ia, any(wrap(in)).(ncObj), in).(T), nil
+}
+
+// The wrappers of the kinds of object more than one call makes.
+func ncWrapCNO(p api.CNO) api.CNO { return &ncCNO{p: p} }
+func ncWrapEP(p api.EP) api.EP    { return &ncEP{p: p} }
+func ncWrapPSP(p api.PSP) api.PSP { return &ncPSP{p: p} }
+
 // ncEvent translates the loopback objects an event names.
 func ncEvent(ia *ncIA, ev *api.Event, e *ncEVD) {
 	ev.EVD = e
@@ -284,26 +305,14 @@ func (ia *ncIA) Close(flags api.CloseFlags) error {
 }
 
 func (ia *ncIA) CreatePZ() (api.PZ, error) {
-	if ia.gone() {
-		return ncMade(ia, &ncPZ{}, nil), nil
-	}
-	p, err := ia.p.CreatePZ()
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncPZ{p: p}, p), nil
+	return ncCreate(ia, true, func(p api.PZ) api.PZ { return &ncPZ{p: p} }, ia.p.CreatePZ)
 }
 
 func (ia *ncIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, error) {
 	c, ok := ncArg[api.CNO](ia, cno, false)
-	if ia.gone() || !ok {
-		return ncMade(ia, &ncEVD{}, nil), nil
-	}
-	p, err := ia.p.CreateEVD(qlen, c, flags)
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncEVD{p: p}, p), nil
+	return ncCreate(ia, ok, func(p api.EVD) api.EVD { return &ncEVD{p: p} }, func() (api.EVD, error) {
+		return ia.p.CreateEVD(qlen, c, flags)
+	})
 }
 
 // agent makes the loopback agent that hands a's caller the provider's EVD.
@@ -315,25 +324,19 @@ func (ia *ncIA) agent(a api.WaitAgent) api.WaitAgent {
 }
 
 func (ia *ncIA) CreateCNO(agent api.WaitAgent) (api.CNO, error) {
-	if ia.gone() {
-		return ncMade(ia, &ncCNO{}, nil), nil
-	}
-	p, err := ia.p.CreateCNO(ia.agent(agent))
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncCNO{p: p}, p), nil
+	return ncCreate(ia, true, ncWrapCNO, func() (api.CNO, error) { return ia.p.CreateCNO(ia.agent(agent)) })
 }
 
 func (ia *ncIA) CreateCNOFD() (api.CNO, int, error) {
-	if ia.gone() {
-		return ncMade(ia, &ncCNO{}, nil), -1, nil
-	}
-	p, fd, err := ia.p.CreateCNOFD()
+	fd := -1
+	c, err := ncCreate(ia, true, ncWrapCNO, func() (p api.CNO, err error) {
+		p, fd, err = ia.p.CreateCNOFD()
+		return p, err
+	})
 	if err != nil {
 		return nil, -1, err
 	}
-	return ncMade(ia, &ncCNO{p: p}, p), fd, nil
+	return c, fd, nil
 }
 
 // epArgs resolves the handles of an EP's creation.
@@ -349,64 +352,41 @@ func (ia *ncIA) epArgs(pz api.PZ, recv, req, conn api.EVD) (z api.PZ, e [3]api.E
 
 func (ia *ncIA) CreateEP(pz api.PZ, recv, req, conn api.EVD, attr *api.EPAttr) (api.EP, error) {
 	z, e, ok := ia.epArgs(pz, recv, req, conn)
-	if !ok {
-		return ncMade(ia, &ncEP{}, nil), nil
-	}
-	p, err := ia.p.CreateEP(z, e[0], e[1], e[2], attr)
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncEP{p: p}, p), nil
+	return ncCreate(ia, ok, ncWrapEP, func() (api.EP, error) { return ia.p.CreateEP(z, e[0], e[1], e[2], attr) })
 }
 
 func (ia *ncIA) CreateEPWithSRQ(pz api.PZ, recv, req, conn api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
 	z, e, ok := ia.epArgs(pz, recv, req, conn)
 	s, sok := ncArg[api.SRQ](ia, srq, true)
-	if !ok || !sok {
-		return ncMade(ia, &ncEP{}, nil), nil
-	}
-	p, err := ia.p.CreateEPWithSRQ(z, e[0], e[1], e[2], s, attr)
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncEP{p: p}, p), nil
+	return ncCreate(ia, ok && sok, ncWrapEP, func() (api.EP, error) {
+		return ia.p.CreateEPWithSRQ(z, e[0], e[1], e[2], s, attr)
+	})
 }
 
 func (ia *ncIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (api.PSP, error) {
 	e, ok := ncArg[api.EVD](ia, evd, true)
-	if ia.gone() || !ok {
-		return ncMade(ia, &ncPSP{}, nil), nil
-	}
-	p, err := ia.p.CreatePSP(q, e, flags)
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncPSP{p: p}, p), nil
+	return ncCreate(ia, ok, ncWrapPSP, func() (api.PSP, error) { return ia.p.CreatePSP(q, e, flags) })
 }
 
 func (ia *ncIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (api.PSP, api.ConnQual, error) {
 	e, ok := ncArg[api.EVD](ia, evd, true)
-	if ia.gone() || !ok {
-		return ncMade(ia, &ncPSP{}, nil), 0, nil
-	}
-	p, q, err := ia.p.CreatePSPAny(e, flags)
+	var q api.ConnQual
+	p, err := ncCreate(ia, ok, ncWrapPSP, func() (p api.PSP, err error) {
+		p, q, err = ia.p.CreatePSPAny(e, flags)
+		return p, err
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	return ncMade(ia, &ncPSP{p: p}, p), q, nil
+	return p, q, nil
 }
 
 func (ia *ncIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (api.RSP, error) {
 	p, pok := ncArg[api.EP](ia, ep, true)
 	e, eok := ncArg[api.EVD](ia, evd, true)
-	if ia.gone() || !pok || !eok {
-		return ncMade(ia, &ncRSP{}, nil), nil
-	}
-	r, err := ia.p.CreateRSP(q, p, e)
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncRSP{p: r}, r), nil
+	return ncCreate(ia, pok && eok, func(r api.RSP) api.RSP { return &ncRSP{p: r} }, func() (api.RSP, error) {
+		return ia.p.CreateRSP(q, p, e)
+	})
 }
 
 func (ia *ncIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
@@ -416,26 +396,16 @@ func (ia *ncIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api
 		region.LMR, lok = ncArg[api.LMR](ia, region.LMR, true)
 		ok = ok && lok
 	}
-	if ia.gone() || !ok {
-		return ncMade(ia, &ncLMR{}, nil), nil
-	}
-	p, err := ia.p.CreateLMR(z, region, priv, va)
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncLMR{p: p}, p), nil
+	return ncCreate(ia, ok, func(p api.LMR) api.LMR { return &ncLMR{p: p} }, func() (api.LMR, error) {
+		return ia.p.CreateLMR(z, region, priv, va)
+	})
 }
 
 func (ia *ncIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (api.SRQ, error) {
 	z, ok := ncArg[api.PZ](ia, pz, true)
-	if ia.gone() || !ok {
-		return ncMade(ia, &ncSRQ{}, nil), nil
-	}
-	p, err := ia.p.CreateSRQ(z, attr)
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(ia, &ncSRQ{p: p}, p), nil
+	return ncCreate(ia, ok, func(p api.SRQ) api.SRQ { return &ncSRQ{p: p} }, func() (api.SRQ, error) {
+		return ia.p.CreateSRQ(z, attr)
+	})
 }
 
 func (ia *ncIA) SyncRDMARead(segs []api.LMRTriplet) error {
@@ -458,14 +428,9 @@ func (z *ncPZ) HandleType() api.HandleType { return api.HandlePZ }
 func (z *ncPZ) Query() (api.PZParam, error) { return ncQuery(&z.ncBase, z.p) }
 
 func (z *ncPZ) CreateRMR() (api.RMR, error) {
-	if z.gone() {
-		return ncMade(z.ia, &ncRMR{}, nil), nil
-	}
-	p, err := z.p.CreateRMR()
-	if err != nil {
-		return nil, err
-	}
-	return ncMade(z.ia, &ncRMR{p: p}, p), nil
+	return ncCreate(z.ia, !z.gone(), func(p api.RMR) api.RMR { return &ncRMR{p: p} }, func() (api.RMR, error) {
+		return z.p.CreateRMR()
+	})
 }
 
 func (z *ncPZ) Free() error { return z.free(func() error { return z.p.Free() }, true) }
