@@ -240,10 +240,7 @@ func (q *Queue) Notify() {
 	var cno *CNO
 	if q.waiting {
 		if q.n >= q.threshold {
-			select {
-			case q.wake <- struct{}{}:
-			default:
-			}
+			q.wakeWaiter() // a driven waiter is kicked, not sent to
 		}
 	} else if !q.disabled {
 		cno = q.cno

@@ -515,6 +515,31 @@ func TestDrivenWait(t *testing.T) {
 	}
 }
 
+// Notify kicks a driven waiter (BeginWait) whose threshold the silently
+// posted events meet, as it wakes one blocked in Wait: the verbs provider
+// raises a solicited-wait CQ's notification this way, and its waiter
+// sleeps on what the kick writes to.
+func TestDrivenWaitNotify(t *testing.T) {
+	q := New(4, nil)
+	kicks := 0
+	q.SetKick(func() { kicks++ })
+	var ev api.Event
+	if done, _, _ := q.BeginWait(1, &ev); done {
+		t.Fatal("BeginWait on an empty queue is done")
+	}
+	q.Post(&api.Event{Number: api.SoftwareEvent}, false)
+	if kicks != 0 {
+		t.Fatalf("a silent post kicked the waiter %d times", kicks)
+	}
+	q.Notify()
+	if kicks != 1 {
+		t.Fatalf("Notify at the threshold kicked the waiter %d times, want 1", kicks)
+	}
+	if done, _, err := q.Check(&ev); !done || err != nil || ev.Number != api.SoftwareEvent {
+		t.Fatalf("Check after Notify: %v, %v, %v", done, err, ev.Number)
+	}
+}
+
 // Notify wakes a waiter whose threshold the queued (non-notifying) events
 // meet, and triggers the CNO when nobody waits.
 func TestQueueNotifyAfterSilentPost(t *testing.T) {
