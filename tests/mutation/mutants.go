@@ -128,7 +128,7 @@ var mutants = []mutant{
 		new: "\tc.inRecv = true\n\tc.placed = f.Seq\n\tc.cond.Signal()\n\treturn dst, true"},
 
 	{id: "tcp-inval-unbind", area: "tcp", file: tcFrm, desc: "a receive with invalidate leaves the RMR bound",
-		old: "\t\t\tr.unbind()\n", new: "\t\t\t_ = r\n"},
+		old: "\t\t\tr.Unbind()\n", new: "\t\t\t_ = r\n"},
 	{id: "tcp-nak-status", area: "tcp", file: tcFrm, desc: "a refused request completes as flushed, not with the peer's status",
 		old: "w.failed, w.status = true, api.DTOStatus(f.Status)", new: "w.failed, w.status = true, api.DTOErrFlushed"},
 	{id: "tcp-graceful", area: "tcp", file: "providers/tcp/ep.go", desc: "a graceful disconnect does not wait for outstanding requests",
