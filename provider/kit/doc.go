@@ -26,8 +26,7 @@
 //   - IA, the base of a provider's IA object: its handle type, async EVD,
 //     closed mark and BeginClose (or LockClose), the start of
 //     dat_ia_close(3DAT), with ClearAll for its end; Live and WhileOpen
-//     for the calls that need an open IA; CreateEPs, both EP create calls
-//     over the provider's one;
+//     for the calls that need an open IA;
 //   - Set, a table of one kind of object of an IA (Put adds to it for a
 //     create, Each calls a method of every object, as Close does), and
 //     InUse, which decides a graceful dat_ia_close(3DAT) from them once
@@ -82,7 +81,8 @@
 //     Modified and Change, those of dat_ep_modify), and epattr.Links,
 //     the EP's PZ, EVDs and SRQ
 //     as the provider's types, with their query and modify, for a
-//     provider's EP to embed;
+//     provider's EP to embed, and epattr.CreateEPs, both EP create
+//     calls over the provider's one, with the attributes resolved;
 //   - memreg: the LMR and RMR tables of an IA, with the triplet checks
 //     every DTO makes before it touches memory, LMRs (a complete LMR
 //     object and the set that creates an IA's, for a provider whose LMRs

@@ -106,24 +106,3 @@ func ClearAll(tables ...Clearable) {
 		t.Clear()
 	}
 }
-
-// CreateEPs gives an IA both EP create calls, dat_ep_create(3DAT) and
-// dat_ep_create_with_srq(3DAT), over one function of the provider's that
-// takes the SRQ, nil for an EP without one: the two calls differ in
-// nothing else for a software provider. The provider's IA type embeds it
-// and sets Create when it makes the IA.
-type CreateEPs struct {
-	Create func(pz api.PZ, recv, request, connect api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error)
-}
-
-// CreateEP creates an EP without an SRQ (dat_ep_create(3DAT)).
-func (c *CreateEPs) CreateEP(pz api.PZ, recv, request, connect api.EVD, attr *api.EPAttr) (api.EP, error) {
-	return c.Create(pz, recv, request, connect, nil, attr)
-}
-
-// CreateEPWithSRQ creates an EP that takes its receive buffers from srq
-// (dat_ep_create_with_srq(3DAT)); the guard has refused a nil srq or
-// attr, which the page requires.
-func (c *CreateEPs) CreateEPWithSRQ(pz api.PZ, recv, request, connect api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	return c.Create(pz, recv, request, connect, srq, attr)
-}

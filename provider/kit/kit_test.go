@@ -271,29 +271,6 @@ func TestPZBase(t *testing.T) {
 	}
 }
 
-// CreateEPs passes every argument on, and nil for the SRQ of CreateEP.
-func TestCreateEPs(t *testing.T) {
-	type call struct {
-		pz                     api.PZ
-		recv, request, connect api.EVD
-		srq                    api.SRQ
-		attr                   *api.EPAttr
-	}
-	var got call
-	c := kit.CreateEPs{Create: func(pz api.PZ, recv, request, connect api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
-		got = call{pz, recv, request, connect, srq, attr}
-		return nil, errors.New("made")
-	}}
-	z, srq, attr := &testPZ{}, &struct{ api.SRQ }{}, &api.EPAttr{}
-	e1, e2, e3 := &struct{ api.EVD }{}, &struct{ api.EVD }{}, &struct{ api.EVD }{}
-	if _, err := c.CreateEP(z, e1, e2, e3, attr); err == nil || got != (call{z, e1, e2, e3, nil, attr}) {
-		t.Fatalf("CreateEP passed %+v, %v", got, err)
-	}
-	if _, err := c.CreateEPWithSRQ(z, e1, e2, e3, srq, attr); err == nil || got != (call{z, e1, e2, e3, srq, attr}) {
-		t.Fatalf("CreateEPWithSRQ passed %+v, %v", got, err)
-	}
-}
-
 // Free runs check and release with the lock held, and a refusing check
 // leaves the object in its table with nothing released.
 func TestFree(t *testing.T) {

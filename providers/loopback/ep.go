@@ -31,18 +31,14 @@ type recvWR = completion.Recv
 var errEPFreed = api.Errorf(api.InvalidHandle, api.SubHandleEP, "EP was freed")
 
 // createEP makes an Endpoint in the UNCONNECTED state, the IA's CreateEP
-// and CreateEPWithSRQ (kit.CreateEPs; dat_ep_create(3DAT),
+// and CreateEPWithSRQ (epattr.CreateEPs; dat_ep_create(3DAT),
 // dat_ep_create_with_srq(3DAT)). Any EVD may be nil (its events are then
 // discarded); pz may be nil, but the EP cannot move data until it has
-// one. A nil attr gives the provider defaults; in a given attr, zero
-// numeric limits are replaced by the defaults too. srq, when not nil, may
+// one. a is the attributes CreateEPs resolved: the provider defaults for
+// a nil attr, and in a given one for its zero limits. srq, when not nil, may
 // be in another PZ than the EP: receive buffers are checked against the
 // SRQ's PZ, RDMA against the EP's.
-func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	a, err := epattr.Resolve(attr, defaultEPAttr, epLimits)
-	if err != nil {
-		return nil, err
-	}
+func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, a api.EPAttr) (api.EP, error) {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	s, _ := srqArg.(*srq)

@@ -4,6 +4,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider/kit/memreg"
 	"github.com/godat/godat/provider/kit/srqattr"
@@ -13,10 +14,10 @@ import (
 // every object created through it; all fields are guarded by fabric.mu.
 type ia struct {
 	api.ContextSlot
-	kit.IA        // handle type, async EVD, closed mark, the start of Close
-	kit.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
-	addr          Addr
-	async         *evd
+	kit.IA           // handle type, async EVD, closed mark, the start of Close
+	epattr.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
+	addr             Addr
+	async            *evd
 
 	pzs  kit.Set[*pz]
 	evds dispatch.EVDs // without the async EVD
@@ -48,7 +49,7 @@ func newIA(a Addr) *ia {
 	i.cnos = dispatch.NewCNOs(i, &fabric.mu, providerLimits.MaxObjects)
 	i.evds = dispatch.NewEVDs(i, &i.IA, &fabric.mu, providerLimits.MaxEVDQLen, providerLimits.MaxObjects)
 	i.lmrs = memreg.NewLMRs(i, &fabric.mu, i.mem, providerLimits.MaxObjects)
-	i.CreateEPs.Create = i.createEP
+	i.CreateEPs = epattr.CreateEPs{Defaults: defaultEPAttr, Limits: epLimits, Create: i.createEP}
 	i.srqs = srqattr.NewSRQs[*ia, *pz, *srq](i, &fabric.mu, providerLimits.MaxObjects, providerLimits.MaxRecvPerSRQ, providerLimits.MaxIOV,
 		func(s api.SRQ) { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)

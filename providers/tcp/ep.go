@@ -33,16 +33,13 @@ func (i *ia) newEP(e epattr.Endpoint) *ep {
 }
 
 // createEP makes an Endpoint in the UNCONNECTED state, the IA's CreateEP
-// and CreateEPWithSRQ (kit.CreateEPs; dat_ep_create(3DAT),
+// and CreateEPWithSRQ (epattr.CreateEPs; dat_ep_create(3DAT),
 // dat_ep_create_with_srq(3DAT)). Any EVD may be nil (its events are
-// discarded). A nil attr gives the provider defaults; zero numeric limits
-// of a given one are replaced by the defaults. The peer of an EP on an
+// discarded). a is the attributes CreateEPs resolved: the provider
+// defaults for a nil attr, and in a given one for its zero limits. The
+// peer of an EP on an
 // SRQ sends without receive credits (see the package documentation).
-func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	a, err := epattr.Resolve(attr, defaultEPAttr, epLimits)
-	if err != nil {
-		return nil, err
-	}
+func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, a api.EPAttr) (api.EP, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	s, _ := srqArg.(*srq)

@@ -8,6 +8,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/epattr"
 	"github.com/godat/godat/provider/kit/iaattr"
 	"github.com/godat/godat/provider/kit/memreg"
 	"github.com/godat/godat/provider/kit/srqattr"
@@ -18,14 +19,14 @@ import (
 // included; each EVD has its own lock, taken after it.
 type ia struct {
 	api.ContextSlot
-	kit.IA        // handle type, async EVD, closed mark, the start of Close
-	kit.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
-	mu            sync.Mutex
-	ip            net.IP
-	addr          *net.IPAddr
-	opts          options // from platform_params; set by Open, then read-only
-	async         *evd
-	wg            sync.WaitGroup // every goroutine of the IA: acceptors, readers, writers
+	kit.IA           // handle type, async EVD, closed mark, the start of Close
+	epattr.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
+	mu               sync.Mutex
+	ip               net.IP
+	addr             *net.IPAddr
+	opts             options // from platform_params; set by Open, then read-only
+	async            *evd
+	wg               sync.WaitGroup // every goroutine of the IA: acceptors, readers, writers
 
 	srqCond *sync.Cond // readers waiting for an SRQ receive; on mu
 
@@ -60,7 +61,7 @@ func newIA(ip net.IP) *ia {
 	i.srqCond = sync.NewCond(&i.mu)
 	i.cnos = dispatch.NewCNOs(i, &i.mu, providerLimits.MaxObjects)
 	i.lmrs = memreg.NewLMRs(i, &i.mu, i.mem, providerLimits.MaxObjects)
-	i.CreateEPs.Create = i.createEP
+	i.CreateEPs = epattr.CreateEPs{Defaults: defaultEPAttr, Limits: epLimits, Create: i.createEP}
 	i.srqs = srqattr.NewSRQs[*ia, *pz, *srq](i, &i.mu, providerLimits.MaxObjects, providerLimits.MaxRecvPerSRQ, providerLimits.MaxIOV,
 		func(s api.SRQ) { i.async.PostAsync(srqattr.LowWatermarkEvent, s, api.ReasonSRQLowWatermark) })
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)

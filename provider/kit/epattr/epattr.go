@@ -80,6 +80,35 @@ func Resolve(attr *api.EPAttr, d api.EPAttr, l Limits) (api.EPAttr, error) {
 	return a, nil
 }
 
+// CreateEPs gives an IA both EP create calls, dat_ep_create(3DAT) and
+// dat_ep_create_with_srq(3DAT), over one function of the provider's that
+// takes the SRQ, nil for an EP without one, and the EP's attributes
+// resolved against Defaults and Limits (Resolve): a nil attr gets the
+// defaults, and one that breaks a limit is refused before Create runs.
+// The two calls differ in nothing else for a software provider. The
+// provider's IA type embeds it and sets its fields when it makes the IA.
+type CreateEPs struct {
+	Defaults api.EPAttr
+	Limits   Limits
+	Create   func(pz api.PZ, recv, request, connect api.EVD, srq api.SRQ, attr api.EPAttr) (api.EP, error)
+}
+
+// CreateEP creates an EP without an SRQ (dat_ep_create(3DAT)).
+func (c *CreateEPs) CreateEP(pz api.PZ, recv, request, connect api.EVD, attr *api.EPAttr) (api.EP, error) {
+	return c.CreateEPWithSRQ(pz, recv, request, connect, nil, attr)
+}
+
+// CreateEPWithSRQ creates an EP that takes its receive buffers from srq
+// (dat_ep_create_with_srq(3DAT)); the guard has refused a nil srq or
+// attr, which the page requires.
+func (c *CreateEPs) CreateEPWithSRQ(pz api.PZ, recv, request, connect api.EVD, srq api.SRQ, attr *api.EPAttr) (api.EP, error) {
+	a, err := Resolve(attr, c.Defaults, c.Limits)
+	if err != nil {
+		return nil, err
+	}
+	return c.Create(pz, recv, request, connect, srq, a)
+}
+
 // Check reports the first attribute of a outside l: ErrInvalidParameter
 // for a limit, a service other than RC or unknown completion flags, and
 // ErrModelNotSupported for an unsupported QOS.
