@@ -172,7 +172,11 @@ func (q *Queue) Post(ev *api.Event, notify bool) PostResult {
 		q.mu.Unlock()
 		return r
 	}
-	q.unlockTrigger(q.push(ev, notify))
+	cno := q.push(ev, notify)
+	q.mu.Unlock()
+	if cno != nil {
+		cno.Trigger(q.owner)
+	}
 	return Posted
 }
 
@@ -186,7 +190,11 @@ func (q *Queue) TryPost(ev *api.Event, notify bool) bool {
 		q.mu.Unlock()
 		return false
 	}
-	q.unlockTrigger(q.push(ev, notify))
+	cno := q.push(ev, notify)
+	q.mu.Unlock()
+	if cno != nil {
+		cno.Trigger(q.owner)
+	}
 	return true
 }
 
@@ -245,13 +253,6 @@ func (q *Queue) Notify() {
 	} else if !q.disabled {
 		cno = q.cno
 	}
-	q.unlockTrigger(cno)
-}
-
-// unlockTrigger releases q.mu, then triggers cno unless it is nil: the
-// queue's lock is never held while the CNO's is taken, so producers on
-// other EVDs of the CNO do not wait on this queue.
-func (q *Queue) unlockTrigger(cno *CNO) {
 	q.mu.Unlock()
 	if cno != nil {
 		cno.Trigger(q.owner)
