@@ -381,3 +381,17 @@ func (ia *gIA) retire(p any, g guarded) {
 // the provider created on its own (an EP for a provider-flagged PSP, a CR).
 
 // --- api.IA ---
+
+// query runs a provider Query for a live guard, serialized like any call,
+// and lets fix translate the provider objects in the result into guards.
+func query[P any](h *hdr, q func() (P, error), fix func(*P)) (P, error) {
+	if err := h.live(); err != nil {
+		var zero P
+		return zero, err
+	}
+	h.ia.enter()
+	prm, err := q()
+	h.ia.leave()
+	fix(&prm)
+	return prm, err
+}

@@ -1,0 +1,146 @@
+package registry
+
+import (
+	"github.com/godat/godat/api"
+)
+
+// The guards of connection management: PSPs, RSPs and connection
+// requests.
+
+// gPSP guards a public service point.
+type gPSP struct {
+	hdr
+	p     api.PSP
+	evd   *gEVD
+	flags api.PSPFlags
+}
+
+func (g *gPSP) Query() (_ api.PSPParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opPSPQuery, &g.hdr, h.start(opPSPQuery), &err)
+	}
+	return query(&g.hdr, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD) })
+}
+
+func (g *gPSP) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opPSPFree, &g.hdr, h.start(opPSPFree), &err)
+	}
+	return release(g, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
+}
+
+// gRSP guards a reserved service point.
+type gRSP struct {
+	hdr
+	p   api.RSP
+	evd *gEVD
+}
+
+func (g *gRSP) Query() (_ api.RSPParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opRSPQuery, &g.hdr, h.start(opRSPQuery), &err)
+	}
+	return query(&g.hdr, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD); p.EP = g.ia.asEP(p.EP) })
+}
+
+func (g *gRSP) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opRSPFree, &g.hdr, h.start(opRSPFree), &err)
+	}
+	return release(g, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
+}
+
+// gCR guards a connection request. It is retired when the request is
+// accepted, rejected or handed off, as dat_cr_accept(3DAT) destroys it.
+type gCR struct {
+	hdr
+	p          api.CR
+	providerEP bool // the CR's local EP was created by the provider for a PSP
+}
+
+// dropProviderEP retires the guard of the provider-created local EP of a
+// CR that is being rejected or handed off: dat_cr_reject(3DAT) returns that
+// EP to the provider, so the consumer's handle dies and stops holding its
+// PZ and EVDs in use. ep is the provider's EP, read before the call.
+func (g *gCR) dropProviderEP(ep api.EP) {
+	if !g.providerEP || ep == nil {
+		return
+	}
+	if e, ok := g.ia.guardOf(ep).(*gEP); ok {
+		g.ia.retire(ep, e)
+		e.use(-1)
+	}
+}
+
+// localEP returns the provider's local EP of the request, if any.
+func (g *gCR) localEP() api.EP {
+	if !g.providerEP {
+		return nil
+	}
+	prm, err := g.p.Query()
+	if err != nil {
+		return nil
+	}
+	return prm.LocalEP
+}
+
+func (g *gCR) Query() (_ api.CRParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRQuery, &g.hdr, h.start(opCRQuery), &err)
+	}
+	return query(&g.hdr, g.p.Query, func(p *api.CRParam) { p.LocalEP = g.ia.asEP(p.LocalEP) })
+}
+
+func (g *gCR) Accept(ep api.EP, privateData []byte) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRAccept, &g.hdr, h.start(opCRAccept), &err)
+	}
+	if err := g.live(); err != nil {
+		return err
+	}
+	gep, err := own[*gEP](g.ia, ep, true, api.SubHandleEP, "EP")
+	if err != nil {
+		return err
+	}
+	if err := g.ia.checkPrivateData(privateData, api.SubArg3); err != nil {
+		return err
+	}
+	var pep api.EP
+	if gep != nil {
+		pep = gep.p
+	}
+	return release(g, g.p, api.NoSubtype, func() error { return g.p.Accept(pep, privateData) })
+}
+
+func (g *gCR) Reject(privateData []byte) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRReject, &g.hdr, h.start(opCRReject), &err)
+	}
+	if err := g.live(); err != nil {
+		return err
+	}
+	if err := g.ia.checkPrivateData(privateData, api.SubArg2); err != nil {
+		return err
+	}
+	ep := g.localEP()
+	err = release(g, g.p, api.NoSubtype, func() error { return g.p.Reject(privateData) })
+	if err == nil {
+		g.dropProviderEP(ep)
+	}
+	return err
+}
+
+func (g *gCR) Handoff(q api.ConnQual) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opCRHandoff, &g.hdr, h.start(opCRHandoff), &err)
+	}
+	if err := g.live(); err != nil {
+		return err
+	}
+	ep := g.localEP()
+	err = release(g, g.p, api.NoSubtype, func() error { return g.p.Handoff(q) })
+	if err == nil {
+		g.dropProviderEP(ep)
+	}
+	return err
+}

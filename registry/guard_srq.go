@@ -1,0 +1,80 @@
+package registry
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/godat/godat/api"
+)
+
+// The guard of shared receive queues.
+
+// gSRQ guards a shared receive queue.
+type gSRQ struct {
+	hdr
+	p      api.SRQ
+	pz     *gPZ
+	maxIOV atomic.Int64
+}
+
+func (g *gSRQ) Query() (_ api.SRQParam, err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQQuery, &g.hdr, h.start(opSRQQuery), &err)
+	}
+	return query(&g.hdr, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
+}
+
+func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQPostRecv, &g.hdr, h.start(opSRQPostRecv), &err)
+	}
+	if g.freed.Load() {
+		return errFreedSRQ
+	}
+	if int64(len(iov)) > g.maxIOV.Load() {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("%d segments exceed the SRQ limit of %d", len(iov), g.maxIOV.Load()))
+	}
+	ia := g.ia
+	if ia.serial != nil {
+		ia.serial.Lock()
+		defer ia.serial.Unlock()
+	}
+	return g.p.PostRecv(iov, cookie)
+}
+
+func (g *gSRQ) Resize(n int) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQResize, &g.hdr, h.start(opSRQResize), &err)
+	}
+	if err := g.live(); err != nil {
+		return err
+	}
+	if max := g.ia.attr.MaxRecvPerSRQ; n <= 0 || (max > 0 && n > max) {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("SRQ size %d outside 1..%d", n, max))
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.Resize(n)
+}
+
+func (g *gSRQ) SetLW(n int) (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQSetLW, &g.hdr, h.start(opSRQSetLW), &err)
+	}
+	if err := g.live(); err != nil {
+		return err
+	}
+	if n < 0 {
+		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("low watermark %d is negative", n))
+	}
+	g.ia.enter()
+	defer g.ia.leave()
+	return g.p.SetLW(n)
+}
+
+func (g *gSRQ) Free() (err error) {
+	if h := g.ia.hooks; h != nil {
+		defer h.done(opSRQFree, &g.hdr, h.start(opSRQFree), &err)
+	}
+	return release(g, g.p, api.SubStateSRQInUse, g.p.Free, &g.pz.users)
+}
