@@ -86,31 +86,21 @@ func defaultEPAttr(d *device) api.EPAttr {
 	}
 }
 
-// epArgs resolves the attributes an EP is created with (epattr.Resolve
-// with the device's defaults and limits) and its PZ, which may not be nil.
-func (i *ia) epArgs(pzArg api.PZ, attr *api.EPAttr) (api.EPAttr, *pz, error) {
-	a, err := epattr.Resolve(attr, defaultEPAttr(i.dev), epLimits(i.dev))
-	if err != nil {
-		return api.EPAttr{}, nil, err
-	}
+// createEP creates an Endpoint in the UNCONNECTED state with its QP, for
+// both create calls (epattr.CreateEPs, which has resolved a against the
+// device's defaults and limits; dat_ep_create(3DAT),
+// dat_ep_create_with_srq(3DAT)). The request and receive EVDs must have
+// been created for DTO completions: their CQs are the QP's. srqArg is
+// the SRQ the EP's receives come from, nil for none; it is checked again
+// under ia.mu because it may have been freed since the guard saw it.
+func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, a api.EPAttr) (api.EP, error) {
 	z, err := kit.PZArg[*pz](pzArg)
-	return a, z, err
-}
-
-// CreateEP creates an Endpoint in the UNCONNECTED state with its QP
-// (dat_ep_create(3DAT)). The request and receive EVDs must have been
-// created for DTO completions: their CQs are the QP's.
-func (i *ia) CreateEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (api.EP, error) {
-	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, nil, attr)
-}
-
-// createEP creates an EP and its QP for both create calls; s is the SRQ
-// its receives come from, nil for none. The SRQ is checked again under
-// ia.mu because it may have been freed since the caller found it.
-func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, s *srq, attr *api.EPAttr) (api.EP, error) {
-	a, z, err := i.epArgs(pzArg, attr)
 	if err != nil {
 		return nil, err
+	}
+	s, _ := srqArg.(*srq)
+	if srqArg != nil && (s == nil || s.ia != i) {
+		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
 	}
 	var made *ep
 	defer func() { made.armCQs() }() // after the unlock

@@ -17,6 +17,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/dispatch"
+	"github.com/godat/godat/provider/kit/epattr"
 )
 
 // ia is an open verbs Interface Adapter (dat_ia_open(3DAT)): one port of
@@ -25,12 +26,13 @@ import (
 // lock, taken after it.
 type ia struct {
 	api.ContextSlot
-	kit.IA // handle type, async EVD, closed mark, the start of Close
-	mu     sync.Mutex
-	devs   *deviceList // holds librdmacm's device contexts while the IA is open
-	dev    *device
-	addr   *net.IPAddr
-	async  *evd
+	kit.IA           // handle type, async EVD, closed mark, the start of Close
+	epattr.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
+	mu               sync.Mutex
+	devs             *deviceList // holds librdmacm's device contexts while the IA is open
+	dev              *device
+	addr             *net.IPAddr
+	async            *evd
 
 	cm     *cmChannel                       // the rdma_cm event channel of every id of the IA
 	owners map[*C.struct_rdma_cm_id]cmOwner // who each cm id belongs to
@@ -93,6 +95,7 @@ func open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 		crs:  kit.NewSet[*cr](api.HandleCR, 0),
 	}
 	i.cnos = dispatch.NewCNOs(i, &i.mu, 0)
+	i.CreateEPs = epattr.CreateEPs{Defaults: defaultEPAttr(dev), Limits: epLimits(dev), Create: i.createEP}
 	i.async = newEVD(i, qlen, api.EVDAsync, nil)
 	i.InitIA(&i.mu, i.async)
 	i.sinkEVD = &evd{ia: i}

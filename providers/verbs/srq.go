@@ -213,19 +213,6 @@ func (s *srq) destroy() {
 	s.sgeC, s.sges = nil, nil
 }
 
-// CreateEPWithSRQ creates an EP whose receives come from srq
-// (dat_ep_create_with_srq(3DAT)); attr may not be nil.
-func (i *ia) CreateEPWithSRQ(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srqArg api.SRQ, attr *api.EPAttr) (api.EP, error) {
-	if attr == nil {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg7, "an EP on an SRQ needs attributes")
-	}
-	s, _ := srqArg.(*srq)
-	if s == nil || s.ia != i {
-		return nil, api.Errorf(api.InvalidHandle, api.SubHandleSRQ, "not a live SRQ of this IA")
-	}
-	return i.createEP(pzArg, recvEVD, requestEVD, connectEVD, s, attr)
-}
-
 // SetWatermark sets the soft and hard high watermarks of receive buffers
 // held by the EP (dat_ep_set_watermark(3DAT)); EP.Query reports the soft
 // one. Above the soft watermark the async EVD gets
