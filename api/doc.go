@@ -29,6 +29,8 @@
 //     private data respects ProviderAttr.MaxPrivateDataSize, a connect's
 //     QOS is among ProviderAttr.QOSSupported, and timeouts, EVD
 //     thresholds and EP watermarks are in range;
+//   - the memory privileges and VA type of an LMR create or an RMR bind
+//     are ones this package defines (CheckPrivVA);
 //   - calls are serialized when the configuration marks the IA
 //     non-thread-safe.
 //

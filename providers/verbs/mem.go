@@ -117,9 +117,6 @@ func accessFlags(priv api.MemPriv, mw bool) C.int {
 // another LMR's memory again. With VATypeZB the device addresses the
 // region from 0.
 func (i *ia) CreateLMR(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
-	if err := api.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
-		return nil, err
-	}
 	z, err := kit.PZArg[*pz](pzArg)
 	if err != nil {
 		return nil, err

@@ -41,12 +41,10 @@ func NewLMRs[PZ Zone, EP comparable](ia api.IA, mu sync.Locker, mem *Table[PZ, E
 // the memory of another LMR of the set. With VATypeVA triplets carry
 // process addresses (api.AddrOf), with VATypeZB offsets. An LMR with a
 // remote privilege gets a random RMR context that reaches the whole
-// region until it is freed. Errors are those of api.CheckPrivVA, kit.PZArg and
-// CreateLMR; on an error nothing is made.
+// region until it is freed. priv and va are the guard's to check
+// (api.CheckPrivVA), as api/doc.go says of every argument. Errors are
+// those of kit.PZArg and CreateLMR; on an error nothing is made.
 func (s *LMRs[PZ, EP]) Create(pzArg api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (api.LMR, error) {
-	if err := api.CheckPrivVA(priv, va, api.SubArg6, api.SubArg7); err != nil {
-		return nil, err
-	}
 	z, err := kit.PZArg[PZ](pzArg)
 	if err != nil {
 		return nil, err
@@ -142,20 +140,18 @@ func (r *RMRBase[I, PZ, EP]) Target(lmrArg api.LMR, t api.LMRTriplet, priv api.M
 
 // Bind is dat_rmr_bind(3DAT) as a software provider makes it, under the
 // provider's lock, for owner, the provider's RMR, over ep, whose state is
-// e, whose PZ is epPZ, and whose request queue is full or not. After the
-// checks of api.CheckPrivVA and Target, and ErrInsufficientResources for a
-// CONNECTED EP with a full queue or ErrInvalidState for an EP neither
-// CONNECTED nor DISCONNECTED, it starts the bind (StartBind) and hands
-// post the binding and its new context, for the provider to post as a
-// request on ep's queue. On a DISCONNECTED EP nothing is bound: post gets
-// no binding and the context the flushed completion reports, and the
-// provider's post completes it as flushed. If post fails, what the bind
-// holds is released (DropBind) and the RMR is as it was but unbound.
+// e, whose PZ is epPZ, and whose request queue is full or not; the guard
+// has checked priv and va (api.CheckPrivVA). After the checks of Target,
+// and ErrInsufficientResources for a CONNECTED EP with a full queue or
+// ErrInvalidState for an EP neither CONNECTED nor DISCONNECTED, it starts
+// the bind (StartBind) and hands post the binding and its new context, for
+// the provider to post as a request on ep's queue. On a DISCONNECTED EP
+// nothing is bound: post gets no binding and the context the flushed
+// completion reports, and the provider's post completes it as flushed. If
+// post fails, what the bind holds is released (DropBind) and the RMR is as
+// it was but unbound.
 func (r *RMRBase[I, PZ, EP]) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep EP, e *epattr.Endpoint, epPZ PZ, full bool, owner any,
 	post func(*Binding[PZ, EP], api.RMRContext) error) (api.RMRContext, error) {
-	if err := api.CheckPrivVA(priv, va, api.SubArg4, api.SubArg5); err != nil {
-		return 0, err
-	}
 	l, err := r.Target(lmrArg, t, priv, epPZ)
 	if err != nil {
 		return 0, err
