@@ -45,7 +45,7 @@
 // it polls the EVD (the tcp provider reads its socket inside that poll),
 // then blocks in EVD.Wait, so that an arriving message wakes the
 // goroutine it is for. It polls for 20 µs, or, while its recent waits
-// have averaged less than 1 ms, for four times that average, up to 1 ms:
+// have averaged less than 1 ms, for sixteen times that average, up to 1 ms:
 // on a slow transport (soft-RoCE, an emulated machine), where a blocked
 // wait's wake-up costs about as much as the round trip, a call whose
 // answer comes within a millisecond waits for it spinning. A goroutine

@@ -22,11 +22,12 @@ import (
 // (soft-RoCE, emulated machines) where a blocked wait's wake-up costs as
 // much as a round trip, a call whose answers come within maxSpin spins
 // until they do, as rsocket's non-blocking mode does; a connection whose
-// peer is idle spins spinTime and sleeps. The factor is four, not less,
-// because the waits of such a transport have a long tail (the peer's
-// process was descheduled): a wait that outlasts the spin blocks, and its
-// wake-up then costs milliseconds where the spin would have cost a few
-// more microseconds.
+// peer is idle spins spinTime and sleeps. The factor is sixteen, not
+// less, because the waits of such a transport have a long tail (the
+// peer's process was descheduled): a wait that outlasts the spin blocks,
+// and its wake-up then costs a millisecond or more where the spin would
+// have cost a few hundred microseconds (docs/benchmarks.md, "datnet on
+// rxe").
 //
 // The event loop (run) makes progress when nobody calls: it returns
 // credits and finishes sends and notices a disconnect for a connection
@@ -44,7 +45,7 @@ import (
 const (
 	spinTime     = 20 * time.Microsecond
 	maxSpin      = time.Millisecond
-	spinFactor   = 4
+	spinFactor   = 16
 	standDown    = 2 * time.Millisecond
 	maxStandDown = 64 * time.Millisecond
 )

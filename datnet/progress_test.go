@@ -75,16 +75,16 @@ func TestSpinnerLimit(t *testing.T) {
 		t.Errorf("a new spinner spins %v, want %v", got, spinTime)
 	}
 	for range 100 {
-		s.learn(100 * time.Microsecond)
+		s.learn(25 * time.Microsecond)
 	}
-	if got := s.limit(); got < 380*time.Microsecond || got > 420*time.Microsecond {
-		t.Errorf("after waits of 100µs the spin is %v, want about 400µs", got)
+	if got, want := s.limit(), spinFactor*25*time.Microsecond; got < want*95/100 || got > want*105/100 {
+		t.Errorf("after waits of 25µs the spin is %v, want about %v", got, want)
 	}
 	for range 100 {
-		s.learn(2 * time.Microsecond)
+		s.learn(time.Microsecond)
 	}
 	if got := s.limit(); got != spinTime {
-		t.Errorf("after waits of 2µs the spin is %v, want %v", got, spinTime)
+		t.Errorf("after waits of 1µs the spin is %v, want %v", got, spinTime)
 	}
 	for range 100 {
 		s.learn(900 * time.Microsecond)
