@@ -15,9 +15,9 @@ import (
 // at a time may wait on the EVD: it holds c.waitTok.
 //
 // How long a call spins adapts to how long its kind of call (Read, Write)
-// has lately waited (spinner): spinFactor times the recent average, at
-// least spinTime and at most maxSpin, and only spinTime while that average
-// is maxSpin or more. On an RDMA adapter a message is there within
+// has lately waited (spinner): after its first 16 polls, spinFactor times
+// the recent average, at least spinTime and at most maxSpin, and only
+// spinTime while that average is maxSpin or more. On an RDMA adapter a message is there within
 // microseconds and the calls spin spinTime; on a slow transport
 // (soft-RoCE, emulated machines) where a blocked wait's wake-up costs as
 // much as a round trip, a call whose answers come within maxSpin spins
@@ -51,9 +51,19 @@ const (
 )
 
 // spinner learns how long a kind of blocking call waits, for the spin.
+// It learns from one spin in learnEvery, and from every blocked wait: the
+// average is a hint, and a spin that is not sampled reads the clock only
+// if it lasts (block).
 type spinner struct {
-	avg atomic.Int64 // nanoseconds: an average of the recent waits, each counted up to 2 × maxSpin
+	avg   atomic.Int64  // nanoseconds: an average of the recent waits, each counted up to 2 × maxSpin
+	spins atomic.Uint32 // spins begun, for sample
 }
+
+// learnEvery is how many spins make one sample for the average.
+const learnEvery = 4
+
+// sample reports whether the spin about to begin is timed for the average.
+func (s *spinner) sample() bool { return s.spins.Add(1)%learnEvery == 0 }
 
 // limit is how long the next call spins before it blocks.
 func (s *spinner) limit() time.Duration {
@@ -148,9 +158,21 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 			signal(c.idle)
 		}
 	}()
-	start := time.Now()
-	if c.spin(ready, start, sp.limit()) {
-		sp.learn(time.Since(start))
+	// A spin reads the clock once it has lasted 16 polls, and at its start
+	// only when it is one of the spins sampled for the average (spinner):
+	// where the clock is slow to read (a guest on an emulated HPET takes
+	// about 15 µs a read), a read after the event came delays the answer
+	// by that much.
+	var start time.Time
+	sampled := sp.sample()
+	if sampled {
+		start = time.Now()
+	}
+	ok, start := c.spin(ready, start, sp.limit())
+	if ok {
+		if sampled {
+			sp.learn(time.Since(start))
+		}
 		return
 	}
 	expired := dl.wait()
@@ -167,18 +189,24 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 }
 
 // spin takes events until ready holds or limit has passed since start,
-// and reports whether it held.
-func (c *Conn) spin(ready func() bool, start time.Time, limit time.Duration) bool {
+// and reports whether it held, and start. A zero start is taken after the
+// first 16 polls: a wait that ends within them reads no clock.
+func (c *Conn) spin(ready func() bool, start time.Time, limit time.Duration) (bool, time.Time) {
 	for i := 1; ; i++ {
 		c.mu.Lock()
 		c.drain()
 		ok := ready()
 		c.mu.Unlock()
 		if ok {
-			return true
+			return true, start
 		}
-		if i&15 == 0 && time.Since(start) > limit {
-			return false
+		if i&15 != 0 {
+			continue
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > limit {
+			return false, start
 		}
 	}
 }

@@ -106,6 +106,21 @@ func TestSpinnerLimit(t *testing.T) {
 	}
 }
 
+// One spin in learnEvery is timed for the average; the others read the
+// clock only if they last.
+func TestSpinnerSamples(t *testing.T) {
+	var s spinner
+	n := 0
+	for range 10 * learnEvery {
+		if s.sample() {
+			n++
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d of %d spins sampled, want 10", n, 10*learnEvery)
+	}
+}
+
 // A connection kept busy by calls costs the event loop few turns: its
 // pause doubles while calls keep coming, from standDown to maxStandDown,
 // so it does not wake a thread every standDown for the whole exchange.
