@@ -80,23 +80,23 @@ func TestSpinnerLimit(t *testing.T) {
 	if got, want := s.limit(), spinFactor*25*time.Microsecond; got < want*95/100 || got > want*105/100 {
 		t.Errorf("after waits of 25µs the spin is %v, want about %v", got, want)
 	}
-	for range 100 {
-		s.learn(time.Microsecond)
-	}
-	if got := s.limit(); got != spinTime {
-		t.Errorf("after waits of 1µs the spin is %v, want %v", got, spinTime)
-	}
-	for range 100 {
-		s.learn(900 * time.Microsecond)
-	}
-	if got := s.limit(); got != maxSpin {
-		t.Errorf("after waits of 900µs the spin is %v, want %v", got, maxSpin)
-	}
-	for range 100 {
-		s.learn(time.Hour)
-	}
-	if got := s.limit(); got != spinTime {
-		t.Errorf("after waits of an hour the spin is %v, want %v", got, spinTime)
+	// In this order: each case starts from the spinner the one before
+	// left.
+	for _, c := range []struct {
+		wait time.Duration
+		what string
+		want time.Duration
+	}{
+		{time.Microsecond, "1µs", spinTime},
+		{900 * time.Microsecond, "900µs", maxSpin},
+		{time.Hour, "an hour", spinTime},
+	} {
+		for range 100 {
+			s.learn(c.wait)
+		}
+		if got := s.limit(); got != c.want {
+			t.Errorf("after waits of %s the spin is %v, want %v", c.what, got, c.want)
+		}
 	}
 	for range 30 {
 		s.learn(300 * time.Microsecond)
