@@ -92,18 +92,14 @@ if [ "${PIN:-0}" = 1 ]; then S="taskset -c 0" C="taskset -c 1"; fi
 dt=.vmbin/dattest
 have() { command -v "$1" >/dev/null 2>&1; }
 r() { printf 'R\t%s\t%s\t%s\n' "$1" "$2" "$3"; }
-pair() { # server-args -- client-args: run a tool's server and client; client output on stdout
-	local s=() c=()
-	while [ "$1" != -- ]; do s+=("$1"); shift; done
-	shift
-	c=("$@")
-	$S "${s[@]}" >/tmp/srv.out 2>&1 &
+pair() { # tool args...: run the tool's server with args, and its client with args and $ip; client output on stdout
+	$S "$@" >/tmp/srv.out 2>&1 &
 	local pid=$!
 	sleep 0.5
-	timeout 120 $C "${c[@]}" 2>/tmp/cli.err
+	timeout 120 $C "$@" "$ip" 2>/tmp/cli.err
 	local rc=$?
 	wait $pid
-	[ $rc = 0 ] || { echo "FAILED ($rc): ${c[*]}" >&2; cat /tmp/cli.err /tmp/srv.out >&2; }
+	[ $rc = 0 ] || { echo "FAILED ($rc): $* $ip" >&2; cat /tmp/cli.err /tmp/srv.out >&2; }
 }
 $S $dt -s -d rxe-ip -f $conf -p 7471 >/tmp/dattest-server.log 2>&1 &
 dsrv=$!
@@ -128,43 +124,38 @@ dattest_row() { # name rep args...: the godat and raw values of a one-row bench
 	r "$name" "$rep" "$(echo "$j" | awk -F'[:,]' '/"godat"/ { gsub(/ /, "", $2); print $2 }')"
 	r "$name.rawtcp" "$rep" "$(echo "$j" | awk -F'[:,]' '/"raw"/ { gsub(/ /, "", $2); print $2 }')"
 }
+dattest_rows() { # name rep args...: dattest_row with Go's default GOMAXPROCS (name), then with 1 (name.p1)
+	dattest_row "$1" "$2" "${@:3}"
+	dattest_row "$1.p1" "$2" "${@:3}"
+}
 for rep in $(seq 1 "$REPS"); do
 	echo "--- repetition $rep" >&2
-	v=$(pair ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 64 -n "$LAT_ITERS" -- \
-		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 64 -n "$LAT_ITERS" "$ip" | awk '/usec\/iter/ { print $(NF-1) }')
+	v=$(pair ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 64 -n "$LAT_ITERS" | awk '/usec\/iter/ { print $(NF-1) }')
 	r pp64.rtt_us "$rep" "$v"
-	dattest_row wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
-	dattest_row wlat64.oneway_us.p1 "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
-	dattest_row swlat64.oneway_us "$rep" -bench wlat-suppress -size 64 -iters "$LAT_ITERS" -mode poll
-	dattest_row swlat64.oneway_us.p1 "$rep" -bench wlat-suppress -size 64 -iters "$LAT_ITERS" -mode poll
+	dattest_rows wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
+	dattest_rows swlat64.oneway_us "$rep" -bench wlat-suppress -size 64 -iters "$LAT_ITERS" -mode poll
 	[ -n "$bsrv" ] && dattest_row base.wlat64.oneway_us "$rep" -bench wlat -size 64 -iters "$LAT_ITERS" -mode poll
 	if have ib_write_lat; then
-		v=$(pair ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
-			ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" "$ip" | awk '$1 == 64 && NF >= 6 { print $6 }')
+		v=$(pair ib_write_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" | awk '$1 == 64 && NF >= 6 { print $6 }')
 		r write_lat64.oneway_us "$rep" "$v"
 	fi
-	dattest_row lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
-	dattest_row lat64.oneway_us.p1 "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
+	dattest_rows lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
 	[ -n "$bsrv" ] && dattest_row base.lat64.oneway_us "$rep" -bench lat -size 64 -iters "$LAT_ITERS" -mode poll
 	if have ib_send_lat; then
-		v=$(pair ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" -- \
-			ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" "$ip" | awk '$1 == 64 && NF >= 6 { print $6 }')
+		v=$(pair ib_send_lat -d rxe0 -x "$g" -p 18516 -s 64 -n "$LAT_ITERS" | awk '$1 == 64 && NF >= 6 { print $6 }')
 		r send_lat64.oneway_us "$rep" "$v"
 	fi
 	if have ib_write_bw; then
-		v=$(pair ib_write_bw -d rxe0 -x "$g" -p 18516 -s 1048576 -n "$BW_ITERS" -- \
-			ib_write_bw -d rxe0 -x "$g" -p 18516 -s 1048576 -n "$BW_ITERS" "$ip" | awk '$1 == 1048576 { print $4 * 1.048576 / 1000 }')
+		v=$(pair ib_write_bw -d rxe0 -x "$g" -p 18516 -s 1048576 -n "$BW_ITERS" | awk '$1 == 1048576 { print $4 * 1.048576 / 1000 }')
 		r write_bw1M.GBps "$rep" "$v"
 	fi
-	dattest_row bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
-	dattest_row bw1M.poll.GBps.p1 "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
+	dattest_rows bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
 	dattest_row bw1M.wait.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode wait
 	if [ -n "$bsrv" ]; then
 		dattest_row base.bw1M.poll.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode poll
 		dattest_row base.bw1M.wait.GBps "$rep" -bench bw -size 1M -iters "$BW_ITERS" -mode wait
 	fi
-	v=$(pair ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" -- \
-		ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" "$ip" | awk '/Mbit\/sec/ { print $(NF-1) / 8000 }')
+	v=$(pair ibv_rc_pingpong -d rxe0 -g "$g" -p 18517 -s 1048576 -n "$PP_BW_ITERS" | awk '/Mbit\/sec/ { print $(NF-1) / 8000 }')
 	r pp1M.GBps "$rep" "$v"
 done
 kill -INT $dsrv $dsrv1
