@@ -175,20 +175,28 @@ grep -v '^R' "$WORK/guest.err" | grep -E 'FAILED|exit' >&2 || true
 
 # median (min–max) per metric, then the ratios of the medians.
 awk -F'\t' -v reps="$REPS" -f bench/table.awk -f /dev/stdin "$WORK/guest.out" <<'AWK'
+# procs prints the rows of dattest metric k run with GOMAXPROCS=1 (k.p1),
+# then with 2.
+function procs(k, what, tool) {
+	row(k ".p1", what, tool ", GOMAXPROCS=1")
+	row(k, what, tool ", GOMAXPROCS=2")
+}
+# procsratio prints the ratios to b of dattest metric a with GOMAXPROCS=1
+# (a.p1), then with 2: "dattest, GOMAXPROCS=n ÷ other".
+function procsratio(a, b, dattest, other) {
+	ratio(a ".p1", b, dattest ", GOMAXPROCS=1 ÷ " other)
+	ratio(a, b, dattest ", GOMAXPROCS=2 ÷ " other)
+}
 END {
 	rowhead()
-	row("wlat64.oneway_us.p1", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=1")
-	row("wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll, GOMAXPROCS=2")
-	row("swlat64.oneway_us.p1", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat-suppress -mode poll, GOMAXPROCS=1")
-	row("swlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat-suppress -mode poll, GOMAXPROCS=2")
+	procs("wlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat -mode poll")
+	procs("swlat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "dattest -bench wlat-suppress -mode poll")
 	row("write_lat64.oneway_us", "64 B RDMA-write ping-pong, one-way µs", "ib_write_lat (t_avg)")
 	row("pp64.rtt_us", "64 B send/recv ping-pong, round trip µs", "ibv_rc_pingpong")
-	row("lat64.oneway_us.p1", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll, GOMAXPROCS=1")
-	row("lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll, GOMAXPROCS=2")
+	procs("lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "dattest -bench lat -mode poll")
 	row("send_lat64.oneway_us", "64 B send/recv ping-pong, one-way µs", "ib_send_lat (t_avg)")
 	row("wlat64.oneway_us.rawtcp", "64 B ping-pong, one-way µs", "raw TCP (dattest baseline, poll)")
-	row("bw1M.poll.GBps.p1", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode poll, GOMAXPROCS=1")
-	row("bw1M.poll.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode poll, GOMAXPROCS=2")
+	procs("bw1M.poll.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode poll")
 	row("bw1M.wait.GBps", "1 MiB RDMA-write stream, GB/s", "dattest -bench bw -mode wait, GOMAXPROCS=2")
 	row("write_bw1M.GBps", "1 MiB RDMA-write stream, GB/s", "ib_write_bw (BW average; its MB is 2^20 B)")
 	row("pp1M.GBps", "1 MiB send/recv ping-pong, GB/s", "ibv_rc_pingpong")
@@ -203,19 +211,14 @@ END {
 	# dattest wlat is one-way; ibv_rc_pingpong gives the round trip.
 	nk = split("wlat64.oneway_us wlat64.oneway_us.p1 swlat64.oneway_us swlat64.oneway_us.p1 lat64.oneway_us lat64.oneway_us.p1", ks, " ")
 	for (i = 1; i <= nk; i++) if (ks[i] in med) { r = ks[i]; sub(/oneway/, "rtt", r); med[r] = 2 * med[ks[i]] }
-	ratio("wlat64.rtt_us.p1", "pp64.rtt_us", "dattest wlat 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
-	ratio("wlat64.rtt_us", "pp64.rtt_us", "dattest wlat 64 B, GOMAXPROCS=2 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
-	ratio("wlat64.oneway_us.p1", "write_lat64.oneway_us", "dattest wlat 64 B, GOMAXPROCS=1 ÷ ib_write_lat 64 B")
-	ratio("wlat64.oneway_us", "write_lat64.oneway_us", "dattest wlat 64 B, GOMAXPROCS=2 ÷ ib_write_lat 64 B")
-	ratio("swlat64.rtt_us.p1", "pp64.rtt_us", "dattest wlat-suppress 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
-	ratio("swlat64.rtt_us", "pp64.rtt_us", "dattest wlat-suppress 64 B, GOMAXPROCS=2 ÷ ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
+	procsratio("wlat64.rtt_us", "pp64.rtt_us", "dattest wlat 64 B", "ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
+	procsratio("wlat64.oneway_us", "write_lat64.oneway_us", "dattest wlat 64 B", "ib_write_lat 64 B")
+	procsratio("swlat64.rtt_us", "pp64.rtt_us", "dattest wlat-suppress 64 B", "ibv_rc_pingpong 64 B (round trips; goal ≤ 1.1)")
 	ratio("swlat64.oneway_us.p1", "write_lat64.oneway_us", "dattest wlat-suppress 64 B, GOMAXPROCS=1 ÷ ib_write_lat 64 B")
 	ratio("swlat64.oneway_us.p1", "wlat64.oneway_us.p1", "dattest wlat-suppress ÷ wlat 64 B, GOMAXPROCS=1")
 	ratio("lat64.rtt_us.p1", "pp64.rtt_us", "dattest lat 64 B, GOMAXPROCS=1 ÷ ibv_rc_pingpong 64 B (round trips)")
-	ratio("lat64.oneway_us.p1", "send_lat64.oneway_us", "dattest lat 64 B, GOMAXPROCS=1 ÷ ib_send_lat 64 B")
-	ratio("lat64.oneway_us", "send_lat64.oneway_us", "dattest lat 64 B, GOMAXPROCS=2 ÷ ib_send_lat 64 B")
-	ratio("bw1M.poll.GBps.p1", "write_bw1M.GBps", "dattest bw 1 MiB poll, GOMAXPROCS=1 ÷ ib_write_bw 1 MiB (goal ≥ 0.9)")
-	ratio("bw1M.poll.GBps", "write_bw1M.GBps", "dattest bw 1 MiB poll, GOMAXPROCS=2 ÷ ib_write_bw 1 MiB (goal ≥ 0.9)")
+	procsratio("lat64.oneway_us", "send_lat64.oneway_us", "dattest lat 64 B", "ib_send_lat 64 B")
+	procsratio("bw1M.poll.GBps", "write_bw1M.GBps", "dattest bw 1 MiB poll", "ib_write_bw 1 MiB (goal ≥ 0.9)")
 	ratio("bw1M.wait.GBps", "write_bw1M.GBps", "dattest bw 1 MiB wait, GOMAXPROCS=2 ÷ ib_write_bw 1 MiB")
 	if ("base.wlat64.oneway_us" in med) {
 		ratio("wlat64.oneway_us", "base.wlat64.oneway_us", "dattest wlat 64 B: this tree ÷ BASE")
