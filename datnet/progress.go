@@ -17,17 +17,17 @@ import (
 // How long a call spins adapts to how long its kind of call (Read, Write)
 // has lately waited (spinner): after its first 16 polls, spinFactor times
 // the recent average, at least spinTime and at most maxSpin, and only
-// spinTime while that average is maxSpin or more. On an RDMA adapter a message is there within
-// microseconds and the calls spin spinTime; on a slow transport
-// (soft-RoCE, emulated machines) where a blocked wait's wake-up costs as
-// much as a round trip, a call whose answers come within maxSpin spins
-// until they do, as rsocket's non-blocking mode does; a connection whose
-// peer is idle spins spinTime and sleeps. The factor is sixteen, not
-// less, because the waits of such a transport have a long tail (the
-// peer's process was descheduled): a wait that outlasts the spin blocks,
-// and its wake-up then costs a millisecond or more where the spin would
-// have cost a few hundred microseconds (docs/benchmarks.md, "datnet on
-// rxe").
+// spinTime while that average is maxSpin or more. On an RDMA adapter a
+// message is there within microseconds and the calls spin spinTime; on a
+// slow transport (soft-RoCE, emulated machines) where a blocked wait's
+// wake-up costs as much as a round trip, a call whose answers come within
+// maxSpin spins until they do, as rsocket's non-blocking mode does; a
+// connection whose peer is idle spins spinTime and sleeps. The factor is
+// sixteen, not less, because the waits of such a transport have a long
+// tail (the peer's process was descheduled): a wait that outlasts the spin
+// blocks, and its wake-up then costs a millisecond or more where the spin
+// would have cost a few hundred microseconds (docs/benchmarks.md, "datnet
+// on rxe").
 //
 // The event loop (run) makes progress when nobody calls: it returns
 // credits and finishes sends and notices a disconnect for a connection
