@@ -67,6 +67,7 @@ type Conn struct {
 
 	mu         sync.Mutex
 	credits    int      // messages the peer has receive buffers for
+	peerBufs   int      // the peer's receive buffers (its hello): credits never exceed it
 	owed       int      // receive buffers posted again but not yet reported to the peer
 	freeSend   []int    // send buffers not in flight
 	inflight   int      // sends posted and not completed

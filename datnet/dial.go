@@ -220,6 +220,7 @@ func (c *Conn) hello() hello { return hello{buffers: c.nrecv, size: c.size} }
 func (c *Conn) setPeer(h hello) {
 	c.mu.Lock()
 	c.credits += h.buffers
+	c.peerBufs = h.buffers
 	c.payload = min(c.size, h.size) - headerLen
 	c.mu.Unlock()
 }

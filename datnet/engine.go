@@ -53,6 +53,14 @@ func (c *Conn) handle(ev *api.Event) {
 				return
 			}
 			credits, flags := parseHeader(c.buffer(idx))
+			// Credits return buffers that this side's messages used, so
+			// the peer cannot hold more than it declared in its hello;
+			// one that claims more would have this side send into
+			// buffers it never posted.
+			if int64(credits) > int64(c.peerBufs-c.credits) {
+				c.fail(fmt.Errorf("the peer returned %d credits while this side held %d of the %d receive buffers it declared", credits, c.credits, c.peerBufs))
+				return
+			}
 			if credits > 0 {
 				c.credits += int(credits)
 				signal(c.writable)

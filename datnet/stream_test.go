@@ -278,58 +278,78 @@ func TestBadOptionsAndAddresses(t *testing.T) {
 	}
 }
 
-// A peer that breaks the stream's format (a message shorter than its
-// header) ends the connection with an error that says so: Read fails,
-// nothing panics or hangs.
+// A peer that breaks the stream's format ends the connection with an
+// error that says how: Read fails, nothing panics or hangs. The broken
+// messages: one shorter than its header, and one that returns credits for
+// buffers this side never sent into (the peer would have it overrun
+// receives it did not post).
 func TestBrokenPeerMessage(t *testing.T) {
-	eachProvider(t, func(t *testing.T, open opener) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		cli, l, accepted := listenForRaw(t, open)
+	credits := make([]byte, 8)
+	credits[0] = 1 // a header returning one credit, no payload
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		want string
+	}{
+		{"short", []byte("abc"), "shorter than its header"},
+		{"credits", credits, "returned 1 credits while this side held 4 of the 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachProvider(t, func(t *testing.T, open opener) {
+				testBrokenPeerMessage(t, open, tc.msg, tc.want)
+			})
+		})
+	}
+}
 
-		// A hand-made client with a valid hello: 4 receive buffers of
-		// 64 bytes ("gdn1", version 1).
-		hello := []byte{'g', 'd', 'n', '1', 1, 0, 0, 0, 4, 0, 0, 0, 72, 0, 0, 0}
-		pz, _ := cli.CreatePZ()
-		evd, _ := cli.CreateEVD(16, nil, api.EVDConnection|api.EVDDTO)
-		ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem, _ := api.AllocMemory(4096)
-		lmr, err := cli.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()}, api.MemPrivAll, api.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg, _ := lmr.Query()
-		la := l.Addr().(*datnet.Addr)
-		if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, hello, 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		var ev api.Event
-		if _, err := evd.Wait(ctx, 1, &ev); err != nil || ev.Number != api.ConnectionEstablishedEvent {
-			t.Fatalf("connect: %v %v", ev.Number, err)
-		}
-		s := <-accepted
-		if s == nil {
-			t.Fatal("Accept failed")
-		}
-		defer s.Close()
-		if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(0, 3)}, 1, api.CompletionDefault); err != nil {
-			t.Fatal(err)
-		}
-		s.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, err = s.Read(make([]byte, 16))
-		if err == nil || !strings.Contains(err.Error(), "shorter than its header") {
-			t.Fatalf("Read after a 3-byte message: %v, want an error naming the broken message", err)
-		}
-		ep.Disconnect(api.CloseAbrupt)
-		ep.Free()
-		lmr.Free()
-		mem.Free()
-		evd.Free()
-		pz.Free()
-	})
+func testBrokenPeerMessage(t *testing.T, open opener, msg []byte, want string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cli, l, accepted := listenForRaw(t, open)
+
+	// A hand-made client with a valid hello: 4 receive buffers of 72
+	// bytes ("gdn1", version 1).
+	hello := []byte{'g', 'd', 'n', '1', 1, 0, 0, 0, 4, 0, 0, 0, 72, 0, 0, 0}
+	pz, _ := cli.CreatePZ()
+	evd, _ := cli.CreateEVD(16, nil, api.EVDConnection|api.EVDDTO)
+	ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := api.AllocMemory(4096)
+	lmr, err := cli.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()}, api.MemPrivAll, api.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := lmr.Query()
+	la := l.Addr().(*datnet.Addr)
+	if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, hello, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	var ev api.Event
+	if _, err := evd.Wait(ctx, 1, &ev); err != nil || ev.Number != api.ConnectionEstablishedEvent {
+		t.Fatalf("connect: %v %v", ev.Number, err)
+	}
+	s := <-accepted
+	if s == nil {
+		t.Fatal("Accept failed")
+	}
+	defer s.Close()
+	copy(mem.Bytes(), msg)
+	if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(0, uint32(len(msg)))}, 1, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = s.Read(make([]byte, 16))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Read after the message %q: %v, want an error containing %q", msg, err, want)
+	}
+	ep.Disconnect(api.CloseAbrupt)
+	ep.Free()
+	lmr.Free()
+	mem.Free()
+	evd.Free()
+	pz.Free()
 }
 
 // openListener opens an IA with open and a listener of it on a free
