@@ -29,8 +29,10 @@
 //     private data respects ProviderAttr.MaxPrivateDataSize, a connect's
 //     QOS is among ProviderAttr.QOSSupported, and timeouts, EVD
 //     thresholds and EP watermarks are in range;
-//   - the memory privileges and VA type of an LMR create or an RMR bind
-//     are ones this package defines (CheckPrivVA);
+//   - flags and enumerated arguments name only values this package
+//     defines: EVD stream flags (never none), PSP flags, connect flags,
+//     EP completion flags, and the memory privileges and VA type of an
+//     LMR create or an RMR bind (CheckPrivVA);
 //   - calls are serialized when the configuration marks the IA
 //     non-thread-safe.
 //

@@ -221,8 +221,7 @@ const (
 // dat_lmr_create(3DAT) or dat_rmr_bind(3DAT): unknown privilege bits or a
 // VA type other than VATypeVA and VATypeZB are ErrInvalidParameter with
 // subtype privArg or vaArg, the arguments' positions in the call. The
-// registry's guard makes this check; the kit makes it again for a
-// provider reached without the guard.
+// registry's guard makes this check, so providers do not (api/doc.go).
 func CheckPrivVA(priv MemPriv, va VAType, privArg, vaArg Subtype) error {
 	if priv&^MemPrivAll != 0 {
 		return Errorf(InvalidParameter, privArg, "memory privileges 0x"+strconv.FormatUint(uint64(priv), 16)+" name unknown bits")

@@ -153,9 +153,6 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 
 // newPSP checks the arguments of a PSP. fabric.mu is held.
 func (i *ia) newPSP(evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
-	if flags != api.PSPConsumer && flags != api.PSPProvider {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
-	}
 	if err := i.psps.Room(); err != nil {
 		return nil, err
 	}

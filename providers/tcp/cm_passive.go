@@ -238,9 +238,6 @@ func (i *ia) CreatePSPAny(evdArg api.EVD, flags api.PSPFlags) (api.PSP, api.Conn
 }
 
 func (i *ia) createPSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (*psp, error) {
-	if flags != api.PSPConsumer && flags != api.PSPProvider {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("PSP flags %#x are unknown", uint32(flags)))
-	}
 	e := evdArg.(*evd)
 	if err := i.psps.Room(); err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ func newEVD(i *ia, qlen int, flags api.EVDFlags, async *dispatch.EVD) *evd {
 // feeding cno if it is not nil (dat_evd_create(3DAT)). qlen is bounded by
 // the device's completion queue depth.
 func (i *ia) CreateEVD(qlen int, cnoArg api.CNO, flags api.EVDFlags) (api.EVD, error) {
-	if err := dispatch.CheckCreate(qlen, i.dev.attr.MaxCQE, flags); err != nil {
+	if err := dispatch.CheckCreate(qlen, i.dev.attr.MaxCQE); err != nil {
 		return nil, err
 	}
 	i.mu.Lock()

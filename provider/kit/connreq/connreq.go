@@ -8,18 +8,14 @@
 package connreq
 
 import (
-	"fmt"
-
 	"github.com/godat/godat/api"
 )
 
 // CheckConnectFlags checks the flags of a connect over a transport with a
-// single path, named transport in the error: unknown flags are
-// ErrInvalidParameter, ConnectMultipathRequired ErrModelNotSupported.
+// single path, named transport in the error: ConnectMultipathRequired is
+// ErrModelNotSupported. (The flags name only bits package api defines:
+// the guard has checked that, api/doc.go.)
 func CheckConnectFlags(flags api.ConnectFlags, transport string) error {
-	if flags&^(api.ConnectMultipathRequested|api.ConnectMultipathRequired) != 0 {
-		return api.Errorf(api.InvalidParameter, api.SubArg8, fmt.Sprintf("connect flags %#x are unknown", uint32(flags)))
-	}
 	if flags&api.ConnectMultipathRequired != 0 {
 		return api.Errorf(api.ModelNotSupported, api.NoSubtype, transport+" connections have a single path")
 	}

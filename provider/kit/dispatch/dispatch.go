@@ -34,15 +34,12 @@ var (
 	errNilCtx    = api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
 )
 
-// CheckCreate checks the arguments of dat_evd_create: a queue length in
-// 1..maxQLen and stream flags that are not empty and name only Streams
-// (ErrInvalidParameter otherwise).
-func CheckCreate(qlen, maxQLen int, flags api.EVDFlags) error {
+// CheckCreate checks the queue length of dat_evd_create against the
+// provider's own bound: 1..maxQLen (ErrInvalidParameter otherwise). The
+// stream flags are the guard's to check (api/doc.go).
+func CheckCreate(qlen, maxQLen int) error {
 	if qlen < 1 || qlen > maxQLen {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, maxQLen))
-	}
-	if flags == 0 || flags&^Streams != 0 {
-		return api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
 	}
 	return nil
 }

@@ -163,14 +163,14 @@ type Created interface {
 }
 
 // Create is an IA's CreateEVD (dat_evd_create(3DAT)) for a provider whose
-// EVD is the base and what make adds to it. It checks qlen and flags
-// against maxQLen (CheckCreate) and then, under the IA's lock and only
+// EVD is the base and what make adds to it. It checks qlen against
+// maxQLen (CheckCreate) and then, under the IA's lock and only
 // while it is open (ErrIAClosed otherwise): the CNO cnoArg names, a live
 // one of self or nil (AsCNO); room in evds; then it adds the EVD make
 // returns, which runs with the lock held, to evds and links it to the
 // CNO. base is self's kit.IA. On an error nothing is made or added.
 func Create[E Created](self api.IA, base *kit.IA, evds *kit.Set[E], qlen, maxQLen int, flags api.EVDFlags, cnoArg api.CNO, make func() E) (api.EVD, error) {
-	if err := CheckCreate(qlen, maxQLen, flags); err != nil {
+	if err := CheckCreate(qlen, maxQLen); err != nil {
 		return nil, err
 	}
 	var e E
