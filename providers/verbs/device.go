@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"github.com/godat/godat/api"
@@ -335,14 +336,26 @@ func (d *device) query(portNum uint8) error {
 		d.port.LinkLayer = "Ethernet"
 	}
 	d.port.GIDIndex = -1
+	// The valid entries of every port's GID table in one call: asking
+	// index by index costs a system call each, and rxe's table has 1024
+	// mostly empty entries.
+	n := int(p.gid_tbl_len) * d.attr.PhysPorts
+	if n == 0 {
+		return nil
+	}
+	entries := make([]C.struct_ibv_gid_entry, n)
+	got := int(C.gd_query_gid_table(d.ctx, &entries[0], C.size_t(n)))
+	if got < 0 {
+		return notFound(fmt.Sprintf("ibv_query_gid_table(%s): %s", d.name, errnoText(syscall.Errno(-got))))
+	}
 	want := d.ip.To16()
-	for i := 0; i < int(p.gid_tbl_len); i++ {
-		var e C.struct_ibv_gid_entry
-		if C.gd_query_gid_ex(d.ctx, C.uint32_t(portNum), C.uint32_t(i), &e) != 0 {
+	ib := d.port.LinkLayer == "InfiniBand"
+	for _, e := range entries[:got] {
+		if uint8(e.port_num) != portNum {
 			continue
 		}
+		i := int(e.gid_index)
 		raw := C.GoBytes(unsafe.Pointer(&e.gid), 16)
-		ib := d.port.LinkLayer == "InfiniBand"
 		if (ib && i == 0) || (!ib && net.IP(raw).Equal(want)) {
 			better := d.port.GIDIndex < 0 || e.gid_type == C.IBV_GID_TYPE_ROCE_V2
 			if better {

@@ -19,8 +19,8 @@ int gd_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a) 
 	return ibv_query_port(c, port, a);
 }
 
-int gd_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t index, struct ibv_gid_entry *e) {
-	return ibv_query_gid_ex(c, port, index, e, 0);
+long gd_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *e, size_t n) {
+	return (long)ibv_query_gid_table(c, e, n, 0);
 }
 
 int gd_bind_probe(const uint8_t *ip, int iplen, struct ibv_context **ctx, uint8_t *port) {

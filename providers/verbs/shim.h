@@ -13,7 +13,7 @@
 int gd_device_count(void);
 
 int gd_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a);
-int gd_query_gid_ex(struct ibv_context *c, uint32_t port, uint32_t index, struct ibv_gid_entry *e);
+long gd_query_gid_table(struct ibv_context *c, struct ibv_gid_entry *e, size_t n);
 
 // gd_bind_probe binds a throw-away rdma_cm id to the IP address ip
 // (4 or 16 bytes) and reports the device context and port it landed on.
