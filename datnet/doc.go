@@ -65,7 +65,10 @@
 // returns io.EOF after the peer's CloseWrite or Close; an error that is
 // syscall.ECONNRESET when the connection ended without it (the peer's
 // process died, or it closed with bytes unread); Write after CloseWrite,
-// or after the peer left, fails with syscall.EPIPE.
+// or after the peer left, fails with syscall.EPIPE. A peer that breaks the
+// stream's format (a message shorter than its header, credits for buffers
+// it was never sent into, bytes after its end of stream) ends the
+// connection: the calls that follow fail with an error that says how.
 //
 // A Conn and a Listener own the DAT objects they make and free them all in
 // Close, including the goroutine that takes each connection's events; the

@@ -95,7 +95,11 @@ func (c *Conn) advance() {
 		if flushed {
 			continue
 		}
-		if length > headerLen && !c.peerFIN {
+		if length > headerLen && c.peerFIN {
+			c.fail(fmt.Errorf("the peer sent %d bytes after the end of its stream", length-headerLen))
+			return
+		}
+		if length > headerLen {
 			c.rq[(c.rqHead+c.rqLen)%len(c.rq)] = message{idx: idx, off: headerLen, end: length}
 			c.rqLen++
 			signal(c.readable)

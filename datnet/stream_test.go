@@ -279,30 +279,33 @@ func TestBadOptionsAndAddresses(t *testing.T) {
 }
 
 // A peer that breaks the stream's format ends the connection with an
-// error that says how: Read fails, nothing panics or hangs. The broken
-// messages: one shorter than its header, and one that returns credits for
+// error that says how: Read fails (or, after the peer's end of stream,
+// returns io.EOF and Write fails), nothing panics or hangs. The broken
+// messages: one shorter than its header; one that returns credits for
 // buffers this side never sent into (the peer would have it overrun
-// receives it did not post).
+// receives it did not post); payload after the peer's end mark.
 func TestBrokenPeerMessage(t *testing.T) {
 	credits := make([]byte, 8)
 	credits[0] = 1 // a header returning one credit, no payload
+	fin := []byte{0, 0, 0, 0, 1, 0, 0, 0}
 	for _, tc := range []struct {
 		name string
-		msg  []byte
+		msgs [][]byte
 		want string
 	}{
-		{"short", []byte("abc"), "shorter than its header"},
-		{"credits", credits, "returned 1 credits while this side held 4 of the 4"},
+		{"short", [][]byte{[]byte("abc")}, "shorter than its header"},
+		{"credits", [][]byte{credits}, "returned 1 credits while this side held 4 of the 4"},
+		{"after-fin", [][]byte{fin, append(make([]byte, 8), "abc"...)}, "sent 3 bytes after the end of its stream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eachProvider(t, func(t *testing.T, open opener) {
-				testBrokenPeerMessage(t, open, tc.msg, tc.want)
+				testBrokenPeerMessage(t, open, tc.msgs, tc.want)
 			})
 		})
 	}
 }
 
-func testBrokenPeerMessage(t *testing.T, open opener, msg []byte, want string) {
+func testBrokenPeerMessage(t *testing.T, open opener, msgs [][]byte, want string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cli, l, accepted := listenForRaw(t, open)
@@ -322,6 +325,14 @@ func testBrokenPeerMessage(t *testing.T, open opener, msg []byte, want string) {
 		t.Fatal(err)
 	}
 	reg, _ := lmr.Query()
+	// The 4 receive buffers the hello declares, so that what this side's
+	// Writes send before the broken message is taken does not break
+	// the connection first.
+	for i := range 4 {
+		if err := ep.PostRecv([]api.LMRTriplet{reg.Triplet(uint64(2048+i*128), 72)}, api.Cookie(100+i), api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
 	la := l.Addr().(*datnet.Addr)
 	if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, hello, 0, 0); err != nil {
 		t.Fatal(err)
@@ -335,14 +346,24 @@ func testBrokenPeerMessage(t *testing.T, open opener, msg []byte, want string) {
 		t.Fatal("Accept failed")
 	}
 	defer s.Close()
-	copy(mem.Bytes(), msg)
-	if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(0, uint32(len(msg)))}, 1, api.CompletionDefault); err != nil {
-		t.Fatal(err)
+	for i, m := range msgs {
+		off := uint64(i * 128)
+		copy(mem.Bytes()[off:], m)
+		if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(off, uint32(len(m)))}, api.Cookie(i), api.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	s.SetDeadline(time.Now().Add(10 * time.Second))
 	_, err = s.Read(make([]byte, 16))
+	if err == io.EOF {
+		// The peer ended its stream first: the error shows on Write,
+		// once the broken message has come.
+		for err == nil || err == io.EOF {
+			_, err = s.Write([]byte("x"))
+		}
+	}
 	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Read after the message %q: %v, want an error containing %q", msg, err, want)
+		t.Fatalf("after the messages %q: %v, want an error containing %q", msgs, err, want)
 	}
 	ep.Disconnect(api.CloseAbrupt)
 	ep.Free()
