@@ -111,6 +111,12 @@ func (i *ia) acceptLoop(l *listener, sp servicePoint) {
 			_ = nc.Close()
 			return
 		}
+		if i.handshakes >= maxHandshakes {
+			i.mu.Unlock()
+			_ = nc.Close() // the requester sees the connection end
+			continue
+		}
+		i.handshakes++
 		c := newConn(i)
 		c.nc = nc
 		c.goRun(func() { c.passive(sp) })
@@ -145,6 +151,9 @@ func (c *conn) passive(sp servicePoint) {
 	nc := c.nc
 	_ = nc.SetDeadline(time.Now().Add(hsTimeout))
 	m, pd, err := c.readHS()
+	c.ia.mu.Lock()
+	c.ia.handshakes--
+	c.ia.mu.Unlock()
 	if errors.Is(err, errBadVersion) {
 		var b [hsLen]byte
 		encodeHS(b[:], &hsMsg{Version: wireVersion, Type: hsVersion})

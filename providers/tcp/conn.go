@@ -20,6 +20,14 @@ const (
 	finalTimeout = time.Second      // the last frames of a freed EP must be written within this
 )
 
+// maxHandshakes bounds the accepted connections of an IA that have not
+// yet sent their HELLO: a listener closes what it accepts beyond that
+// at once. Each holds a descriptor and a goroutine for up to hsTimeout,
+// so without a bound anyone who can reach the port could open
+// connections that say nothing until the process runs out of
+// descriptors. (A variable for the tests.)
+var maxHandshakes = 1024
+
 var past = time.Unix(1, 0)
 
 // conn is one TCP connection of an EP, from the connection attempt to the

@@ -43,7 +43,10 @@
 // goroutine (one per PSP or RSP, stopped by Free) hands each accepted
 // socket to a connection goroutine that reads HELLO (within 10 s) and
 // delivers the CONNECTION_REQUEST; a request that finds the EVD full (the
-// backlog) is answered NON_PEER at once. An accept that fails (no file
+// backlog) is answered NON_PEER at once. At most 1,024 accepted sockets
+// of an IA may be waiting for their HELLO (maxHandshakes): the listener
+// closes one beyond that at once, so that connections which say nothing
+// cannot use up the process's descriptors. An accept that fails (no file
 // descriptor or kernel buffer free) is tried again after a pause that
 // doubles from 5 ms up to 1 s while the failures go on; requesters wait
 // in the listener's queue meanwhile. CR.Accept moves the EP to

@@ -374,6 +374,68 @@ func TestHostileRequester(t *testing.T) {
 	}
 }
 
+// Connections that say nothing hold a listener's handshake slots for
+// hsTimeout at most, and no more than maxHandshakes of them at once: one
+// beyond is closed at once, and once the silent ones go, good requests
+// are served again.
+func TestHostileSilentRequesters(t *testing.T) {
+	old := maxHandshakes
+	maxHandshakes = 2
+	t.Cleanup(func() { maxHandshakes = old })
+	// Opened without the registry, to read the count.
+	x, err := Provider{}.Open(context.Background(), api.OpenParams{Name: "tcp", Params: "127.0.0.1", AsyncEVDQLen: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close(api.CloseAbrupt) })
+	i := x.(*ia)
+	handshakes := func() int {
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		return i.handshakes
+	}
+	s := newServerOn(t, x)
+	dial := func() net.Conn {
+		t.Helper()
+		nc, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", itoa(s.q)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		return nc
+	}
+	// closedSoon reports whether the listener closed nc within d.
+	closedSoon := func(nc net.Conn, d time.Duration) bool {
+		nc.SetReadDeadline(time.Now().Add(d))
+		_, err := nc.Read(make([]byte, 1))
+		ne, ok := err.(net.Error)
+		return !(ok && ne.Timeout())
+	}
+	waitFor := func(n int, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); handshakes() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d handshakes counted, want %d", what, handshakes(), n)
+			}
+		}
+	}
+	silent := []net.Conn{dial(), dial()}
+	waitFor(2, "two silent connections")
+	if extra := dial(); !closedSoon(extra, 5*time.Second) {
+		t.Fatal("a third silent connection was kept beyond maxHandshakes = 2")
+	}
+	for i, nc := range silent {
+		if closedSoon(nc, 100*time.Millisecond) {
+			t.Fatalf("silent connection %d was closed before hsTimeout", i)
+		}
+		nc.Close()
+	}
+	// The listener notices the two ends and frees their slots.
+	waitFor(0, "after the silent connections closed")
+	goodPair(t, s)
+	waitFor(0, "after a good request")
+}
+
 func TestConnectUnreachable(t *testing.T) {
 	// An IPv4 IA cannot reach an IPv6 address: UNREACHABLE.
 	ia := openIA(t)

@@ -27,6 +27,9 @@ type ia struct {
 	opts             options // from platform_params; set by Open, then read-only
 	async            *evd
 	wg               sync.WaitGroup // every goroutine of the IA: acceptors, readers, writers
+	// handshakes counts the accepted connections whose HELLO has not yet
+	// come (acceptLoop, passive); on mu.
+	handshakes int
 
 	srqCond *sync.Cond // readers waiting for an SRQ receive; on mu
 
