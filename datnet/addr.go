@@ -2,6 +2,7 @@ package datnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -79,3 +80,20 @@ func resolve(ctx context.Context, local net.Addr, host string) (net.Addr, error)
 	}
 	return providerAddr{network: network, text: host}, nil
 }
+
+// setupErr is the error of a Dial or Listen (op) of addr that failed
+// with err: a *net.OpError naming the address, as package net's do,
+// unless err is about the address itself and names it already.
+func setupErr(op, addr string, err error) error {
+	e := &net.OpError{Op: op, Net: "dat", Err: err}
+	if ae := (*net.AddrError)(nil); !errors.As(err, &ae) {
+		e.Addr = givenAddr(addr)
+	}
+	return e
+}
+
+// givenAddr is an address as a caller gave it to Dial or Listen.
+type givenAddr string
+
+func (a givenAddr) Network() string { return "dat" }
+func (a givenAddr) String() string  { return string(a) }

@@ -79,7 +79,7 @@ func Dial(ctx context.Context, ia api.IA, addr string) (net.Conn, error) {
 func (d *Dialer) Dial(ctx context.Context, ia api.IA, addr string) (net.Conn, error) {
 	c, err := d.dial(ctx, ia, addr)
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: "dat", Err: err}
+		return nil, setupErr("dial", addr, err)
 	}
 	return c, nil
 }

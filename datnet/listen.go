@@ -50,7 +50,7 @@ func Listen(ia api.IA, addr string) (net.Listener, error) {
 func (lc *ListenConfig) Listen(ia api.IA, addr string) (net.Listener, error) {
 	l, err := lc.listen(ia, addr)
 	if err != nil {
-		return nil, &net.OpError{Op: "listen", Net: "dat", Err: err}
+		return nil, setupErr("listen", addr, err)
 	}
 	return l, nil
 }

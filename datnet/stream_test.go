@@ -184,11 +184,64 @@ func TestDialRefused(t *testing.T) {
 		defer cancel()
 		addr := l.Addr().String()
 		l.Close()
-		if c, err := datnet.Dial(ctx, ia, addr); err == nil {
+		c, err := datnet.Dial(ctx, ia, addr)
+		if err == nil {
 			c.Close()
 			t.Fatal("Dial to a closed listener succeeded")
 		}
+		// As package net's: a *net.OpError that names the address.
+		if oe := (*net.OpError)(nil); !errors.As(err, &oe) || oe.Op != "dial" || oe.Addr == nil || oe.Addr.String() != addr {
+			t.Errorf("Dial's error %#v (%v) is not a dial *net.OpError naming %s", err, err, addr)
+		}
 		if err := ia.Close(api.CloseGraceful); err != nil {
+			t.Fatalf("the failed Dial left objects: %v", err)
+		}
+	})
+}
+
+// Dialing a service point that is not a datnet listener, which accepts
+// with private data that is not a hello, fails with an error that says
+// so, and leaves nothing behind.
+func TestDialRejectsStrangers(t *testing.T) {
+	eachProvider(t, func(t *testing.T, open opener) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		srv, err := open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close(api.CloseAbrupt)
+		cli, err := open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pz, _ := srv.CreatePZ()
+		evd, _ := srv.CreateEVD(8, nil, api.EVDCR|api.EVDConnection|api.EVDDTO)
+		ep, err := srv.CreateEP(pz, evd, evd, evd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, q, err := srv.CreatePSPAny(evd, api.PSPConsumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			var ev api.Event
+			if _, err := evd.Wait(ctx, 1, &ev); err == nil && ev.Number == api.ConnectionRequestEvent {
+				ev.CR.CR.Accept(ep, []byte("HTTP/1.0 200 OK\r\n\r\n"))
+			}
+		}()
+		a, _, _ := srv.Query()
+		addr := (&datnet.Addr{IA: a.Address, Qual: q}).String()
+		c, err := datnet.Dial(ctx, cli, addr)
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial to a service point that is not a datnet listener succeeded")
+		}
+		if !strings.Contains(err.Error(), "not a datnet stream") {
+			t.Errorf("Dial's error %q does not say the peer is not a datnet stream", err)
+		}
+		if err := cli.Close(api.CloseGraceful); err != nil {
 			t.Fatalf("the failed Dial left objects: %v", err)
 		}
 	})
