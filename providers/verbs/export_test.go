@@ -30,6 +30,17 @@ func WatcherOwns(e api.EVD) bool {
 	return c.owner == ownWatcher
 }
 
+// WatcherArmed reports whether the watcher reads the completion channel
+// of e's CQ and has armed the CQ since it got the channel back: a
+// completion now reaches it as a notification. (Until it has, one that
+// comes is found by the watcher's drain, without a notification.)
+func WatcherArmed(e api.EVD) bool {
+	c := e.(*evd).cq
+	c.chMu.Lock()
+	defer c.chMu.Unlock()
+	return c.owner == ownWatcher && c.armed.Load()
+}
+
 // PollLooks reports how many looks at e's CQ (as for CQNotes) found a
 // consumer polling and left the CQ unarmed.
 func PollLooks(e api.EVD) uint64 { return e.(*evd).cq.looks.Load() }
