@@ -16,7 +16,8 @@
 //
 //   - every handle argument it receives is one of its own live objects of the
 //     same IA (never a guard, never a freed object); a nil handle reaches it
-//     only where the call allows nil;
+//     only where the call allows nil; event pointers and contexts are never
+//     nil;
 //   - no call reaches an object after its Free, or any object of an IA after
 //     the IA's Close; no call that creates objects reaches the IA once its
 //     Close has begun (one in progress ends first);

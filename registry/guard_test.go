@@ -131,6 +131,8 @@ func TestGuardCNOFD(t *testing.T) {
 	if p, err := cno.Query(); err != nil || p.Agent != nil || p.IA != e.ia {
 		t.Fatalf("Query of an FD CNO = %+v, %v; want no agent and its IA", p, err)
 	}
+	//lint:ignore SA1012 the guard's nil-context check, on purpose
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { _, err := cno.Wait(nil); return err })
 	if err := cno.Free(); err != nil {
 		t.Fatal(err)
 	}
@@ -418,6 +420,9 @@ func TestGuardEVDArguments(t *testing.T) {
 	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error { _, err := e.dto.Wait(ctx, 9, &ev); return err })
 	e.rejects(t, api.InvalidParameter, api.SubArg4, func() error { _, err := e.dto.Wait(ctx, 1, nil); return err })
 	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.dto.Dequeue(nil) })
+	//lint:ignore SA1012 the guard's nil-context check, on purpose
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { _, err := e.dto.Wait(nil, 1, &ev); return err })
+	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.dto.PostSE(nil) })
 	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.dto.PostSE(&api.Event{Number: api.DTOCompletionEvent}) })
 	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { return e.dto.Resize(0) })
 	e.rejects(t, api.InvalidParameter, api.SubArg2, func() error { _, err := e.ia.CreateEVD(0, nil, api.EVDDTO); return err })

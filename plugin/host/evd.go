@@ -79,9 +79,6 @@ func (e *proxyEVD) PostSE(ev *api.Event) error {
 	if e.flags&api.EVDSoftware == 0 {
 		return errNoSoftEVD
 	}
-	if ev == nil {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-	}
 	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
 	return e.Q.PostSE(&se)
 }
@@ -90,9 +87,6 @@ func (e *proxyEVD) PostSE(ev *api.Event) error {
 // empty but the completion ring holds records, it delivers them itself
 // first: polling needs neither a system call nor the pump.
 func (e *proxyEVD) Dequeue(ev *api.Event) error {
-	if ev == nil {
-		return api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-	}
 	err := e.Q.Dequeue(ev)
 	if err == nil || !e.c.cqWaiting() {
 		return err
@@ -102,9 +96,6 @@ func (e *proxyEVD) Dequeue(ev *api.Event) error {
 }
 
 func (e *proxyEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
-	if ev == nil || ctx == nil {
-		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
-	}
 	if e.c.cqWaiting() {
 		e.c.consumeCQ()
 	}
@@ -209,9 +200,6 @@ func (c *proxyCNO) ModifyAgent(agent api.WaitAgent) error {
 }
 
 func (c *proxyCNO) Wait(ctx context.Context) (api.EVD, error) {
-	if ctx == nil {
-		return nil, api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
-	}
 	return c.c.Wait(ctx)
 }
 

@@ -56,11 +56,6 @@ func TestDirectBadArguments(t *testing.T) {
 	isErr(ep.Modify(api.EPFieldMaxRecvIOV, &api.EPParam{Attr: api.EPAttr{MaxRecvIOV: -1}}), api.ErrInvalidParameter, "Modify negative IOV")
 	isErr(ep.Connect(nil, 1, -1, nil, 0, 0), api.ErrInvalidAddress, "Connect nil address")
 	isErr(ep.Connect((*Addr)(nil), 1, -1, nil, 0, 0), api.ErrInvalidAddress, "Connect nil *Addr")
-	var ev api.Event
-	isErr(evd.Dequeue(nil), api.ErrInvalidParameter, "Dequeue nil event")
-	//lint:ignore SA1012 checking the nil-context guard on purpose
-	_, err = evd.Wait(nil, 1, &ev)
-	isErr(err, api.ErrInvalidParameter, "Wait nil context")
 	isErr(evd.PostSE(nil), api.ErrInvalidParameter, "PostSE on an EVD without the software stream")
 	isErr(evd.Resize(providerLimits.MaxEVDQLen+1), api.ErrInvalidParameter, "Resize over the limit")
 	done := &cr{}

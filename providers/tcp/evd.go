@@ -107,9 +107,6 @@ func (e *evd) Dequeue(ev *api.Event) error {
 // Wait blocks until threshold events are queued and removes the first
 // (dat_evd_wait(3DAT)); a blocked Wait uses no CPU.
 func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
-	if ev == nil || ctx == nil {
-		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
-	}
 	if d := e.driverFor(); d != nil {
 		return e.driveWait(d, ctx, threshold, ev)
 	}

@@ -112,9 +112,6 @@ func (e *evd) Dequeue(ev *api.Event) error {
 // the waiting goroutine reads the CQ's completion channel itself
 // (driveWait).
 func (e *evd) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
-	if ev == nil || ctx == nil {
-		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
-	}
 	if c := e.cq; c != nil && !c.dead.Load() {
 		e.waiting.Add(1)
 		return e.driveWait(ctx, threshold, ev)

@@ -1,7 +1,7 @@
 // Package dispatch is the part of the EVD and CNO objects that godat's
 // software providers share, over the queues and CNOs of package eventq:
-// the argument checks of dat_evd_create(3DAT), dat_evd_resize(3DAT),
-// dat_evd_post_se(3DAT) and dat_cno_wait(3DAT), the delivery of provider
+// the argument checks of dat_evd_create(3DAT), dat_evd_resize(3DAT) and
+// dat_evd_post_se(3DAT) that depend on the provider, the delivery of provider
 // events with the report of an overflow, and the link from an EVD to the
 // CNO it feeds with the count that dat_cno_free(3DAT) and
 // dat_cno_wait(3DAT) depend on.
@@ -30,8 +30,6 @@ const Streams = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | a
 
 var (
 	errNoSoftEVD = api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
-	errNilEvent  = api.Errorf(api.InvalidParameter, api.SubArg2, "event pointer is nil")
-	errNilCtx    = api.Errorf(api.InvalidParameter, api.SubArg2, "context is nil")
 )
 
 // CheckCreate checks the queue length of dat_evd_create against the
@@ -66,14 +64,11 @@ func Post(q *eventq.Queue, ev *api.Event, notify bool, self api.EVD, async *even
 
 // PostSE queues a software event carrying ev.Software on q, the queue of
 // an EVD with stream flags flags (dat_evd_post_se(3DAT)): ErrInvalidParameter
-// if the EVD does not accept software events or ev is nil, ErrQueueFull on
-// a full queue, without an overflow report.
+// if the EVD does not accept software events, ErrQueueFull on a full
+// queue, without an overflow report.
 func PostSE(q *eventq.Queue, flags api.EVDFlags, ev *api.Event) error {
 	if flags&api.EVDSoftware == 0 {
 		return errNoSoftEVD
-	}
-	if ev == nil {
-		return errNilEvent
 	}
 	se := api.Event{Number: api.SoftwareEvent, Software: ev.Software}
 	return q.PostSE(&se)
@@ -143,12 +138,8 @@ func Attach(q *eventq.Queue, from, to *CNO) *CNO {
 	return to
 }
 
-// Wait is dat_cno_wait(3DAT) (see eventq.CNO.Wait); a nil ctx is
-// ErrInvalidParameter.
+// Wait is dat_cno_wait(3DAT) (see eventq.CNO.Wait).
 func (c *CNO) Wait(ctx context.Context) (api.EVD, error) {
-	if ctx == nil {
-		return nil, errNilCtx
-	}
 	return c.C.Wait(ctx)
 }
 

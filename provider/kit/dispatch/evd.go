@@ -82,18 +82,12 @@ func (e *EVD) PostSE(ev *api.Event) error { return PostSE(e.Q, e.flags, ev) }
 // Dequeue removes the first event without blocking
 // (dat_evd_dequeue(3DAT)).
 func (e *EVD) Dequeue(ev *api.Event) error {
-	if ev == nil {
-		return errNilEvent
-	}
 	return e.Q.Dequeue(ev)
 }
 
 // Wait blocks until threshold events are queued and removes the first
 // (dat_evd_wait(3DAT)); see eventq.Queue.Wait.
 func (e *EVD) Wait(ctx context.Context, threshold int, ev *api.Event) (int, error) {
-	if ev == nil || ctx == nil {
-		return 0, api.Errorf(api.InvalidParameter, api.NoSubtype, "nil context or event pointer")
-	}
 	return e.Q.Wait(ctx, threshold, ev)
 }
 
