@@ -15,14 +15,15 @@ import (
 // at a time may wait on the EVD: it holds c.waitTok.
 //
 // How long a call spins adapts to how long its kind of call (Read, Write)
-// has lately waited (spinner): after its first 16 polls, spinFactor times
-// the recent average, at least spinTime and at most maxSpin, and only
-// spinTime while that average is maxSpin or more. On an RDMA adapter a
-// message is there within microseconds and the calls spin spinTime; on a
-// slow transport (soft-RoCE, emulated machines) where a blocked wait's
-// wake-up costs as much as a round trip, a call whose answers come within
-// maxSpin spins until they do, as rsocket's non-blocking mode does; a
-// connection whose peer is idle spins spinTime and sleeps. The factor is
+// has lately waited (spinner): after its first pollsPerClock polls,
+// spinFactor times the recent average, at least spinTime and at most
+// maxSpin, and only spinTime while that average is maxSpin or more. On
+// an RDMA adapter a message is there within microseconds and the calls
+// spin spinTime; on a slow transport (soft-RoCE, emulated machines)
+// where a blocked wait's wake-up costs as much as a round trip, a call
+// whose answers come within maxSpin spins until they do, as rsocket's
+// non-blocking mode does; a connection whose peer is idle spins spinTime
+// and sleeps. The factor is
 // sixteen, not less, because the waits of such a transport have a long
 // tail (the peer's process was descheduled): a wait that outlasts the spin
 // blocks, and its wake-up then costs a millisecond or more where the spin
@@ -61,6 +62,10 @@ type spinner struct {
 
 // learnEvery is how many spins make one sample for the average.
 const learnEvery = 4
+
+// pollsPerClock is how many polls a spin makes between two reads of the
+// clock (block says why so few reads).
+const pollsPerClock = 16
 
 // sample reports whether the spin about to begin is timed for the average.
 func (s *spinner) sample() bool { return s.spins.Add(1)%learnEvery == 0 }
@@ -158,11 +163,11 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 			signal(c.idle)
 		}
 	}()
-	// A spin reads the clock once it has lasted 16 polls, and at its start
-	// only when it is one of the spins sampled for the average (spinner):
-	// where the clock is slow to read (a guest on an emulated HPET takes
-	// about 15 µs a read), a read after the event came delays the answer
-	// by that much.
+	// A spin reads the clock once it has lasted pollsPerClock polls, and
+	// at its start only when it is one of the spins sampled for the
+	// average (spinner): where the clock is slow to read (a guest on an
+	// emulated HPET takes about 15 µs a read), a read after the event
+	// came delays the answer by that much.
 	var start time.Time
 	sampled := sp.sample()
 	if sampled {
@@ -190,7 +195,7 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 
 // spin takes events until ready holds or limit has passed since start,
 // and reports whether it held, and start. A zero start is taken after the
-// first 16 polls: a wait that ends within them reads no clock.
+// first pollsPerClock polls: a wait that ends within them reads no clock.
 func (c *Conn) spin(ready func() bool, start time.Time, limit time.Duration) (bool, time.Time) {
 	for i := 1; ; i++ {
 		c.mu.Lock()
@@ -200,7 +205,7 @@ func (c *Conn) spin(ready func() bool, start time.Time, limit time.Duration) (bo
 		if ok {
 			return true, start
 		}
-		if i&15 != 0 {
+		if i%pollsPerClock != 0 {
 			continue
 		}
 		if start.IsZero() {
@@ -212,9 +217,9 @@ func (c *Conn) spin(ready func() bool, start time.Time, limit time.Duration) (bo
 }
 
 // waitEvents waits for the next event and applies it and any behind it,
-// and reports whether it took one. The caller holds c.waitTok. A call (ready given) returns early when
-// ready already holds, when expired (its deadline) has passed or the
-// connection has closed; the event loop (ready nil), which serves Close
+// and reports whether it took one. The caller holds c.waitTok. A call
+// (ready given) returns early when ready already holds, when expired (its
+// deadline) has passed or the connection has closed; the event loop (ready nil), which serves Close
 // too, when a call has begun. Each of those kicks a waiter (kick), and
 // each is checked again once the waiter is visible to the kicker
 // (inWait), so that neither can miss the other.

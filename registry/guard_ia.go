@@ -164,8 +164,7 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 	if err := ia.checkEVDQLen(qlen); err != nil {
 		return nil, err
 	}
-	const known = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
-	if flags == 0 || flags&^known != 0 {
+	if flags == 0 || flags&^(api.EVDDefault|api.EVDSoftware) != 0 {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
 	}
 	gc, err := own[*gCNO](ia, cno, true, api.SubHandleCNO, "CNO")

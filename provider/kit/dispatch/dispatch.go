@@ -25,9 +25,6 @@ import (
 	"github.com/godat/godat/provider/kit/eventq"
 )
 
-// Streams is every event stream an EVD may accept.
-const Streams = api.EVDSoftware | api.EVDCR | api.EVDDTO | api.EVDConnection | api.EVDRMRBind | api.EVDAsync
-
 var (
 	errNoSoftEVD = api.Errorf(api.InvalidParameter, api.SubArg1, "the EVD was not created with the software event stream flag")
 )
