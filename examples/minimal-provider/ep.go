@@ -13,7 +13,6 @@ import (
 // it names; a call the state does not allow is ErrInvalidState with the
 // state's subtype and changes nothing.
 type ep struct {
-	api.ContextSlot
 	kit.UnsupportedEP                      // no receive counts (they belong with SRQs)
 	epattr.Endpoint                        // attributes, state, connection ends, watermarks
 	completion.Posts                       // the DTO post calls, through PostRequest

@@ -10,7 +10,6 @@ import (
 // ia is an open IA. It keeps a table of each kind of object it creates,
 // for dat_ia_close(3DAT), and the memory registry of its LMRs and RMRs.
 type ia struct {
-	api.ContextSlot
 	kit.IA            // handle type, async EVD, closed mark, the start of Close
 	kit.UnsupportedIA // no SRQs
 	addr              Addr

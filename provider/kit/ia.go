@@ -10,11 +10,12 @@ import (
 var ErrIAClosed = api.Errorf(api.InvalidHandle, api.SubHandleIA, "IA is closed")
 
 // IA is the part of an IA object every provider writes alike: its handle
-// type, its async EVD, whether it is closed, and the start of
-// dat_ia_close(3DAT). A provider's IA type embeds it and calls InitIA
-// once its async EVD exists; the provider's lock, given to InitIA, guards
-// it.
+// type and consumer context, its async EVD, whether it is closed, and the
+// start of dat_ia_close(3DAT). A provider's IA type embeds it and calls
+// InitIA once its async EVD exists; the provider's lock, given to InitIA,
+// guards it.
 type IA struct {
+	api.ContextSlot
 	mu     sync.Locker
 	async  api.EVD
 	closed bool

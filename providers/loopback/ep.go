@@ -14,7 +14,6 @@ import (
 // fabric.mu. The state field follows the DAT state machine; see the package
 // documentation for the transitions.
 type ep struct {
-	api.ContextSlot
 	epattr.Endpoint               // attributes, state, connection ends, watermarks
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq]                  // PZ, EVDs and SRQ

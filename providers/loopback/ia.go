@@ -13,7 +13,6 @@ import (
 // ia is an open loopback Interface Adapter (dat_ia_open(3DAT)). It owns
 // every object created through it; all fields are guarded by fabric.mu.
 type ia struct {
-	api.ContextSlot
 	kit.IA           // handle type, async EVD, closed mark, the start of Close
 	epattr.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
 	addr             Addr

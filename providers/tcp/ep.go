@@ -13,7 +13,6 @@ import (
 // ep is an Endpoint (dat_ep_create(3DAT)); its fields are guarded by
 // ia.mu. See the package documentation for the state machine.
 type ep struct {
-	api.ContextSlot
 	epattr.Endpoint               // attributes, state, connection ends, watermarks
 	completion.Posts              // the DTO post calls, through PostRequest
 	ia                            *ia
@@ -24,10 +23,10 @@ type ep struct {
 	conns                         []*conn // every connection whose goroutines may still run
 }
 
-// newEP makes an EP of i whose post calls reach PostRequest; the caller
-// lists it.
-func (i *ia) newEP(e epattr.Endpoint) *ep {
-	p := &ep{ia: i, Endpoint: e}
+// newEP makes an EP of i with attributes a in state st whose post calls
+// reach PostRequest; the caller lists it.
+func (i *ia) newEP(a api.EPAttr, st api.EPState) *ep {
+	p := &ep{ia: i, Endpoint: epattr.Endpoint{Attr: a, State: st}}
 	p.Posts.To = p
 	return p
 }
@@ -49,7 +48,7 @@ func (i *ia) createEP(pzArg api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq
 	if err := i.eps.Room(); err != nil {
 		return nil, err
 	}
-	p := i.newEP(epattr.Endpoint{Attr: a, State: api.EPUnconnected})
+	p := i.newEP(a, api.EPUnconnected)
 	p.Link(pzArg, recvEVD, requestEVD, connectEVD)
 	p.SRQ = s
 	if s != nil {
@@ -69,7 +68,8 @@ func (i *ia) newProviderEP(h *hsMsg) *ep {
 	a.MaxRDMAReadIn = min(int(h.ReadsOut), providerLimits.MaxRDMAReadPerEP)
 	a.MaxRDMAReadOut = min(int(h.ReadsIn), providerLimits.MaxRDMAReadPerEP)
 	a = withDefaults(a)
-	p := i.newEP(epattr.Endpoint{Attr: a, State: api.EPTentativeConnectionPending, ProviderOwned: true})
+	p := i.newEP(a, api.EPTentativeConnectionPending)
+	p.ProviderOwned = true
 	i.eps.Add(p)
 	return p
 }

@@ -15,7 +15,6 @@ import (
 // its own that drive the connections whose completions come here.
 // Dequeue, Wait and PostSE go to the queue without the IA's lock.
 type evd struct {
-	api.ContextSlot
 	dispatch.EVD
 
 	ia *ia

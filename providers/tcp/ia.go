@@ -18,7 +18,6 @@ import (
 // guards the state of every object of the IA, the connections' queues
 // included; each EVD has its own lock, taken after it.
 type ia struct {
-	api.ContextSlot
 	kit.IA           // handle type, async EVD, closed mark, the start of Close
 	epattr.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
 	mu               sync.Mutex

@@ -25,7 +25,6 @@ import (
 // computes for the cm id of its connection. Its fields are guarded by
 // ia.mu.
 type ep struct {
-	api.ContextSlot
 	epattr.Endpoint               // attributes, state, connection ends, watermarks
 	ia                            *ia
 	epattr.Links[*pz, *evd, *srq] // PZ, EVDs and SRQ

@@ -15,7 +15,6 @@ import (
 // queue takes software, async and connection events directly, with a CQ
 // for completions that its own Dequeue, Wait and ModifyCNO look after.
 type evd struct {
-	api.ContextSlot
 	dispatch.EVD
 
 	ia *ia

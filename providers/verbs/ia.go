@@ -25,7 +25,6 @@ import (
 // the object sets and every object's state; each EVD's queue has its own
 // lock, taken after it.
 type ia struct {
-	api.ContextSlot
 	kit.IA           // handle type, async EVD, closed mark, the start of Close
 	epattr.CreateEPs // CreateEP and CreateEPWithSRQ, through createEP
 	mu               sync.Mutex

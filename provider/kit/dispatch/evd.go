@@ -10,14 +10,14 @@ import (
 )
 
 // EVD is the half of an Event Dispatcher that every software provider
-// writes alike: its queue, stream flags and CNO link, and the calls that
-// only touch those (dat_evd_query(3DAT), dat_evd_resize(3DAT),
-// dat_evd_post_se(3DAT), dat_evd_dequeue(3DAT), dat_evd_wait(3DAT),
-// dat_evd_modify_cno(3DAT), and QueueControl's). A provider's EVD type
-// embeds it, calls Init when it makes the EVD, and adds Free and what its
-// completions need: a provider whose completions arrive only when the
-// consumer calls in (a CQ to drain, sockets to read) defines its own
-// Dequeue or Wait and calls the base's from it.
+// writes alike: its consumer context, queue, stream flags and CNO link, and
+// the calls that only touch those (dat_evd_query(3DAT),
+// dat_evd_resize(3DAT), dat_evd_post_se(3DAT), dat_evd_dequeue(3DAT),
+// dat_evd_wait(3DAT), dat_evd_modify_cno(3DAT), and QueueControl's). A
+// provider's EVD type embeds it, calls Init when it makes the EVD, and adds
+// Free and what its completions need: a provider whose completions arrive
+// only when the consumer calls in (a CQ to drain, sockets to read) defines
+// its own Dequeue or Wait and calls the base's from it.
 //
 // The CNO link and the freed mark are guarded by the provider lock given
 // to Init; Query and ModifyCNO take it, SetCNO and Release expect it held.
@@ -25,6 +25,7 @@ import (
 // released EVD fail with ErrInvalidHandle (or, on the queue, ErrAbort), so
 // a provider stays safe when called without the registry's guard.
 type EVD struct {
+	api.ContextSlot
 	QueueControl // Q, the event queue
 	flags        api.EVDFlags
 	maxQLen      int

@@ -56,7 +56,6 @@ func (s *EVDs) make(qlen int, flags api.EVDFlags) *EVDObject {
 
 // EVDObject is an EVD of an EVDs set: the base and its Free.
 type EVDObject struct {
-	api.ContextSlot
 	EVD
 	set *EVDs
 }

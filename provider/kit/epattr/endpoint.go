@@ -10,11 +10,12 @@ import (
 )
 
 // Endpoint is what a software provider records of an EP alike, whatever
-// moves its data: attributes, state, the two ends of its connection, the
-// private data of its last connection event, and its receive watermarks.
-// A provider's EP type embeds it and guards it with the lock that guards
-// the EP.
+// moves its data: consumer context, attributes, state, the two ends of its
+// connection, the private data of its last connection event, and its
+// receive watermarks. A provider's EP type embeds it and guards it with the
+// lock that guards the EP.
 type Endpoint struct {
+	api.ContextSlot
 	Attr  api.EPAttr
 	State api.EPState
 	// ProviderOwned marks an EP a PSPProvider service point created for a

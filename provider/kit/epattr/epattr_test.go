@@ -190,18 +190,19 @@ func TestDefaultsAndResolve(t *testing.T) {
 // consumer's pending EP to UNCONNECTED, and touches nothing else.
 func TestUnclaim(t *testing.T) {
 	for _, tc := range []struct {
-		e       Endpoint
+		owned   bool
+		from    api.EPState
 		destroy bool
 		state   api.EPState
 	}{
-		{Endpoint{ProviderOwned: true, State: api.EPTentativeConnectionPending}, true, api.EPTentativeConnectionPending},
-		{Endpoint{State: api.EPPassiveConnectionPending}, false, api.EPUnconnected},
-		{Endpoint{State: api.EPConnected}, false, api.EPConnected},
-		{Endpoint{State: api.EPReserved}, false, api.EPReserved},
+		{true, api.EPTentativeConnectionPending, true, api.EPTentativeConnectionPending},
+		{false, api.EPPassiveConnectionPending, false, api.EPUnconnected},
+		{false, api.EPConnected, false, api.EPConnected},
+		{false, api.EPReserved, false, api.EPReserved},
 	} {
-		e := tc.e
+		e := &Endpoint{ProviderOwned: tc.owned, State: tc.from}
 		if d := e.Unclaim(); d != tc.destroy || e.State != tc.state {
-			t.Errorf("Unclaim of %+v: destroy %v, state %v; want %v, %v", tc.e, d, e.State, tc.destroy, tc.state)
+			t.Errorf("Unclaim of %v (provider's %v): destroy %v, state %v; want %v, %v", tc.from, tc.owned, d, e.State, tc.destroy, tc.state)
 		}
 	}
 }
