@@ -116,11 +116,18 @@ func (c *runningPlugin) deliver(e *wire.Event) {
 			m.bindDone(ev.RMRBind.Cookie)
 		}
 	case api.EVDCR:
+		cr := c.crOf(e.CR, ia)
 		ev.CR = api.CRArrivalData{PSP: proxyOf[api.PSP](c, e.PSP), RSP: proxyOf[api.RSP](c, e.RSP), ConnQual: api.ConnQual(e.ConnQual),
-			CR: c.crOf(e.CR, ia), Truncated: e.Truncated}
+			CR: cr, Truncated: e.Truncated}
 		if e.HasAddr {
 			ev.CR.LocalAddr = wire.Addr{Net: e.Network, Str: e.Addr}
 		}
+		if !evd.Q.TryPost(&ev, false) {
+			if r, ok := cr.(*proxyCR); ok {
+				c.refuse(r)
+			}
+		}
+		return
 	case api.EVDConnection:
 		ev.Conn = api.ConnectionData{PrivateData: e.PrivateData}
 		if ep := c.proxyEPOf(e.EP, ia); ep != nil {
@@ -131,6 +138,17 @@ func (c *runningPlugin) deliver(e *wire.Event) {
 		ev.Async = api.AsyncErrorData{Object: c.objectOf(e.Object, e.ObjectType, ia), Reason: int(e.Reason)}
 	}
 	evd.post(&ev, false)
+}
+
+// refuse rejects a connection request whose host queue was full when it
+// arrived. A provider refuses a request that finds its service point's EVD
+// full; the plugin's EVD had room because software events live only in
+// the host's queue, so the host applies that rule here instead of letting
+// the request overflow the queue and its requester wait for a timeout.
+// The Reject runs on a goroutine of its own, since deliver may run inside
+// a consumer's Dequeue holding the completion ring; kill waits for it.
+func (c *runningPlugin) refuse(r *proxyCR) {
+	c.refusals.Go(func() { _ = r.Reject(nil) })
 }
 
 // cqWaiting reports records on the completion ring that nobody has read.

@@ -476,6 +476,8 @@ type runningPlugin struct {
 	seqCond   *sync.Cond
 	processed uint64
 
+	refusals sync.WaitGroup // Rejects of requests their host queue had no room for (refuse)
+
 	memMu   sync.Mutex
 	mems    map[*api.Memory]*sharedMem
 	nextMem uint64
@@ -521,6 +523,7 @@ func (c *runningPlugin) kill() {
 	c.seqMu.Lock()
 	c.seqCond.Broadcast()
 	c.seqMu.Unlock()
+	c.refusals.Wait()
 	c.releaseRings()
 }
 

@@ -144,6 +144,9 @@ func deviations(d *device) []api.NamedAttr {
 		}, api.NamedAttr{
 			Name:  "conformance.deviation.rmr-window-bounds",
 			Value: "soft-RoCE (rdma_rxe, Linux 6.1) checks an access through a memory window against the range of the window's MR, not of the window",
+		}, api.NamedAttr{
+			Name:  "conformance.deviation.rmr-invalidate-scope",
+			Value: "soft-RoCE (rdma_rxe, Linux 6.1) invalidates a type 2 memory window named by a send-with-invalidate that arrives on any QP of the window's PD, not only on the QP the window is bound to",
 		})
 	}
 	return out

@@ -28,6 +28,26 @@ const (
 	pdHeader = 2
 )
 
+// pdRefused, alone as a reject's private data, marks the provider refusing
+// a request (a full backlog, a closing IA, a service point gone) rather
+// than the consumer rejecting it. The IB CM gives both the reason
+// "consumer defined", and destroying the cm id of an unanswered request
+// sends the same, so without the mark every such requester would see
+// PEER_REJECTED; with it, it sees NON_PEER_REJECTED.
+const pdRefused = 0xD8
+
+// refuse rejects the request of cm id as the provider (pdRefused).
+func refuse(id *C.struct_rdma_cm_id) {
+	mark := C.CBytes([]byte{pdRefused})
+	C.rdma_reject(id, mark, 1)
+	C.free(mark)
+}
+
+// refused reports whether a REJECTED event is a godat provider's refusal.
+func refused(ev *C.struct_gd_cm_event) bool {
+	return ev.pdata_len >= 1 && byte(ev.pdata[0]) == pdRefused
+}
+
 func encodePD(pd []byte) []byte {
 	out := make([]byte, pdHeader+len(pd))
 	out[0], out[1] = pdMarker, byte(len(pd))
@@ -101,7 +121,7 @@ func (c *cmChannel) watch(i *ia, rc syscall.RawConn) {
 			if owner != nil {
 				owner.cmEvent(c.ev)
 			} else if c.ev.event == C.RDMA_CM_EVENT_CONNECT_REQUEST {
-				C.rdma_reject(c.ev.id, nil, 0)
+				refuse(c.ev.id)
 				C.rdma_destroy_id(c.ev.id)
 			}
 		}

@@ -134,7 +134,8 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 		}
 	case C.RDMA_CM_EVENT_REJECTED:
 		// A reject the peer's consumer chose carries reason 28 (consumer
-		// defined) on the IB CM; anything else is the peer's CM refusing.
+		// defined) on the IB CM and not godat's refusal mark (pdRefused);
+		// anything else is the peer's provider or CM refusing.
 		// On the passive side, after Accept, either means the accept did
 		// not complete: the requester's CM answers the reply with a
 		// reject when the request has timed out there meanwhile, where
@@ -142,7 +143,7 @@ func (p *ep) cmEvent(ev *C.struct_gd_cm_event) {
 		// CONNECT_ERROR (dat_cr_accept(3DAT)).
 		if p.State == api.EPCompletionPending {
 			p.failConnect(api.ConnectionAcceptCompletionErrorEvent, nil)
-		} else if ev.status == 28 {
+		} else if ev.status == 28 && !refused(ev) {
 			p.failConnect(api.ConnectionPeerRejectedEvent, eventPD(ev))
 		} else {
 			p.failConnect(api.ConnectionNonPeerRejectedEvent, nil)

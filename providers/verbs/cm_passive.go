@@ -16,6 +16,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/connreq"
 )
 
 // The passive side: PSPs and RSPs, which listen, and the connection
@@ -115,17 +116,22 @@ func (s *psp) stop() {
 	s.ia.destroyID(&s.id)
 }
 
-// cmEvent turns a connection request into a CR on the PSP's EVD. ia.mu
-// is held.
+// cmEvent turns a connection request into a CR on the PSP's EVD. The
+// backlog is the EVD's free space: a request that finds it full is
+// refused (NON_PEER_REJECTED). ia.mu is held.
 func (s *psp) cmEvent(ev *C.struct_gd_cm_event) {
 	if ev.event != C.RDMA_CM_EVENT_CONNECT_REQUEST {
 		return
 	}
 	c := &cr{ia: s.ia, id: ev.id, psp: s, q: s.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
+	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: s, LocalAddr: s.ia.addr, ConnQual: s.q, CR: c}}
+	if !s.evd.tryPost(&out, true) {
+		refuse(ev.id)
+		C.rdma_destroy_id(ev.id)
+		return
+	}
 	s.ia.owners[ev.id] = c
 	s.ia.crs.Add(c)
-	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: s, LocalAddr: s.ia.addr, ConnQual: s.q, CR: c}}
-	s.evd.post(&out, true)
 }
 
 // cr is a pending connection request (dat_cr_query(3DAT)).
@@ -160,22 +166,22 @@ func (c *cr) Query() (api.CRParam, error) {
 func (c *cr) cmEvent(ev *C.struct_gd_cm_event) {}
 
 // Accept accepts the request on ep (dat_cr_accept(3DAT)): ep's QP is
-// brought up with the request's attributes and takes over its cm id.
+// brought up with the request's attributes and takes over its cm id. A
+// request on an RSP carries the RSP's EP, and ep must then be nil or that
+// EP (connreq.AcceptEP).
 func (c *cr) Accept(epArg api.EP, privateData []byte) error {
-	p, _ := epArg.(*ep)
+	given, _ := epArg.(*ep)
 	i := c.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if p == nil {
-		p = c.local
-	}
-	if p == nil {
-		return api.Errorf(api.InvalidHandle, api.SubHandleEP, "accept needs an EP")
-	}
 	if c.id == nil {
 		return api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request is gone")
 	}
-	if p.State != api.EPUnconnected && !(p == c.local && p.State == api.EPPassiveConnectionPending) {
+	p, want, err := connreq.AcceptEP(c.local, given, c.local != nil)
+	if err != nil {
+		return err
+	}
+	if p.State != want {
 		return p.StateErr("Accept")
 	}
 	if rc := C.gd_qp_connect(c.id, p.qp); rc != 0 {
@@ -190,9 +196,6 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 		return api.Errorf(api.InternalError, api.NoSubtype, "rdma_accept: "+errnoText(syscallErrno(rc)))
 	}
 	p.id, p.RemoteAddr, p.RemotePort, p.LocalPort = c.id, c.remote, c.rport, c.q
-	if c.local != nil && c.local != p && c.local.State == api.EPPassiveConnectionPending {
-		c.local.State = api.EPUnconnected
-	}
 	if p.rsp != nil {
 		p.rsp.ep, p.rsp = nil, nil
 	}
@@ -235,7 +238,8 @@ func (c *cr) drop() {
 // Handoff passes the request to the PSP on q (dat_cr_handoff(3DAT)). An
 // rdma_cm request cannot travel to another listener, so q must be a PSP
 // of the same IA, which gets the request (the same cm id) as a new CR;
-// a q without one is ErrInvalidParameter and the request stays.
+// a q without one is ErrInvalidParameter, and one whose EVD is full
+// ErrInsufficientResources; the request then stays.
 func (c *cr) Handoff(q api.ConnQual) error {
 	i := c.ia
 	i.mu.Lock()
@@ -253,12 +257,14 @@ func (c *cr) Handoff(q api.ConnQual) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("no PSP of the IA listens on %d", q))
 	}
 	n := &cr{ia: i, id: c.id, psp: to, q: q, pd: c.pd, remote: c.remote, rport: c.rport}
+	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: to, LocalAddr: i.addr, ConnQual: q, CR: n}}
+	if !to.evd.tryPost(&out, true) {
+		return api.Errorf(api.InsufficientResources, api.NoSubtype, "the backlog of the target service point is full")
+	}
 	i.owners[c.id] = n
 	i.crs.Add(n)
 	c.id = nil
 	i.crs.Remove(c)
-	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{PSP: to, LocalAddr: i.addr, ConnQual: q, CR: n}}
-	to.evd.post(&out, true)
 	return nil
 }
 
@@ -346,16 +352,15 @@ func (r *rsp) cmEvent(ev *C.struct_gd_cm_event) {
 		return
 	}
 	p := r.ep
-	if p == nil || p.State != api.EPReserved {
-		C.rdma_reject(ev.id, nil, 0)
+	c := &cr{ia: r.ia, id: ev.id, rsp: r, local: p, q: r.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
+	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.q, CR: c}}
+	if p == nil || p.State != api.EPReserved || !r.evd.tryPost(&out, true) {
+		refuse(ev.id)
 		C.rdma_destroy_id(ev.id)
 		return
 	}
-	c := &cr{ia: r.ia, id: ev.id, rsp: r, local: p, q: r.q, pd: eventPD(ev), remote: peerAddr(ev), rport: api.ConnQual(ev.peer_port)}
 	r.ia.owners[ev.id] = c
 	r.ia.crs.Add(c)
 	p.State = api.EPPassiveConnectionPending
 	r.unlisten()
-	out := api.Event{Number: api.ConnectionRequestEvent, CR: api.CRArrivalData{RSP: r, LocalAddr: r.ia.addr, ConnQual: r.q, CR: c}}
-	r.evd.post(&out, true)
 }

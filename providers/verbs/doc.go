@@ -220,9 +220,10 @@
 // the wire cannot meet are declared in ProviderAttr.ProviderSpecific
 // (conformance.DeviationPrefix): private-data-min-64 always, and on
 // soft-RoCE (devices named rxe*) recv-length-status (rxe completes a
-// receive too small for its message with IBV_WC_LOC_QP_OP_ERR) and
+// receive too small for its message with IBV_WC_LOC_QP_OP_ERR),
 // rmr-window-bounds (rxe checks an access through a window against the
-// whole MR).
+// whole MR) and rmr-invalidate-scope (rxe lets a send-with-invalidate on
+// any QP of the PD invalidate a window bound to another QP).
 //
 // # Calls into rdma-core
 //

@@ -80,6 +80,19 @@ func (e *evd) post(ev *api.Event, notify bool) {
 	e.deliver(ev, notify)
 }
 
+// tryPost queues an event, after the completions before it (catchUp), if
+// the queue has room, and reports whether it did; a full queue is not
+// marked overflowed. It serves producers that refuse instead: a
+// connection request that finds its service point's backlog full. ia.mu
+// is held.
+func (e *evd) tryPost(ev *api.Event, notify bool) bool {
+	if e == nil || e.Q == nil {
+		return false
+	}
+	e.catchUp()
+	return e.Q.TryPost(ev, notify)
+}
+
 // deliver queues an event; a nil EVD, or one without a queue (the sink),
 // discards it. An overflow is reported once per episode on the async
 // EVD. The completions a drain polls from the EVD's CQ come here

@@ -131,7 +131,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	// Children before parents: requests, listeners and connections, QPs,
 	// then CQs, MRs and PDs.
 	for c := range i.crs.All() {
-		C.rdma_reject(c.id, nil, 0)
+		refuse(c.id)
 		c.drop()
 	}
 	i.psps.Each((*psp).stop)

@@ -78,7 +78,9 @@ func (r *rmr) Query() (api.RMRParam, error) {
 // queue with the fence flag, and the request posted next on ep is fenced
 // too, so that nothing posted after the bind starts before it is done. A
 // bound window is replaced by a new one before it is bound again or
-// unbound, so the old context fails as soon as Bind returns.
+// unbound, so the old context fails as soon as Bind returns. A window
+// granting remote read (write) of an LMR registered with neither local
+// nor remote read (write) is ErrPrivilegesViolation.
 func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, epArg api.EP, cookie api.Cookie, flags api.CompletionFlags) (api.RMRContext, error) {
 	p, _ := epArg.(*ep)
 	if p == nil {
@@ -103,7 +105,10 @@ func (r *rmr) Bind(lmrArg api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VA
 			return 0, api.Errorf(api.InvalidParameter, api.SubArg2, "the RMR window runs outside its LMR")
 		}
 		if priv&api.MemPrivRemoteWrite != 0 && l.priv&(api.MemPrivLocalWrite|api.MemPrivRemoteWrite) == 0 {
-			return 0, api.Errorf(api.PrivilegesViolation, api.NoSubtype, "remote write to a window of an LMR without local write")
+			return 0, api.Errorf(api.PrivilegesViolation, api.SubPrivilegesRDMAWrite, "remote write to a window of an LMR without local write")
+		}
+		if priv&api.MemPrivRemoteRead != 0 && l.priv&(api.MemPrivLocalRead|api.MemPrivRemoteRead) == 0 {
+			return 0, api.Errorf(api.PrivilegesViolation, api.SubPrivilegesRDMARead, "remote read from a window of an LMR without local read")
 		}
 	}
 	switch p.State {

@@ -166,6 +166,16 @@ var connectGroups = []group{
 			t.wantErr(pr.cr.Accept(nil, nil), api.ErrInvalidHandle, "Accept(nil) on a request from a PSPConsumer PSP")
 			pr.accept(pr.srv.end(nil), nil)
 		}},
+		{"PARAMETERS", "a request that carries its EP (an RSP's) refuses Accept on another EP, which stays UNCONNECTED; Accept(nil) then connects", func(t *checkT) {
+			r := t.rspRequest()
+			other := r.srv.end(nil)
+			t.wantOneOf(r.ev.CR.CR.Accept(other.ep, nil), "Accept with another EP than the one the request carries", api.ErrInvalidParameter, api.ErrInvalidHandle)
+			t.wantState(other.ep, api.EPUnconnected, "the EP Accept was wrongly given")
+			t.wantState(r.s.ep, api.EPPassiveConnectionPending, "the request's EP after the refused Accept")
+			t.noErr(r.ev.CR.CR.Accept(nil, nil), "Accept(nil) after the refused Accept")
+			r.c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the active side")
+			r.s.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the request's EP")
+		}},
 		{"RETURN VALUES", "an EP of another IA is DAT_INVALID_HANDLE", func(t *checkT) {
 			pr := t.request(nil)
 			other := pr.cli.end(nil) // the client IA is another IA than the server's
@@ -243,6 +253,47 @@ var connectGroups = []group{
 			t.noErr(pr.cr.Handoff(q2), "CR.Handoff")
 			_, err := pr.cr.Query()
 			t.wantErr(err, api.ErrInvalidHandle, "CR.Query after Handoff")
+		}},
+		{"DESCRIPTION", "a handoff to a service point whose EVD is full loses nothing: it fails and the request can still be accepted, or the request arrives there once the EVD has room", func(t *checkT) {
+			pr := t.request(nil)
+			full, qlen := pr.srv.evdOfLen(1, nil, api.EVDCR|api.EVDSoftware)
+			for k := range qlen {
+				t.postSE(full, k)
+			}
+			_, q2, err := pr.srv.ia.CreatePSPAny(full, api.PSPConsumer)
+			t.noErr(err, "IA.CreatePSPAny on the full EVD")
+			if err := pr.cr.Handoff(q2); err != nil {
+				t.Logf("%s: Handoff to the full service point: %v", t.ref, err)
+				pr.accept(pr.srv.end(nil), nil)
+				return
+			}
+			for k := range qlen {
+				t.expectSE(t.dequeue(full, "a software event of the full EVD"), full, k, "the events that filled the EVD")
+			}
+			// The request now waits on the EVD, or it was refused when
+			// it found the EVD full and its requester was told so.
+			for end := time.Now().Add(eventTimeout); ; time.Sleep(time.Millisecond) {
+				var ev api.Event
+				if full.Dequeue(&ev) == nil {
+					if ev.Number != api.ConnectionRequestEvent {
+						t.Fatalf("the EVD of the handed-off request got %s", describe(&ev))
+					}
+					s := pr.srv.end(nil)
+					t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept of the handed-off request")
+					pr.c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the active side")
+					return
+				}
+				if pr.c.conn.Dequeue(&ev) == nil {
+					if ev.Number != api.ConnectionPeerRejectedEvent && ev.Number != api.ConnectionNonPeerRejectedEvent {
+						t.Fatalf("the requester of the handed-off request got %s, want it to arrive or be rejected", describe(&ev))
+					}
+					t.Logf("%s: the request was refused when it found the EVD full", t.ref)
+					return
+				}
+				if time.Now().After(end) {
+					t.Fatalf("the handed-off request neither arrived on the EVD nor was refused within %v: it was lost", eventTimeout)
+				}
+			}
 		}},
 		{"RETURN VALUES", "a handoff to a conn_qual without a service point is DAT_INVALID_PARAMETER or rejects the requester", func(t *checkT) {
 			pr := t.request(nil)

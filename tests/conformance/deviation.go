@@ -38,9 +38,15 @@ const (
 	// DeviationBindPrivileges: the transport does not require an LMR's
 	// privileges to match those of the RMRs bound to it
 	// (dat_rmr_bind(3DAT) DESCRIPTION leaves that to the transport), so
-	// a bind granting remote write on an LMR without local write
-	// succeeds. The check then accepts a successful bind.
+	// a bind granting remote write on an LMR without local write, or
+	// remote read on one without local read, succeeds. The check then
+	// accepts a successful bind.
 	DeviationBindPrivileges = "rmr-bind-privileges"
+	// DeviationInvalidateScope: the device carries out a
+	// send-with-invalidate naming an RMR bound to another EP of the PZ,
+	// where the RMR's EP scope would refuse it. The check that the
+	// invalidation fails and leaves the RMR bound is skipped.
+	DeviationInvalidateScope = "rmr-invalidate-scope"
 )
 
 // deviation returns the reason the provider of n gives for not meeting

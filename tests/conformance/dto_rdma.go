@@ -241,6 +241,21 @@ var rdmaGroups = []group{
 				t.Fatalf("the RDMA write did not land")
 			}
 		}},
+		{"DESCRIPTION (DESIGN §4)", "naming an EP-scope RMR bound on another connection fails and leaves the RMR bound and working", func(t *checkT) {
+			x := t.boundOnFirstOfTwo()
+			t.skipForDeviation(x.first.srv.node, DeviationInvalidateScope)
+			if x.scope != api.RMRScopeEP {
+				t.Skipf("the RMR's scope is %d: another connection of the PZ may invalidate it", x.scope)
+			}
+			c2, s2 := x.second.cli, x.second.srv
+			s2.postRecv(s2.region(64, rw), 0, 64, 1)
+			sr := c2.region(64, rw)
+			t.noErr(c2.ep.PostSendWithInvalidate(sr.iov(0, 8), 2, api.CompletionDefault, true, x.rt.RMRContext), "PostSendWithInvalidate on the other connection")
+			if ev := t.expectEvent(c2.req, api.DTOCompletionEvent, "the send-with-invalidate completion"); ev.DTO.Status == api.DTOSuccess {
+				t.Fatalf("a send-with-invalidate of an RMR bound to another connection's EP succeeded")
+			}
+			t.rdmaWrite(x.first, x.rt, pattern(16, 5), 3)
+		}},
 	}},
 }
 

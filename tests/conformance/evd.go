@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -17,8 +18,15 @@ const shortWait = 2 * time.Second
 // its real queue length.
 func (n *node) seEVD(qlen int, cno api.CNO) (api.EVD, int) {
 	n.t.T.Helper()
-	e, err := n.ia.CreateEVD(qlen, cno, api.EVDSoftware)
-	n.t.noErr(err, "IA.CreateEVD(software)")
+	return n.evdOfLen(qlen, cno, api.EVDSoftware)
+}
+
+// evdOfLen creates an EVD of qlen (and cno) for the streams flags and
+// returns it with its real queue length.
+func (n *node) evdOfLen(qlen int, cno api.CNO, flags api.EVDFlags) (api.EVD, int) {
+	n.t.T.Helper()
+	e, err := n.ia.CreateEVD(qlen, cno, flags)
+	n.t.noErr(err, fmt.Sprintf("IA.CreateEVD(%d, %#x)", qlen, flags))
 	p, err := e.Query()
 	n.t.noErr(err, "EVD.Query")
 	if p.QLen < qlen {

@@ -62,6 +62,20 @@ var evdEventGroups = []group{
 				t.Fatalf("nmore %d, want at least threshold-1 = 1", r.n)
 			}
 		}},
+		{"DESCRIPTION", "a Wait for 2 events on an EVD holding 1 blocks until the second arrives (checked for 20 ms)", func(t *checkT) {
+			e, _ := t.node().seEVD(8, nil)
+			t.postSE(e, "first")
+			c := t.goWait(e, 2, eventTimeout)
+			select {
+			case r := <-c:
+				t.Fatalf("Wait(threshold 2) returned with one event queued: %v", r.err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			t.postSE(e, "second")
+			if r := t.waiterGot(c, e, "first", "the waiter"); r.n < 1 {
+				t.Fatalf("nmore %d, want at least threshold-1 = 1", r.n)
+			}
+		}},
 		{"DESCRIPTION", "a waiter blocked after the consumer polled the EVD empty wakes for the next completion", func(t *checkT) {
 			// A provider may stop asking its device for completion
 			// notifications while a consumer polls; a Wait must

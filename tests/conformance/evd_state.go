@@ -48,7 +48,10 @@ var evdStateGroups = []group{
 	{page: "dat_evd_set_unwaitable", checks: []check{
 		{"DESCRIPTION", "a blocked waiter wakes with DAT_INVALID_STATE", func(t *checkT) {
 			e, _ := t.node().seEVD(8, nil)
-			c := t.goWait(e, 1, eventTimeout)
+			// The wait's own deadline lies beyond recvResult's: a
+			// waiter that SetUnwaitable does not wake would otherwise
+			// time out and then report the queue unwaitable.
+			c := t.goWait(e, 1, 3*eventTimeout)
 			t.untilWaiter(e, "waiting for the waiter to block")
 			t.noErr(e.SetUnwaitable(), "EVD.SetUnwaitable")
 			r := t.recvResult(c, "the waiter woken by SetUnwaitable")

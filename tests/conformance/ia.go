@@ -284,6 +284,11 @@ var iaGroups = []group{
 				t.Fatalf("CNO.Wait returned an EVD when the IA closed (error %v)", res.err)
 			}
 		}},
+		{"DESCRIPTION", "an abrupt close destroys the pending connection requests: their requesters are refused, not by a consumer (NON_PEER_REJECTED or UNREACHABLE)", func(t *checkT) {
+			pr := t.request(nil)
+			t.noErr(pr.srv.ia.Close(api.CloseAbrupt), "abrupt Close of the server IA")
+			pr.c.expectConnEnd("the requester whose request the close destroyed", api.ConnectionNonPeerRejectedEvent, api.ConnectionUnreachableEvent)
+		}},
 		{"DESCRIPTION", "an abrupt close ends the IA's connections: the peer gets DISCONNECTED or BROKEN", func(t *checkT) {
 			p := t.pair()
 			t.noErr(p.cli.ia.Close(api.CloseAbrupt), "abrupt Close of the client IA")

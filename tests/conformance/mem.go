@@ -202,20 +202,28 @@ var memGroups = []group{
 			t.wantErr(err, api.ErrInvalidParameter, "Bind of an LMR with a triplet naming another LMR")
 			t.works(p.cli, p.srv, "after the refused bind")
 		}},
-		{"PARAMETERS", "remote write on a window of an LMR without any write privilege is DAT_PRIVILEGES_VIOLATION", func(t *checkT) {
+		{"PARAMETERS", "remote write on a window of an LMR without local write, or remote read without local read, is DAT_PRIVILEGES_VIOLATION", func(t *checkT) {
 			p := t.pair()
-			r := p.srv.region(64, api.MemPrivLocalRead|api.MemPrivRemoteRead)
-			rmr := p.srv.newRMR()
-			_, err := rmr.Bind(r.lmr, r.tr(0, 64), api.MemPrivRemoteWrite, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
-			if why, ok := p.srv.deviation(DeviationBindPrivileges); ok {
-				t.Logf("%s: the bind may succeed: the provider declares deviation %q: %s", t.ref, DeviationBindPrivileges, why)
-				if err == nil {
-					p.srv.expectBind(rmr, 1, api.DTOSuccess, "the bind completion")
-					return
+			for _, c := range []struct {
+				lmr, rmr api.MemPriv
+				what     string
+			}{
+				{api.MemPrivLocalRead | api.MemPrivRemoteRead, api.MemPrivRemoteWrite, "remote write on an LMR with local and remote read only"},
+				{api.MemPrivLocalWrite | api.MemPrivRemoteWrite, api.MemPrivRemoteRead, "remote read on an LMR with local and remote write only"},
+			} {
+				r := p.srv.region(64, c.lmr)
+				rmr := p.srv.newRMR()
+				_, err := rmr.Bind(r.lmr, r.tr(0, 64), c.rmr, api.VATypeVA, p.srv.ep, 1, api.CompletionDefault)
+				if why, ok := p.srv.deviation(DeviationBindPrivileges); ok {
+					t.Logf("%s: the bind may succeed: the provider declares deviation %q: %s", t.ref, DeviationBindPrivileges, why)
+					if err == nil {
+						p.srv.expectBind(rmr, 1, api.DTOSuccess, "the bind completion")
+						continue
+					}
 				}
+				t.wantErr(err, api.ErrPrivilegesViolation, "Bind granting "+c.what)
+				t.works(p.cli, p.srv, "after the refused bind")
 			}
-			t.wantErr(err, api.ErrPrivilegesViolation, "Bind granting remote write on an LMR with local and remote read only")
-			t.works(p.cli, p.srv, "after the refused bind")
 		}},
 		{"RETURN VALUES", "a bind on an UNCONNECTED EP is DAT_INVALID_STATE", func(t *checkT) {
 			n := t.node()
@@ -267,28 +275,19 @@ var memGroups = []group{
 			t.noCrossPZBind(p.srv, rmr, r, "an LMR of another PZ than the RMR and EP")
 		}},
 		{"DESCRIPTION (DESIGN §4)", "an RMR context works on the connections its scope allows and on no other", func(t *checkT) {
-			srv, cli := t.node(), t.node()
-			_, q := srv.listen(api.PSPConsumer)
-			c1, s1 := t.connectTo(cli, srv, q)
-			c2, s2 := t.connectTo(cli, srv, q)
-			r := srv.region(64, remote)
-			rmr, rt := s1.bind(r, 0, 64, rmrRW)
-			rp, err := rmr.Query()
-			t.noErr(err, "RMR.Query")
-			p1 := &pair{cli: c1, srv: s1}
-			t.rdmaWrite(p1, rt, pattern(16, 3), 1)
-			p2 := &pair{cli: c2, srv: s2}
-			switch rp.Scope {
+			x := t.boundOnFirstOfTwo()
+			t.rdmaWrite(x.first, x.rt, pattern(16, 3), 1)
+			switch x.scope {
 			case api.RMRScopeEP:
-				t.writeFault(p2, r, rt)
+				t.writeFault(x.second, x.r, x.rt)
 			case api.RMRScopePZ:
 				data := pattern(16, 4)
-				t.rdmaWrite(p2, rt, data, 2)
-				if !bytes.Equal(r.b[:16], data) {
+				t.rdmaWrite(x.second, x.rt, data, 2)
+				if !bytes.Equal(x.r.b[:16], data) {
 					t.Fatalf("a PZ-scope RMR context did not work on another connection of the PZ")
 				}
 			default:
-				t.Fatalf("RMR.Query Scope %d, want RMRScopeEP or RMRScopePZ for a bound RMR", rp.Scope)
+				t.Fatalf("RMR.Query Scope %d, want RMRScopeEP or RMRScopePZ for a bound RMR", x.scope)
 			}
 		}},
 	}},
@@ -510,4 +509,30 @@ func syncChecks(sync func(api.IA, []api.LMRTriplet) error) []check {
 			t.wantErr(sync(n.ia, []api.LMRTriplet{r.tr(len(r.b)-8, 16)}), api.ErrInvalidParameter, "synchronizing a segment running past its LMR")
 		}},
 	}
+}
+
+// scoped is what boundOnFirstOfTwo made: two connections from one client
+// node to one server node, and an RMR of the server bound for the first.
+type scoped struct {
+	first, second *pair
+	r             *region // the server region the window is bound to
+	rt            api.RMRTriplet
+	scope         api.RMRScope
+}
+
+// boundOnFirstOfTwo connects two client EPs to one server through one PSP
+// and binds a window of all 64 bytes of a server region, for remote read
+// and write, on the first connection's server EP: the set-up of the
+// checks of an RMR's scope.
+func (t *checkT) boundOnFirstOfTwo() *scoped {
+	t.T.Helper()
+	srv, cli := t.node(), t.node()
+	_, q := srv.listen(api.PSPConsumer)
+	c1, s1 := t.connectTo(cli, srv, q)
+	c2, s2 := t.connectTo(cli, srv, q)
+	r := srv.region(64, remote)
+	rmr, rt := s1.bind(r, 0, 64, rmrRW)
+	rp, err := rmr.Query()
+	t.noErr(err, "RMR.Query")
+	return &scoped{first: &pair{cli: c1, srv: s1}, second: &pair{cli: c2, srv: s2}, r: r, rt: rt, scope: rp.Scope}
 }

@@ -14,6 +14,8 @@ const (
 	tcDTO = "providers/tcp/dto.go"
 	tcMem = "providers/tcp/mem.go"
 	tcFrm = "providers/tcp/conn_frames.go"
+	tcAct = "providers/tcp/cm_active.go"
+	tcPas = "providers/tcp/cm_passive.go"
 	gHdr  = "registry/guard.go"
 	gIA   = "registry/guard_ia.go"
 	gEP   = "registry/guard_ep.go"
@@ -21,6 +23,11 @@ const (
 	gCM   = "registry/guard_cm.go"
 	gMem  = "registry/guard_mem.go"
 	gSRQ  = "registry/guard_srq.go"
+
+	kMem   = "provider/kit/memreg/memreg.go"
+	kObj   = "provider/kit/memreg/objects.go"
+	kCompl = "provider/kit/completion/completion.go"
+	kQueue = "provider/kit/eventq/queue.go"
 )
 
 // dropCheck removes check from the top of a guard method whose hooks line
@@ -134,6 +141,28 @@ var mutants = []mutant{
 		old: "\t\t\tr.Unbind()\n", new: "\t\t\t_ = r\n"},
 	{id: "tcp-nak-status", area: "tcp", file: tcFrm, desc: "a refused request completes as flushed, not with the peer's status",
 		old: "w.failed, w.status = true, api.DTOStatus(f.Status)", new: "w.failed, w.status = true, api.DTOErrFlushed"},
+	{id: "tcp-reject-pd", area: "tcp", file: tcAct, desc: "a rejection carries no private data",
+		old: "c.failConnect(api.ConnectionPeerRejectedEvent, c.pd)", new: "c.failConnect(api.ConnectionPeerRejectedEvent, nil)"},
+	{id: "tcp-accept-pd", area: "tcp", file: tcPas, desc: "the accept's private data arrives as zeros",
+		old: "\t\tcopy(b[hsLen:], pr.pd)\n\t\t_ = nc.SetDeadline(time.Now().Add(hsTimeout))", new: "\t\t_ = nc.SetDeadline(time.Now().Add(hsTimeout))"},
+	{id: "tcp-hs-timeout", area: "tcp", file: tcAct, desc: "a connect unanswered within its timeout ends NON_PEER_REJECTED, not TIMED_OUT",
+		old: "if errors.As(err, &ne) && ne.Timeout() && !c.aborted {", new: "if errors.As(err, &ne) && false {"},
+	{id: "tcp-refused", area: "tcp", file: tcAct, desc: "a connect to a port nobody listens on ends UNREACHABLE",
+		old: "errors.Is(err, syscall.ECONNRESET):\n\t\treturn api.ConnectionNonPeerRejectedEvent", new: "errors.Is(err, syscall.ECONNRESET):\n\t\treturn api.ConnectionUnreachableEvent"},
+	{id: "tcp-handoff-full", area: "tcp", file: tcPas, desc: "a handoff to a service point whose backlog is full succeeds",
+		old: "\tif !sp.arrive(c.pr) {\n\t\treturn api.Errorf(api.InsufficientResources", new: "\tif !sp.arrive(c.pr) && false {\n\t\treturn api.Errorf(api.InsufficientResources"},
+	{id: "tcp-abort-event", area: "tcp", file: tcPas, desc: "closing an IA rejects its pending requests as PEER_REJECTED",
+		old: "\tc.Done = true\n\tc.pr.decide(hsNonPeer, nil)", new: "\tc.Done = true\n\tc.pr.decide(hsReject, nil)"},
+	{id: "tcp-accept-gone", area: "tcp", file: tcPas, desc: "an accept whose requester is gone reports DISCONNECTED, not ACCEPT_COMPLETION_ERROR",
+		old: "p.toDisconnected(api.ConnectionAcceptCompletionErrorEvent, nil)", new: "p.toDisconnected(api.ConnectionDisconnectedEvent, nil)"},
+	{id: "lb-handoff-full", area: "loopback", file: lbCM, desc: "a handoff to a service point whose backlog is full succeeds",
+		old: "\tif !sp.arrive(n) {\n\t\treturn api.Errorf(api.InsufficientResources", new: "\tif !sp.arrive(n) && false {\n\t\treturn api.Errorf(api.InsufficientResources"},
+	{id: "lb-abort-event", area: "loopback", file: lbCM, desc: "closing an IA rejects its pending requests as PEER_REJECTED",
+		old: "\t\ta.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)\n\t}\n\tc.Done = true", new: "\t\ta.toDisconnected(api.ConnectionPeerRejectedEvent, nil)\n\t}\n\tc.Done = true"},
+	{id: "lb-getstatus", area: "loopback", file: lbEP, desc: "GetStatus swaps its receive-idle and request-idle flags",
+		old: "return p.State, p.recvs.Len() == 0, p.reqs.Len() == 0, nil", new: "return p.State, p.reqs.Len() == 0, p.recvs.Len() == 0, nil"},
+	{id: "lb-timeout-event", area: "loopback", file: lbCM, desc: "a connect unanswered within its timeout ends NON_PEER_REJECTED, not TIMED_OUT",
+		old: "p.toDisconnected(api.ConnectionTimedOutEvent, nil)", new: "p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)"},
 	{id: "tcp-graceful", area: "tcp", file: "providers/tcp/ep.go", desc: "a graceful disconnect does not wait for outstanding requests",
 		old: "p.DisconnectStep(flags, p.reqs.Len() > 0)", new: "p.DisconnectStep(flags, false)"},
 
@@ -248,4 +277,38 @@ var mutants = []mutant{
 		old: "if flags == api.CloseGraceful && outstanding {", new: "if false && flags == api.CloseGraceful {"},
 	{id: "in-links-modify-evd", area: "kit", file: "provider/kit/epattr/links.go", desc: "dat_ep_modify keeps the old receive EVD",
 		old: "\tif mask&api.EPFieldRecvEVD != 0 {\n\t\tl.RecvEVD, _ = prm.RecvEVD.(E)", new: "\tif false {\n\t\tl.RecvEVD, _ = prm.RecvEVD.(E)"},
+
+	// --- the kit's memory, event queue, completion and connection rules ---
+	{id: "kit-gather-priv", area: "kit", file: kMem, desc: "a local segment is used without the privilege its DTO needs",
+		old: "r.PZ != pz || r.Priv&need != need {", new: "r.PZ != pz {"},
+	{id: "kit-gather-pz", area: "kit", file: kMem, desc: "a local segment of an LMR in another PZ is used",
+		old: "pz == zero || r.PZ != pz || r.Priv", new: "pz == zero || r.Priv"},
+	{id: "kit-remote-priv", area: "kit", file: kMem, desc: "a remote access the window does not grant is served",
+		old: "if w == nil || w.Priv&need != need || w.PZ", new: "if w == nil || w.PZ"},
+	{id: "kit-remote-pz", area: "kit", file: kMem, desc: "a remote access reaches a window of another PZ than the EP's",
+		old: "w.Priv&need != need || w.PZ != pz || (w.EP", new: "w.Priv&need != need || (w.EP"},
+	{id: "kit-remote-ep", area: "kit", file: kMem, desc: "a remote access reaches a window bound to another EP",
+		old: "(w.EP != zeroEP && w.EP != ep) {\n\t\treturn nil, false", new: "(w.EP != zeroEP && false) {\n\t\treturn nil, false"},
+	{id: "kit-bind-rpriv", area: "kit", file: kObj, desc: "remote read binds on an LMR without local read",
+		old: "\tcase priv&api.MemPrivRemoteRead != 0 && l.Region.Priv&api.MemPrivLocalRead == 0:", new: "\tcase false:"},
+	{id: "kit-bind-span", area: "kit", file: kObj, desc: "a bind of a window reaching past its LMR is accepted",
+		old: "\tif _, ok := Span(l.Region.Mem, l.Region.Base, t.Addr, uint64(t.Length)); !ok {", new: "\tif false {"},
+	{id: "kit-inval-ep", area: "kit", file: kObj, desc: "a send with invalidate unbinds an RMR bound to another EP",
+		old: "if w == nil || w.PZ != pz || (w.EP != zeroEP && w.EP != ep) {\n\t\treturn nil", new: "if w == nil || w.PZ != pz || (w.EP != zeroEP && false) {\n\t\treturn nil"},
+	{id: "kit-bind-cookie", area: "kit", file: kCompl, desc: "a bind's completion loses its cookie",
+		old: "api.RMRBindCompletionData{RMR: rmr, Cookie: r.Cookie, Status: st}", new: "api.RMRBindCompletionData{RMR: rmr, Status: st}"},
+	{id: "kit-evd-disabled", area: "kit", file: kQueue, desc: "a disabled EVD still triggers its CNO",
+		old: "\tif !q.disabled {\n\t\treturn q.cno\n\t}\n", new: "\tif true {\n\t\treturn q.cno\n\t}\n"},
+	{id: "kit-evd-threshold", area: "kit", file: kQueue, desc: "a Wait returns with fewer events than its threshold",
+		old: "\t\tif q.n >= threshold {\n\t\t\tq.pop(ev)", new: "\t\tif q.n >= 1 {\n\t\t\tq.pop(ev)"},
+	{id: "kit-evd-unwaitable", area: "kit", file: kQueue, desc: "making an EVD unwaitable leaves its waiter blocked",
+		old: "\tif on && q.waiting {", new: "\tif false {"},
+	{id: "kit-evd-resize-order", area: "kit", file: kQueue, desc: "a resize reverses the queued events",
+		old: "\t\tnb[i] = q.buf[j]", new: "\t\tnb[q.n-1-i] = q.buf[j]"},
+	{id: "kit-evd-state", area: "kit", file: kQueue, desc: "a disabled EVD reports itself enabled",
+		old: "\t\ts |= api.EVDStateDisabled\n", new: "\t\ts |= api.EVDStateEnabled\n"},
+	{id: "kit-qual-inuse", area: "kit", file: "provider/kit/connreq/quals.go", desc: "a connection qualifier in use is taken again",
+		old: "\tif _, ok := t.on[q]; ok {\n\t\treturn api.Errorf(api.ConnQualInUse", new: "\tif false {\n\t\treturn api.Errorf(api.ConnQualInUse"},
+	{id: "kit-accept-other", area: "kit", file: "provider/kit/connreq/connreq.go", desc: "an accept naming another EP than the request's own connects the request's",
+		old: "\tcase local != zero && given != zero && given != local:", new: "\tcase false:"},
 }
