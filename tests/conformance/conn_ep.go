@@ -102,6 +102,18 @@ var connEPGroups = []group{
 			p.cli.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED once the send completed")
 			p.srv.expectConnEnd("the peer's end of the connection", api.ConnectionDisconnectedEvent)
 		}},
+		{"DESCRIPTION", "an abrupt disconnect in DISCONNECT_PENDING ends the connection without waiting: the send completes, DISCONNECTED follows", func(t *checkT) {
+			p := t.pair()
+			sr := p.cli.region(64, api.MemPrivLocalRead)
+			p.cli.postSend(sr, 0, 64, 1) // no receive at the peer: it waits
+			t.noErr(p.cli.ep.Disconnect(api.CloseGraceful), "EP.Disconnect(graceful) with the send waiting")
+			t.wantState(p.cli.ep, api.EPDisconnectPending, "the EP whose send waits after a graceful disconnect")
+			t.noErr(p.cli.ep.Disconnect(api.CloseAbrupt), "EP.Disconnect(abrupt) in DISCONNECT_PENDING")
+			// An in-progress DTO may complete either way (the page).
+			t.expectEvent(p.cli.req, api.DTOCompletionEvent, "the send the abrupt disconnect ended")
+			p.cli.expectConn(api.ConnectionDisconnectedEvent, "DISCONNECTED after the abrupt disconnect")
+			t.wantState(p.cli.ep, api.EPDisconnected, "the EP after the abrupt disconnect")
+		}},
 		{"DESCRIPTION", "on an EVD shared by all streams, the completions of in-progress DTOs precede DISCONNECTED", func(t *checkT) {
 			srv, cli := t.node(), t.node()
 			all := cli.evd(api.EVDDTO | api.EVDConnection | api.EVDRMRBind)

@@ -153,25 +153,55 @@ func miscGroups() []group {
 		}},
 
 		{page: "dat_ep_modify", checks: []check{
-			{"DESCRIPTION", "changed MaxRecvDTOs and MaxRequestDTOs of an UNCONNECTED EP are reported by Query; other attributes stay", func(t *checkT) {
+			{"DESCRIPTION", "changed DTO and RDMA read limits of an UNCONNECTED EP are reported by Query; other attributes stay", func(t *checkT) {
 				n := t.node()
 				e := n.end(nil)
 				before := t.queryEP(e.ep).Attr
-				nr, nq := before.MaxRecvDTOs+1, before.MaxRequestDTOs+1
-				if m := n.attr.MaxDTOPerEP; m > 0 && (nr > m || nq > m) {
-					nr, nq = before.MaxRecvDTOs-1, before.MaxRequestDTOs-1
+				want := before
+				var mask api.EPParamMask
+				for _, f := range []struct {
+					field api.EPParamMask
+					at    func(*api.EPAttr) *int
+					most  int // 0: no limit
+				}{
+					{api.EPFieldMaxRecvDTOs, func(a *api.EPAttr) *int { return &a.MaxRecvDTOs }, n.attr.MaxDTOPerEP},
+					{api.EPFieldMaxRequestDTOs, func(a *api.EPAttr) *int { return &a.MaxRequestDTOs }, n.attr.MaxDTOPerEP},
+					{api.EPFieldMaxRDMAReadIn, func(a *api.EPAttr) *int { return &a.MaxRDMAReadIn }, n.attr.MaxRDMAReadPerEPIn},
+					{api.EPFieldMaxRDMAReadOut, func(a *api.EPAttr) *int { return &a.MaxRDMAReadOut }, n.attr.MaxRDMAReadPerEPOut},
+				} {
+					v := *f.at(&before) + 1
+					if f.most > 0 && v > f.most {
+						v -= 2
+					}
+					if v < 1 {
+						continue // no room to change it
+					}
+					*f.at(&want) = v
+					mask |= f.field
 				}
-				if nr < 1 || nq < 1 {
-					t.Skipf("no room to change the DTO limits (%d, %d)", before.MaxRecvDTOs, before.MaxRequestDTOs)
+				if mask == 0 {
+					t.Skipf("no room to change any of the limits")
 				}
-				t.noErr(e.ep.Modify(api.EPFieldMaxRecvDTOs|api.EPFieldMaxRequestDTOs,
-					&api.EPParam{Attr: api.EPAttr{MaxRecvDTOs: nr, MaxRequestDTOs: nq}}), "EP.Modify")
+				t.noErr(e.ep.Modify(mask, &api.EPParam{Attr: want}), "EP.Modify")
 				after := t.queryEP(e.ep).Attr
-				if after.MaxRecvDTOs != nr || after.MaxRequestDTOs != nq {
-					t.Errorf("after Modify the limits are (%d, %d), want (%d, %d)", after.MaxRecvDTOs, after.MaxRequestDTOs, nr, nq)
+				if after.MaxRecvDTOs != want.MaxRecvDTOs || after.MaxRequestDTOs != want.MaxRequestDTOs ||
+					after.MaxRDMAReadIn != want.MaxRDMAReadIn || after.MaxRDMAReadOut != want.MaxRDMAReadOut {
+					t.Errorf("after Modify the DTO and read limits are (%d, %d, %d, %d), want (%d, %d, %d, %d)",
+						after.MaxRecvDTOs, after.MaxRequestDTOs, after.MaxRDMAReadIn, after.MaxRDMAReadOut,
+						want.MaxRecvDTOs, want.MaxRequestDTOs, want.MaxRDMAReadIn, want.MaxRDMAReadOut)
 				}
 				if after.MaxMessageSize != before.MaxMessageSize || after.MaxRecvIOV != before.MaxRecvIOV {
 					t.Errorf("Modify changed attributes outside its mask")
+				}
+			}},
+			{"DESCRIPTION", "the PZ of a RESERVED EP cannot change (DAT_INVALID_STATE) and stays", func(t *checkT) {
+				n := t.node()
+				e := n.end(nil)
+				n.reserve(e.ep, n.freeQual())
+				err := e.ep.Modify(api.EPFieldPZ, &api.EPParam{PZ: n.newPZ()})
+				t.wantErr(err, api.ErrInvalidState, "Modify of the PZ of a RESERVED EP")
+				if p := t.queryEP(e.ep); p.PZ != n.pz {
+					t.Fatalf("the refused Modify changed the PZ")
 				}
 			}},
 			{"DESCRIPTION", "a connect EVD changed before Connect is reported by Query and gets the connection's events", func(t *checkT) {

@@ -28,6 +28,8 @@ const (
 	kObj   = "provider/kit/memreg/objects.go"
 	kCompl = "provider/kit/completion/completion.go"
 	kQueue = "provider/kit/eventq/queue.go"
+	kEPA   = "provider/kit/epattr/epattr.go"
+	kEnd   = "provider/kit/epattr/endpoint.go"
 )
 
 // dropCheck removes check from the top of a guard method whose hooks line
@@ -311,4 +313,24 @@ var mutants = []mutant{
 		old: "\tif _, ok := t.on[q]; ok {\n\t\treturn api.Errorf(api.ConnQualInUse", new: "\tif false {\n\t\treturn api.Errorf(api.ConnQualInUse"},
 	{id: "kit-accept-other", area: "kit", file: "provider/kit/connreq/connreq.go", desc: "an accept naming another EP than the request's own connects the request's",
 		old: "\tcase local != zero && given != zero && given != local:", new: "\tcase false:"},
+	{id: "kit-modify-pz-reserved", area: "kit", file: kEPA, desc: "the PZ of a RESERVED or PASSIVE_CONNECTION_PENDING EP may change",
+		old: "return (mask&api.EPFieldPZ == 0 || quiescent)", new: "return (mask&api.EPFieldPZ == 0 || preAccept)"},
+	{id: "kit-modify-connected", area: "kit", file: kEPA, desc: "the EVDs and attributes of a CONNECTED EP may change",
+		old: "&& (mask&(evdFields|api.EPFieldAttrAll) == 0 || preAccept)", new: "&& (mask&(evdFields|api.EPFieldAttrAll) == 0 || preAccept || s == api.EPConnected)"},
+	{id: "kit-merge-readin", area: "kit", file: kEPA, desc: "dat_ep_modify ignores MaxRDMAReadIn",
+		old: "\t\tdst.MaxRDMAReadIn = src.MaxRDMAReadIn\n", new: "\t\t_ = src.MaxRDMAReadIn\n"},
+	{id: "kit-dup-unconnected", area: "kit", file: kEnd, desc: "DupConnect copies an EP that is not connected",
+		old: "\tif dup.State != api.EPConnected {", new: "\tif false {"},
+	{id: "kit-unreserve", area: "kit", file: kEnd, desc: "freeing an RSP leaves its EP RESERVED",
+		old: "\tif e.State == api.EPReserved {\n\t\te.State = api.EPUnconnected", new: "\tif false {\n\t\te.State = api.EPUnconnected"},
+	{id: "kit-wm-soft-repeat", area: "kit", file: kEPA, desc: "the soft high watermark event repeats on every check above it",
+		old: "\t\tw.softArmed = false\n\t\tsoftEvent = true", new: "\t\tsoftEvent = true"},
+	{id: "kit-wm-hard-at", area: "kit", file: kEPA, desc: "the connection breaks at the hard watermark, not above it",
+		old: "w.hardSet && held > w.hard", new: "w.hardSet && held >= w.hard"},
+	{id: "kit-disc-abrupt-pending", area: "kit", file: kEnd, desc: "an abrupt disconnect does not end a pending graceful one",
+		old: "\t\tif flags != api.CloseGraceful {\n\t\t\treturn DisconnectNow, nil", new: "\t\tif false {\n\t\t\treturn DisconnectNow, nil"},
+	{id: "kit-disc-unconnected", area: "kit", file: kEnd, desc: "Disconnect of an UNCONNECTED EP succeeds",
+		old: "return DisconnectNothing, e.StateErr(\"Disconnect\")", new: "return DisconnectNothing, nil"},
+	{id: "kit-cno-collect", area: "kit", file: "provider/kit/eventq/cno.go", desc: "a CNO's trigger is reported again after it was collected",
+		old: "\tevd := c.pending\n\tc.pending = nil\n", new: "\tevd := c.pending\n"},
 }
