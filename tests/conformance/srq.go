@@ -263,6 +263,19 @@ var srqGroups = []group{
 				t.Errorf("the receive wrote past the LMR (offset %d)", off)
 			}
 		}},
+		{"DESCRIPTION", "a message sent while the SRQ holds no receive is placed once one is posted", func(t *checkT) {
+			x := t.srqSetup(1, 4)
+			sr := x.c[0].region(16, rw)
+			want := sr.fill(0, 16, 0x5C)
+			x.c[0].postSend(sr, 0, 16, 2) // the SRQ is empty: the message waits
+			t.quiet(x.srv.recv, 20*time.Millisecond, "the SRQ EP's receive EVD while the SRQ is empty")
+			x.post(0)
+			x.s[0].expectRecv(1000, api.DTOSuccess, "the receive posted after the message arrived")
+			x.c[0].expectReq(2, api.DTOSuccess, "the send that waited for the SRQ")
+			if !bytes.Equal(x.buf.b[:16], want) {
+				t.Fatalf("the receive holds other bytes than were sent")
+			}
+		}},
 		{"RETURN VALUES", "an SRQ takes MaxRecvDTOs receives; one more is DAT_INSUFFICIENT_RESOURCES", func(t *checkT) {
 			n := t.node()
 			s := n.srq(4, 1)
