@@ -156,15 +156,29 @@ func (h *hdr) live() error {
 	return nil
 }
 
-// simple makes f, a provider call that takes no arguments to check, for a
-// live object, serialized like any call.
-func (h *hdr) simple(f func() error) error {
+// simple is the whole of guard method o whose provider call f takes no
+// arguments to check: f runs for a live object, serialized like any call,
+// under the IA's hooks.
+func (h *hdr) simple(o op, f func() error) (err error) {
+	if hk := h.ia.hooks; hk != nil {
+		defer hk.done(o, h, hk.start(o), &err)
+	}
 	if err := h.live(); err != nil {
 		return err
 	}
 	h.ia.enter()
 	defer h.ia.leave()
 	return f()
+}
+
+// free is the whole of guard method o that frees g: release under the
+// IA's hooks.
+func free(g guarded, o op, key any, inUse api.Subtype, f func() error, uses ...*userSet) (err error) {
+	h := g.header()
+	if hk := h.ia.hooks; hk != nil {
+		defer hk.done(o, h, hk.start(o), &err)
+	}
+	return release(g, key, inUse, f, uses...)
 }
 
 // release frees guard g: it refuses while other objects use g (inUse names
@@ -382,9 +396,14 @@ func (ia *gIA) retire(p any, g guarded) {
 
 // --- api.IA ---
 
-// query runs a provider Query for a live guard, serialized like any call,
-// and lets fix translate the provider objects in the result into guards.
-func query[P any](h *hdr, q func() (P, error), fix func(*P)) (P, error) {
+// query is the whole of guard method o, a Query: it runs the provider's
+// Query q for a live guard, serialized like any call, under the IA's
+// hooks, and lets fix translate the provider objects in the result into
+// guards.
+func query[P any](h *hdr, o op, q func() (P, error), fix func(*P)) (_ P, err error) {
+	if hk := h.ia.hooks; hk != nil {
+		defer hk.done(o, h, hk.start(o), &err)
+	}
 	if err := h.live(); err != nil {
 		var zero P
 		return zero, err

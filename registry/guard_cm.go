@@ -15,18 +15,12 @@ type gPSP struct {
 	flags api.PSPFlags
 }
 
-func (g *gPSP) Query() (_ api.PSPParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opPSPQuery, &g.hdr, h.start(opPSPQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD) })
+func (g *gPSP) Query() (api.PSPParam, error) {
+	return query(&g.hdr, opPSPQuery, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD) })
 }
 
-func (g *gPSP) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opPSPFree, &g.hdr, h.start(opPSPFree), &err)
-	}
-	return release(g, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
+func (g *gPSP) Free() error {
+	return free(g, opPSPFree, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
 }
 
 // gRSP guards a reserved service point.
@@ -36,18 +30,12 @@ type gRSP struct {
 	evd *gEVD
 }
 
-func (g *gRSP) Query() (_ api.RSPParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opRSPQuery, &g.hdr, h.start(opRSPQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD); p.EP = g.ia.asEP(p.EP) })
+func (g *gRSP) Query() (api.RSPParam, error) {
+	return query(&g.hdr, opRSPQuery, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD); p.EP = g.ia.asEP(p.EP) })
 }
 
-func (g *gRSP) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opRSPFree, &g.hdr, h.start(opRSPFree), &err)
-	}
-	return release(g, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
+func (g *gRSP) Free() error {
+	return free(g, opRSPFree, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
 }
 
 // gCR guards a connection request. It is retired when the request is
@@ -84,11 +72,8 @@ func (g *gCR) localEP() api.EP {
 	return prm.LocalEP
 }
 
-func (g *gCR) Query() (_ api.CRParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opCRQuery, &g.hdr, h.start(opCRQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.CRParam) { p.LocalEP = g.ia.asEP(p.LocalEP) })
+func (g *gCR) Query() (api.CRParam, error) {
+	return query(&g.hdr, opCRQuery, g.p.Query, func(p *api.CRParam) { p.LocalEP = g.ia.asEP(p.LocalEP) })
 }
 
 func (g *gCR) Accept(ep api.EP, privateData []byte) (err error) {

@@ -120,11 +120,8 @@ func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.Comp
 	return nil
 }
 
-func (g *gEP) Query() (_ api.EPParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPQuery, &g.hdr, h.start(opEPQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, g.translateParam)
+func (g *gEP) Query() (api.EPParam, error) {
+	return query(&g.hdr, opEPQuery, g.p.Query, g.translateParam)
 }
 
 func (g *gEP) translateParam(prm *api.EPParam) {
@@ -290,18 +287,12 @@ func (g *gEP) Disconnect(flags api.CloseFlags) (err error) {
 	return g.p.Disconnect(flags)
 }
 
-func (g *gEP) Reset() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPReset, &g.hdr, h.start(opEPReset), &err)
-	}
-	return g.simple(g.p.Reset)
+func (g *gEP) Reset() error {
+	return g.simple(opEPReset, g.p.Reset)
 }
 
 func (g *gEP) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEPFree, &g.hdr, h.start(opEPFree), &err)
-	}
-	err = release(g, g.p, api.NoSubtype, g.p.Free)
+	err = free(g, opEPFree, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.use(-1)
 	}

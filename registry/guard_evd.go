@@ -39,11 +39,8 @@ func (g *gEVD) dtoEP(p api.EP) api.EP {
 	return e
 }
 
-func (g *gEVD) Query() (_ api.EVDParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDQuery, &g.hdr, h.start(opEVDQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = asGuard(g.ia, p.CNO) })
+func (g *gEVD) Query() (api.EVDParam, error) {
+	return query(&g.hdr, opEVDQuery, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = asGuard(g.ia, p.CNO) })
 }
 
 func (g *gEVD) Resize(qlen int) (err error) {
@@ -140,32 +137,20 @@ func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (_ int, e
 	return n, nil
 }
 
-func (g *gEVD) Enable() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDEnable, &g.hdr, h.start(opEVDEnable), &err)
-	}
-	return g.simple(g.p.Enable)
+func (g *gEVD) Enable() error {
+	return g.simple(opEVDEnable, g.p.Enable)
 }
 
-func (g *gEVD) Disable() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDDisable, &g.hdr, h.start(opEVDDisable), &err)
-	}
-	return g.simple(g.p.Disable)
+func (g *gEVD) Disable() error {
+	return g.simple(opEVDDisable, g.p.Disable)
 }
 
-func (g *gEVD) SetUnwaitable() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDSetUnwaitable, &g.hdr, h.start(opEVDSetUnwaitable), &err)
-	}
-	return g.simple(g.p.SetUnwaitable)
+func (g *gEVD) SetUnwaitable() error {
+	return g.simple(opEVDSetUnwaitable, g.p.SetUnwaitable)
 }
 
-func (g *gEVD) ClearUnwaitable() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDClearUnwaitable, &g.hdr, h.start(opEVDClearUnwaitable), &err)
-	}
-	return g.simple(g.p.ClearUnwaitable)
+func (g *gEVD) ClearUnwaitable() error {
+	return g.simple(opEVDClearUnwaitable, g.p.ClearUnwaitable)
 }
 
 func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
@@ -199,10 +184,7 @@ func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
 }
 
 func (g *gEVD) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opEVDFree, &g.hdr, h.start(opEVDFree), &err)
-	}
-	err = release(g, g.p, api.SubStateEVDInUse, g.p.Free)
+	err = free(g, opEVDFree, g.p, api.SubStateEVDInUse, g.p.Free)
 	if err == nil {
 		if c := g.cno.Swap(nil); c != nil {
 			c.users.add(&g.hdr, -1)
@@ -220,11 +202,8 @@ type gCNO struct {
 
 // Query reports the consumer's agent, not the translating wrapper the
 // provider holds.
-func (g *gCNO) Query() (_ api.CNOParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opCNOQuery, &g.hdr, h.start(opCNOQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.CNOParam) { p.IA = g.ia.asIA(p.IA); p.Agent = *g.agent.Load() })
+func (g *gCNO) Query() (api.CNOParam, error) {
+	return query(&g.hdr, opCNOQuery, g.p.Query, func(p *api.CNOParam) { p.IA = g.ia.asIA(p.IA); p.Agent = *g.agent.Load() })
 }
 
 func (g *gCNO) ModifyAgent(agent api.WaitAgent) (err error) {
@@ -276,9 +255,6 @@ func (g *gCNO) Triggered() (_ api.EVD, err error) {
 	return asGuard(g.ia, evd), nil
 }
 
-func (g *gCNO) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opCNOFree, &g.hdr, h.start(opCNOFree), &err)
-	}
-	return release(g, g.p, api.SubStateCNOInUse, g.p.Free)
+func (g *gCNO) Free() error {
+	return free(g, opCNOFree, g.p, api.SubStateCNOInUse, g.p.Free)
 }

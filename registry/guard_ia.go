@@ -608,16 +608,10 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	return g, nil
 }
 
-func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) (err error) {
-	if h := ia.hooks; h != nil {
-		defer h.done(opIASyncRead, &ia.hdr, h.start(opIASyncRead), &err)
-	}
-	return ia.simple(func() error { return ia.p.SyncRDMARead(segs) })
+func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) error {
+	return ia.simple(opIASyncRead, func() error { return ia.p.SyncRDMARead(segs) })
 }
 
-func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) (err error) {
-	if h := ia.hooks; h != nil {
-		defer h.done(opIASyncWrite, &ia.hdr, h.start(opIASyncWrite), &err)
-	}
-	return ia.simple(func() error { return ia.p.SyncRDMAWrite(segs) })
+func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) error {
+	return ia.simple(opIASyncWrite, func() error { return ia.p.SyncRDMAWrite(segs) })
 }

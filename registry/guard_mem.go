@@ -10,11 +10,8 @@ type gPZ struct {
 	p api.PZ
 }
 
-func (g *gPZ) Query() (_ api.PZParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opPZQuery, &g.hdr, h.start(opPZQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.PZParam) { p.IA = g.ia.asIA(p.IA) })
+func (g *gPZ) Query() (api.PZParam, error) {
+	return query(&g.hdr, opPZQuery, g.p.Query, func(p *api.PZParam) { p.IA = g.ia.asIA(p.IA) })
 }
 
 func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
@@ -40,11 +37,8 @@ func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
 	return r, nil
 }
 
-func (g *gPZ) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opPZFree, &g.hdr, h.start(opPZFree), &err)
-	}
-	return release(g, g.p, api.SubStatePZInUse, g.p.Free)
+func (g *gPZ) Free() error {
+	return free(g, opPZFree, g.p, api.SubStatePZInUse, g.p.Free)
 }
 
 // gLMR guards a local memory region.
@@ -57,18 +51,12 @@ type gLMR struct {
 	hasCtx bool           // (the provider's Query reported ctx)
 }
 
-func (g *gLMR) Query() (_ api.LMRParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opLMRQuery, &g.hdr, h.start(opLMRQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
+func (g *gLMR) Query() (api.LMRParam, error) {
+	return query(&g.hdr, opLMRQuery, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
 func (g *gLMR) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opLMRFree, &g.hdr, h.start(opLMRFree), &err)
-	}
-	err = release(g, g.p, api.SubStateLMRInUse, g.p.Free, &g.pz.users)
+	err = free(g, opLMRFree, g.p, api.SubStateLMRInUse, g.p.Free, &g.pz.users)
 	if err == nil && g.src != nil {
 		g.src.users.add(&g.hdr, -1)
 	}
@@ -82,11 +70,8 @@ type gRMR struct {
 	pz *gPZ
 }
 
-func (g *gRMR) Query() (_ api.RMRParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opRMRQuery, &g.hdr, h.start(opRMRQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
+func (g *gRMR) Query() (api.RMRParam, error) {
+	return query(&g.hdr, opRMRQuery, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
 // Bind checks handles, that the triplet names the LMR handed in,
@@ -134,9 +119,6 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	return g.p.Bind(pl, t, priv, va, gep.p, cookie, flags)
 }
 
-func (g *gRMR) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opRMRFree, &g.hdr, h.start(opRMRFree), &err)
-	}
-	return release(g, g.p, api.NoSubtype, g.p.Free, &g.pz.users)
+func (g *gRMR) Free() error {
+	return free(g, opRMRFree, g.p, api.NoSubtype, g.p.Free, &g.pz.users)
 }

@@ -17,11 +17,8 @@ type gSRQ struct {
 	maxIOV atomic.Int64
 }
 
-func (g *gSRQ) Query() (_ api.SRQParam, err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opSRQQuery, &g.hdr, h.start(opSRQQuery), &err)
-	}
-	return query(&g.hdr, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
+func (g *gSRQ) Query() (api.SRQParam, error) {
+	return query(&g.hdr, opSRQQuery, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
 func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
@@ -72,9 +69,6 @@ func (g *gSRQ) SetLW(n int) (err error) {
 	return g.p.SetLW(n)
 }
 
-func (g *gSRQ) Free() (err error) {
-	if h := g.ia.hooks; h != nil {
-		defer h.done(opSRQFree, &g.hdr, h.start(opSRQFree), &err)
-	}
-	return release(g, g.p, api.SubStateSRQInUse, g.p.Free, &g.pz.users)
+func (g *gSRQ) Free() error {
+	return free(g, opSRQFree, g.p, api.SubStateSRQInUse, g.p.Free, &g.pz.users)
 }

@@ -8,9 +8,9 @@ package registry
 //		defer h.done(opX, &g.hdr, h.start(opX), &err)
 //	}
 //
-// so an IA without hooks pays one nil check per call and allocates
-// nothing (TestGuardHooksCoverEveryCall checks that no method is left
-// out).
+// or hands its whole call to a helper that does (simple, query, free), so
+// an IA without hooks pays one nil check per call and allocates nothing
+// (TestGuardHooksCoverEveryCall checks that no method is left out).
 
 import (
 	"context"

@@ -28,9 +28,10 @@ func hookedRegistry() *Registry {
 
 // TestGuardHooksCoverEveryCall reads the guard's source: every exported
 // method of a guard type (but HandleType, which cannot fail and reaches
-// no provider) must open with the hooks statement, naming the operation
-// of its own interface and method, and every operation must be used
-// exactly once. A method added without its hook fails here.
+// no provider) must open with the hooks statement, or hand its whole
+// call to one of the hooked helpers (simple, query, free), naming the
+// operation of its own interface and method; and every operation must be
+// used exactly once. A method added without its hook fails here.
 func TestGuardHooksCoverEveryCall(t *testing.T) {
 	fset := token.NewFileSet()
 	files, err := filepath.Glob("guard*.go")
@@ -100,13 +101,23 @@ func TestGuardHooksCoverEveryCall(t *testing.T) {
 	}
 }
 
+// hookedHelpers are the guard helpers that take the operation as an
+// argument and run the hooks themselves, with where the argument is.
+var hookedHelpers = map[string]int{"simple": 0, "query": 1, "free": 1}
+
 // hookOp returns the operation variable that fd's hooks statement names,
 // or "" if fd does not open with one:
 //
 //	if h := x.hooks; h != nil { defer h.done(op, g, h.start(op), &err) }
+//
+// A method whose first statement returns, or assigns to err, the result
+// of a hooked helper names the operation it passes.
 func hookOp(fd *ast.FuncDecl) string {
 	if fd.Body == nil || len(fd.Body.List) == 0 {
 		return ""
+	}
+	if op := helperOp(fd.Body.List[0]); op != "" {
+		return op
 	}
 	is, ok := fd.Body.List[0].(*ast.IfStmt)
 	if !ok || is.Init == nil || len(is.Body.List) != 1 {
@@ -139,6 +150,48 @@ func hookOp(fd *ast.FuncDecl) string {
 		return ""
 	}
 	return id.Name
+}
+
+// helperOp returns the operation a statement "return helper(..., op,
+// ...)" or "err = helper(..., op, ...)" passes to a hooked helper, or "".
+func helperOp(st ast.Stmt) string {
+	var e ast.Expr
+	switch s := st.(type) {
+	case *ast.ReturnStmt:
+		if len(s.Results) != 1 {
+			return ""
+		}
+		e = s.Results[0]
+	case *ast.AssignStmt:
+		if len(s.Lhs) != 1 || len(s.Rhs) != 1 {
+			return ""
+		}
+		if id, ok := s.Lhs[0].(*ast.Ident); !ok || id.Name != "err" {
+			return ""
+		}
+		e = s.Rhs[0]
+	default:
+		return ""
+	}
+	call, ok := e.(*ast.CallExpr)
+	if !ok {
+		return ""
+	}
+	var name string
+	switch f := call.Fun.(type) {
+	case *ast.Ident:
+		name = f.Name
+	case *ast.SelectorExpr:
+		name = f.Sel.Name
+	}
+	at, ok := hookedHelpers[name]
+	if !ok || len(call.Args) <= at {
+		return ""
+	}
+	if id, ok := call.Args[at].(*ast.Ident); ok && strings.HasPrefix(id.Name, "op") {
+		return id.Name
+	}
+	return ""
 }
 
 // openHooked opens IA name of hookedRegistry with an EP whose queues
