@@ -17,12 +17,7 @@ func (i *ia) CreateLMR(z api.PZ, r api.Region, priv api.MemPriv, va api.VAType) 
 type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 func (z *pz) CreateRMR() (api.RMR, error) {
-	return kit.Create[api.RMR](&fab.Mutex, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem}})
-}
-
-func (r *rmr) Query() (api.RMRParam, error) {
-	defer lock()()
-	return r.Param(), nil
+	return kit.Create[api.RMR](&fab.Mutex, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem, Mu: &fab.Mutex}})
 }
 
 // Bind binds the RMR to the window t of the LMR for ep's connection, or

@@ -88,12 +88,12 @@
 //     object and the set that creates an IA's, for a provider whose LMRs
 //     are registrations and nothing more) and LMR creation for one with
 //     an LMR type of its own (CreateLMR), RMRBase, what an RMR type
-//     embeds, with Target, the checked LMR a bind names, Bind, the whole
-//     of dat_rmr_bind(3DAT) but the post of its request, and Release,
-//     what dat_rmr_free(3DAT) does to the binding; RMR binding and
-//     contexts (BindTarget, StartBind, FinishBind,
-//     DropBind, FlushedContext), and Coherent, the sync calls of memory that needs no
-//     synchronisation;
+//     embeds, with Query, Target, the checked LMR a bind names, Bind,
+//     the whole of dat_rmr_bind(3DAT) but the post of its request, and
+//     Release, what dat_rmr_free(3DAT) does to the binding; RMR binding
+//     and contexts (BindTarget, StartBind, FinishBind, DropBind,
+//     FlushedContext), and Coherent, the sync calls of memory that needs
+//     no synchronisation;
 //   - ring and sgl: a reusing FIFO for queued work requests, and copies
 //     between scatter/gather lists.
 //

@@ -50,15 +50,7 @@ type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
-	return kit.Create[api.RMR](&fabric.mu, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem}})
-}
-
-// Query returns the RMR's parameters (dat_rmr_query(3DAT)); while unbound
-// the triplet has zero length and the context is the stale last one.
-func (r *rmr) Query() (api.RMRParam, error) {
-	fabric.mu.Lock()
-	defer fabric.mu.Unlock()
-	return r.Param(), nil
+	return kit.Create[api.RMR](&fabric.mu, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem, Mu: &fabric.mu}})
 }
 
 // Bind binds the RMR to the window t of lmr, for remote access with the

@@ -24,15 +24,7 @@ type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 // CreateRMR creates an unbound RMR in the PZ (dat_rmr_create(3DAT)).
 func (z *pz) CreateRMR() (api.RMR, error) {
-	return kit.Create[api.RMR](&z.IA.mu, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem}})
-}
-
-// Query returns the RMR's parameters (dat_rmr_query(3DAT)); while unbound
-// the triplet has zero length.
-func (r *rmr) Query() (api.RMRParam, error) {
-	r.IA.mu.Lock()
-	defer r.IA.mu.Unlock()
-	return r.Param(), nil
+	return kit.Create[api.RMR](&z.IA.mu, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem, Mu: &z.IA.mu}})
 }
 
 // Bind binds the RMR to the window t of lmr for remote access over ep's

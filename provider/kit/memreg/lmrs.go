@@ -100,16 +100,24 @@ func (l *LMRObject[PZ, EP]) Free() error {
 
 // RMRBase is the part of an RMR (dat_rmr_create(3DAT)) that every
 // software provider writes alike: the handle, its IA and PZ, the binding
-// state, and the mark a bind still queued at Free checks (FinishBind).
-// A provider's RMR type embeds it and adds Query (Param under its lock),
-// Bind and Free.
+// state, Query, and the mark a bind still queued at Free checks
+// (FinishBind). A provider's RMR type embeds it and adds Bind and Free.
 type RMRBase[I api.IA, PZ Zone, EP comparable] struct {
 	api.ContextSlot
 	IA    I
 	PZ    PZ
 	Mem   *Table[PZ, EP] // the IA's table, where bindings are published
+	Mu    sync.Locker    // the provider's lock, which guards the binding
 	Reg   RMR[PZ, EP]
 	Freed bool // Free has run
+}
+
+// Query returns the RMR's parameters, Param under Mu
+// (dat_rmr_query(3DAT)).
+func (r *RMRBase[I, PZ, EP]) Query() (api.RMRParam, error) {
+	r.Mu.Lock()
+	defer r.Mu.Unlock()
+	return r.Param(), nil
 }
 
 // Unbind withdraws the RMR's binding: its context stops working at once.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit/epattr"
@@ -90,15 +91,33 @@ func TestLMRs(t *testing.T) {
 	}
 }
 
-// The RMR base names its handle type, and Param its IA, PZ and binding.
+// The RMR base names its handle type, and Param its IA, PZ and binding;
+// Query reports Param, under the provider's lock.
 func TestRMRBase(t *testing.T) {
 	ia, z := &fakeIA{}, &zone{n: 1}
-	r := &RMRBase[*fakeIA, *zone, *ep]{IA: ia, PZ: z}
+	var mu sync.Mutex
+	r := &RMRBase[*fakeIA, *zone, *ep]{IA: ia, PZ: z, Mu: &mu}
 	r.Reg.Context = 42
 	prm := r.Param()
 	if r.HandleType() != api.HandleRMR || prm.IA != api.IA(ia) || prm.PZ != api.PZ(z) || prm.RMRContext != 42 || prm.LMRTriplet.Length != 0 {
 		t.Fatalf("HandleType %v, Param %+v", r.HandleType(), prm)
 	}
+	if q, err := r.Query(); err != nil || q != prm {
+		t.Fatalf("Query = %+v, %v; want %+v", q, err, prm)
+	}
+	mu.Lock()
+	queried := make(chan struct{})
+	go func() {
+		r.Query()
+		close(queried)
+	}()
+	select {
+	case <-queried:
+		t.Fatal("Query ran without the provider's lock")
+	case <-time.After(20 * time.Millisecond):
+	}
+	mu.Unlock()
+	<-queried
 
 	// Target: an LMR of the set, none, another PZ's EP, an unbind.
 	tab := New[*zone, *ep]()
