@@ -172,11 +172,7 @@ func (q *Queue) Post(ev *api.Event, notify bool) PostResult {
 		q.mu.Unlock()
 		return r
 	}
-	cno := q.push(ev, notify)
-	q.mu.Unlock()
-	if cno != nil {
-		cno.Trigger(q.owner)
-	}
+	q.pushUnlock(ev, notify)
 	return Posted
 }
 
@@ -190,11 +186,7 @@ func (q *Queue) TryPost(ev *api.Event, notify bool) bool {
 		q.mu.Unlock()
 		return false
 	}
-	cno := q.push(ev, notify)
-	q.mu.Unlock()
-	if cno != nil {
-		cno.Trigger(q.owner)
-	}
+	q.pushUnlock(ev, notify)
 	return true
 }
 
@@ -205,6 +197,17 @@ func (q *Queue) PostSE(ev *api.Event) error {
 		return errFull
 	}
 	return nil
+}
+
+// pushUnlock stores *ev, releases q.mu, which is held, and only then
+// triggers the CNO if the event calls for it, so that the CNO's lock is
+// never taken under the queue's. The queue has room.
+func (q *Queue) pushUnlock(ev *api.Event, notify bool) {
+	cno := q.push(ev, notify)
+	q.mu.Unlock()
+	if cno != nil {
+		cno.Trigger(q.owner)
+	}
 }
 
 // push stores *ev and returns the CNO to trigger, if any. q.mu is held and
