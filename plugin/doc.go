@@ -35,6 +35,14 @@
 // IA.Close the CNO is detached and freed. A provider without CNOs fails
 // every Open with its own error, in words that say what the host needs.
 //
+// The served provider's CRs should also implement provider.CRRefuser.
+// Software events live only in the host's queues, so a connection request
+// can find the host's EVD full though the provider's had room; the host
+// then refuses it through Refuse, and the requester sees
+// NON_PEER_REJECTED as with any full backlog. A CR without Refuse is
+// rejected instead, and its requester sees PEER_REJECTED, which the
+// conformance suite fails.
+//
 // # Lifecycle
 //
 // The host starts the executable on the first Open of one of its IAs

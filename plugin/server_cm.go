@@ -5,6 +5,7 @@ import (
 
 	"github.com/godat/godat/api"
 	pb "github.com/godat/godat/plugin/proto"
+	"github.com/godat/godat/provider"
 )
 
 // crDone forgets a CR that was accepted, rejected or handed off, and the
@@ -44,8 +45,15 @@ func (s *server) Accept(_ context.Context, r *pb.CRReq) (*pb.Result, error) {
 	return s.result(nil)
 }
 
+// Reject rejects the request, or refuses it as the provider when the
+// host asks and the provider can (provider.CRRefuser).
 func (s *server) Reject(_ context.Context, r *pb.CRReq) (*pb.Result, error) {
-	return s.endCR(r.Cr, func(cr api.CR) error { return cr.Reject(r.PrivateData) })
+	return s.endCR(r.Cr, func(cr api.CR) error {
+		if rf, ok := cr.(provider.CRRefuser); ok && r.Refuse {
+			return rf.Refuse()
+		}
+		return cr.Reject(r.PrivateData)
+	})
 }
 
 func (s *server) Handoff(_ context.Context, r *pb.CRReq) (*pb.Result, error) {

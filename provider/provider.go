@@ -95,3 +95,16 @@ type Availability interface {
 type ParamChecker interface {
 	CheckParams(p api.OpenParams) (iaParams, platformParams error)
 }
+
+// CRRefuser is an optional interface of a provider's connection request
+// (api.CR). Refuse ends the request as the provider itself does when it
+// cannot take one (its service point's EVD full, its IA closing): the
+// requester sees DAT_CONNECTION_EVENT_NON_PEER_REJECTED, not a consumer's
+// PEER_REJECTED, and the CR is destroyed as by Reject, with the same
+// errors. It serves a layer between the consumer and the provider that
+// must refuse a request the consumer never saw, as the plugin host does
+// when its own queue is full though the plugin's had room. Without it
+// such a layer can only Reject.
+type CRRefuser interface {
+	Refuse() error
+}

@@ -267,6 +267,15 @@ func (c *cr) Reject(pd []byte) error {
 	return nil
 }
 
+// Refuse refuses the request as the provider would (provider.CRRefuser):
+// the requester gets NON_PEER_REJECTED. The plugin host calls it for a
+// request that finds the host's queue full.
+func (c *cr) Refuse() error {
+	defer lock()()
+	c.abort()
+	return nil
+}
+
 // abort ends a request whose IA closes: the requester gets NON_PEER_REJECTED.
 func (c *cr) abort() { c.end(api.ConnectionNonPeerRejectedEvent, nil) }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/plugin/internal/wire"
 	pb "github.com/godat/godat/plugin/proto"
+	"github.com/godat/godat/provider"
 )
 
 type proxyPSP struct{ proxyBase }
@@ -73,6 +74,17 @@ func (r *proxyCR) Reject(pd []byte) error {
 		return r.c.rpc.Reject(bg, &pb.CRReq{Cr: r.id, PrivateData: pd})
 	})
 }
+
+// Refuse refuses the request as the plugin's provider does
+// (provider.CRRefuser): the requester sees NON_PEER_REJECTED, or, from a
+// plugin whose provider cannot refuse, PEER_REJECTED.
+func (r *proxyCR) Refuse() error {
+	return r.release(func() (*pb.Result, error) {
+		return r.c.rpc.Reject(bg, &pb.CRReq{Cr: r.id, Refuse: true})
+	})
+}
+
+var _ provider.CRRefuser = (*proxyCR)(nil)
 
 func (r *proxyCR) Handoff(q api.ConnQual) error {
 	return r.release(func() (*pb.Result, error) {

@@ -140,15 +140,16 @@ func (c *runningPlugin) deliver(e *wire.Event) {
 	evd.post(&ev, false)
 }
 
-// refuse rejects a connection request whose host queue was full when it
+// refuse refuses a connection request whose host queue was full when it
 // arrived. A provider refuses a request that finds its service point's EVD
 // full; the plugin's EVD had room because software events live only in
-// the host's queue, so the host applies that rule here instead of letting
-// the request overflow the queue and its requester wait for a timeout.
-// The Reject runs on a goroutine of its own, since deliver may run inside
-// a consumer's Dequeue holding the completion ring; kill waits for it.
+// the host's queue, so the host applies that rule here, through the
+// plugin's provider (Refuse), instead of letting the request overflow the
+// queue and its requester wait for a timeout. The call runs on a
+// goroutine of its own, since deliver may run inside a consumer's Dequeue
+// holding the completion ring; kill waits for it.
 func (c *runningPlugin) refuse(r *proxyCR) {
-	c.refusals.Go(func() { _ = r.Reject(nil) })
+	c.refusals.Go(func() { _ = r.Refuse() })
 }
 
 // cqWaiting reports records on the completion ring that nobody has read.

@@ -3492,11 +3492,15 @@ func (x *WatermarkReq) GetHard() int64 {
 }
 
 type CRReq struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cr            uint64                 `protobuf:"varint,1,opt,name=cr,proto3" json:"cr,omitempty"`
-	Ep            uint64                 `protobuf:"varint,2,opt,name=ep,proto3" json:"ep,omitempty"`                                     // Accept
-	PrivateData   []byte                 `protobuf:"bytes,3,opt,name=private_data,json=privateData,proto3" json:"private_data,omitempty"` // Accept, Reject
-	ConnQual      uint64                 `protobuf:"varint,4,opt,name=conn_qual,json=connQual,proto3" json:"conn_qual,omitempty"`         // Handoff
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Cr          uint64                 `protobuf:"varint,1,opt,name=cr,proto3" json:"cr,omitempty"`
+	Ep          uint64                 `protobuf:"varint,2,opt,name=ep,proto3" json:"ep,omitempty"`                                     // Accept
+	PrivateData []byte                 `protobuf:"bytes,3,opt,name=private_data,json=privateData,proto3" json:"private_data,omitempty"` // Accept, Reject
+	ConnQual    uint64                 `protobuf:"varint,4,opt,name=conn_qual,json=connQual,proto3" json:"conn_qual,omitempty"`         // Handoff
+	// Reject: refuse as the provider (provider.CRRefuser), so that the
+	// requester sees NON_PEER_REJECTED; a plugin whose provider cannot,
+	// or that predates the field, rejects as the consumer.
+	Refuse        bool `protobuf:"varint,5,opt,name=refuse,proto3" json:"refuse,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3557,6 +3561,13 @@ func (x *CRReq) GetConnQual() uint64 {
 		return x.ConnQual
 	}
 	return 0
+}
+
+func (x *CRReq) GetRefuse() bool {
+	if x != nil {
+		return x.Refuse
+	}
+	return false
 }
 
 type BindReq struct {
@@ -4048,12 +4059,13 @@ const file_provider_proto_rawDesc = "" +
 	"\fWatermarkReq\x12\x0e\n" +
 	"\x02ep\x18\x01 \x01(\x04R\x02ep\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x03R\x04soft\x12\x12\n" +
-	"\x04hard\x18\x03 \x01(\x03R\x04hard\"g\n" +
+	"\x04hard\x18\x03 \x01(\x03R\x04hard\"\x7f\n" +
 	"\x05CRReq\x12\x0e\n" +
 	"\x02cr\x18\x01 \x01(\x04R\x02cr\x12\x0e\n" +
 	"\x02ep\x18\x02 \x01(\x04R\x02ep\x12!\n" +
 	"\fprivate_data\x18\x03 \x01(\fR\vprivateData\x12\x1b\n" +
-	"\tconn_qual\x18\x04 \x01(\x04R\bconnQual\"\xcf\x01\n" +
+	"\tconn_qual\x18\x04 \x01(\x04R\bconnQual\x12\x16\n" +
+	"\x06refuse\x18\x05 \x01(\bR\x06refuse\"\xcf\x01\n" +
 	"\aBindReq\x12\x10\n" +
 	"\x03rmr\x18\x01 \x01(\x04R\x03rmr\x12\x10\n" +
 	"\x03lmr\x18\x02 \x01(\x04R\x03lmr\x125\n" +

@@ -339,6 +339,16 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // PEER_REJECTED carrying privateData and moves to DISCONNECTED. An RSP's
 // EP returns to UNCONNECTED; a provider-created EP is destroyed.
 func (c *cr) Reject(privateData []byte) error {
+	return c.decline(api.ConnectionPeerRejectedEvent, bytes.Clone(privateData))
+}
+
+// Refuse refuses the request as the provider does (provider.CRRefuser):
+// the requester gets NON_PEER_REJECTED; otherwise as Reject.
+func (c *cr) Refuse() error { return c.decline(api.ConnectionNonPeerRejectedEvent, nil) }
+
+// decline ends the request, the requester seeing event n with private
+// data pd, for Reject and Refuse.
+func (c *cr) decline(n api.EventNumber, pd []byte) error {
 	fabric.mu.Lock()
 	defer fabric.mu.Unlock()
 	if c.Done {
@@ -347,8 +357,8 @@ func (c *cr) Reject(privateData []byte) error {
 	if c.pending() {
 		a := c.active
 		a.abandonRequest()
-		a.PeerPD = bytes.Clone(privateData)
-		a.toDisconnected(api.ConnectionPeerRejectedEvent, a.PeerPD)
+		a.PeerPD = pd
+		a.toDisconnected(n, pd)
 	}
 	c.end()
 	return nil

@@ -421,13 +421,21 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // Reject rejects the request (dat_cr_reject(3DAT)); the requester gets
 // PEER_REJECTED carrying privateData. An RSP's EP returns to UNCONNECTED;
 // a provider-created EP is destroyed.
-func (c *cr) Reject(privateData []byte) error {
+func (c *cr) Reject(privateData []byte) error { return c.decline(hsReject, privateData) }
+
+// Refuse refuses the request as the provider does (provider.CRRefuser):
+// the requester gets NON_PEER_REJECTED; otherwise as Reject.
+func (c *cr) Refuse() error { return c.decline(hsNonPeer, nil) }
+
+// decline answers the request with decision (hsReject or hsNonPeer) and
+// ends it, for Reject and Refuse.
+func (c *cr) decline(decision uint16, pd []byte) error {
 	c.ia.mu.Lock()
 	defer c.ia.mu.Unlock()
 	if c.Done {
 		return connreq.ErrCRDone
 	}
-	c.pr.decide(hsReject, privateData)
+	c.pr.decide(decision, pd)
 	c.end()
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
@@ -209,16 +210,30 @@ func (c *cr) Accept(epArg api.EP, privateData []byte) error {
 // Reject refuses the request; the requester sees PEER_REJECTED with
 // privateData (dat_cr_reject(3DAT)).
 func (c *cr) Reject(privateData []byte) error {
+	return c.decline(func(id *C.struct_rdma_cm_id) {
+		wire := encodePD(privateData)
+		pd := C.CBytes(wire)
+		C.rdma_reject(id, pd, C.uint8_t(len(wire)))
+		C.free(pd)
+	})
+}
+
+// Refuse refuses the request as the provider does (provider.CRRefuser,
+// refuse): the requester sees NON_PEER_REJECTED; otherwise as Reject.
+func (c *cr) Refuse() error { return c.decline(refuse) }
+
+var _ provider.CRRefuser = (*cr)(nil)
+
+// decline answers the request's cm id by answer, a reject, and ends the
+// request, for Reject and Refuse.
+func (c *cr) decline(answer func(*C.struct_rdma_cm_id)) error {
 	i := c.ia
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if c.id == nil {
 		return api.Errorf(api.InvalidHandle, api.SubHandleCR, "the connection request is gone")
 	}
-	wire := encodePD(privateData)
-	pd := C.CBytes(wire)
-	C.rdma_reject(c.id, pd, C.uint8_t(len(wire)))
-	C.free(pd)
+	answer(c.id)
 	c.drop()
 	if l := c.local; l != nil && l.State == api.EPPassiveConnectionPending {
 		l.State = api.EPUnconnected

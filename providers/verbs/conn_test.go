@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 )
 
 // side is one end of a test connection: an IA with a PZ, one EVD for
@@ -263,6 +264,36 @@ func TestRejectAndNoListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.wait(t, api.ConnectionNonPeerRejectedEvent)
+}
+
+// TestRefuse refuses a request as the provider (provider.CRRefuser), as
+// the plugin host does when its own queue is full: the requester sees
+// NON_PEER_REJECTED without private data, and the request is gone.
+func TestRefuse(t *testing.T) {
+	needDevice(t)
+	client, server := newSide(t), newSideOn(t, openRaw(t))
+	psp, q, err := server.ia.CreatePSPAny(server.evd, api.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer psp.Free()
+	if err := client.ep.Connect(&net.IPAddr{IP: vmIP()}, q, 5*time.Second, []byte("let me in"), api.QOSBestEffort, 0); err != nil {
+		t.Fatal(err)
+	}
+	cr := server.wait(t, api.ConnectionRequestEvent).CR.CR
+	rf, ok := cr.(provider.CRRefuser)
+	if !ok {
+		t.Fatalf("the verbs CR %T has no Refuse", cr)
+	}
+	if err := rf.Refuse(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := client.wait(t, api.ConnectionNonPeerRejectedEvent); len(ev.Conn.PrivateData) != 0 {
+		t.Errorf("the refusal carried private data %q", ev.Conn.PrivateData)
+	}
+	if err := cr.Reject(nil); err == nil {
+		t.Error("Reject after Refuse succeeded")
+	}
 }
 
 // TestGracefulDisconnectLetsRequestsComplete disconnects gracefully

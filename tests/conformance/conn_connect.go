@@ -271,7 +271,9 @@ var connectGroups = []group{
 				t.expectSE(t.dequeue(full, "a software event of the full EVD"), full, k, "the events that filled the EVD")
 			}
 			// The request now waits on the EVD, or it was refused when
-			// it found the EVD full and its requester was told so.
+			// it found the EVD full and its requester was told so, as
+			// NON_PEER_REJECTED: a full backlog is the provider's
+			// refusal, not the consumer's (dat_ep_connect(3DAT)).
 			for end := time.Now().Add(eventTimeout); ; time.Sleep(time.Millisecond) {
 				var ev api.Event
 				if full.Dequeue(&ev) == nil {
@@ -284,8 +286,8 @@ var connectGroups = []group{
 					return
 				}
 				if pr.c.conn.Dequeue(&ev) == nil {
-					if ev.Number != api.ConnectionPeerRejectedEvent && ev.Number != api.ConnectionNonPeerRejectedEvent {
-						t.Fatalf("the requester of the handed-off request got %s, want it to arrive or be rejected", describe(&ev))
+					if ev.Number != api.ConnectionNonPeerRejectedEvent {
+						t.Fatalf("the requester of the handed-off request got %s, want it to arrive or be refused (NON_PEER_REJECTED)", describe(&ev))
 					}
 					t.Logf("%s: the request was refused when it found the EVD full", t.ref)
 					return

@@ -95,8 +95,8 @@ var mutants = []mutant{
 	{id: "lb-recv-idle", area: "loopback", file: lbEP, desc: "recv_idle ignores one posted receive",
 		old: "p.recvs.Len() == 0, p.reqs.Len() == 0", new: "p.recvs.Len() <= 1, p.reqs.Len() == 0"},
 	{id: "lb-reject-pd", area: "loopback", file: lbCM, desc: "a rejection carries no private data",
-		old: "\t\ta.PeerPD = bytes.Clone(privateData)\n\t\ta.toDisconnected(api.ConnectionPeerRejectedEvent, a.PeerPD)",
-		new: "\t\ta.toDisconnected(api.ConnectionPeerRejectedEvent, nil)"},
+		old: "return c.decline(api.ConnectionPeerRejectedEvent, bytes.Clone(privateData))",
+		new: "return c.decline(api.ConnectionPeerRejectedEvent, nil)"},
 
 	{id: "lb-accept-pd", area: "loopback", file: lbCM, desc: "ESTABLISHED on the active side carries no private data",
 		old: "\ta.PeerPD = bytes.Clone(privateData)\n\ta.RemoteAddr", new: "\ta.PeerPD = nil\n\ta.RemoteAddr"},
