@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
@@ -275,6 +276,8 @@ func (c *cr) Refuse() error {
 	c.abort()
 	return nil
 }
+
+var _ provider.CRRefuser = (*cr)(nil)
 
 // abort ends a request whose IA closes: the requester gets NON_PEER_REJECTED.
 func (c *cr) abort() { c.end(api.ConnectionNonPeerRejectedEvent, nil) }

@@ -43,9 +43,6 @@ import (
 
 func init() { provider.Register("minimal", Provider{}) }
 
-// Its CRs refuse as the provider when a layer above asks (the plugin host).
-var _ provider.CRRefuser = (*cr)(nil)
-
 // Provider opens minimal IAs; the package registers it as "minimal".
 type Provider struct{}
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
@@ -345,6 +346,8 @@ func (c *cr) Reject(privateData []byte) error {
 // Refuse refuses the request as the provider does (provider.CRRefuser):
 // the requester gets NON_PEER_REJECTED; otherwise as Reject.
 func (c *cr) Refuse() error { return c.decline(api.ConnectionNonPeerRejectedEvent, nil) }
+
+var _ provider.CRRefuser = (*cr)(nil)
 
 // decline ends the request, the requester seeing event n with private
 // data pd, for Reject and Refuse.

@@ -18,9 +18,6 @@ import (
 
 func init() { provider.Register("loopback", Provider{}) }
 
-// Its CRs refuse as the provider when a layer above asks (the plugin host).
-var _ provider.CRRefuser = (*cr)(nil)
-
 // Provider is the loopback provider. Its Open opens a new loopback IA
 // (dat_ia_open(3DAT)); every IA it opens lives in the same process-wide
 // fabric, so EPs of any two of them can connect. The zero value is ready

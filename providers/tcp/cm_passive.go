@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/provider"
 	"github.com/godat/godat/provider/kit"
 	"github.com/godat/godat/provider/kit/connreq"
 )
@@ -426,6 +427,8 @@ func (c *cr) Reject(privateData []byte) error { return c.decline(hsReject, priva
 // Refuse refuses the request as the provider does (provider.CRRefuser):
 // the requester gets NON_PEER_REJECTED; otherwise as Reject.
 func (c *cr) Refuse() error { return c.decline(hsNonPeer, nil) }
+
+var _ provider.CRRefuser = (*cr)(nil)
 
 // decline answers the request with decision (hsReject or hsNonPeer) and
 // ends it, for Reject and Refuse.

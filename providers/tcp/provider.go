@@ -17,9 +17,6 @@ import (
 
 func init() { provider.Register("tcp", Provider{}) }
 
-// Its CRs refuse as the provider when a layer above asks (the plugin host).
-var _ provider.CRRefuser = (*cr)(nil)
-
 // Provider is the tcp provider: RDMA semantics over TCP
 // (dat_provider_init(3DAT), dat_ia_open(3DAT)). The zero value is ready
 // for use; the package registers one under the name "tcp".
