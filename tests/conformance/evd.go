@@ -67,7 +67,7 @@ func waitN(e api.EVD, threshold int, d time.Duration) (api.Event, int, error) {
 	defer cancel()
 	var ev api.Event
 	n, err := e.Wait(ctx, threshold, &ev)
-	return ev, n, err
+	return ev, n, wokenLate(ctx, err)
 }
 
 // dequeue removes one event, failing the check if there is none.

@@ -143,7 +143,25 @@ func (t *checkT) tryWait(evd api.EVD) (api.Event, error) {
 	defer cancel()
 	var ev api.Event
 	_, err := evd.Wait(ctx, 1, &ev)
-	return ev, err
+	return ev, wokenLate(ctx, err)
+}
+
+// errWokenLate is what the suite makes of a Wait that returned an event
+// only once its deadline had passed. The event had come, but the waiter
+// was not woken when it did: with a longer timeout it would have slept
+// on, and with DAT_TIMEOUT_INFINITE for ever (dat_evd_wait(3DAT) returns
+// once the threshold is reached).
+var errWokenLate = errors.New("EVD.Wait returned its event only when its deadline passed: the waiter was not woken when the event arrived")
+
+// wokenLate turns the success of a Wait whose context had ended by the
+// time it returned into errWokenLate. Every wait of the suite has a
+// deadline far beyond the time its events take, so such a success is a
+// missed wake-up, not an event that came at the last moment.
+func wokenLate(ctx context.Context, err error) error {
+	if err == nil && ctx.Err() != nil {
+		return errWokenLate
+	}
+	return err
 }
 
 // wait returns the next event of evd, failing the check if none comes.

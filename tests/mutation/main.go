@@ -2,11 +2,11 @@
 
 // Command mutation measures what the conformance suite catches: it applies
 // one plausible bug at a time (a mutant, mutants.go) to providers/loopback,
-// providers/tcp or the registry's guard, runs the suite against it, and
-// reports which mutants the suite killed. The build tag keeps it out of
+// providers/tcp, the provider kit, the registry's guard or the plugin host,
+// runs the suite against it, and reports which mutants the suite killed. The build tag keeps it out of
 // ordinary builds and tests; run it from the module root:
 //
-//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,guard]
+//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host]
 //
 // The source tree is never changed: each mutant is compiled through go
 // test's -overlay flag. A mutant whose edit no longer applies (its old
@@ -45,6 +45,9 @@ var tests = map[string]struct{ run, pkgs []string }{
 	// The guard's checks are proven through loopback and through the
 	// suite's own provider that checks nothing (tests/conformance).
 	"guard": {[]string{"TestConformance", "TestConformanceNoCheck"}, []string{"./providers/loopback", "./tests/conformance"}},
+	// The host's mutants are compiled into the test binary; the plugin
+	// executables it starts are built without them.
+	"host": {[]string{"TestConformance"}, []string{"./plugin/host"}},
 }
 
 type outcome struct {
@@ -173,7 +176,7 @@ func summary(res []outcome) {
 	}
 	fmt.Println()
 	total := [2]int{}
-	for _, a := range []string{"loopback", "tcp", "guard", "kit"} {
+	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host"} {
 		c, ok := byArea[a]
 		if !ok {
 			continue

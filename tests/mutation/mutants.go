@@ -30,6 +30,14 @@ const (
 	kQueue = "provider/kit/eventq/queue.go"
 	kEPA   = "provider/kit/epattr/epattr.go"
 	kEnd   = "provider/kit/epattr/endpoint.go"
+
+	hEVD = "plugin/host/evd.go"
+	hEvt = "plugin/host/events.go"
+	hEP  = "plugin/host/ep.go"
+	hCM  = "plugin/host/cm.go"
+	hMem = "plugin/host/mem.go"
+	hIA  = "plugin/host/ia.go"
+	hSRQ = "plugin/host/srq.go"
 )
 
 // dropCheck removes check from the top of a guard method whose hooks line
@@ -345,4 +353,50 @@ var mutants = []mutant{
 		old: "return DisconnectNothing, e.StateErr(\"Disconnect\")", new: "return DisconnectNothing, nil"},
 	{id: "kit-cno-collect", area: "kit", file: "provider/kit/eventq/cno.go", desc: "a CNO's trigger is reported again after it was collected",
 		old: "\tevd := c.pending\n\tc.pending = nil\n", new: "\tevd := c.pending\n"},
+	// The plugin host: the proxies and the delivery of the plugin's
+	// events, through the loopback plugin.
+	{id: "host-evd-overflow", area: "host", file: hEVD, desc: "an EVD overflow through the host is never reported on the async EVD",
+		old: "\t\t\ta.Q.Post(&ov, true)\n", new: "\t\t\t_ = ov\n"},
+	{id: "host-evd-query-cno", area: "host", file: hEVD, desc: "EVD.Query does not report the attached CNO",
+		old: "\t\tp.CNO = e.cno\n", new: "\t\t_ = e.cno\n"},
+	{id: "host-cno-release", area: "host", file: hEVD, desc: "a CNO left without EVDs keeps its waiters blocked",
+		old: "\t\told.c.ReleaseWaiters()\n", new: "\t\t_ = old\n"},
+	{id: "host-dequeue-ring", area: "host", file: hEVD, desc: "Dequeue does not take what waits on the completion ring",
+		old: "\te.c.consumeCQ()\n\treturn e.Q.Dequeue(ev)\n", new: "\treturn err\n"},
+	{id: "host-notify", area: "host", file: hEvt, desc: "a provider's late notification is dropped",
+		old: "\t\tevd.Q.Notify()\n\t\treturn\n", new: "\t\treturn\n"},
+	{id: "host-cr-truncated", area: "host", file: hEvt, desc: "a request's truncated mark is lost",
+		old: "CR: cr, Truncated: e.Truncated}", new: "CR: cr}"},
+	{id: "host-async-reason", area: "host", file: hEvt, desc: "an async event loses its reason",
+		old: "c.objectOf(e.Object, e.ObjectType, ia), Reason: int(e.Reason)}", new: "c.objectOf(e.Object, e.ObjectType, ia)}"},
+	{id: "host-dto-rmrctx", area: "host", file: hEvt, desc: "a receive's invalidated RMR context is lost",
+		old: "Op: e.Op, RMRContext: e.RMRContext}", new: "Op: e.Op}"},
+	{id: "host-conn-pd", area: "host", file: hEvt, desc: "connection events lose their private data",
+		old: "ev.Conn = api.ConnectionData{PrivateData: e.PrivateData}", new: "ev.Conn = api.ConnectionData{}"},
+	{id: "host-refuse", area: "host", file: hEvt, desc: "a request that finds the host's queue full is dropped, not refused",
+		old: "\t\t\t\tc.refuse(r)\n", new: "\t\t\t\t_ = r\n"},
+	{id: "host-ep-rport", area: "host", file: hEP, desc: "EP.Query loses the remote port",
+		old: "RemotePortQual: api.ConnQual(q.RemotePortQual), PZ:", new: "PZ:"},
+	{id: "host-ep-status", area: "host", file: hEP, desc: "EP.GetStatus swaps the receive and request queues' idleness",
+		old: "r.RecvIdle, r.RequestIdle, nil", new: "r.RequestIdle, r.RecvIdle, nil"},
+	{id: "host-ring-limit", area: "host", file: hEP, desc: "every post of a connected EP takes the ring, past the queue's limit too",
+		old: "&& sure && q.r.Len() <= limit", new: "&& tok > 0"},
+	{id: "host-ring-iov", area: "host", file: hEP, desc: "a post with more segments than the ring holds takes the ring",
+		old: "t.established && len(s.IOV) <= wire.SQMaxIOV &&", new: "t.established &&"},
+	{id: "host-sendinv-call", area: "host", file: hEP, desc: "a send-with-invalidate posted by a call loses its invalidate",
+		old: "= true, s.Invalidate, uint32(s.InvRMR)", new: "= true, false, uint32(s.InvRMR)"},
+	{id: "host-cr-pd", area: "host", file: hCM, desc: "CR.Query loses the private data",
+		old: "PrivateData: q.PrivateData, LocalEP:", new: "LocalEP:"},
+	{id: "host-psp-flags", area: "host", file: hCM, desc: "PSP.Query loses the flags",
+		old: "Flags: api.PSPFlags(q.Flags)}", new: "}"},
+	{id: "host-rsp-ep", area: "host", file: hCM, desc: "RSP.Query loses the reserved EP",
+		old: "EP: s.c.epOf(q.Ep, s.ia)}", new: "}"},
+	{id: "host-rmr-ctx", area: "host", file: hMem, desc: "RMR.Query loses the context",
+		old: "RMRContext: api.RMRContext(q.RmrContext), Scope:", new: "Scope:"},
+	{id: "host-srq-lw", area: "host", file: hIA, desc: "an SRQ's low watermark does not reach the plugin",
+		old: ", LowWatermark: int64(attr.LowWatermark)})", new: "})"},
+	{id: "host-srq-avail", area: "host", file: hSRQ, desc: "SRQ.Query loses the available count",
+		old: "AvailableDTOCount: int(q.AvailableDtoCount),", new: ""},
+	{id: "host-close-evds", area: "host", file: hIA, desc: "an IA's close leaves waiters on its EVDs blocked",
+		old: "\t\tcase *proxyEVD:\n\t\t\tx.Q.Close()\n", new: "\t\tcase *proxyEVD:\n\t\t\t_ = x\n"},
 }
