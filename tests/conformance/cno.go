@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"time"
@@ -45,6 +46,13 @@ var cnoGroups = []group{
 			c := n.cno(nil)
 			t.noErr(n.recv.ModifyCNO(c), "EVD.ModifyCNO after polling")
 			t.cnoReceive(p, c, "CNO.Wait for a receive after polling")
+		}},
+		{"DESCRIPTION", "freeing the last EVD that feeds the CNO unblocks its waiters, returning no EVD", func(t *checkT) {
+			c, e := t.node().cnoSE()
+			r := t.goCNOWait(c, eventTimeout)
+			time.Sleep(20 * time.Millisecond) // let it block; the result is the same if it does not
+			t.noErr(e.Free(), "EVD.Free of the only EVD feeding the CNO")
+			t.cnoReleased(r, "the CNO waiter when its last EVD was freed")
 		}},
 		{"RETURN VALUES", "a deadline without notification ends the wait with an error and no EVD", func(t *checkT) {
 			c, _ := t.node().cnoSE()
@@ -235,6 +243,21 @@ func (t *checkT) goCNOWait(c api.CNO, d time.Duration) <-chan result {
 		ch <- result{evd: e, err: err}
 	})
 	return ch
+}
+
+// cnoReleased takes the result of the CNO waiter r (what names it), which
+// something other than a notification must have unblocked: it returns a
+// null EVD handle (dat_cno_wait(3DAT)), and not because its deadline
+// passed. The pages name no error for such a return.
+func (t *checkT) cnoReleased(r <-chan result, what string) {
+	t.T.Helper()
+	res := t.recvResult(r, what)
+	if errors.Is(res.err, api.ErrTimeoutExpired) || errors.Is(res.err, api.ErrQueueEmpty) {
+		t.Fatalf("%s was not unblocked: its wait ran to its deadline (%v)", what, res.err)
+	}
+	if res.evd != nil {
+		t.Fatalf("%s returned an EVD (error %v), want a null handle", what, res.err)
+	}
 }
 
 func (t *checkT) cnoWait(c api.CNO, what string) api.EVD {

@@ -51,8 +51,11 @@ var listenGroups = []group{
 			t.works(c1, s1, "the first connection")
 			t.works(c2, s2, "the second connection")
 		}},
-		{"DESCRIPTION", "with PSPProvider the request carries a provider-created EP with no PZ and no EVDs", func(t *checkT) {
+		{"DESCRIPTION", "with PSPProvider the request carries a provider-created EP with no PZ and no EVDs, and PSP.Query reports the flag", func(t *checkT) {
 			pr := t.providerRequest()
+			if pp, err := pr.psp.Query(); err != nil || pp.Flags != api.PSPProvider {
+				t.Errorf("PSP.Query of a PSPProvider PSP: flags %v, %v; want PSPProvider (dat_psp_query(3DAT))", pp.Flags, err)
+			}
 			local := pr.localEP()
 			ep, err := local.Query()
 			t.noErr(err, "EP.Query of the provider EP")

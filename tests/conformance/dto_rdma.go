@@ -228,6 +228,34 @@ var rdmaGroups = []group{
 				return x.p.cli.ep.PostRDMAWrite(x.sr.iov(0, 16), c, x.rt, api.CompletionDefault)
 			})
 		}},
+		{"DESCRIPTION (DAT 2.0 dat.h)", "a send-with-invalidate of up to eight segments gathers them in IOV order and invalidates the RMR", func(t *checkT) {
+			p := t.pair()
+			k := min(t.queryEP(p.cli.ep).Attr.MaxRequestIOV, 8)
+			if k < 2 {
+				t.Skipf("MaxRequestIOV is %d", k)
+			}
+			_, _, rt := p.srv.window(64, 0, 64)
+			rr := p.srv.region(64, rw)
+			p.srv.postRecv(rr, 0, 64, 1)
+			sr := p.cli.region(64, rw)
+			src := sr.fill(0, 4*k, 0x61)
+			// The segments name the source's 4-byte pieces last first.
+			var iov []api.LMRTriplet
+			var want []byte
+			for i := k - 1; i >= 0; i-- {
+				iov = append(iov, sr.tr(4*i, 4))
+				want = append(want, src[4*i:4*i+4]...)
+			}
+			t.noErr(p.cli.ep.PostSendWithInvalidate(iov, 2, api.CompletionDefault, true, rt.RMRContext), fmt.Sprintf("PostSendWithInvalidate with %d segments", k))
+			p.cli.expectReq(2, api.DTOSuccess, "the send-with-invalidate completion")
+			ev := p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+			if ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != rt.RMRContext {
+				t.Fatalf("receive completion op %v context %#x, want %v with context %#x", ev.DTO.Op, ev.DTO.RMRContext, api.OpReceiveWithInvalidate, rt.RMRContext)
+			}
+			if int(ev.DTO.Length) != len(want) || !bytes.Equal(rr.b[:len(want)], want) {
+				t.Fatalf("received %d bytes %x, want %x", ev.DTO.Length, rr.b[:ev.DTO.Length], want)
+			}
+		}},
 		{"DESCRIPTION (DAT 2.0 dat.h)", "with invalidate false it is a plain send and the RMR context keeps working", func(t *checkT) {
 			x := t.sendInvalidate(false)
 			ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")

@@ -130,6 +130,15 @@ var srqGroups = []group{
 					p.MaxRecvDTOs, p.MaxRecvIOV, p.State, p.PZ == n.pz, p.IA == n.ia)
 			}
 		}},
+		{"DESCRIPTION", "the low watermark given at create is the SRQ's: Query reports it", func(t *checkT) {
+			n := t.node()
+			n.needSRQ()
+			s, err := n.ia.CreateSRQ(n.pz, api.SRQAttr{MaxRecvDTOs: 8, MaxRecvIOV: 1, LowWatermark: 2})
+			t.noErr(err, "IA.CreateSRQ with low watermark 2")
+			if p := t.querySRQ(s); p.LowWatermark != 2 {
+				t.Fatalf("SRQ.Query low watermark %d, want the 2 it was created with", p.LowWatermark)
+			}
+		}},
 		{"RETURN VALUES", "a nil PZ is DAT_INVALID_HANDLE", func(t *checkT) {
 			n := t.node()
 			n.needSRQ()
