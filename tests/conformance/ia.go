@@ -23,7 +23,13 @@ func (t *checkT) overflow(pollFirst bool) (*node, api.EVD, int) {
 // and returns it with its queue length.
 func (t *checkT) smallEVD(srv *node) (api.EVD, int) {
 	t.T.Helper()
-	small, err := srv.ia.CreateEVD(2, nil, api.EVDDTO)
+	return t.smallEVDOf(srv, api.EVDDTO)
+}
+
+// smallEVDOf is smallEVD for an EVD of the streams flags names.
+func (t *checkT) smallEVDOf(srv *node, flags api.EVDFlags) (api.EVD, int) {
+	t.T.Helper()
+	small, err := srv.ia.CreateEVD(2, nil, flags)
 	t.noErr(err, "IA.CreateEVD(2)")
 	q := t.queryEVD(small).QLen
 	if q > 256 {
@@ -39,9 +45,17 @@ func (t *checkT) smallEVD(srv *node) (api.EVD, int) {
 // length q, and sends q+1 messages to q+1 receives posted on it.
 func (t *checkT) burst(srv, cli *node, small api.EVD, q int, pollFirst bool) {
 	t.T.Helper()
+	t.sendsTo(srv, cli, small, q+1, pollFirst)
+}
+
+// sendsTo connects a new server EP whose receive EVD is small and sends k
+// messages (cookies 0 to k-1) to k receives posted on it, from the client
+// end it returns.
+func (t *checkT) sendsTo(srv, cli *node, small api.EVD, k int, pollFirst bool) *end {
+	t.T.Helper()
 	sa, ca := srv.epAttr(), cli.epAttr()
-	sa.MaxRecvDTOs = max(sa.MaxRecvDTOs, q+1)
-	ca.MaxRequestDTOs = max(ca.MaxRequestDTOs, q+1)
+	sa.MaxRecvDTOs = max(sa.MaxRecvDTOs, k)
+	ca.MaxRequestDTOs = max(ca.MaxRequestDTOs, k)
 	sep, err := srv.ia.CreateEP(srv.pz, small, srv.req, srv.conn, sa)
 	t.noErr(err, "IA.CreateEP with the small receive EVD")
 	s := &end{node: srv, ep: sep}
@@ -52,17 +66,18 @@ func (t *checkT) burst(srv, cli *node, small api.EVD, q int, pollFirst bool) {
 	t.noErr(ev.CR.CR.Accept(s.ep, nil), "CR.Accept")
 	c.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED")
 	s.expectConn(api.ConnectionEstablishedEvent, "ESTABLISHED on the passive side")
-	rr := srv.region((q+1)*16, rw)
-	for i := range q + 1 {
+	rr := srv.region(k*16, rw)
+	for i := range k {
 		t.noErr(s.ep.PostRecv(rr.iov(i*16, 16), api.Cookie(i), api.CompletionDefault), "EP.PostRecv")
 	}
 	if pollFirst {
 		t.pollEmpty(small)
 	}
 	sr := cli.region(8, rw)
-	for i := range q + 1 {
+	for i := range k {
 		t.noErr(c.ep.PostSend(sr.iov(0, 8), api.Cookie(i), api.CompletionDefault), "EP.PostSend")
 	}
+	return c
 }
 
 // expectOverflow waits for the async event that reports the overflow of
@@ -103,6 +118,34 @@ var iaGroups = []group{
 			// must still reach the EVD, and its overflow be told.
 			srv, small, _ := t.overflow(true)
 			srv.expectOverflow(small, "the overflow event")
+		}},
+		{"DESCRIPTION", "a completion that finds the EVD full of software events is not lost silently: the overflow is reported, or the completion waits for room", func(t *checkT) {
+			srv, cli := t.node(), t.node()
+			small, q := t.smallEVDOf(srv, api.EVDDTO|api.EVDSoftware)
+			for i := range q {
+				t.postSE(small, i)
+			}
+			c := t.sendsTo(srv, cli, small, 1, false)
+			c.expectReq(0, api.DTOSuccess, "the send, whose receive completion finds the EVD full")
+			// A provider that drops the completion reports the overflow;
+			// one that keeps it (a device's completion queue) delivers
+			// it once the software events are taken.
+			if ev, _, err := waitN(srv.async, 1, shortWait); err == nil {
+				if ev.Number != api.AsyncEVDOverflowEvent || ev.Async.Object != small {
+					t.Fatalf("the async EVD got %s, want %v naming the full EVD", describe(&ev), api.AsyncEVDOverflowEvent)
+				}
+				return
+			}
+			for i := range q {
+				t.expectSE(t.dequeue(small, "EVD.Dequeue of a software event"), small, i, "the software events that filled the EVD")
+			}
+			if ev, err := t.tryWait(small); err == nil {
+				if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != 0 || ev.DTO.Status != api.DTOSuccess {
+					t.Fatalf("after the software events the EVD gave %s, want the receive of cookie 0", describe(&ev))
+				}
+				return
+			}
+			srv.expectOverflow(small, "the overflow event of the receive completion that was neither queued nor kept")
 		}},
 		{"DESCRIPTION", "an EVD that overflowed, was drained and overflows again is reported on the async EVD again", func(t *checkT) {
 			srv, cli := t.node(), t.node()
