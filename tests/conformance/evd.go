@@ -61,6 +61,56 @@ func (t *checkT) expectSE(ev api.Event, e api.EVD, v any, what string) {
 	}
 }
 
+// tryWait waits up to eventTimeout for one event.
+func (t *checkT) tryWait(evd api.EVD) (api.Event, error) {
+	ctx, cancel := context.WithTimeout(t.ctx, eventTimeout)
+	defer cancel()
+	var ev api.Event
+	_, err := evd.Wait(ctx, 1, &ev)
+	return ev, wokenLate(ctx, err)
+}
+
+// errWokenLate is what the suite makes of a Wait that returned an event
+// only once its deadline had passed. The event had come, but the waiter
+// was not woken when it did: with a longer timeout it would have slept
+// on, and with DAT_TIMEOUT_INFINITE for ever (dat_evd_wait(3DAT) returns
+// once the threshold is reached).
+var errWokenLate = errors.New("EVD.Wait returned its event only when its deadline passed: the waiter was not woken when the event arrived")
+
+// wokenLate turns the success of a Wait whose context had ended by the
+// time it returned into errWokenLate. Every wait of the suite has a
+// deadline far beyond the time its events take, so such a success is a
+// missed wake-up, not an event that came at the last moment.
+func wokenLate(ctx context.Context, err error) error {
+	if err == nil && ctx.Err() != nil {
+		return errWokenLate
+	}
+	return err
+}
+
+// wait returns the next event of evd, failing the check if none comes.
+func (t *checkT) wait(evd api.EVD, what string) api.Event {
+	t.T.Helper()
+	ev, err := t.tryWait(evd)
+	if err != nil {
+		if errors.Is(err, api.ErrTimeoutExpired) {
+			t.Fatalf("waiting for %s: no event within %v (%v)", what, eventTimeout, err)
+		}
+		t.Fatalf("waiting for %s: EVD.Wait: %v", what, err)
+	}
+	return ev
+}
+
+// expectEvent waits for the next event of evd and fails unless it is num.
+func (t *checkT) expectEvent(evd api.EVD, num api.EventNumber, what string) api.Event {
+	t.T.Helper()
+	ev := t.wait(evd, what)
+	if ev.Number != num {
+		t.Fatalf("waiting for %s: got %s, want %v", what, describe(&ev), num)
+	}
+	return ev
+}
+
 // waitN waits for threshold events with a deadline d.
 func waitN(e api.EVD, threshold int, d time.Duration) (api.Event, int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
