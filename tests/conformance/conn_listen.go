@@ -25,6 +25,13 @@ var listenGroups = []group{
 				t.Errorf("Event.EVD is not the PSP's EVD")
 			}
 		}},
+		{"DESCRIPTION (DAT 2.0 dat.h)", "a CONNECTION_REQUEST event names the address of the IA it arrived on", func(t *checkT) {
+			pr := t.request(nil)
+			got, want := pr.ev.CR.LocalAddr, pr.srv.attr.Address
+			if got == nil || want == nil || got.Network() != want.Network() || got.String() != want.String() {
+				t.Fatalf("CR arrival local address %v, want the IA's address %v", got, want)
+			}
+		}},
 		{"DESCRIPTION", "CreatePSP on a free conn_qual listens there", func(t *checkT) {
 			srv, cli := t.node(), t.node()
 			q := srv.freeQual()

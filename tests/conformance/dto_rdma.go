@@ -214,14 +214,14 @@ var rdmaGroups = []group{
 
 	{page: "dat_ep_post_send_with_invalidate", checks: []check{
 		{"DESCRIPTION (DAT 2.0 dat.h)", "the receiver's completion is RECEIVE_WITH_INVALIDATE and names the invalidated RMR context", func(t *checkT) {
-			x := t.sendInvalidate(true)
+			x := t.sendInvalidate(true, 1)
 			ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
 			if rt := x.rt; ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != rt.RMRContext {
 				t.Fatalf("receive completion op %v context %#x, want %v with context %#x", ev.DTO.Op, ev.DTO.RMRContext, api.OpReceiveWithInvalidate, rt.RMRContext)
 			}
 		}},
 		{"DESCRIPTION (DAT 2.0 dat.h)", "after the send-with-invalidate is received, the invalidated RMR context no longer grants access", func(t *checkT) {
-			x := t.sendInvalidate(true)
+			x := t.sendInvalidate(true, 1)
 			x.p.srv.expectRecv(1, api.DTOSuccess, "its receive")
 			x.sr.fill(0, 64, 0x5A)
 			t.remoteFault(x.p, x.win, func(c api.Cookie) error {
@@ -229,35 +229,20 @@ var rdmaGroups = []group{
 			})
 		}},
 		{"DESCRIPTION (DAT 2.0 dat.h)", "a send-with-invalidate of up to eight segments gathers them in IOV order and invalidates the RMR", func(t *checkT) {
-			p := t.pair()
-			k := min(t.queryEP(p.cli.ep).Attr.MaxRequestIOV, 8)
-			if k < 2 {
-				t.Skipf("MaxRequestIOV is %d", k)
+			x := t.sendInvalidate(true, 8)
+			if len(x.want) < 8 {
+				t.Skipf("MaxRequestIOV is 1")
 			}
-			_, _, rt := p.srv.window(64, 0, 64)
-			rr := p.srv.region(64, rw)
-			p.srv.postRecv(rr, 0, 64, 1)
-			sr := p.cli.region(64, rw)
-			src := sr.fill(0, 4*k, 0x61)
-			// The segments name the source's 4-byte pieces last first.
-			var iov []api.LMRTriplet
-			var want []byte
-			for i := k - 1; i >= 0; i-- {
-				iov = append(iov, sr.tr(4*i, 4))
-				want = append(want, src[4*i:4*i+4]...)
+			ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
+			if ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != x.rt.RMRContext {
+				t.Fatalf("receive completion op %v context %#x, want %v with context %#x", ev.DTO.Op, ev.DTO.RMRContext, api.OpReceiveWithInvalidate, x.rt.RMRContext)
 			}
-			t.noErr(p.cli.ep.PostSendWithInvalidate(iov, 2, api.CompletionDefault, true, rt.RMRContext), fmt.Sprintf("PostSendWithInvalidate with %d segments", k))
-			p.cli.expectReq(2, api.DTOSuccess, "the send-with-invalidate completion")
-			ev := p.srv.expectRecv(1, api.DTOSuccess, "the receive")
-			if ev.DTO.Op != api.OpReceiveWithInvalidate || ev.DTO.RMRContext != rt.RMRContext {
-				t.Fatalf("receive completion op %v context %#x, want %v with context %#x", ev.DTO.Op, ev.DTO.RMRContext, api.OpReceiveWithInvalidate, rt.RMRContext)
-			}
-			if int(ev.DTO.Length) != len(want) || !bytes.Equal(rr.b[:len(want)], want) {
-				t.Fatalf("received %d bytes %x, want %x", ev.DTO.Length, rr.b[:ev.DTO.Length], want)
+			if int(ev.DTO.Length) != len(x.want) || !bytes.Equal(x.rr.b[:len(x.want)], x.want) {
+				t.Fatalf("received %d bytes %x, want %x", ev.DTO.Length, x.rr.b[:ev.DTO.Length], x.want)
 			}
 		}},
 		{"DESCRIPTION (DAT 2.0 dat.h)", "with invalidate false it is a plain send and the RMR context keeps working", func(t *checkT) {
-			x := t.sendInvalidate(false)
+			x := t.sendInvalidate(false, 1)
 			ev := x.p.srv.expectRecv(1, api.DTOSuccess, "the receive")
 			if ev.DTO.Op != api.OpReceive {
 				t.Errorf("receive completion op %v, want %v", ev.DTO.Op, api.OpReceive)
@@ -288,26 +273,37 @@ var rdmaGroups = []group{
 }
 
 // invalidation is what sendInvalidate made: the pair, the server's window
-// (region and triplet) and the client's 64-byte send region.
+// (region and triplet) and receive region, the client's 64-byte send
+// region, and the bytes the send carried.
 type invalidation struct {
-	p       *pair
-	win, sr *region
-	rt      api.RMRTriplet
+	p           *pair
+	win, rr, sr *region
+	rt          api.RMRTriplet
+	want        []byte
 }
 
 // sendInvalidate connects a pair, binds a 64-byte window on the server and
-// posts a receive there (cookie 1), sends 8 bytes with
-// PostSendWithInvalidate (cookie 2, invalidate inv) of the window's RMR
-// context and waits for the send's successful completion; the checks of
+// posts a receive there (cookie 1), sends with PostSendWithInvalidate
+// (cookie 2, invalidate inv) of the window's RMR context k 4-byte pieces of
+// the client's send region (fewer if the EP takes fewer segments), named
+// last first so that the order of the IOV shows, and waits for the send's successful completion; the checks of
 // dat_ep_post_send_with_invalidate then look at the receive.
-func (t *checkT) sendInvalidate(inv bool) *invalidation {
+func (t *checkT) sendInvalidate(inv bool, k int) *invalidation {
 	t.T.Helper()
 	p := t.pair()
 	win, _, rt := p.srv.window(64, 0, 64)
 	rr := p.srv.region(64, rw)
 	p.srv.postRecv(rr, 0, 64, 1)
 	sr := p.cli.region(64, rw)
-	t.noErr(p.cli.ep.PostSendWithInvalidate(sr.iov(0, 8), 2, api.CompletionDefault, inv, rt.RMRContext), fmt.Sprintf("PostSendWithInvalidate(invalidate=%v)", inv))
+	k = min(k, t.queryEP(p.cli.ep).Attr.MaxRequestIOV)
+	src := sr.fill(0, 4*k, 0x61)
+	var iov []api.LMRTriplet
+	var want []byte
+	for i := k - 1; i >= 0; i-- {
+		iov = append(iov, sr.tr(4*i, 4))
+		want = append(want, src[4*i:4*i+4]...)
+	}
+	t.noErr(p.cli.ep.PostSendWithInvalidate(iov, 2, api.CompletionDefault, inv, rt.RMRContext), fmt.Sprintf("PostSendWithInvalidate(invalidate=%v) of %d segment(s)", inv, k))
 	p.cli.expectReq(2, api.DTOSuccess, "the send-with-invalidate completion")
-	return &invalidation{p: p, win: win, sr: sr, rt: rt}
+	return &invalidation{p: p, win: win, rr: rr, sr: sr, rt: rt, want: want}
 }

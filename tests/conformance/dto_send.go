@@ -255,9 +255,7 @@ var postSendGroups = []group{
 			srv := t.serverNode()
 			t.skipForDeviation(srv, DeviationSolicitedNotify)
 			c := srv.cnoOn(srv.recv, "the receive EVD")
-			a := srv.epAttr()
-			a.RecvCompletionFlags = api.CompletionSolicitedWait
-			p := t.pairWith(pairCfg{srv: srv, srvAttr: a})
+			p := t.solicitedPair(srv)
 			sr := p.twoReceives()
 			p.cli.postSend(sr, 0, 8, 3)
 			p.cli.expectReq(3, api.DTOSuccess, "the unsolicited send's completion")
@@ -269,10 +267,7 @@ var postSendGroups = []group{
 			p.srv.expectRecv(2, api.DTOSuccess, "the solicited message's receive")
 		}},
 		{"PARAMETERS", "a solicited send wakes a waiter on the receive EVD of a solicited-wait EP", func(t *checkT) {
-			srv := t.serverNode()
-			a := srv.epAttr()
-			a.RecvCompletionFlags = api.CompletionSolicitedWait
-			p := t.pairWith(pairCfg{srv: srv, srvAttr: a})
+			p := t.solicitedPair(t.serverNode())
 			sr, rr := p.cli.region(8, rw), p.srv.region(64, rw)
 			p.srv.postRecv(rr, 0, 64, 1)
 			got := make(chan api.Event, 1)
@@ -288,6 +283,27 @@ var postSendGroups = []group{
 			t.noErr(err, "the waiter on the solicited-wait receive EVD")
 			if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != 1 || ev.DTO.Status != api.DTOSuccess {
 				t.Fatalf("the waiter got %s, want the receive completion (cookie 1)", describe(&ev))
+			}
+		}},
+		{"PARAMETERS", "on a solicited-wait EP, once a solicited message arrives, waits take the receives of the unsolicited messages before it and its own, in order", func(t *checkT) {
+			p := t.solicitedPair(t.serverNode())
+			sr, rr := p.cli.region(8, rw), p.srv.region(64, rw)
+			for i := range 4 {
+				p.srv.postRecv(rr, 16*i, 16, api.Cookie(1+i))
+			}
+			for i := range 3 {
+				p.cli.postSend(sr, 0, 8, api.Cookie(10+i))
+			}
+			t.noErr(p.cli.ep.PostSend(sr.iov(0, 8), 13, api.CompletionSolicitedWait), "PostSend(solicited)")
+			for i := range 4 {
+				p.cli.expectReq(api.Cookie(10+i), api.DTOSuccess, "a send's completion")
+			}
+			for i := range 4 {
+				ev, err := t.tryWait(p.srv.recv)
+				t.noErr(err, fmt.Sprintf("Wait %d on the solicited-wait receive EVD", i+1))
+				if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != api.Cookie(1+i) || ev.DTO.Status != api.DTOSuccess {
+					t.Fatalf("Wait %d got %s, want the receive of cookie %d", i+1, describe(&ev), 1+i)
+				}
 			}
 		}},
 		{"PARAMETERS", "DAT_COMPLETION_BARRIER_FENCE_FLAG: a fenced send starts only after the earlier RDMA read has placed its data", func(t *checkT) {
@@ -397,4 +413,14 @@ func (t *checkT) sendOnDisconnected(flags api.CompletionFlags, post, what string
 	r := p.cli.region(8, rw)
 	t.noErr(p.cli.ep.PostSend(r.iov(0, 8), 7, flags), post)
 	p.cli.expectReq(7, api.DTOErrFlushed, what)
+}
+
+// solicitedPair connects a client to an EP on srv whose receives complete
+// with DAT_COMPLETION_SOLICITED_WAIT: only a solicited message's receive
+// notifies.
+func (t *checkT) solicitedPair(srv *node) *pair {
+	t.T.Helper()
+	a := srv.epAttr()
+	a.RecvCompletionFlags = api.CompletionSolicitedWait
+	return t.pairWith(pairCfg{srv: srv, srvAttr: a})
 }

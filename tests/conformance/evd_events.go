@@ -62,6 +62,29 @@ var evdEventGroups = []group{
 				t.Fatalf("nmore %d, want at least threshold-1 = 1", r.n)
 			}
 		}},
+		{"DESCRIPTION", "a waiter for 4 events wakes once 4 receive completions are queued and gets the first", func(t *checkT) {
+			p := t.pair()
+			rr := p.cli.region(64, rw)
+			sr := p.srv.region(64, rw)
+			for i := range 4 {
+				p.cli.postRecv(rr, 16*i, 16, api.Cookie(10+i))
+			}
+			c := t.goWait(p.cli.recv, 4, eventTimeout)
+			for i := range 4 {
+				p.srv.postSend(sr, 16*i, 8, api.Cookie(20+i))
+			}
+			r := t.recvResult(c, "Wait(threshold 4)")
+			t.noErr(r.err, "Wait(threshold 4)")
+			if r.ev.Number != api.DTOCompletionEvent || r.ev.DTO.Cookie != 10 || r.n < 3 {
+				t.Fatalf("Wait(threshold 4) returned %s with nmore %d, want the receive of cookie 10 and nmore >= 3", describe(&r.ev), r.n)
+			}
+			for i := 1; i < 4; i++ {
+				p.cli.expectRecv(api.Cookie(10+i), api.DTOSuccess, "a later receive")
+			}
+			for i := range 4 {
+				p.srv.expectReq(api.Cookie(20+i), api.DTOSuccess, "a send")
+			}
+		}},
 		{"DESCRIPTION", "a Wait for 2 events on an EVD holding 1 blocks until the second arrives (checked for 20 ms)", func(t *checkT) {
 			e, _ := t.node().seEVD(8, nil)
 			t.postSE(e, "first")
