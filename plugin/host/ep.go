@@ -152,7 +152,7 @@ func (e *proxyEP) post(s *wire.Submission, op api.DTOOp) error {
 	suppressed := api.CompletionFlags(s.Flags)&api.CompletionSuppress != 0
 	tok, sure := q.add(api.Cookie(s.Cookie), op, nil, suppressed, limit)
 	r := e.c.ringsP.Load()
-	fast := r != nil && t.established && len(s.IOV) <= wire.SQMaxIOV && sure && q.r.Len() <= limit
+	fast := r != nil && !e.c.postByCall && t.established && len(s.IOV) <= wire.SQMaxIOV && sure && q.r.Len() <= limit
 	t.mu.Unlock()
 	if fast {
 		s.EP = e.id

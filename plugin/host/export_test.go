@@ -17,3 +17,10 @@ func SetHashedHook(f func()) (restore func()) {
 	testHookHashed = f
 	return func() { testHookHashed = old }
 }
+
+// SetPostByCall makes the plugins started until restore is called post
+// every DTO by a call rather than through the submission ring.
+func SetPostByCall() (restore func()) {
+	old := testPostByCall.Swap(true)
+	return func() { testPostByCall.Store(old) }
+}

@@ -348,7 +348,7 @@ func (p *Provider) start(ctx context.Context) (*runningPlugin, error) {
 	}
 	c := &runningPlugin{prov: p, client: client, proc: r, rpc: raw.(pb.ProviderClient), ctl: &hostCtl{c: hostEnd},
 		protocol: client.NegotiatedVersion(), objs: map[uint64]proxy{}, mems: map[*api.Memory]*sharedMem{},
-		crashDone: make(chan struct{}), ringsP: rp}
+		crashDone: make(chan struct{}), ringsP: rp, postByCall: testPostByCall.Load()}
 	c.seqCond = sync.NewCond(&c.seqMu)
 	hctx, cancel := context.WithTimeout(ctx, StartTimeout)
 	hello, err := c.rpc.Hello(hctx, &pb.HelloReq{})
@@ -462,6 +462,7 @@ type runningPlugin struct {
 	cqMu           sync.Mutex // one reader of the completion ring at a time
 	rec            wire.Event // scratch record, under cqMu
 	ringsGone      bool       // under cqMu: the region is unmapped
+	postByCall     bool       // no post takes the submission ring (testPostByCall)
 	stopping       atomic.Bool
 	dead           atomic.Bool
 	corrupt        atomic.Bool // the plugin broke the ring protocol

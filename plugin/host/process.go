@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -108,6 +109,11 @@ func hashExe(f *os.File) (string, error) {
 // testHookHashed, when set by a test, runs after a pinned executable has
 // been checked and before it is run.
 var testHookHashed func()
+
+// testPostByCall, when set by a test, makes the plugins started from then
+// on take every post by a call: the path of a post that does not fit the
+// submission ring, which the suite can then prove in full.
+var testPostByCall atomic.Bool
 
 // pipeGrace is how long the readers of a plugin's output may go on after
 // its process group is gone: they drain what is left in the pipes. A

@@ -2,14 +2,16 @@
 
 // Command mutation measures what the conformance suite catches: it applies
 // one plausible bug at a time (a mutant, mutants.go) to providers/loopback,
-// providers/tcp, the provider kit, the registry's guard or the plugin host,
-// runs the suite against it, and reports which mutants the suite killed. The build tag keeps it out of
-// ordinary builds and tests; run it from the module root:
+// providers/tcp, the provider kit, the registry's guard, the plugin host
+// or the plugin server, runs the suite against it, and reports which
+// mutants the suite killed. The build tag keeps it out of ordinary builds
+// and tests; run it from the module root:
 //
-//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host]
+//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host,server]
 //
-// The source tree is never changed: each mutant is compiled through go
-// test's -overlay flag. A mutant whose edit no longer applies (its old
+// The source tree is never changed: each mutant is compiled through the go
+// command's -overlay flag, given in GOFLAGS so that it reaches the
+// programs a test builds as well (the plugins). A mutant whose edit no longer applies (its old
 // text is absent or not unique) is reported as such, and one that does not
 // compile is left out of the rate. -root lets the same set run against
 // another checkout, for instance an older suite.
@@ -45,9 +47,12 @@ var tests = map[string]struct{ run, pkgs []string }{
 	// The guard's checks are proven through loopback and through the
 	// suite's own provider that checks nothing (tests/conformance).
 	"guard": {[]string{"TestConformance", "TestConformanceNoCheck"}, []string{"./providers/loopback", "./tests/conformance"}},
-	// The host's mutants are compiled into the test binary; the plugin
-	// executables it starts are built without them.
-	"host": {[]string{"TestConformance"}, []string{"./plugin/host"}},
+	// The host's mutants are compiled into the test binary, the server's
+	// into the plugin executables the test builds and starts.
+	// Both run the suite twice: posts through the submission ring, then
+	// by call.
+	"host":   {[]string{"TestConformance", "TestConformanceByCall"}, []string{"./plugin/host"}},
+	"server": {[]string{"TestConformance", "TestConformanceByCall"}, []string{"./plugin/host"}},
 }
 
 type outcome struct {
@@ -119,13 +124,14 @@ func run(root, tmp string, m mutant, timeout time.Duration) outcome {
 		fatal(err)
 	}
 	t := tests[m.area]
-	args := []string{"test", "-overlay", ov, "-count=1", "-failfast", "-timeout", timeout.String(),
+	args := []string{"test", "-count=1", "-failfast", "-timeout", timeout.String(),
 		"-run", "^(" + strings.Join(t.run, "|") + ")$"}
 	args = append(args, t.pkgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), strings.TrimSpace("GOFLAGS=-overlay="+ov+" "+os.Getenv("GOFLAGS")))
 	start := time.Now()
 	outb, err := cmd.CombinedOutput()
 	o.Took = time.Since(start)
@@ -176,7 +182,7 @@ func summary(res []outcome) {
 	}
 	fmt.Println()
 	total := [2]int{}
-	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host"} {
+	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host", "server"} {
 		c, ok := byArea[a]
 		if !ok {
 			continue
