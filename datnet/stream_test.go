@@ -3,6 +3,7 @@ package datnet_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +94,50 @@ func TestCloseWriteHalfClose(t *testing.T) {
 		got, err = io.ReadAll(p.c1)
 		if err != nil || string(got) != "answer" {
 			t.Fatalf("answer: %q, %v", got, err)
+		}
+	})
+}
+
+// CloseWrite while a Write is under way ends the stream after the bytes
+// that Write reports as written, never in the middle of them: the peer
+// reads exactly those bytes, then io.EOF. How far the Write has got when
+// CloseWrite comes varies, so each provider runs several rounds.
+func TestCloseWriteDuringWrite(t *testing.T) {
+	msg := make([]byte, 1<<20)
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	eachProvider(t, func(t *testing.T, open opener) {
+		for round := range 20 {
+			p := mustPipe(t, open, datnet.Options{Buffers: 4, BufferSize: 16 << 10})
+			type result struct {
+				n   int
+				err error
+			}
+			wrote := make(chan result, 1)
+			go func() {
+				n, err := p.c1.Write(msg)
+				wrote <- result{n, err}
+			}()
+			read := make(chan []byte, 1)
+			readErr := make(chan error, 1)
+			go func() {
+				got, err := io.ReadAll(p.c2)
+				read <- got
+				readErr <- err
+			}()
+			time.Sleep(time.Duration(round%5) * 50 * time.Microsecond)
+			if err := p.c1.(*datnet.Conn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			w := <-wrote
+			got, err := <-read, <-readErr
+			if w.err != nil && !errors.Is(w.err, syscall.EPIPE) {
+				t.Fatalf("round %d: Write: %v, want nil or EPIPE", round, w.err)
+			}
+			if err != nil || !bytes.Equal(got, msg[:w.n]) {
+				t.Fatalf("round %d: the peer read %d bytes (%v) after a Write of %d, want exactly those bytes then io.EOF", round, len(got), err, w.n)
+			}
 		}
 	})
 }
@@ -247,36 +292,51 @@ func TestDialRejectsStrangers(t *testing.T) {
 	})
 }
 
-// A connection request that is not a datnet stream is rejected, and
-// Accept goes on to the next.
+// A connection request that is not a datnet stream, or whose hello
+// declares receive buffers a stream cannot run on, is rejected, and Accept
+// goes on to the next.
 func TestAcceptRejectsStrangers(t *testing.T) {
+	hello := func(buffers, size uint32) []byte {
+		b := append([]byte("gdn1"), 1, 0, 0, 0)
+		b = binary.LittleEndian.AppendUint32(b, buffers)
+		return binary.LittleEndian.AppendUint32(b, size)
+	}
+	strangers := []struct {
+		name string
+		pd   []byte
+	}{
+		{"not a hello", []byte("GET / HTTP/1.0")},
+		{"one receive buffer", hello(1, 4096)},
+		{"buffers without room for payload", hello(8, 8)},
+	}
 	eachProvider(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		cli, l, accepted := listenForRaw(t, open)
-
-		// A plain DAT connect with private data that is not a hello.
-		pz, _ := cli.CreatePZ()
-		evd, _ := cli.CreateEVD(8, nil, api.EVDConnection|api.EVDDTO)
-		ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		la := l.Addr().(*datnet.Addr)
-		if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, []byte("GET / HTTP/1.0"), 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		var ev api.Event
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if _, err := evd.Wait(wctx, 1, &ev); err != nil {
-			t.Fatal(err)
+		for _, st := range strangers {
+			// A plain DAT connect with the stranger's private data.
+			pz, _ := cli.CreatePZ()
+			evd, _ := cli.CreateEVD(8, nil, api.EVDConnection|api.EVDDTO)
+			ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, st.pd, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			var ev api.Event
+			if _, err := evd.Wait(wctx, 1, &ev); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			if ev.Number != api.ConnectionPeerRejectedEvent {
+				t.Fatalf("%s: the connect got %v, want PEER_REJECTED", st.name, ev.Number)
+			}
+			ep.Free()
+			evd.Free()
+			pz.Free()
 		}
-		if ev.Number != api.ConnectionPeerRejectedEvent {
-			t.Fatalf("a stranger's connect got %v, want PEER_REJECTED", ev.Number)
-		}
-		ep.Free()
-		evd.Free()
-		pz.Free()
 
 		// A real stream is accepted afterwards.
 		c, err := datnet.Dial(wctx, cli, l.Addr().String())

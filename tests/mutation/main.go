@@ -2,12 +2,12 @@
 
 // Command mutation measures what the conformance suite catches: it applies
 // one plausible bug at a time (a mutant, mutants.go) to providers/loopback,
-// providers/tcp, the provider kit, the registry's guard, the plugin host
-// or the plugin server, runs the suite against it, and reports which
-// mutants the suite killed. The build tag keeps it out of ordinary builds
+// providers/tcp, the provider kit, the registry's guard, the plugin host,
+// the plugin server or datnet, runs the suite against it (for datnet, its
+// own tests and x/net/nettest), and reports which mutants it killed. The build tag keeps it out of ordinary builds
 // and tests; run it from the module root:
 //
-//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host,server]
+//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host,server,datnet]
 //
 // The source tree is never changed: each mutant is compiled through the go
 // command's -overlay flag, given in GOFLAGS so that it reaches the
@@ -53,6 +53,9 @@ var tests = map[string]struct{ run, pkgs []string }{
 	// by call.
 	"host":   {[]string{"TestConformance", "TestConformanceByCall"}, []string{"./plugin/host"}},
 	"server": {[]string{"TestConformance", "TestConformanceByCall"}, []string{"./plugin/host"}},
+	// datnet's suite is x/net/nettest with its own stream tests: all of
+	// its tests, on loopback, tcp and the plugin host.
+	"datnet": {[]string{"Test.*"}, []string{"./datnet"}},
 }
 
 type outcome struct {
@@ -146,10 +149,14 @@ func run(root, tmp string, m mutant, timeout time.Duration) outcome {
 			// Only through a wait for an event that never came.
 			o.Result = "killed-by-wait"
 		}
-		seen := map[string]bool{}
+		// Keep the innermost names: a check, not its page or the test.
+		seen, depth := map[string]bool{}, 1
 		for _, l := range failLine.FindAllStringSubmatch(string(outb), -1) {
-			// Keep the innermost names: a check, not its page or the test.
-			if strings.Count(l[1], "/") >= 2 && !seen[l[1]] {
+			switch d := strings.Count(l[1], "/"); {
+			case d > depth:
+				depth, o.Failed, seen = d, nil, map[string]bool{}
+				fallthrough
+			case d == depth && !seen[l[1]]:
 				seen[l[1]] = true
 				o.Failed = append(o.Failed, l[1])
 			}
@@ -182,7 +189,7 @@ func summary(res []outcome) {
 	}
 	fmt.Println()
 	total := [2]int{}
-	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host", "server"} {
+	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host", "server", "datnet"} {
 		c, ok := byArea[a]
 		if !ok {
 			continue

@@ -45,6 +45,11 @@ const (
 	sEP  = "plugin/server_ep.go"
 	sObj = "plugin/server_objects.go"
 	sIA  = "plugin/server_ia.go"
+
+	dnConn = "datnet/conn.go"
+	dnEng  = "datnet/engine.go"
+	dnWire = "datnet/wire.go"
+	dnDL   = "datnet/deadline.go"
 )
 
 // dropCheck removes check from the top of a guard method whose hooks line
@@ -468,4 +473,41 @@ var mutants = []mutant{
 		old: ", LowWatermark: int(r.LowWatermark)})", new: "})"},
 	{id: "srv-lmr-offset", area: "server", file: sIA, desc: "an LMR in shared memory starts at the memory's start, not its offset",
 		old: "return b[offset : offset+length : offset+length]", new: "return b[:length:length]"},
+	// datnet: net.Conn over DAT, against its own tests and x/net/nettest.
+	{id: "dn-write-last-credit", area: "datnet", file: dnConn, desc: "data takes the last credit, which is kept for credit returns and the end mark",
+		old: "\t\tif c.credits < 2 || len(c.freeSend) == 0 {\n\t\t\t// The last credit", new: "\t\tif c.credits < 1 || len(c.freeSend) == 0 {\n\t\t\t// The last credit"},
+	{id: "dn-read-partial", area: "datnet", file: dnConn, desc: "a Read shorter than a message drops the rest of it",
+		old: "\t\tif m.off < m.end {\n\t\t\tbreak\n\t\t}\n", new: ""},
+	{id: "dn-read-norepost", area: "datnet", file: dnConn, desc: "a buffer emptied by Read is not posted again",
+		old: "\t\tc.rqLen--\n\t\tc.repost(m.idx)\n", new: "\t\tc.rqLen--\n"},
+	{id: "dn-write-owed", area: "datnet", file: dnConn, desc: "a data message does not carry the credits owed to the peer",
+		old: "\t\towed := c.owed\n", new: "\t\towed := 0\n"},
+	{id: "dn-write-chunk", area: "datnet", file: dnConn, desc: "a Write longer than one message sends its first chunk again and again",
+		old: "copy(b[headerLen:], p[n:n+k])", new: "copy(b[headerLen:], p[:k])"},
+	{id: "dn-read-eof-first", area: "datnet", file: dnConn, desc: "Read reports io.EOF before the bytes that came ahead of the end mark",
+		old: "\t\tcase c.rqLen > 0:\n\t\t\tn := c.copyOut(p)\n\t\t\tc.mu.Unlock()\n\t\t\treturn n, nil\n\t\tcase c.peerFIN:\n\t\t\tc.mu.Unlock()\n\t\t\treturn 0, io.EOF\n", new: "\t\tcase c.peerFIN:\n\t\t\tc.mu.Unlock()\n\t\t\treturn 0, io.EOF\n\t\tcase c.rqLen > 0:\n\t\t\tn := c.copyOut(p)\n\t\t\tc.mu.Unlock()\n\t\t\treturn n, nil\n"},
+	{id: "dn-read-past-deadline", area: "datnet", file: dnConn, desc: "a Read whose deadline has passed still returns the data queued",
+		old: "\t\tif isClosed(dl) {\n\t\t\treturn 0, c.opErr(\"read\"", new: "\t\tif false && isClosed(dl) {\n\t\t\treturn 0, c.opErr(\"read\""},
+	{id: "dn-write-past-deadline", area: "datnet", file: dnConn, desc: "a Write whose deadline has passed still posts",
+		old: "\t\tif isClosed(dl) {\n\t\t\treturn n, c.opErr(\"write\"", new: "\t\tif false && isClosed(dl) {\n\t\t\treturn n, c.opErr(\"write\""},
+	{id: "dn-close-unread", area: "datnet", file: dnConn, desc: "Close with unread data ends the stream gracefully instead of resetting it",
+		old: "abort := c.rqLen > 0 || c.peerGone", new: "abort := c.peerGone"},
+	{id: "dn-fin-during-write", area: "datnet", file: dnEng, desc: "the end mark may overtake a message a writer is still filling",
+		old: "\tif c.peerGone || c.writing {\n\t\treturn\n\t}\n\tif c.finPending", new: "\tif c.peerGone {\n\t\treturn\n\t}\n\tif c.finPending"},
+	{id: "dn-ctl-owed", area: "datnet", file: dnEng, desc: "a credit message does not clear what it returned, so the credits are returned twice",
+		old: "\tputHeader(c.buffer(idx), uint32(c.owed), flags)\n\tc.owed = 0\n", new: "\tputHeader(c.buffer(idx), uint32(c.owed), flags)\n"},
+	{id: "dn-credits-unchecked", area: "datnet", file: dnEng, desc: "a peer returning more credits than this side's buffers is believed",
+		old: "if int64(credits) > int64(c.peerBufs-c.credits) {", new: "if false {"},
+	{id: "dn-after-fin", area: "datnet", file: dnEng, desc: "bytes after the peer's end mark are taken as data",
+		old: "if length > headerLen && c.peerFIN {", new: "if false {"},
+	{id: "dn-short-msg", area: "datnet", file: dnEng, desc: "a message shorter than its header is ignored",
+		old: "if d.Length < headerLen {", new: "if false {"},
+	{id: "dn-hello-buffers", area: "datnet", file: dnWire, desc: "a peer declaring fewer receive buffers than a stream needs is accepted",
+		old: "h.buffers < minBuffers || ", new: ""},
+	{id: "dn-deadline-clear", area: "datnet", file: dnDL, desc: "clearing a deadline that has passed leaves it passed",
+		old: "\tif t.IsZero() {\n\t\tif expired {\n\t\t\td.ch = make(chan struct{})\n\t\t}\n\t\treturn\n\t}\n", new: "\tif t.IsZero() {\n\t\treturn\n\t}\n"},
+	{id: "dn-deadline-stale", area: "datnet", file: dnDL, desc: "the timer of an earlier deadline expires a later one",
+		old: "if d.gen == gen && !isClosed(d.ch) {", new: "if gen > 0 && !isClosed(d.ch) {"},
+	{id: "dn-deadline-nokick", area: "datnet", file: dnDL, desc: "a deadline that passes on its timer does not wake a call waiting on the EVD",
+		old: "\t\t\t\tclose(d.ch)\n\t\t\t\td.expired()\n", new: "\t\t\t\tclose(d.ch)\n"},
 }
