@@ -4,17 +4,20 @@
 // one plausible bug at a time (a mutant, mutants.go) to providers/loopback,
 // providers/tcp, the provider kit, the registry's guard, the plugin host,
 // the plugin server or datnet, runs the suite against it (for datnet, its
-// own tests and x/net/nettest), and reports which mutants it killed. The build tag keeps it out of ordinary builds
-// and tests; run it from the module root:
+// own tests and x/net/nettest), and reports which mutants it killed. The
+// build tag keeps it out of ordinary builds and tests; run it from the
+// module root:
 //
-//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host,server,datnet]
+//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host,server,datnet] [-timeout d]
 //
 // The source tree is never changed: each mutant is compiled through the go
 // command's -overlay flag, given in GOFLAGS so that it reaches the
-// programs a test builds as well (the plugins). A mutant whose edit no longer applies (its old
-// text is absent or not unique) is reported as such, and one that does not
-// compile is left out of the rate. -root lets the same set run against
-// another checkout, for instance an older suite.
+// programs a test builds as well (the plugins). A mutant whose edit no
+// longer applies (its old text is absent or not unique) is reported as
+// such, and one that does not compile is left out of the rate. -root lets
+// the same set run against another checkout, for instance an older suite.
+// A mutant that makes a stream lose bytes leaves a reader waiting until
+// the timeout; datnet's run takes -timeout 2m.
 package main
 
 import (
