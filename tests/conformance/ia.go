@@ -15,7 +15,7 @@ func (t *checkT) overflow(pollFirst bool) (*node, api.EVD, int) {
 	t.T.Helper()
 	srv, cli := t.node(), t.node()
 	small, q := t.smallEVD(srv)
-	t.burst(srv, cli, small, q, pollFirst)
+	t.sendsTo(srv, cli, small, q+1, pollFirst)
 	return srv, small, q
 }
 
@@ -39,13 +39,6 @@ func (t *checkT) smallEVDOf(srv *node, flags api.EVDFlags) (api.EVD, int) {
 		t.Skipf("MaxDTOPerEP %d is too small to overflow a queue of %d", m, q)
 	}
 	return small, q
-}
-
-// burst connects a new server EP whose receive EVD is small, of queue
-// length q, and sends q+1 messages to q+1 receives posted on it.
-func (t *checkT) burst(srv, cli *node, small api.EVD, q int, pollFirst bool) {
-	t.T.Helper()
-	t.sendsTo(srv, cli, small, q+1, pollFirst)
 }
 
 // sendsTo connects a new server EP whose receive EVD is small and sends k
@@ -150,7 +143,7 @@ var iaGroups = []group{
 		{"DESCRIPTION", "an EVD that overflowed, was drained and overflows again is reported on the async EVD again", func(t *checkT) {
 			srv, cli := t.node(), t.node()
 			small, q := t.smallEVD(srv)
-			t.burst(srv, cli, small, q, false)
+			t.sendsTo(srv, cli, small, q+1, false)
 			srv.expectOverflow(small, "the first overflow event")
 			for i := range q {
 				ev := t.wait(small, "a completion kept by the full EVD")
@@ -160,7 +153,7 @@ var iaGroups = []group{
 			}
 			// Another connection, in case the first one ended with
 			// the overflow: the EVD is what overflows again.
-			t.burst(srv, cli, small, q, false)
+			t.sendsTo(srv, cli, small, q+1, false)
 			srv.expectOverflow(small, "the overflow event of the second overflow")
 		}},
 		{"DESCRIPTION", "events queued before an overflow are kept, in order", func(t *checkT) {
