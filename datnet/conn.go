@@ -52,7 +52,7 @@ type Conn struct {
 	cancelRun    context.CancelFunc
 	runDone      chan struct{}
 	waitTok      chan struct{}     // held by the one goroutine in EVD.Wait (progress.go)
-	calls        atomic.Uint64     // blocking calls so far
+	calls        atomic.Uint64     // Reads, Writes and their blocks so far
 	active       atomic.Int32      // blocking calls under way
 	idle         chan struct{}     // signalled when active drops to 0
 	loops        atomic.Uint64     // turns of the event loop (tests count them)
@@ -180,6 +180,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, c.opErr("read", err)
 	}
 	defer func() { <-c.rlock }()
+	c.calls.Add(1)
 	dl := c.rdl.wait()
 	for {
 		if isClosed(dl) {
@@ -247,6 +248,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, c.opErr("write", err)
 	}
 	defer func() { <-c.wlock }()
+	c.calls.Add(1) // (the event loop stands aside while calls come: progress.go)
 	dl := c.wdl.wait()
 	n := 0
 	for {

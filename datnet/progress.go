@@ -32,17 +32,20 @@ import (
 //
 // The event loop (run) makes progress when nobody calls: it returns
 // credits and finishes sends and notices a disconnect for a connection
-// whose program is busy elsewhere. It stands down while calls take events
-// and for a pause after the last one began, so that a busy connection
-// does not pay a second wake-up per message; a call that finds it waiting
-// kicks it off the EVD with a software event. The pause starts at
-// standDown and doubles, up to maxStandDown, each time calls came during
-// the last one: every turn of the loop wakes a thread, which on a small
-// machine takes a CPU from a process that spins (its own calls' or the
-// peer's), so a connection that stays busy costs a turn every
-// maxStandDown, not every standDown. While a call blocks the loop sleeps
-// without a timer: a connection whose reader waits for hours costs no
-// wake-ups.
+// whose program is busy elsewhere. It stands down while calls come and
+// for a pause after the last one began, so that a busy connection does
+// not pay a second wake-up per message. Every Read and Write counts, not
+// only those that block: a writer whose Writes find credits and buffers
+// takes its completions once it runs short of them, and a loop taking
+// them meanwhile would cost a wake-up per message beside it. A call that
+// finds the loop waiting kicks it off the EVD with a software event. The
+// pause starts at standDown and doubles, up to maxStandDown, each time
+// calls came during the last one: every turn of the loop wakes a thread,
+// which on a small machine takes a CPU from a process that spins (its own
+// calls' or the peer's), so a connection that stays busy costs a turn
+// every maxStandDown, not every standDown. While a call blocks the loop
+// sleeps without a timer: a connection whose reader waits for hours costs
+// no wake-ups.
 const (
 	spinTime     = 20 * time.Microsecond
 	maxSpin      = time.Millisecond

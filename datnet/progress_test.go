@@ -155,3 +155,32 @@ func TestBusyConnectionBacksOff(t *testing.T) {
 		t.Errorf("the two event loops turned %d times in %v of ping-pong, for %d calls (a fixed pause of %v would turn them about %d times)", n, busy, calls, standDown, 2*int(busy/standDown))
 	}
 }
+
+// Writes that do not block count as calls too: while they keep coming,
+// the writer's event loop stands aside as it does for blocking calls,
+// instead of taking each Write's completion and the peer's credits in a
+// second goroutine, a wake-up each, beside the writer.
+func TestWritesKeepLoopAside(t *testing.T) {
+	c, s := loopbackPair(t)
+	go io.Copy(io.Discard, s)
+	buf := make([]byte, 1024)
+	write := func(d time.Duration) (calls int) {
+		for end := time.Now().Add(d); time.Now().Before(end); calls++ {
+			if _, err := c.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond) // the program's own work
+		}
+		return calls
+	}
+	write(50 * time.Millisecond)
+	before := c.loops.Load()
+	const busy = 500 * time.Millisecond
+	calls := write(busy)
+	n := c.loops.Load() - before
+	t.Logf("%d turns of the writer's event loop in %v of %d Writes", n, busy, calls)
+	// As in TestBusyConnectionBacksOff: at maxStandDown, about 16.
+	if n > 60 && n*20 > uint64(calls) {
+		t.Errorf("the writer's event loop turned %d times in %v of %d Writes (standing aside at maxStandDown, about %d)", n, busy, calls, 2*int(busy/maxStandDown))
+	}
+}
