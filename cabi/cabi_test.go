@@ -168,6 +168,7 @@ func runCProgram(t *testing.T, name string) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, ia)
+			cmd.SysProcAttr = dieWithTest()
 			cmd.Env = env()
 			out, err := cmd.CombinedOutput()
 			if err != nil || !bytes.HasSuffix(out, []byte("PASSED\n")) {
@@ -214,10 +215,20 @@ func startEnv(t *testing.T, ctx context.Context, more []string, prog string, arg
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
 	r.cmd.Cancel = r.quit
 	r.cmd.WaitDelay = 5 * time.Second
+	r.cmd.SysProcAttr = dieWithTest()
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// dieWithTest makes a program the test starts end with the test's
+// process: its contexts end a program the test gives up on, but a test
+// binary killed by go test's -timeout runs no cleanup, and its programs
+// (a dtest pair waiting for each other) would live on, holding their
+// ports against the next run.
+func dieWithTest() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
 // quit asks a started program for its goroutines' stacks, which ends it;
@@ -560,6 +571,7 @@ func TestOFARegistry(t *testing.T) {
 	for _, ia := range []string{"godat-lo", "godat-tcp"} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(ctx, bin, ia, "ofa")
+		cmd.SysProcAttr = dieWithTest()
 		cmd.Env = e
 		out, err := cmd.CombinedOutput()
 		cancel()

@@ -1,14 +1,17 @@
 /* abi.c: checks godat's libdat2.so.2 from C, as a uDAPL program sees it:
  * error codes, bad and stale handles, timeouts, private data, and a
- * connection with a send, an RDMA write and a software event through a
- * CNO. Run by TestCProgram with the IA to use as its argument (and "ofa"
- * when OFA's libdat2 is the registry); prints one
- * line per check and exits non-zero at the first failure. */
+ * connection with sends (one that invalidates an RMR), an RMR bind, an
+ * RDMA write, flushed work and software events through a CNO. Run by
+ * TestCProgram with the IA to use as its argument (and "ofa" when OFA's
+ * libdat2 is the registry); prints one line per check and exits non-zero
+ * at the first failure. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
 #include <dat2/udat.h>
+#include <dat2/dat_redirection.h> /* DAT_EP_POST_SEND_WITH_INVALIDATE */
+#include <dat2/udat_redirection.h>
 
 #include "check.h"
 
@@ -124,6 +127,11 @@ int main(int argc, char **argv)
 	CHECK(woke == dto_evd, "CNO woke with %p", woke);
 	ev = wait1(dto_evd, DAT_SOFTWARE_EVENT);
 	CHECK(ev.event_data.software_event_data.pointer == &se, "pointer %p", ev.event_data.software_event_data.pointer);
+	OK(dat_evd_post_se(dto_evd, &se));
+	OK(dat_evd_post_se(dto_evd, &se));
+	OK(dat_evd_wait(dto_evd, 1000000, 1, &ev, &nmore));
+	CHECK(ev.event_number == DAT_SOFTWARE_EVENT && nmore == 1, "a wait with one more event queued counts %d", nmore);
+	ev = wait1(dto_evd, DAT_SOFTWARE_EVENT);
 
 	/* Memory: a buffer registered for local write only can be sent from. */
 	enum { N = 8192 };
@@ -178,6 +186,8 @@ int main(int argc, char **argv)
 	DAT_CR_ARRIVAL_EVENT_DATA *cra = &ev.event_data.cr_arrival_event_data;
 	CHECK(cra->sp_handle.psp_handle == psp && cra->conn_qual == q, "sp %p qual %llu", cra->sp_handle.psp_handle,
 	      (unsigned long long)cra->conn_qual);
+	CHECK(cra->local_ia_address_ptr != NULL && cra->local_ia_address_ptr->sa_family == ia_attr.ia_address_ptr->sa_family,
+	      "the request names no local IA address");
 	DAT_CR_PARAM crp;
 	OK(dat_cr_query(cra->cr_handle, DAT_CR_FIELD_ALL, &crp));
 	CHECK(crp.private_data_size >= 48 && memcmp(crp.private_data, pdata, 48) == 0, "private data of %d bytes", crp.private_data_size);
@@ -225,6 +235,44 @@ int main(int argc, char **argv)
 		}
 	}
 	CHECK(got_send && got_recv && memcmp(buf, buf + N, 100) == 0, "data not received");
+	DAT_EP_STATE st;
+	DAT_BOOLEAN recv_idle, req_idle;
+	OK(dat_ep_get_status(b, &st, &recv_idle, &req_idle));
+	CHECK(st == DAT_EP_STATE_CONNECTED && recv_idle == DAT_TRUE && req_idle == DAT_TRUE, "status %d, idle %d %d", st, recv_idle,
+	      req_idle);
+	OK(dat_ep_post_recv(b, 1, &rv, c1, DAT_COMPLETION_DEFAULT_FLAG));
+	OK(dat_ep_get_status(b, &st, &recv_idle, &req_idle));
+	CHECK(recv_idle == DAT_FALSE && req_idle == DAT_TRUE, "a receive posted, idle %d %d", recv_idle, req_idle);
+
+	/* The receiver binds an RMR; a send that invalidates it names it in
+	 * the receive's completion. */
+	DAT_RMR_HANDLE rmr;
+	DAT_RMR_CONTEXT bound;
+	DAT_LMR_TRIPLET win = {.virtual_address = (DAT_VADDR)(uintptr_t)(buf + 3 * N), .segment_length = N, .lmr_context = lctx};
+	DAT_RMR_COOKIE bc = {.as_64 = 44};
+	OK(dat_rmr_create(pz, &rmr));
+	OK(dat_rmr_bind(rmr, lmr, &win, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_VA_TYPE_VA, b, bc, DAT_COMPLETION_DEFAULT_FLAG, &bound));
+	ev = wait1(dto_evd, DAT_RMR_BIND_COMPLETION_EVENT);
+	DAT_RMR_BIND_COMPLETION_EVENT_DATA *bd = &ev.event_data.rmr_completion_event_data;
+	CHECK(bd->status == DAT_DTO_SUCCESS && bd->rmr_handle == rmr && bd->user_cookie.as_64 == 44, "bind status %d cookie %llu",
+	      bd->status, (unsigned long long)bd->user_cookie.as_64);
+	/* OFA's libdat2 exports no dat_ep_post_send_with_invalidate: programs go
+	 * through the handle's provider table. */
+	OK(DAT_EP_POST_SEND_WITH_INVALIDATE(a, 1, &sd, c2, DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE, bound));
+	got_send = got_recv = 0;
+	for (int i = 0; i < 2; i++) {
+		ev = wait1(dto_evd, DAT_DTO_COMPLETION_EVENT);
+		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+		CHECK(d->status == DAT_DTO_SUCCESS, "status %d", d->status);
+		if (d->ep_handle == b) {
+			CHECK(d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE && d->rmr_context == bound,
+			      "receive with invalidate: op %d context %x, want %x", d->operation, d->rmr_context, bound);
+			got_recv = 1;
+		} else {
+			got_send = 1;
+		}
+	}
+	CHECK(got_send && got_recv, "no completion of the send with invalidate");
 
 	/* An RDMA write larger than the EP's max_rdma_size. */
 	DAT_RMR_TRIPLET rt = {.virtual_address = (DAT_VADDR)(uintptr_t)(buf + 2 * N), .segment_length = N, .rmr_context = rctx};
@@ -247,6 +295,19 @@ int main(int argc, char **argv)
 	OK(dat_ep_disconnect(a, DAT_CLOSE_GRACEFUL_FLAG));
 	wait1(conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
 	wait1(conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+	/* On a disconnected EP a receive and a bind are flushed: their
+	 * completions say so. */
+	OK(dat_ep_post_recv(b, 1, &rv, c1, DAT_COMPLETION_DEFAULT_FLAG));
+	ev = wait1(dto_evd, DAT_DTO_COMPLETION_EVENT);
+	CHECK(ev.event_data.dto_completion_event_data.status == DAT_DTO_ERR_FLUSHED &&
+		      ev.event_data.dto_completion_event_data.user_cookie.as_64 == 11,
+	      "a receive on a disconnected EP: status %d", ev.event_data.dto_completion_event_data.status);
+	bc.as_64 = 55;
+	OK(dat_rmr_bind(rmr, lmr, &win, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_VA_TYPE_VA, b, bc, DAT_COMPLETION_DEFAULT_FLAG, &bound));
+	ev = wait1(dto_evd, DAT_RMR_BIND_COMPLETION_EVENT);
+	CHECK(bd->status == DAT_DTO_ERR_FLUSHED && bd->user_cookie.as_64 == 55, "a bind on a disconnected EP: status %d",
+	      bd->status);
+	OK(dat_rmr_free(rmr));
 	OK(dat_ep_free(a));
 	r = dat_ep_post_send(a, 1, &sd, c2, DAT_COMPLETION_DEFAULT_FLAG);
 	CHECK(DAT_GET_TYPE(r) == DAT_INVALID_HANDLE, "post on a freed EP: %s", name(r));

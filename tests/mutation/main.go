@@ -3,12 +3,13 @@
 // Command mutation measures what the conformance suite catches: it applies
 // one plausible bug at a time (a mutant, mutants.go) to providers/loopback,
 // providers/tcp, the provider kit, the registry's guard, the plugin host,
-// the plugin server or datnet, runs the suite against it (for datnet, its
-// own tests and x/net/nettest), and reports which mutants it killed. The
+// the plugin server, datnet or the C ABI, runs the suite against it (for
+// datnet, its own tests and x/net/nettest; for the C ABI, the C programs
+// of its tests), and reports which mutants it killed. The
 // build tag keeps it out of ordinary builds and tests; run it from the
 // module root:
 //
-//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host,server,datnet] [-timeout d]
+//	go run -tags mutation ./tests/mutation [-root dir] [-only id,id] [-area loopback,tcp,kit,guard,host,server,datnet,cabi] [-timeout d]
 //
 // The source tree is never changed: each mutant is compiled through the go
 // command's -overlay flag, given in GOFLAGS so that it reaches the
@@ -41,24 +42,32 @@ type mutant struct {
 	old, new             string
 }
 
-// tests are the packages and test names each area's mutants run against:
-// the conformance suite alone.
-var tests = map[string]struct{ run, pkgs []string }{
-	"loopback": {[]string{"TestConformance"}, []string{"./providers/loopback"}},
-	"kit":      {[]string{"TestConformance"}, []string{"./providers/loopback"}},
-	"tcp":      {[]string{"TestConformance"}, []string{"./providers/tcp"}},
+// tests are the packages and test names each area's mutants run against,
+// and the build tags they need: the conformance suite alone, but for
+// datnet and the C ABI.
+var tests = map[string]struct {
+	run, pkgs []string
+	tags      string
+}{
+	"loopback": {run: []string{"TestConformance"}, pkgs: []string{"./providers/loopback"}},
+	"kit":      {run: []string{"TestConformance"}, pkgs: []string{"./providers/loopback"}},
+	"tcp":      {run: []string{"TestConformance"}, pkgs: []string{"./providers/tcp"}},
 	// The guard's checks are proven through loopback and through the
 	// suite's own provider that checks nothing (tests/conformance).
-	"guard": {[]string{"TestConformance", "TestConformanceNoCheck"}, []string{"./providers/loopback", "./tests/conformance"}},
+	"guard": {run: []string{"TestConformance", "TestConformanceNoCheck"}, pkgs: []string{"./providers/loopback", "./tests/conformance"}},
 	// The host's mutants are compiled into the test binary, the server's
 	// into the plugin executables the test builds and starts.
 	// Both run the suite twice: posts through the submission ring, then
 	// by call.
-	"host":   {[]string{"TestConformance", "TestConformanceByCall"}, []string{"./plugin/host"}},
-	"server": {[]string{"TestConformance", "TestConformanceByCall"}, []string{"./plugin/host"}},
+	"host":   {run: []string{"TestConformance", "TestConformanceByCall"}, pkgs: []string{"./plugin/host"}},
+	"server": {run: []string{"TestConformance", "TestConformanceByCall"}, pkgs: []string{"./plugin/host"}},
 	// datnet's suite is x/net/nettest with its own stream tests: all of
 	// its tests, on loopback, tcp and the plugin host.
-	"datnet": {[]string{"Test.*"}, []string{"./datnet"}},
+	"datnet": {run: []string{"Test.*"}, pkgs: []string{"./datnet"}},
+	// The C ABI has no Go caller: its tests run C programs against the
+	// library built from the mutant (its own, OFA's dtest, dtestcm,
+	// dtestsrq, dtestx and dapltest).
+	"cabi": {run: []string{"Test.*"}, pkgs: []string{"./cabi"}, tags: "cabi"},
 }
 
 type outcome struct {
@@ -132,6 +141,9 @@ func run(root, tmp string, m mutant, timeout time.Duration) outcome {
 	t := tests[m.area]
 	args := []string{"test", "-count=1", "-failfast", "-timeout", timeout.String(),
 		"-run", "^(" + strings.Join(t.run, "|") + ")$"}
+	if t.tags != "" {
+		args = append(args, "-tags", t.tags)
+	}
 	args = append(args, t.pkgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
 	defer cancel()
@@ -192,7 +204,7 @@ func summary(res []outcome) {
 	}
 	fmt.Println()
 	total := [2]int{}
-	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host", "server", "datnet"} {
+	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host", "server", "datnet", "cabi"} {
 		c, ok := byArea[a]
 		if !ok {
 			continue

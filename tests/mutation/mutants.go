@@ -50,6 +50,12 @@ const (
 	dnEng  = "datnet/engine.go"
 	dnWire = "datnet/wire.go"
 	dnDL   = "datnet/deadline.go"
+
+	caEVD  = "cabi/evd.go"
+	caEP   = "cabi/ep.go"
+	caConv = "cabi/conv.go"
+	caHnd  = "cabi/handles.go"
+	caMem  = "cabi/mem.go"
 )
 
 // dropCheck removes check from the top of a guard method whose hooks line
@@ -510,4 +516,51 @@ var mutants = []mutant{
 		old: "if d.gen == gen && !isClosed(d.ch) {", new: "if gen > 0 && !isClosed(d.ch) {"},
 	{id: "dn-deadline-nokick", area: "datnet", file: dnDL, desc: "a deadline that passes on its timer does not wake a call waiting on the EVD",
 		old: "\t\t\t\tclose(d.ch)\n\t\t\t\td.expired()\n", new: "\t\t\t\tclose(d.ch)\n"},
+
+	// The C ABI: what a C program sees of godat, against the tests' own C
+	// program and OFA's dapl2-utils run on the library built from it.
+	{id: "ca-dto-len", area: "cabi", file: caEVD, desc: "a DTO completion reports half its length",
+		old: "x.transfered_length = C.DAT_SEG_LENGTH(ev.DTO.Length)", new: "x.transfered_length = C.DAT_SEG_LENGTH(ev.DTO.Length / 2)"},
+	{id: "ca-dto-cookie", area: "cabi", file: caEVD, desc: "a DTO completion's cookie loses its upper 32 bits",
+		old: "= uint64(ev.DTO.Cookie)", new: "= uint64(uint32(ev.DTO.Cookie))"},
+	{id: "ca-dto-status", area: "cabi", file: caEVD, desc: "every DTO completion reports success",
+		old: "x.status = C.DAT_DTO_COMPLETION_STATUS(ev.DTO.Status)", new: "x.status = C.DAT_DTO_COMPLETION_STATUS(0)"},
+	{id: "ca-dto-op", area: "cabi", file: caEVD, desc: "every DTO completion names the operation SEND",
+		old: "x.operation = C.DAT_DTOS(ev.DTO.Op)", new: "x.operation = C.DAT_DTOS(0)"},
+	{id: "ca-dto-rmrctx", area: "cabi", file: caEVD, desc: "a receive's completion drops the RMR context a send invalidated",
+		old: "x.rmr_context = C.DAT_RMR_CONTEXT(ev.DTO.RMRContext)", new: "x.rmr_context = 0"},
+	{id: "ca-bind-status", area: "cabi", file: caEVD, desc: "every RMR bind completion reports success",
+		old: "x.status = C.DAT_DTO_COMPLETION_STATUS(ev.RMRBind.Status)", new: "x.status = C.DAT_DTO_COMPLETION_STATUS(0)"},
+	{id: "ca-cr-qual", area: "cabi", file: caEVD, desc: "a connection request arrival reports connection qualifier 0",
+		old: "x.conn_qual = C.DAT_CONN_QUAL(ev.CR.ConnQual)", new: "x.conn_qual = 0"},
+	{id: "ca-cr-addr", area: "cabi", file: caEVD, desc: "a connection request arrival names no local IA address",
+		old: "x.local_ia_address_ptr = C.DAT_IA_ADDRESS_PTR(o.ia.addr)", new: "x.local_ia_address_ptr = nil"},
+	{id: "ca-conn-pd", area: "cabi", file: caEVD, desc: "a connection event's private data has size 0",
+		old: "x.private_data_size = C.DAT_COUNT(n)", new: "x.private_data_size = 0"},
+	{id: "ca-last-wqe", area: "cabi", file: caEVD, desc: "an SRQ EP's disconnect brings no last-WQE event",
+		old: "if ep.srq && (ev.Number", new: "if false && ep.srq && (ev.Number"},
+	{id: "ca-async-reason", area: "cabi", file: caEVD, desc: "an asynchronous event reports reason 0",
+		old: "x.reason = C.DAT_COUNT(ev.Async.Reason)", new: "x.reason = 0"},
+	{id: "ca-se-pointer", area: "cabi", file: caEVD, desc: "a software event comes back without the consumer's pointer",
+		old: "*(*uintptr)(unsafe.Pointer(&x.pointer)) = p", new: "*(*uintptr)(unsafe.Pointer(&x.pointer)) = p &^ 0xff"},
+	{id: "ca-wait-nmore", area: "cabi", file: caEVD, desc: "dat_evd_wait reports no events behind the one it returns",
+		old: "\t*nmore = C.DAT_COUNT(n)\n", new: "\t*nmore = C.DAT_COUNT(min(n, 0))\n"},
+	{id: "ca-empty-class", area: "cabi", file: caEVD, desc: "an empty queue is DAT_QUEUE_EMPTY with the error class, which OFA does not set",
+		old: "\t\t\t\treturn queueEmpty\n", new: "\t\t\t\treturn ret(err)\n"},
+	{id: "ca-handle-kind", area: "cabi", file: caHnd, desc: "a handle of another kind is taken for the kind a call wants",
+		old: "if o == nil || o.kind != k {", new: "if o == nil {"},
+	{id: "ca-iov-nil", area: "cabi", file: caConv, desc: "a nil I/O vector with a nonzero count is accepted",
+		old: "a.arg(n >= 0 && (n == 0 || p != nil), arg)", new: "a.arg(n >= 0, arg)"},
+	{id: "ca-infinite", area: "cabi", file: caConv, desc: "DAT_TIMEOUT_INFINITE waits no time at all",
+		old: "\t\treturn context.Background(), func() {}\n", new: "\t\treturn context.WithTimeout(context.Background(), 0)\n"},
+	{id: "ca-attr-recv", area: "cabi", file: caEP, desc: "an EP created from C gets its request DTO count as its receive count",
+		old: "MaxRecvDTOs:            int(c.max_recv_dtos),", new: "MaxRecvDTOs:            int(c.max_request_dtos),"},
+	{id: "ca-attr-iov-out", area: "cabi", file: caEP, desc: "an EP's attributes read from C report its request IOV as its receive IOV",
+		old: "c.max_recv_iov = count(a.MaxRecvIOV)", new: "c.max_recv_iov = count(a.MaxRequestIOV)"},
+	{id: "ca-post-rw", area: "cabi", file: caEP, desc: "RDMA reads and writes posted from C are swapped",
+		old: "if kind == postWrite {", new: "if kind == postRead {"},
+	{id: "ca-status-idle", area: "cabi", file: caEP, desc: "dat_ep_get_status reports the receive side's idleness inverted",
+		old: "*recvIdle = C.uint32_t(boolean(ri))", new: "*recvIdle = C.uint32_t(boolean(!ri))"},
+	{id: "ca-lmr-localread", area: "cabi", file: caMem, desc: "an LMR created from C lacks the local read OFA always grants",
+		old: "mp := api.MemPriv(priv) | api.MemPrivLocalRead", new: "mp := api.MemPriv(priv)"},
 }

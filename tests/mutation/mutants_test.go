@@ -52,7 +52,11 @@ func TestMutantsCompile(t *testing.T) {
 		if os.WriteFile(mut, bytes.Replace(src, []byte(m.old), []byte(m.new), 1), 0o644) != nil || os.WriteFile(ov, b, 0o644) != nil {
 			t.Fatal("cannot write the overlay")
 		}
-		cmd := exec.Command("go", "vet", "-overlay", ov, "./"+filepath.Dir(m.file))
+		args := []string{"vet", "-overlay", ov}
+		if tags := tests[m.area].tags; tags != "" {
+			args = append(args, "-tags", tags)
+		}
+		cmd := exec.Command("go", append(args, "./"+filepath.Dir(m.file))...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s does not build: %v\n%s", m.id, err, out)
