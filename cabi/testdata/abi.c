@@ -1,7 +1,8 @@
 /* abi.c: checks godat's libdat2.so.2 from C, as a uDAPL program sees it:
  * error codes, bad and stale handles, timeouts, private data, and a
  * connection with sends (one that invalidates an RMR), an RMR bind, an
- * RDMA write, flushed work and software events through a CNO. Run by
+ * RDMA write, an EP's attributes, status and soft watermark, flushed work
+ * and software events through a CNO. Run by
  * TestCProgram with the IA to use as its argument (and "ofa" when OFA's
  * libdat2 is the registry); prints one line per check and exits non-zero
  * at the first failure. */
@@ -152,8 +153,10 @@ int main(int argc, char **argv)
 	memset(&attr, 0, sizeof attr);
 	attr.max_message_size = N;
 	attr.max_rdma_size = 64; /* OFA does not enforce it; programs rely on that */
-	attr.max_recv_dtos = attr.max_request_dtos = 8;
-	attr.max_recv_iov = attr.max_request_iov = 2;
+	attr.max_recv_dtos = 8;
+	attr.max_request_dtos = 6;
+	attr.max_recv_iov = 2;
+	attr.max_request_iov = 3;
 	attr.srq_soft_hw = DAT_HW_DEFAULT;
 	/* A call with several bad arguments answers for the first of them, in
 	 * the order the call takes them. */
@@ -210,12 +213,18 @@ int main(int argc, char **argv)
 	OK(dat_ep_query(a, DAT_EP_FIELD_ALL, &epp));
 	CHECK(epp.ep_state == DAT_EP_STATE_CONNECTED && epp.remote_ia_address_ptr != NULL && (lazy || epp.ia_handle == ia),
 	      "state %d", epp.ep_state);
+	CHECK(epp.ep_attr.max_recv_dtos == 8 && epp.ep_attr.max_request_dtos == 6 && epp.ep_attr.max_recv_iov == 2 &&
+		      epp.ep_attr.max_request_iov == 3,
+	      "EP attributes: %d %d receives and requests, %d %d IOV", epp.ep_attr.max_recv_dtos, epp.ep_attr.max_request_dtos,
+	      epp.ep_attr.max_recv_iov, epp.ep_attr.max_request_iov);
 
 	/* A send into a posted receive. */
 	DAT_LMR_TRIPLET rv = {.virtual_address = (DAT_VADDR)(uintptr_t)buf, .segment_length = N, .lmr_context = lctx};
 	DAT_LMR_TRIPLET sd = {.virtual_address = (DAT_VADDR)(uintptr_t)(buf + N), .segment_length = 100, .lmr_context = lctx};
 	memset(buf + N, 'x', 100);
 	DAT_DTO_COOKIE c1 = {.as_64 = 11}, c2 = {.as_64 = 22};
+	r = dat_ep_post_send(a, 1, NULL, c2, DAT_COMPLETION_DEFAULT_FLAG);
+	CHECK(DAT_GET_TYPE(r) == DAT_INVALID_PARAMETER, "a send of one segment with no segments: %s", name(r));
 	OK(dat_ep_post_recv(b, 1, &rv, c1, DAT_COMPLETION_DEFAULT_FLAG));
 	OK(dat_ep_post_send(a, 1, &sd, c2, DAT_COMPLETION_DEFAULT_FLAG));
 	int got_send = 0, got_recv = 0;
@@ -243,6 +252,14 @@ int main(int argc, char **argv)
 	OK(dat_ep_post_recv(b, 1, &rv, c1, DAT_COMPLETION_DEFAULT_FLAG));
 	OK(dat_ep_get_status(b, &st, &recv_idle, &req_idle));
 	CHECK(recv_idle == DAT_FALSE && req_idle == DAT_TRUE, "a receive posted, idle %d %d", recv_idle, req_idle);
+	/* A soft high watermark below the receives it holds: the IA's async
+	 * EVD names the EP and the reason. */
+	OK(dat_ep_set_watermark(b, 0, DAT_WATERMARK_INFINITE));
+	ev = wait1(async, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR);
+	CHECK(ev.event_data.asynch_error_event_data.dat_handle == b &&
+		      ev.event_data.asynch_error_event_data.reason == DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT,
+	      "watermark event on %p, reason %d", ev.event_data.asynch_error_event_data.dat_handle,
+	      ev.event_data.asynch_error_event_data.reason);
 
 	/* The receiver binds an RMR; a send that invalidates it names it in
 	 * the receive's completion. */
@@ -305,6 +322,7 @@ int main(int argc, char **argv)
 	bc.as_64 = 55;
 	OK(dat_rmr_bind(rmr, lmr, &win, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_VA_TYPE_VA, b, bc, DAT_COMPLETION_DEFAULT_FLAG, &bound));
 	ev = wait1(dto_evd, DAT_RMR_BIND_COMPLETION_EVENT);
+	bd = &ev.event_data.rmr_completion_event_data;
 	CHECK(bd->status == DAT_DTO_ERR_FLUSHED && bd->user_cookie.as_64 == 55, "a bind on a disconnected EP: status %d",
 	      bd->status);
 	OK(dat_rmr_free(rmr));
