@@ -112,31 +112,28 @@ func TestCloseWriteDuringWrite(t *testing.T) {
 			p := mustPipe(t, open, datnet.Options{Buffers: 4, BufferSize: 16 << 10})
 			type result struct {
 				n   int
+				got []byte
 				err error
 			}
-			wrote := make(chan result, 1)
+			wrote, read := make(chan result, 1), make(chan result, 1)
 			go func() {
 				n, err := p.c1.Write(msg)
-				wrote <- result{n, err}
+				wrote <- result{n: n, err: err}
 			}()
-			read := make(chan []byte, 1)
-			readErr := make(chan error, 1)
 			go func() {
 				got, err := io.ReadAll(p.c2)
-				read <- got
-				readErr <- err
+				read <- result{got: got, err: err}
 			}()
 			time.Sleep(time.Duration(round%5) * 50 * time.Microsecond)
 			if err := p.c1.(*datnet.Conn).CloseWrite(); err != nil {
 				t.Fatal(err)
 			}
-			w := <-wrote
-			got, err := <-read, <-readErr
+			w, r := <-wrote, <-read
 			if w.err != nil && !errors.Is(w.err, syscall.EPIPE) {
 				t.Fatalf("round %d: Write: %v, want nil or EPIPE", round, w.err)
 			}
-			if err != nil || !bytes.Equal(got, msg[:w.n]) {
-				t.Fatalf("round %d: the peer read %d bytes (%v) after a Write of %d, want exactly those bytes then io.EOF", round, len(got), err, w.n)
+			if r.err != nil || !bytes.Equal(r.got, msg[:w.n]) {
+				t.Fatalf("round %d: the peer read %d bytes (%v) after a Write of %d, want exactly those bytes then io.EOF", round, len(r.got), r.err, w.n)
 			}
 		}
 	})

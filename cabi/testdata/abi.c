@@ -2,10 +2,9 @@
  * error codes, bad and stale handles, timeouts, private data, and a
  * connection with sends (one that invalidates an RMR), an RMR bind, an
  * RDMA write, an EP's attributes, status and soft watermark, flushed work
- * and software events through a CNO. Run by
- * TestCProgram with the IA to use as its argument (and "ofa" when OFA's
- * libdat2 is the registry); prints one line per check and exits non-zero
- * at the first failure. */
+ * and software events through a CNO. Run by TestCProgram with the IA to
+ * use as its argument (and "ofa" when OFA's libdat2 is the registry);
+ * prints one line per check and exits non-zero at the first failure. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,27 @@ static DAT_EVENT wait1(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want)
 	CHECK(ev.event_number == want, "got event 0x%x, want 0x%x", ev.event_number, want);
 	CHECK(ev.evd_handle == evd, "event names EVD %p, want %p", ev.evd_handle, evd);
 	return ev;
+}
+
+/* send_recv waits for the completions of a send and of the receive it
+ * landed in, posted on recv_ep, in either order; both must succeed. */
+static void send_recv(DAT_EVD_HANDLE evd, DAT_EP_HANDLE recv_ep, DAT_DTO_COMPLETION_EVENT_DATA *send,
+		      DAT_DTO_COMPLETION_EVENT_DATA *recv)
+{
+	int got_send = 0, got_recv = 0;
+	for (int i = 0; i < 2; i++) {
+		DAT_EVENT ev = wait1(evd, DAT_DTO_COMPLETION_EVENT);
+		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+		CHECK(d->status == DAT_DTO_SUCCESS, "status %d", d->status);
+		if (d->ep_handle == recv_ep) {
+			*recv = *d;
+			got_recv = 1;
+		} else {
+			*send = *d;
+			got_send = 1;
+		}
+	}
+	CHECK(got_send && got_recv, "completions of a send and its receive: %d and %d", got_send, got_recv);
 }
 
 int main(int argc, char **argv)
@@ -227,23 +247,14 @@ int main(int argc, char **argv)
 	CHECK(DAT_GET_TYPE(r) == DAT_INVALID_PARAMETER, "a send of one segment with no segments: %s", name(r));
 	OK(dat_ep_post_recv(b, 1, &rv, c1, DAT_COMPLETION_DEFAULT_FLAG));
 	OK(dat_ep_post_send(a, 1, &sd, c2, DAT_COMPLETION_DEFAULT_FLAG));
-	int got_send = 0, got_recv = 0;
-	for (int i = 0; i < 2; i++) {
-		ev = wait1(dto_evd, DAT_DTO_COMPLETION_EVENT);
-		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-		CHECK(d->status == DAT_DTO_SUCCESS, "status %d", d->status);
-		if (d->user_cookie.as_64 == 22) {
-			CHECK(d->ep_handle == a && d->operation == DAT_DTO_SEND, "send completion on %p op %d", d->ep_handle, d->operation);
-			got_send = 1;
-		} else {
-			CHECK(d->user_cookie.as_64 == 11 && d->ep_handle == b && d->operation == DAT_DTO_RECEIVE &&
-				      d->transfered_length == 100,
-			      "receive completion cookie %llu ep %p length %u", (unsigned long long)d->user_cookie.as_64,
-			      d->ep_handle, d->transfered_length);
-			got_recv = 1;
-		}
-	}
-	CHECK(got_send && got_recv && memcmp(buf, buf + N, 100) == 0, "data not received");
+	DAT_DTO_COMPLETION_EVENT_DATA ds, dr;
+	send_recv(dto_evd, b, &ds, &dr);
+	CHECK(ds.user_cookie.as_64 == 22 && ds.ep_handle == a && ds.operation == DAT_DTO_SEND, "send completion cookie %llu on %p op %d",
+	      (unsigned long long)ds.user_cookie.as_64, ds.ep_handle, ds.operation);
+	CHECK(dr.user_cookie.as_64 == 11 && dr.operation == DAT_DTO_RECEIVE && dr.transfered_length == 100,
+	      "receive completion cookie %llu op %d length %u", (unsigned long long)dr.user_cookie.as_64, dr.operation,
+	      dr.transfered_length);
+	CHECK(memcmp(buf, buf + N, 100) == 0, "data not received");
 	DAT_EP_STATE st;
 	DAT_BOOLEAN recv_idle, req_idle;
 	OK(dat_ep_get_status(b, &st, &recv_idle, &req_idle));
@@ -276,20 +287,9 @@ int main(int argc, char **argv)
 	/* OFA's libdat2 exports no dat_ep_post_send_with_invalidate: programs go
 	 * through the handle's provider table. */
 	OK(DAT_EP_POST_SEND_WITH_INVALIDATE(a, 1, &sd, c2, DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE, bound));
-	got_send = got_recv = 0;
-	for (int i = 0; i < 2; i++) {
-		ev = wait1(dto_evd, DAT_DTO_COMPLETION_EVENT);
-		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-		CHECK(d->status == DAT_DTO_SUCCESS, "status %d", d->status);
-		if (d->ep_handle == b) {
-			CHECK(d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE && d->rmr_context == bound,
-			      "receive with invalidate: op %d context %x, want %x", d->operation, d->rmr_context, bound);
-			got_recv = 1;
-		} else {
-			got_send = 1;
-		}
-	}
-	CHECK(got_send && got_recv, "no completion of the send with invalidate");
+	send_recv(dto_evd, b, &ds, &dr);
+	CHECK(dr.operation == DAT_DTO_RECEIVE_WITH_INVALIDATE && dr.rmr_context == bound, "receive with invalidate: op %d context %x, want %x",
+	      dr.operation, dr.rmr_context, bound);
 
 	/* An RDMA write larger than the EP's max_rdma_size. */
 	DAT_RMR_TRIPLET rt = {.virtual_address = (DAT_VADDR)(uintptr_t)(buf + 2 * N), .segment_length = N, .rmr_context = rctx};
