@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +28,8 @@ var lib struct {
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "godat-cabi-")
+	sweepBuildDirs(os.TempDir())
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", buildDirPrefix, os.Getpid()))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -56,6 +59,52 @@ threadsafe = true
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildDirPrefix begins the name of each build directory, followed by the
+// pid of the test binary that made it. A binary that go test kills at its
+// timeout never reaches its RemoveAll; the next run removes what it left.
+const buildDirPrefix = "godat-cabi-"
+
+// sweepBuildDirs removes the build directories in root whose test binary
+// is gone. One whose pid is alive, or whose name has no pid, is left.
+func sweepBuildDirs(root string) {
+	dirs, _ := filepath.Glob(filepath.Join(root, buildDirPrefix+"*"))
+	for _, d := range dirs {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), buildDirPrefix), "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n <= 0 {
+			continue
+		}
+		if err := syscall.Kill(n, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+func TestSweepBuildDirs(t *testing.T) {
+	root := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(root, fmt.Sprintf("%s%d-123", buildDirPrefix, dead.Process.Pid))
+	mine := filepath.Join(root, fmt.Sprintf("%s%d-456", buildDirPrefix, os.Getpid()))
+	odd := filepath.Join(root, buildDirPrefix+"x-789")
+	for _, d := range []string{left, mine, odd} {
+		if err := os.MkdirAll(filepath.Join(d, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepBuildDirs(root)
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the directory of exited pid %d is still there (%v)", dead.Process.Pid, err)
+	}
+	for _, d := range []string{mine, odd} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
 }
 
 // ofaExports is the set of functions OFA's libdat2.so.2 (dapl 2.1)

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,14 +96,12 @@ func main() {
 	}
 	defer os.RemoveAll(tmp)
 
+	chosen, err := choose(mutants, *only, *areas)
+	if err != nil {
+		fatal(err)
+	}
 	var res []outcome
-	for _, m := range mutants {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), m.id) {
-			continue
-		}
-		if *areas != "" && !slices.Contains(strings.Split(*areas, ","), m.area) {
-			continue
-		}
+	for _, m := range chosen {
 		o := run(abs, tmp, m, *timeout)
 		res = append(res, o)
 		fmt.Printf("%-10s %-9s %-16s %6.1fs  %s\n", o.Result, o.Area, o.ID, o.Took.Seconds(), o.Desc)
@@ -204,7 +203,7 @@ func summary(res []outcome) {
 	}
 	fmt.Println()
 	total := [2]int{}
-	for _, a := range []string{"loopback", "tcp", "guard", "kit", "host", "server", "datnet", "cabi"} {
+	for _, a := range areaNames() {
 		c, ok := byArea[a]
 		if !ok {
 			continue
@@ -217,6 +216,44 @@ func summary(res []outcome) {
 	for _, o := range survivors {
 		fmt.Printf("survived: %s (%s): %s\n", o.ID, o.Area, o.Desc)
 	}
+}
+
+// areaNames returns the areas of the tests table, sorted.
+func areaNames() []string {
+	return slices.Sorted(maps.Keys(tests))
+}
+
+// choose returns the mutants that -only and -area select, in table order.
+// An id or area that names nothing is an error, so that a typo does not
+// run an empty set and report it as a clean one.
+func choose(all []mutant, only, areas string) ([]mutant, error) {
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	ids, as := split(only), split(areas)
+	for _, a := range as {
+		if _, ok := tests[a]; !ok {
+			return nil, fmt.Errorf("-area: no area %q (the areas: %s)", a, strings.Join(areaNames(), ", "))
+		}
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(all, func(m mutant) bool { return m.id == id }) {
+			return nil, fmt.Errorf("-only: no mutant %q", id)
+		}
+	}
+	var out []mutant
+	for _, m := range all {
+		if (ids == nil || slices.Contains(ids, m.id)) && (as == nil || slices.Contains(as, m.area)) {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-only %q and -area %q select no mutant together", only, areas)
+	}
+	return out, nil
 }
 
 func pct(c [2]int) string {

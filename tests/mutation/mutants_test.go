@@ -63,3 +63,43 @@ func TestMutantsCompile(t *testing.T) {
 		}
 	}
 }
+
+// Every mutant names an area the tests table knows, and the flags select
+// what they say: an unknown area or id is an error, not an empty run.
+func TestChoose(t *testing.T) {
+	for _, m := range mutants {
+		if _, ok := tests[m.area]; !ok {
+			t.Errorf("%s: area %q has no tests", m.id, m.area)
+		}
+	}
+	all, err := choose(mutants, "", "")
+	if err != nil || len(all) != len(mutants) {
+		t.Fatalf("no flags: %d mutants, %v; want all %d", len(all), err, len(mutants))
+	}
+	first := mutants[0]
+	one, err := choose(mutants, first.id, "")
+	if err != nil || len(one) != 1 || one[0].id != first.id {
+		t.Errorf("-only %s: %v, %v", first.id, one, err)
+	}
+	byArea, err := choose(mutants, "", first.area)
+	if err != nil || len(byArea) == 0 {
+		t.Fatalf("-area %s: %d, %v", first.area, len(byArea), err)
+	}
+	for _, m := range byArea {
+		if m.area != first.area {
+			t.Errorf("-area %s chose %s of area %s", first.area, m.id, m.area)
+		}
+	}
+	for _, bad := range [][2]string{{"no-such-id", ""}, {"", "no-such-area"}, {"", first.area + ",cabii"}} {
+		if got, err := choose(mutants, bad[0], bad[1]); err == nil {
+			t.Errorf("-only %q -area %q: %d mutants and no error", bad[0], bad[1], len(got))
+		}
+	}
+	other := "loopback"
+	if first.area == other {
+		other = "cabi"
+	}
+	if got, err := choose(mutants, first.id, other); err == nil {
+		t.Errorf("-only %s -area %s: %d mutants and no error", first.id, other, len(got))
+	}
+}
