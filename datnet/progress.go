@@ -27,7 +27,7 @@ import (
 // sixteen, not less, because the waits of such a transport have a long
 // tail (the peer's process was descheduled): a wait that outlasts the spin
 // blocks, and its wake-up then costs a millisecond or more where the spin
-// would have cost a few hundred microseconds (docs/benchmarks.md, "datnet
+// would have cost a few hundred microseconds (docs/performance.md, "datnet
 // on rxe").
 //
 // The event loop (run) makes progress when nobody calls: it returns

@@ -56,7 +56,7 @@ var rawMagic = [4]byte{'G', 'D', 'T', 'R'}
 // of a memfd). A Go buffer never written may still be backed by the
 // kernel's shared zero page, which stays in cache however large the
 // buffer, so a copy from it is much faster than from memory that holds
-// data (docs/benchmarks.md) and a baseline sending from it would do less
+// data (docs/performance.md) and a baseline sending from it would do less
 // work than godat.
 func rawBuf(size int) []byte {
 	b := make([]byte, size)

@@ -18,7 +18,7 @@ import (
 // the socket layer, where the file calls first pass through the file
 // layer (descriptor position, permission hooks, an iterator over the
 // buffers), a cost a consumer spinning on an empty socket pays on every
-// turn (docs/benchmarks.md has the numbers). ReadNB and WriteNB stay plain
+// turn (docs/performance.md has the numbers). ReadNB and WriteNB stay plain
 // read and write for the raw-TCP baselines, which mirror the peers'
 // rawtcp tool.
 
@@ -188,7 +188,7 @@ func sendtoNB(fd uintptr, p *byte, n int) (uintptr, syscall.Errno) {
 // once more per frame, see bigSeg), and a polling receiver's stream is
 // faster than with the header held back by MSG_MORE until the payload
 // follows, for a reason not pinned down; 64 KiB was the steadiest lead
-// across streams and reads (docs/benchmarks.md).
+// across streams and reads (docs/performance.md).
 const leadLen = 64 << 10
 
 // bigSeg is the length from which WritevNB writes a slice by a system
@@ -200,7 +200,7 @@ const leadLen = 64 << 10
 // slice never leaves alone: a frame header sent as a packet of its own
 // wakes a waiting receiver once more per frame. For a shorter payload the
 // extra system call costs more than it saves, so frames below 512 KiB
-// keep sharing a call (docs/benchmarks.md).
+// keep sharing a call (docs/performance.md).
 const bigSeg = 512 << 10
 
 // Advance drops the first n bytes of bufs and returns what is left; the

@@ -255,7 +255,7 @@ const quickAckBytes = 256 << 10
 // messages ("pingpong" mode) and delays its TCP acknowledgements, to let
 // them ride on its answers. The ACK frames a stream's receiver writes
 // make it look so, and the delayed acknowledgements then hold back the
-// peer's sending (docs/benchmarks.md). The option leaves that mode until
+// peer's sending (docs/performance.md). The option leaves that mode until
 // the socket next answers soon after receiving, so it is set again after
 // a batch whenever quickAckBytes more have come in: one system call per
 // 256 KiB received at most, and almost never on an exchange of small
@@ -488,7 +488,7 @@ func (c *conn) writevFD(fd uintptr) {
 // stream of large DTOs runs for milliseconds, with the poller away from
 // its completions and many megabytes queued in the socket. 2 MiB keeps a
 // polling stream fastest (1 MiB does as well, 256 KiB and 4 MiB worse;
-// docs/benchmarks.md).
+// docs/performance.md).
 const maxWriteNB = 2 << 20
 
 // writeVec writes wvec with one vectored write.

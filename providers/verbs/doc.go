@@ -108,7 +108,7 @@
 // ibv_rc_pingpong and perftest post small messages the same way. On an
 // adapter it spares a DMA read of the payload before the packet leaves;
 // on soft-RoCE, where the post's system call copies the bytes either
-// way, it makes no difference (docs/benchmarks.md). The segments are
+// way, it makes no difference (docs/performance.md). The segments are
 // checked against the IA's LMRs first all the same (above), so a request
 // the device would have refused for its lkey is refused inline too; what
 // changes is only when the bytes are read, and DAT already forbids
@@ -238,7 +238,7 @@
 // that carries the whole exchange, long enough under emulation that
 // through cgo nearly every post pays that handoff and a few pay
 // milliseconds, which took the 64 B RDMA-write ping-pong to about twice
-// the direct calls' time (docs/benchmarks.md). On an RDMA NIC the same
+// the direct calls' time (docs/performance.md). On an RDMA NIC the same
 // calls are stores to the device's doorbell and reads of its completion
 // ring in user space, where cgo's own cost (tens of nanoseconds) is what
 // the direct call saves.
