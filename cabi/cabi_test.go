@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,9 +70,8 @@ const buildDirPrefix = "godat-cabi-"
 func sweepBuildDirs(root string) {
 	dirs, _ := filepath.Glob(filepath.Join(root, buildDirPrefix+"*"))
 	for _, d := range dirs {
-		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), buildDirPrefix), "-")
-		n, err := strconv.Atoi(pid)
-		if !ok || err != nil || n <= 0 {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(d), buildDirPrefix+"%d-", &n); err != nil || n <= 0 {
 			continue
 		}
 		if err := syscall.Kill(n, 0); errors.Is(err, syscall.ESRCH) {
