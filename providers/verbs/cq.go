@@ -26,10 +26,10 @@ import (
 // wcBatch is how many work completions one cgo call polls at most.
 const wcBatch = 32
 
-// pollCheck is how long a CQ stays unarmed after the last Dequeue that
-// found its EVD empty: while a consumer polls, it drains the CQ itself,
-// and arming the CQ would only cost a notification (a wake-up, a read and
-// a re-arm) per completion. Each look that finds the consumer still
+// pollCheck is how long a CQ stays unarmed after a consumer was last seen
+// at work on its EVD (markActive): while a consumer polls, it drains the
+// CQ itself, and arming the CQ would only cost a notification (a wake-up,
+// a read and a re-arm) per completion. Each look that finds the consumer still
 // polling doubles the wait for the next, up to pollMax: a look is a timer
 // that wakes a runtime thread and starts a goroutine, which on a small
 // machine preempts the very consumer that polls (and its peer), so
@@ -47,12 +47,16 @@ const (
 // Wait that blocks reads the channel itself instead, and the watcher
 // waits meanwhile until the Waits give it back (wait.go).
 //
-// The CQ is armed (a notification asked for) except while a consumer
-// polls: a Dequeue that finds the EVD empty marks the CQ polled, and the
+// The CQ is armed (a notification asked for) except while a consumer is
+// at work on the EVD: a Dequeue that finds the EVD empty, or a request
+// posted on an EP that reports to it, marks the CQ active, and the
 // watcher, woken by a notification, then leaves it unarmed and a timer
 // looks again after pollCheck, then less and less often while the
-// consumer polls (pollMax); once a whole period passes without such a
-// Dequeue, or as soon as a Wait blocks, the CQ is armed again. An EVD
+// consumer works (pollMax); once a whole period passes without either,
+// or as soon as a Wait blocks, the CQ is armed again. A consumer that
+// posts reaps its completions by Dequeue or Wait, which drain the CQ
+// themselves; a watcher that drained after every completion would only
+// wait for ia.mu, which the next post holds through its cgo call. An EVD
 // that feeds a CNO, or has a Wait blocked, stays armed. Events godat
 // posts directly to an EVD whose CQ is unarmed (connection events,
 // flushes) drain the CQ first, so that they keep their place after the
@@ -69,10 +73,10 @@ type cq struct {
 	armMu    sync.Mutex    // orders arms; taken last (after pollMu or ia.mu)
 	armed    atomic.Bool   // a notification is asked for; written under armMu
 	armedSol bool          // ...for solicited (or failed) completions only; under armMu
-	polled   atomic.Bool   // a Dequeue found the EVD empty since the last look
+	active   atomic.Bool   // a consumer was at work since the last look (markActive)
 	timer    *time.Timer   // the look while the CQ is unarmed
 	pollIn   atomic.Int64  // the wait for the next look, while a consumer polls (ns)
-	looks    atomic.Uint64 // looks that found a consumer polling (tests)
+	looks    atomic.Uint64 // looks that left the CQ unarmed (tests)
 
 	// The QPs that use the CQ, under ia.mu (useCQs): receive queues of
 	// EPs that wait for solicited messages only (solRecv), other receive
@@ -246,30 +250,48 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 	}
 }
 
-// settle drains the CQ and arms it again, unless a consumer has polled
-// since the last look: then it leaves it unarmed, and to that consumer,
-// and looks again later (pollCheck, then twice as late each time, up to
-// pollMax). The look touches neither the CQ nor a
-// lock while the consumer polls: its goroutine may run on another thread
-// beside the consumer, and a drain here would contend with the consumer
-// for pollMu, and for ia.mu, which the consumer's post holds through its
-// cgo call. Completions the consumer leaves behind when it stops polling
-// are delivered by the next look's arm, at most two periods late (a Wait,
-// a Dequeue or a CNO attached meanwhile takes them at once).
+// settle drains the CQ and arms it again, unless a consumer has been at
+// work since the last look (markActive), or was at work until less than
+// pollMax before it: then it leaves the CQ unarmed, to that consumer, and
+// looks again later (pollCheck, then twice as late each time, up to
+// pollMax). The look touches neither the CQ nor a lock while the consumer
+// works: its goroutine may run on another thread beside the consumer, and
+// a drain here would contend with the consumer for pollMu, and for ia.mu,
+// which the consumer's post holds through its cgo call. Completions the
+// consumer leaves behind when it stops are delivered by the arm of the
+// first look that finds a whole pollMax without work, at most two
+// periods late (a Wait, a Dequeue or a CNO attached meanwhile takes them
+// at once).
 func (e *evd) settle() {
 	c := e.cq
 	if c.waitersOwn.Load() {
 		return // (the watcher settles when it has the channel back: yield)
 	}
-	if c.polled.Swap(false) && !e.cnoFed.Load() && e.waiting.Load() == 0 {
+	if !e.cnoFed.Load() && e.waiting.Load() == 0 {
 		d := max(time.Duration(c.pollIn.Load()), pollCheck)
-		c.pollIn.Store(int64(min(2*d, pollMax)))
-		c.looks.Add(1)
-		c.timer.Reset(d)
-		return
+		// A spell of work ends only after a look a whole pollMax after
+		// the last finds none: a consumer that posts every few
+		// milliseconds is at work, though a look between two posts
+		// finds nothing new.
+		if c.active.Swap(false) || (d > pollCheck && d < pollMax) {
+			c.pollIn.Store(int64(min(2*d, pollMax)))
+			c.looks.Add(1)
+			c.timer.Reset(d)
+			return
+		}
 	}
 	c.pollIn.Store(int64(pollCheck))
 	e.arm()
+}
+
+// markActive records that a consumer is at work on the CQ's EVD: it
+// found the EVD empty polling, or posted a request whose completion comes
+// here (settle). The store is a locked exchange, so it is made once a
+// look, not once a call.
+func (c *cq) markActive() {
+	if !c.active.Load() {
+		c.active.Store(true)
+	}
 }
 
 // arm asks for a notification of the next completion, if none is asked

@@ -138,12 +138,17 @@
 // The watcher: when the device signals, it drains the CQ into the queue,
 // up to 32 completions per cgo call into a C array allocated with the
 // EVD, and arms the CQ again; Dequeue drains it too when the queue is
-// empty, so a consumer that polls needs no wake-up. While a consumer
-// polls (a Dequeue found the queue empty since the last look), the
-// watcher leaves the CQ unarmed, so that completions cost no
-// notification, and looks again every millisecond; the CQ is armed again
-// after a millisecond without such a Dequeue, and always while the EVD
-// feeds a CNO.
+// empty, so a consumer that polls needs no wake-up. While a consumer is
+// at work (a Dequeue found the queue empty, or it posted a request whose
+// completion comes to the EVD, since the last look), the watcher leaves
+// the CQ unarmed, so that completions cost no notification, and looks
+// again after a millisecond, then twice as late each time up to 16 ms;
+// the CQ is armed again once a look finds 16 ms without such work, and
+// always while the EVD feeds a CNO or a Wait blocks on it. The posts
+// count because a consumer that posts comes for its completions by
+// Dequeue or Wait, which drain the CQ themselves; a watcher that drained
+// after each completion would mostly wait for ia.mu, which the
+// consumer's next post holds through its call into rdma-core.
 //
 // A Wait that must block reads the channel itself (a driven wait, as the
 // tcp provider's waiter drives its sockets): it arms the CQ, drains it,

@@ -276,6 +276,9 @@ func (p *ep) postReq(op api.DTOOp, opcode C.int, inv bool, iov []api.LMRTriplet,
 	}
 	w := p.reqs.PushBack()
 	*w = reqWR{seq: p.reqSeq, cookie: cookie, op: op, length: n, flags: flags}
+	if e := p.RequestEVD; e != nil && e.cq != nil {
+		e.cq.markActive()
+	}
 	return nil
 }
 

@@ -112,9 +112,7 @@ func (e *evd) Dequeue(ev *api.Event) error {
 	}
 	// Nothing queued: look in the CQ, so that a consumer that polls needs
 	// no wake-up from the watcher (which leaves the CQ unarmed meanwhile).
-	if !e.cq.polled.Load() {
-		e.cq.polled.Store(true) // (a store is a locked exchange: once a period)
-	}
+	e.cq.markActive()
 	e.drain(true)
 	return e.Q.Dequeue(ev)
 }

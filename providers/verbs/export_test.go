@@ -41,6 +41,6 @@ func WatcherArmed(e api.EVD) bool {
 	return c.owner == ownWatcher && c.armed.Load()
 }
 
-// PollLooks reports how many looks at e's CQ (as for CQNotes) found a
-// consumer polling and left the CQ unarmed.
+// PollLooks reports how many looks at e's CQ (as for CQNotes) left the
+// CQ unarmed to a consumer at work.
 func PollLooks(e api.EVD) uint64 { return e.(*evd).cq.looks.Load() }

@@ -5,8 +5,10 @@ package verbs_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/providers/verbs"
@@ -344,4 +346,60 @@ func TestPollingLooksBackOff(t *testing.T) {
 		t.Fatalf("%d looks at the CQ in %v of steady polling; want a few tens at most", looks, span)
 	}
 	t.Logf("%d looks in %v of polling", looks, span)
+}
+
+// TestPostsKeepWatcherAside checks that a consumer that posts requests and
+// has not yet come for their completions keeps the CQ unarmed, as one
+// that polls does: the watcher takes the first notification and then
+// leaves the completions to the consumer's Dequeue or Wait, instead of
+// waking at each one to drain the CQ under ia.mu, which the consumer's
+// next post holds through its cgo call (a stream's writer on rxe spent
+// its posts waking the watcher that way). No completion may be lost: the
+// consumer then dequeues them all, in order.
+func TestPostsKeepWatcherAside(t *testing.T) {
+	needDevice(t)
+	client, server := connectSides(t, newSideOn(t, openRaw(t)), newSideOn(t, openRaw(t)))
+	for end := time.Now().Add(10 * time.Second); !verbs.WatcherArmed(client.evd); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the watcher did not arm the client's CQ after the connection's Waits")
+		}
+	}
+	const n = 40 // (fewer than the EVD's 64 entries: nothing dequeues meanwhile)
+	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 8192, Length: 8, RMRContext: server.lp.RMRContext}
+	word := (*uint32)(unsafe.Pointer(&server.mem.Bytes()[8192]))
+	src := client.mem.Bytes()[:8]
+	notes, _ := verbs.CQNotes(client.evd)
+	for i := range n {
+		tag := byte(1 + i)
+		for k := range src {
+			src[k] = tag
+		}
+		if err := client.ep.PostRDMAWrite([]api.LMRTriplet{client.seg(0, 8)}, api.Cookie(i), remote, 0); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		want := uint32(tag) * 0x01010101
+		for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(word) != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("write %d did not land", i)
+			}
+		}
+		time.Sleep(300 * time.Microsecond) // (time for a notification to reach the watcher)
+	}
+	after, _ := verbs.CQNotes(client.evd)
+	if woke := after - notes; woke > n/4 {
+		t.Errorf("the watcher took %d notifications during %d posts that nobody reaped yet; want a few", woke, n)
+	} else {
+		t.Logf("%d watcher notifications during %d posts", woke, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ev api.Event
+	for i := range n {
+		if _, err := client.evd.Wait(ctx, 1, &ev); err != nil {
+			t.Fatalf("completion %d: %v", i, err)
+		}
+		if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != api.Cookie(i) || ev.DTO.Status != api.DTOSuccess {
+			t.Fatalf("completion %d: %+v", i, ev)
+		}
+	}
 }
