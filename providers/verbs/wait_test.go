@@ -369,7 +369,17 @@ func TestPostsKeepWatcherAside(t *testing.T) {
 	word := (*uint32)(unsafe.Pointer(&server.mem.Bytes()[8192]))
 	src := client.mem.Bytes()[:8]
 	notes, _ := verbs.CQNotes(client.evd)
+	// A post that comes long after the one before may find the spell of
+	// work ended and the CQ armed again (after 16 to 31 ms): each such
+	// gap may cost a notification, on a machine slow enough to make one.
+	// Otherwise the watcher takes the first post's and, where the channel
+	// changes hands around it, one or two more: 40 before the fix.
+	slow, last := 0, time.Now()
 	for i := range n {
+		if now := time.Now(); now.Sub(last) > 10*time.Millisecond {
+			slow++
+		}
+		last = time.Now()
 		tag := byte(1 + i)
 		for k := range src {
 			src[k] = tag
@@ -386,10 +396,10 @@ func TestPostsKeepWatcherAside(t *testing.T) {
 		time.Sleep(300 * time.Microsecond) // (time for a notification to reach the watcher)
 	}
 	after, _ := verbs.CQNotes(client.evd)
-	if woke := after - notes; woke > n/4 {
-		t.Errorf("the watcher took %d notifications during %d posts that nobody reaped yet; want a few", woke, n)
+	if woke := after - notes; woke > uint64(4+slow) {
+		t.Errorf("the watcher took %d notifications during %d posts that nobody reaped yet (%d of them more than 10 ms after the last); want at most %d", woke, n, slow, 4+slow)
 	} else {
-		t.Logf("%d watcher notifications during %d posts", woke, n)
+		t.Logf("%d watcher notifications during %d posts (%d more than 10 ms after the last)", woke, n, slow)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
