@@ -26,14 +26,15 @@ import (
 // wcBatch is how many work completions one cgo call polls at most.
 const wcBatch = 32
 
-// pollCheck is how long a CQ stays unarmed after a consumer was last seen
-// at work on its EVD (markActive): while a consumer polls, it drains the
-// CQ itself, and arming the CQ would only cost a notification (a wake-up,
-// a read and a re-arm) per completion. Each look that finds the consumer still
-// polling doubles the wait for the next, up to pollMax: a look is a timer
+// pollCheck is when the watcher first looks again at a CQ it left unarmed
+// to a consumer at work on its EVD (markActive): a consumer that polls or
+// posts drains the CQ itself, and arming the CQ would only cost a
+// notification (a wake-up, a read and a re-arm) per completion. Each look
+// doubles the wait for the next, up to pollMax, and the first look that
+// finds a whole pollMax without work arms the CQ again. A look is a timer
 // that wakes a runtime thread and starts a goroutine, which on a small
-// machine preempts the very consumer that polls (and its peer), so
-// steady polling costs a few looks a second rather than a thousand.
+// machine preempts the very consumer at work (and its peer), so steady
+// work costs a few looks a second rather than a thousand.
 const (
 	pollCheck = time.Millisecond
 	pollMax   = 16 * time.Millisecond
@@ -52,8 +53,8 @@ const (
 // posted on an EP that reports to it, marks the CQ active, and the
 // watcher, woken by a notification, then leaves it unarmed and a timer
 // looks again after pollCheck, then less and less often while the
-// consumer works (pollMax); once a whole period passes without either,
-// or as soon as a Wait blocks, the CQ is armed again. A consumer that
+// consumer works (pollMax); once a look finds a whole pollMax without
+// either, or as soon as a Wait blocks, the CQ is armed again. A consumer that
 // posts reaps its completions by Dequeue or Wait, which drain the CQ
 // themselves; a watcher that drained after every completion would only
 // wait for ia.mu, which the next post holds through its cgo call. An EVD
@@ -75,7 +76,7 @@ type cq struct {
 	armedSol bool          // ...for solicited (or failed) completions only; under armMu
 	active   atomic.Bool   // a consumer was at work since the last look (markActive)
 	timer    *time.Timer   // the look while the CQ is unarmed
-	pollIn   atomic.Int64  // the wait for the next look, while a consumer polls (ns)
+	pollIn   atomic.Int64  // the wait for the next look, while a consumer works (ns)
 	looks    atomic.Uint64 // looks that left the CQ unarmed (tests)
 
 	// The QPs that use the CQ, under ia.mu (useCQs): receive queues of
@@ -259,9 +260,9 @@ func (c *cq) watch(e *evd, rc syscall.RawConn) {
 // a drain here would contend with the consumer for pollMu, and for ia.mu,
 // which the consumer's post holds through its cgo call. Completions the
 // consumer leaves behind when it stops are delivered by the arm of the
-// first look that finds a whole pollMax without work, at most two
-// periods late (a Wait, a Dequeue or a CNO attached meanwhile takes them
-// at once).
+// first look that finds a whole pollMax without work, at most two pollMax
+// periods (32 ms) late (a Wait, a Dequeue or a CNO attached meanwhile
+// takes them at once).
 func (e *evd) settle() {
 	c := e.cq
 	if c.waitersOwn.Load() {
