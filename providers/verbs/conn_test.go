@@ -397,27 +397,38 @@ func TestSuppressedWritesNeedNoDequeue(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	n := 3*attr.MaxRequestDTOs + 1
-	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 8192, Length: 8, RMRContext: server.lp.RMRContext}
-	word := (*uint32)(unsafe.Pointer(&server.mem.Bytes()[8196]))
-	src := client.mem.Bytes()[:8]
 	for i := range n {
-		tag := byte(1 + i%255)
-		for k := range src {
-			src[k] = tag
-		}
-		if err := client.ep.PostRDMAWrite([]api.LMRTriplet{client.seg(0, 8)}, api.Cookie(i), remote, api.CompletionSuppress); err != nil {
+		if err := writeAndLand(t, client, server, byte(1+i%255), api.Cookie(i), api.CompletionSuppress); err != nil {
 			t.Fatalf("suppressed write %d of %d (MaxRequestDTOs %d): %v", i, n, attr.MaxRequestDTOs, err)
-		}
-		want := uint32(tag) * 0x01010101
-		for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(word) != want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("suppressed write %d did not land", i)
-			}
 		}
 	}
 	if err := client.evd.Dequeue(&ev); err == nil {
 		t.Errorf("suppressed writes that succeeded gave an event: %+v", ev)
 	}
+}
+
+// writeAndLand posts an RDMA write of 8 bytes of tag from the start of
+// client's buffer to offset 8192 of server's, with cookie and flags, and
+// spins until the bytes are there, so that the write is done whatever its
+// completion says; it returns the post's error.
+func writeAndLand(t *testing.T, client, server *side, tag byte, cookie api.Cookie, flags api.CompletionFlags) error {
+	t.Helper()
+	src := client.mem.Bytes()[:8]
+	for k := range src {
+		src[k] = tag
+	}
+	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 8192, Length: 8, RMRContext: server.lp.RMRContext}
+	if err := client.ep.PostRDMAWrite([]api.LMRTriplet{client.seg(0, 8)}, cookie, remote, flags); err != nil {
+		return err
+	}
+	word := (*uint32)(unsafe.Pointer(&server.mem.Bytes()[8196])) // (the last four bytes)
+	want := uint32(tag) * 0x01010101
+	for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(word) != want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the write of cookie %d did not land", cookie)
+		}
+	}
+	return nil
 }
 
 // TestSolicitedWait checks solicited wait on a receive EVD of its own

@@ -54,8 +54,8 @@ const (
 // watcher, woken by a notification, then leaves it unarmed and a timer
 // looks again after pollCheck, then less and less often while the
 // consumer works (pollMax); once a look finds a whole pollMax without
-// either, or as soon as a Wait blocks, the CQ is armed again. A consumer that
-// posts reaps its completions by Dequeue or Wait, which drain the CQ
+// either, or as soon as a Wait blocks, the CQ is armed again. A consumer
+// that posts reaps its completions by Dequeue or Wait, which drain the CQ
 // themselves; a watcher that drained after every completion would only
 // wait for ia.mu, which the next post holds through its cgo call. An EVD
 // that feeds a CNO, or has a Wait blocked, stays armed. Events godat

@@ -5,10 +5,8 @@ package verbs_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/providers/verbs"
@@ -365,9 +363,6 @@ func TestPostsKeepWatcherAside(t *testing.T) {
 		}
 	}
 	const n = 40 // (fewer than the EVD's 64 entries: nothing dequeues meanwhile)
-	remote := api.RMRTriplet{Addr: server.lp.RegisteredAddress + 8192, Length: 8, RMRContext: server.lp.RMRContext}
-	word := (*uint32)(unsafe.Pointer(&server.mem.Bytes()[8192]))
-	src := client.mem.Bytes()[:8]
 	notes, _ := verbs.CQNotes(client.evd)
 	// A post that comes long after the one before may find the spell of
 	// work ended and the CQ armed again (after 16 to 31 ms): each such
@@ -376,22 +371,13 @@ func TestPostsKeepWatcherAside(t *testing.T) {
 	// changes hands around it, one or two more: 40 before the fix.
 	slow, last := 0, time.Now()
 	for i := range n {
-		if now := time.Now(); now.Sub(last) > 10*time.Millisecond {
+		now := time.Now()
+		if now.Sub(last) > 10*time.Millisecond {
 			slow++
 		}
-		last = time.Now()
-		tag := byte(1 + i)
-		for k := range src {
-			src[k] = tag
-		}
-		if err := client.ep.PostRDMAWrite([]api.LMRTriplet{client.seg(0, 8)}, api.Cookie(i), remote, 0); err != nil {
+		last = now
+		if err := writeAndLand(t, client, server, byte(1+i), api.Cookie(i), 0); err != nil {
 			t.Fatalf("write %d: %v", i, err)
-		}
-		want := uint32(tag) * 0x01010101
-		for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(word) != want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("write %d did not land", i)
-			}
 		}
 		time.Sleep(300 * time.Microsecond) // (time for a notification to reach the watcher)
 	}
