@@ -46,17 +46,17 @@ func (p *ep) connect(a Addr, q api.ConnQual, timeout api.Timeout, pd []byte) err
 	if p.State != api.EPUnconnected {
 		return p.StateErr("connecting")
 	}
-	fab.next++
-	p.State, p.LocalPort, p.RemoteAddr, p.RemotePort = api.EPActiveConnectionPending, api.ConnQual(fab.next), a, q
+	fabric.next++
+	p.State, p.LocalPort, p.RemoteAddr, p.RemotePort = api.EPActiveConnectionPending, api.ConnQual(fabric.next), a, q
 	c := &cr{active: p, pd: bytes.Clone(pd), from: p.ia.addr, port: p.LocalPort}
-	switch pt := fab.quals.At(q); {
-	case fab.ias[a] == nil:
+	switch pt := fabric.quals.At(q); {
+	case fabric.ias[a] == nil:
 		p.toDisconnected(api.ConnectionUnreachableEvent, nil)
 	case pt == nil || !pt.arrive(c):
 		p.toDisconnected(api.ConnectionNonPeerRejectedEvent, nil)
 	case timeout != api.TimeoutInfinite:
 		p.cr = c
-		p.timeout.Start(timeout, &fab.Mutex, func() {
+		p.timeout.Start(timeout, &fabric.Mutex, func() {
 			if p.State == api.EPActiveConnectionPending {
 				p.abandon()
 				p.toDisconnected(api.ConnectionTimedOutEvent, nil)
@@ -109,7 +109,7 @@ func (pt *point) arrive(c *cr) bool {
 	return true
 }
 
-func (pt *point) unlist() { fab.quals.Unlisten(pt.qual, pt) }
+func (pt *point) unlist() { fabric.quals.Unlisten(pt.qual, pt) }
 
 // CreatePSP listens on q (dat_psp_create(3DAT)). PSPs that create EPs
 // are not supported; the guard refuses them, as ProviderAttr says.
@@ -122,7 +122,7 @@ func (i *ia) CreatePSP(q api.ConnQual, e api.EVD, _ api.PSPFlags) (api.PSP, erro
 // (dat_psp_create_any(3DAT)).
 func (i *ia) CreatePSPAny(e api.EVD, _ api.PSPFlags) (api.PSP, api.ConnQual, error) {
 	defer lock()()
-	q, err := fab.quals.Free(limits.MaxObjects)
+	q, err := fabric.quals.Free(limits.MaxObjects)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -131,14 +131,14 @@ func (i *ia) CreatePSPAny(e api.EVD, _ api.PSPFlags) (api.PSP, api.ConnQual, err
 }
 
 func (i *ia) newPSP(q api.ConnQual, e api.EVD) (api.PSP, error) {
-	if err := fab.quals.Check(q); err != nil {
+	if err := fabric.quals.Check(q); err != nil {
 		return nil, err
 	}
 	s := &psp{point{ia: i, evd: e.(*evd), qual: q}}
 	v, err := kit.Put[api.PSP](&i.psps, s)
 	if err == nil {
 		s.self = s
-		fab.quals.Listen(q, &s.point)
+		fabric.quals.Listen(q, &s.point)
 	}
 	return v, err
 }
@@ -150,7 +150,7 @@ func (s *psp) Query() (api.PSPParam, error) {
 }
 
 // Free stops listening; requests already delivered stay.
-func (s *psp) Free() error { return kit.Free(&fab.Mutex, &s.ia.psps, s, nil, s.unlist) }
+func (s *psp) Free() error { return kit.Free(&fabric.Mutex, &s.ia.psps, s, nil, s.unlist) }
 
 // CreateRSP listens on q for one request for ep, which becomes RESERVED
 // (dat_rsp_create(3DAT)).
@@ -160,14 +160,14 @@ func (i *ia) CreateRSP(q api.ConnQual, e api.EP, ev api.EVD) (api.RSP, error) {
 	if p.State != api.EPUnconnected {
 		return nil, p.StateErr("CreateRSP")
 	}
-	if err := fab.quals.Check(q); err != nil {
+	if err := fabric.quals.Check(q); err != nil {
 		return nil, err
 	}
 	r := &rsp{point{ia: i, evd: ev.(*evd), ep: p, qual: q}}
 	v, err := kit.Put[api.RSP](&i.rsps, r)
 	if err == nil {
 		r.self, p.State = r, api.EPReserved
-		fab.quals.Listen(q, &r.point)
+		fabric.quals.Listen(q, &r.point)
 	}
 	return v, err
 }
@@ -185,7 +185,7 @@ func (r *rsp) Query() (api.RSPParam, error) {
 
 // Free destroys the RSP; an EP still RESERVED returns to UNCONNECTED.
 func (r *rsp) Free() error {
-	return kit.Free(&fab.Mutex, &r.ia.rsps, r, nil, func() {
+	return kit.Free(&fabric.Mutex, &r.ia.rsps, r, nil, func() {
 		r.unlist()
 		if !r.used { // a request took the EP, which may be reserved again since
 			r.ep.Unreserve()
@@ -296,7 +296,7 @@ func (c *cr) end(n api.EventNumber, pd []byte) {
 // ErrInsufficientResources.
 func (c *cr) Handoff(q api.ConnQual) error {
 	defer lock()()
-	pt := fab.quals.At(q)
+	pt := fabric.quals.At(q)
 	if pt == nil || pt.ia != c.pt.ia {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, "no service point of this IA listens on "+strconv.FormatUint(uint64(q), 10))
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/godat/godat/provider/kit/sgl"
 )
 
-// Data transfer. A request runs while it is posted, under fab's lock: its
+// Data transfer. A request runs while it is posted, under fabric's lock: its
 // bytes are copied and its completions posted before the post returns.
 // A send that finds no receive at the peer waits at the head of the
 // request queue, the requests posted after it behind it, until the peer
@@ -118,7 +118,7 @@ func (p *ep) send(w *reqWR) {
 		rst, st = api.DTOErrLocalProtection, api.DTOErrRemoteAccess
 	}
 	if rst != api.DTOSuccess {
-		q.completeRecv(&rw, rst, 0, api.OpReceive, 0, true)
+		q.RecvEVD.DeliverRecv(&rw, q, q.Attr.RecvCompletionFlags, rst, 0, api.OpReceive, 0, true)
 		p.fail(w, st)
 		return
 	}
@@ -128,7 +128,7 @@ func (p *ep) send(w *reqWR) {
 		q.ia.mem.Unbind(&target.Reg)
 		op, rctx = api.OpReceiveWithInvalidate, w.RMRContext
 	}
-	q.completeRecv(&rw, api.DTOSuccess, n, op, rctx, w.Flags&api.CompletionSolicitedWait != 0)
+	q.RecvEVD.DeliverRecv(&rw, q, q.Attr.RecvCompletionFlags, api.DTOSuccess, n, op, rctx, w.Flags&api.CompletionSolicitedWait != 0)
 	p.complete(w, api.DTOSuccess, n)
 }
 
@@ -207,17 +207,9 @@ func (p *ep) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Complet
 	return nil
 }
 
-func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
-	var ev api.Event
-	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
-	p.RecvEVD.Deliver(&ev, notify)
-}
-
 // flushRecv completes a receive flushed by the end of a connection or
 // posted to a DISCONNECTED EP.
-func (p *ep) flushRecv(rw *recvWR) {
-	p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-}
+func (p *ep) flushRecv(rw *recvWR) { p.RecvEVD.FlushRecv(rw, p) }
 
 // flush completes every outstanding request, then every receive, with
 // DTOErrFlushed, in post order.

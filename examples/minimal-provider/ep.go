@@ -75,18 +75,18 @@ func (p *ep) Reset() error {
 // Free destroys the EP (dat_ep_free(3DAT)); its peer sees DISCONNECTED.
 // Outstanding work is dropped without completions.
 func (p *ep) Free() error {
-	fab.Lock()
+	fabric.Lock()
 	if p.State == api.EPReserved || p.State == api.EPPassiveConnectionPending {
-		defer fab.Unlock()
+		defer fabric.Unlock()
 		return p.StateErr("Free")
 	}
 	wait := p.destroy()
-	fab.Unlock()
+	fabric.Unlock()
 	wait()
 	return nil
 }
 
-// destroy tears the EP down and returns what to wait for once fab is
+// destroy tears the EP down and returns what to wait for once fabric is
 // unlocked.
 func (p *ep) destroy() func() {
 	switch p.State {

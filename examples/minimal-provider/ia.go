@@ -38,9 +38,9 @@ func newIA(a Addr) *ia {
 		rsps: kit.NewSet[*rsp](api.HandleRSP, n), crs: kit.NewSet[*cr](api.HandleCR, 0),
 		rmrs: kit.NewSet[*rmr](api.HandleRMR, n), mem: memreg.New[*pz, *ep](),
 	}
-	i.cnos = dispatch.NewCNOs(i, &fab.Mutex, n)
-	i.evds = dispatch.NewEVDs(i, &i.IA, &fab.Mutex, limits.MaxEVDQLen, n)
-	i.lmrs = memreg.NewLMRs(i, &fab.Mutex, i.mem, n)
+	i.cnos = dispatch.NewCNOs(i, &fabric.Mutex, n)
+	i.evds = dispatch.NewEVDs(i, &i.IA, &fabric.Mutex, limits.MaxEVDQLen, n)
+	i.lmrs = memreg.NewLMRs(i, &fabric.Mutex, i.mem, n)
 	i.Coherent = memreg.NewCoherent(&i.IA, i.mem)
 	return i
 }
@@ -54,7 +54,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	if err := i.LockClose(flags, &i.pzs, &i.evds, &i.cnos, &i.eps, &i.psps, &i.rsps, &i.crs, &i.lmrs, &i.rmrs); err != nil {
 		return err
 	}
-	delete(fab.ias, i.addr)
+	delete(fabric.ias, i.addr)
 	var waits []func()
 	i.psps.Each((*psp).unlist)
 	i.rsps.Each((*rsp).unlist)
@@ -68,7 +68,7 @@ func (i *ia) Close(flags api.CloseFlags) error {
 	i.async.Release()
 	waits = append(waits, i.cnos.CloseAll())
 	i.mem.Clear()
-	fab.Unlock()
+	fabric.Unlock()
 	for _, w := range waits {
 		w()
 	}
@@ -82,7 +82,7 @@ func (i *ia) CreatePZ() (api.PZ, error) {
 	defer lock()()
 	return kit.Put[api.PZ](&i.pzs, &pz{kit.PZ[*ia]{IA: i}})
 }
-func (z *pz) Free() error { return kit.Free(&fab.Mutex, &z.IA.pzs, z, nil, nil) }
+func (z *pz) Free() error { return kit.Free(&fabric.Mutex, &z.IA.pzs, z, nil, nil) }
 
 // evd is an event dispatcher: the kit's whole EVD (dispatch.EVDs), since
 // every event here is posted by the provider's own code as it happens.

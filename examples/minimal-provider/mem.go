@@ -17,7 +17,7 @@ func (i *ia) CreateLMR(z api.PZ, r api.Region, priv api.MemPriv, va api.VAType) 
 type rmr struct{ memreg.RMRBase[*ia, *pz, *ep] }
 
 func (z *pz) CreateRMR() (api.RMR, error) {
-	return kit.Create[api.RMR](&fab.Mutex, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem, Mu: &fab.Mutex}})
+	return kit.Create[api.RMR](&fabric.Mutex, &z.IA.rmrs, &rmr{memreg.RMRBase[*ia, *pz, *ep]{IA: z.IA, PZ: z, Mem: z.IA.mem, Mu: &fabric.Mutex}})
 }
 
 // Bind binds the RMR to the window t of the LMR for ep's connection, or
@@ -38,4 +38,4 @@ func (r *rmr) Bind(lm api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType
 // count on the LMR.
 func (w *reqWR) drop(i *ia) { i.mem.DropBind(&w.bind, w.RMRContext) }
 
-func (r *rmr) Free() error { return kit.Free(&fab.Mutex, &r.IA.rmrs, r, nil, r.Release) }
+func (r *rmr) Free() error { return kit.Free(&fabric.Mutex, &r.IA.rmrs, r, nil, r.Release) }

@@ -67,9 +67,9 @@ var limits = func() iaattr.Limits {
 // defaultEPAttr fills the limits an EP's attributes leave at zero.
 var defaultEPAttr = epattr.Defaults(limits.EP(), 256, 16, 16)
 
-// fab is the process-wide state: the open IAs, the listening service
+// fabric is the process-wide state: the open IAs, the listening service
 // points by connection qualifier, and the one lock over every object.
-var fab = struct {
+var fabric = struct {
 	sync.Mutex
 	ias   map[Addr]*ia
 	quals connreq.Quals[*point]
@@ -84,11 +84,11 @@ func (Provider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 		return nil, err
 	}
 	defer lock()()
-	fab.next++
-	i := newIA(Addr(fab.next))
+	fabric.next++
+	i := newIA(Addr(fabric.next))
 	i.async = i.evds.OpenAsync(qlen)
-	i.InitIA(&fab.Mutex, i.async)
-	fab.ias[i.addr] = i
+	i.InitIA(&fabric.Mutex, i.async)
+	fabric.ias[i.addr] = i
 	return i, nil
 }
 
@@ -103,8 +103,8 @@ func (i *ia) Query() (api.IAAttr, api.ProviderAttr, error) {
 	return a, p, nil
 }
 
-// lock takes fab's lock and returns its unlock: defer lock()().
+// lock takes fabric's lock and returns its unlock: defer lock()().
 func lock() func() {
-	fab.Lock()
-	return fab.Unlock
+	fabric.Lock()
+	return fabric.Unlock
 }

@@ -324,21 +324,15 @@ func (p *ep) takeRecv() *recvWR {
 	return p.recvs.Take()
 }
 
-// completeRecv posts the completion of a receive to the receive EVD. A
-// successful receive notifies unless it was posted unsignalled, or the EP
-// is configured for solicited wait and the matching send was not
-// solicited. fabric.mu is held.
+// completeRecv posts the completion of a receive to the receive EVD
+// (dispatch.EVDObject.DeliverRecv). fabric.mu is held.
 func (p *ep) completeRecv(rw *recvWR, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
-	var ev api.Event
-	notify := rw.Event(&ev, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
-	p.RecvEVD.Deliver(&ev, notify)
+	p.RecvEVD.DeliverRecv(rw, p, p.Attr.RecvCompletionFlags, st, n, op, rctx, solicited)
 }
 
 // flushRecv completes a receive flushed by the end of a connection or
 // posted to a DISCONNECTED EP. fabric.mu is held.
-func (p *ep) flushRecv(rw *recvWR) {
-	p.completeRecv(rw, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
-}
+func (p *ep) flushRecv(rw *recvWR) { p.RecvEVD.FlushRecv(rw, p) }
 
 // flush completes every outstanding request, then every posted receive,
 // with DTOErrFlushed, in post order. fabric.mu is held.

@@ -71,6 +71,13 @@ type servicePoint interface {
 	port() api.ConnQual
 }
 
+// serve starts sp's accept goroutine on l, which the IA's wait group
+// counts until the listener is stopped. ia.mu is held.
+func (i *ia) serve(l *listener, sp servicePoint) {
+	i.wg.Add(1)
+	go i.acceptLoop(l, sp)
+}
+
 // acceptLoop is a service point's accept goroutine; it ends when the
 // listener is stopped (listener.stop). A failed accept is tried again
 // after a pause, as net/http's server does: its causes pass (no file
@@ -258,8 +265,7 @@ func (i *ia) createPSP(q api.ConnQual, evdArg api.EVD, flags api.PSPFlags) (*psp
 	}
 	s := &psp{ia: i, l: l, evd: e, flags: flags}
 	i.psps.Add(s)
-	i.wg.Add(1)
-	go i.acceptLoop(&s.l, s)
+	i.serve(&s.l, s)
 	return s, nil
 }
 
@@ -329,8 +335,7 @@ func (i *ia) CreateRSP(q api.ConnQual, epArg api.EP, evdArg api.EVD) (api.RSP, e
 	r := &rsp{RSP: connreq.RSP[*ep]{EP: p}, ia: i, l: l, evd: e}
 	p.State = api.EPReserved
 	i.rsps.Add(r)
-	i.wg.Add(1)
-	go i.acceptLoop(&r.l, r)
+	i.serve(&r.l, r)
 	return r, nil
 }
 

@@ -109,8 +109,6 @@ var mutants = []mutant{
 	{id: "lb-suppress-fail", area: "loopback", file: lbDTO, desc: "a suppressed request that fails does not complete",
 		old: "\tp.complete(w, st, 0)\n\tp.breakConnection()",
 		new: "\tif w.Flags&api.CompletionSuppress == 0 {\n\t\tp.complete(w, st, 0)\n\t}\n\tp.breakConnection()"},
-	{id: "lb-recv-notify", area: "loopback", file: lbDTO, desc: "an unsignalled receive notifies",
-		old: "\tp.RecvEVD.Deliver(&ev, notify)", new: "\tp.RecvEVD.Deliver(&ev, notify || rw.Flags&api.CompletionUnsignalled != 0)"},
 	{id: "lb-recv-lenstatus", area: "loopback", file: lbDTO, desc: "a receive too small completes with a protection error",
 		old: "q.completeRecv(rw, api.DTOErrLocalLength, 0, api.OpReceive, 0, true)",
 		new: "q.completeRecv(rw, api.DTOErrLocalProtection, 0, api.OpReceive, 0, true)"},
@@ -293,6 +291,8 @@ var mutants = []mutant{
 		old: "\tif g.flags&need == 0 {", new: "\tif false && g.flags&need == 0 {"},
 
 	// --- internal packages shared by loopback and tcp ---
+	{id: "kit-recv-notify", area: "kit", file: "provider/kit/dispatch/evds.go", desc: "an unsignalled receive notifies",
+		old: "\te.Post(&ev, notify)", new: "\te.Post(&ev, notify || rw.Flags&api.CompletionUnsignalled != 0)"},
 	{id: "kit-recvs-max", area: "kit", file: "provider/kit/completion/recvs.go", desc: "an EP takes one receive more than MaxRecvDTOs",
 		old: "case q.Len() >= max:", new: "case q.Len() > max:"},
 	{id: "kit-srq-max", area: "kit", file: "provider/kit/srqattr/queue.go", desc: "an SRQ takes one receive more than its size",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/completion"
 )
 
 // EVDs is an IA's set of EVDs for a provider whose events are all posted
@@ -82,4 +83,23 @@ func (e *EVDObject) Deliver(ev *api.Event, notify bool) {
 	if e != nil {
 		e.Post(ev, notify)
 	}
+}
+
+// DeliverRecv completes the receive rw of ep, whose receive completion
+// flags are epFlags, with status st after n bytes, and delivers the event
+// as Deliver does; completion.Recv.Event says what the event reports and
+// when it notifies. The event lives on the stack: nothing allocates.
+func (e *EVDObject) DeliverRecv(rw *completion.Recv, ep api.EP, epFlags api.CompletionFlags, st api.DTOStatus, n uint64, op api.DTOOp, rctx api.RMRContext, solicited bool) {
+	if e == nil {
+		return
+	}
+	var ev api.Event
+	notify := rw.Event(&ev, ep, epFlags, st, n, op, rctx, solicited)
+	e.Post(&ev, notify)
+}
+
+// FlushRecv completes the receive rw of ep with DTOErrFlushed, as the end
+// of a connection or a post to a DISCONNECTED EP leaves it.
+func (e *EVDObject) FlushRecv(rw *completion.Recv, ep api.EP) {
+	e.DeliverRecv(rw, ep, 0, api.DTOErrFlushed, 0, api.OpReceive, 0, false)
 }

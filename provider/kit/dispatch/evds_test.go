@@ -7,6 +7,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/provider/kit"
+	"github.com/godat/godat/provider/kit/completion"
 )
 
 // An EVDs set makes whole EVDs: created in the set, reporting overflows
@@ -50,5 +51,40 @@ func TestEVDs(t *testing.T) {
 	}
 	if err := e.Free(); !errors.Is(err, api.ErrInvalidHandle) {
 		t.Fatalf("second Free: %v", err)
+	}
+}
+
+// DeliverRecv and FlushRecv post a receive's completion as
+// completion.Recv.Event fills it; a nil EVD drops it.
+func TestDeliverRecv(t *testing.T) {
+	var mu sync.Mutex
+	self := &ownerIA{n: 1}
+	var base kit.IA
+	evds := NewEVDs(self, &base, &mu, 8, 0)
+	base.InitIA(&mu, evds.OpenAsync(4))
+	x, err := evds.Create(4, nil, api.EVDDTO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := x.(*EVDObject)
+	var ep api.EP
+	rw := completion.Recv{Cookie: 7}
+	e.DeliverRecv(&rw, ep, 0, api.DTOSuccess, 5, api.OpReceiveWithInvalidate, 0x99, false)
+	e.FlushRecv(&completion.Recv{Cookie: 8}, ep)
+	(*EVDObject)(nil).DeliverRecv(&rw, ep, 0, api.DTOSuccess, 5, api.OpReceive, 0, false)
+	(*EVDObject)(nil).FlushRecv(&rw, ep)
+	want := []api.DTOCompletionData{
+		{Cookie: 7, Status: api.DTOSuccess, Length: 5, Op: api.OpReceiveWithInvalidate, RMRContext: 0x99},
+		{Cookie: 8, Status: api.DTOErrFlushed, Op: api.OpReceive},
+	}
+	for i, w := range want {
+		var ev api.Event
+		if err := e.Dequeue(&ev); err != nil || ev.Number != api.DTOCompletionEvent || ev.DTO != w {
+			t.Fatalf("event %d: %+v, %v; want %+v", i, ev.DTO, err, w)
+		}
+	}
+	var ev api.Event
+	if err := e.Dequeue(&ev); err == nil {
+		t.Fatalf("an extra event %+v", ev)
 	}
 }
