@@ -28,7 +28,7 @@ import (
 
 // hdr is the state every guard object shares.
 type hdr struct {
-	ia    *gIA
+	ia    *iaGuard
 	typ   api.HandleType
 	id    uint64 // the object's number, unique in the process (name)
 	freed atomic.Bool
@@ -219,12 +219,12 @@ func release(g guarded, key any, inUse api.Subtype, free func() error, uses ...*
 func usedBy(g guarded) []*hdr {
 	h := g.header()
 	users := h.users.list()
-	l, ok := g.(*gLMR)
+	l, ok := g.(*lmrGuard)
 	if !ok || !l.hasCtx {
 		return users
 	}
 	h.ia.objs.Range(func(_, v any) bool {
-		r, ok := v.(*gRMR)
+		r, ok := v.(*rmrGuard)
 		if !ok || r.freed.Load() {
 			return true
 		}
@@ -266,7 +266,7 @@ func freedErr(t api.HandleType) error {
 // own checks that handle h is a live guard of type G belonging to ia and
 // returns it. A nil h is accepted only when nilOK; sub names the argument
 // in the error.
-func own[G guarded](ia *gIA, h any, nilOK bool, sub api.Subtype, what string) (G, error) {
+func own[G guarded](ia *iaGuard, h any, nilOK bool, sub api.Subtype, what string) (G, error) {
 	var zero G
 	if isNil(h) {
 		if nilOK {
@@ -298,8 +298,8 @@ func isNil(h any) bool {
 	return ok && reflect.ValueOf(g).IsNil()
 }
 
-// gIA guards an IA.
-type gIA struct {
+// iaGuard guards an IA.
+type iaGuard struct {
 	hdr
 	p      api.IA
 	entry  IAEntry
@@ -312,7 +312,7 @@ type gIA struct {
 	life    sync.RWMutex
 	closing bool     // under life: a Close is under way or done
 	objs    sync.Map // provider object → guard object
-	async   *gEVD
+	async   *evdGuard
 }
 
 // wrapIA wraps a freshly opened provider IA.
@@ -327,7 +327,7 @@ func wrapIA(p api.IA, e IAEntry, hk *hooks) (api.IA, error) {
 		p.Close(api.CloseAbrupt)
 		return nil, err
 	}
-	g := &gIA{p: p, entry: e, attr: attr, pattr: pattr, hooks: hk}
+	g := &iaGuard{p: p, entry: e, attr: attr, pattr: pattr, hooks: hk}
 	g.ia, g.typ, g.id = g, api.HandleIA, nextHandleID.Add(1)
 	if !e.ThreadSafe {
 		g.serial = new(sync.Mutex)
@@ -344,7 +344,7 @@ func wrapIA(p api.IA, e IAEntry, hk *hooks) (api.IA, error) {
 // later ones, so that no object a provider creates, nor its descriptors
 // and goroutines, outlives the IA: a provider's Close cleans up only what
 // exists when it runs.
-func (ia *gIA) beginCreate() error {
+func (ia *iaGuard) beginCreate() error {
 	ia.life.RLock()
 	if ia.closing {
 		ia.life.RUnlock()
@@ -353,12 +353,12 @@ func (ia *gIA) beginCreate() error {
 	return nil
 }
 
-func (ia *gIA) endCreate() { ia.life.RUnlock() }
+func (ia *iaGuard) endCreate() { ia.life.RUnlock() }
 
 // admitCreate is the start of every IA method that creates an object: the
 // IA handle must be live and the IA not closing. On success the caller
 // owes an endCreate.
-func (ia *gIA) admitCreate() error {
+func (ia *iaGuard) admitCreate() error {
 	if err := ia.live(); err != nil {
 		return err
 	}
@@ -366,27 +366,27 @@ func (ia *gIA) admitCreate() error {
 }
 
 // enter and leave serialize calls for a non-thread-safe IA.
-func (ia *gIA) enter() {
+func (ia *iaGuard) enter() {
 	if ia.serial != nil {
 		ia.serial.Lock()
 	}
 }
 
-func (ia *gIA) leave() {
+func (ia *iaGuard) leave() {
 	if ia.serial != nil {
 		ia.serial.Unlock()
 	}
 }
 
 // register records g as the guard of provider object p.
-func (ia *gIA) register(p any, g guarded, t api.HandleType) {
+func (ia *iaGuard) register(p any, g guarded, t api.HandleType) {
 	h := g.header()
 	h.ia, h.typ, h.id = ia, t, nextHandleID.Add(1)
 	ia.objs.Store(p, g)
 }
 
 // retire marks g freed and forgets provider object p.
-func (ia *gIA) retire(p any, g guarded) {
+func (ia *iaGuard) retire(p any, g guarded) {
 	g.header().freed.Store(true)
 	ia.objs.Delete(p)
 }

@@ -7,40 +7,40 @@ import (
 // The guards of connection management: PSPs, RSPs and connection
 // requests.
 
-// gPSP guards a public service point.
-type gPSP struct {
+// pspGuard guards a public service point.
+type pspGuard struct {
 	hdr
 	p     api.PSP
-	evd   *gEVD
+	evd   *evdGuard
 	flags api.PSPFlags
 }
 
-func (g *gPSP) Query() (api.PSPParam, error) {
+func (g *pspGuard) Query() (api.PSPParam, error) {
 	return query(&g.hdr, opPSPQuery, g.p.Query, func(p *api.PSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD) })
 }
 
-func (g *gPSP) Free() error {
+func (g *pspGuard) Free() error {
 	return free(g, opPSPFree, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
 }
 
-// gRSP guards a reserved service point.
-type gRSP struct {
+// rspGuard guards a reserved service point.
+type rspGuard struct {
 	hdr
 	p   api.RSP
-	evd *gEVD
+	evd *evdGuard
 }
 
-func (g *gRSP) Query() (api.RSPParam, error) {
+func (g *rspGuard) Query() (api.RSPParam, error) {
 	return query(&g.hdr, opRSPQuery, g.p.Query, func(p *api.RSPParam) { p.IA = g.ia.asIA(p.IA); p.EVD = asGuard(g.ia, p.EVD); p.EP = g.ia.asEP(p.EP) })
 }
 
-func (g *gRSP) Free() error {
+func (g *rspGuard) Free() error {
 	return free(g, opRSPFree, g.p, api.NoSubtype, g.p.Free, &g.evd.users)
 }
 
-// gCR guards a connection request. It is retired when the request is
+// crGuard guards a connection request. It is retired when the request is
 // accepted, rejected or handed off, as dat_cr_accept(3DAT) destroys it.
-type gCR struct {
+type crGuard struct {
 	hdr
 	p          api.CR
 	providerEP bool // the CR's local EP was created by the provider for a PSP
@@ -50,18 +50,18 @@ type gCR struct {
 // CR that is being rejected or handed off: dat_cr_reject(3DAT) returns that
 // EP to the provider, so the consumer's handle dies and stops holding its
 // PZ and EVDs in use. ep is the provider's EP, read before the call.
-func (g *gCR) dropProviderEP(ep api.EP) {
+func (g *crGuard) dropProviderEP(ep api.EP) {
 	if !g.providerEP || ep == nil {
 		return
 	}
-	if e, ok := g.ia.guardOf(ep).(*gEP); ok {
+	if e, ok := g.ia.guardOf(ep).(*epGuard); ok {
 		g.ia.retire(ep, e)
 		e.use(-1)
 	}
 }
 
 // localEP returns the provider's local EP of the request, if any.
-func (g *gCR) localEP() api.EP {
+func (g *crGuard) localEP() api.EP {
 	if !g.providerEP {
 		return nil
 	}
@@ -72,18 +72,18 @@ func (g *gCR) localEP() api.EP {
 	return prm.LocalEP
 }
 
-func (g *gCR) Query() (api.CRParam, error) {
+func (g *crGuard) Query() (api.CRParam, error) {
 	return query(&g.hdr, opCRQuery, g.p.Query, func(p *api.CRParam) { p.LocalEP = g.ia.asEP(p.LocalEP) })
 }
 
-func (g *gCR) Accept(ep api.EP, privateData []byte) (err error) {
+func (g *crGuard) Accept(ep api.EP, privateData []byte) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opCRAccept, &g.hdr, h.start(opCRAccept), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
 	}
-	gep, err := own[*gEP](g.ia, ep, true, api.SubHandleEP, "EP")
+	gep, err := own[*epGuard](g.ia, ep, true, api.SubHandleEP, "EP")
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (g *gCR) Accept(ep api.EP, privateData []byte) (err error) {
 	return release(g, g.p, api.NoSubtype, func() error { return g.p.Accept(pep, privateData) })
 }
 
-func (g *gCR) Reject(privateData []byte) (err error) {
+func (g *crGuard) Reject(privateData []byte) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opCRReject, &g.hdr, h.start(opCRReject), &err)
 	}
@@ -115,7 +115,7 @@ func (g *gCR) Reject(privateData []byte) (err error) {
 	return err
 }
 
-func (g *gCR) Handoff(q api.ConnQual) (err error) {
+func (g *crGuard) Handoff(q api.ConnQual) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opCRHandoff, &g.hdr, h.start(opCRHandoff), &err)
 	}

@@ -48,17 +48,17 @@ type epLimits struct {
 	hasRecv, hasReq, hasConn           bool
 }
 
-// gEP guards an Endpoint.
-type gEP struct {
+// epGuard guards an Endpoint.
+type epGuard struct {
 	hdr
 	p               api.EP
-	pz              *gPZ
-	recv, req, conn *gEVD
-	srq             *gSRQ
+	pz              *pzGuard
+	recv, req, conn *evdGuard
+	srq             *srqGuard
 	lim             atomic.Pointer[epLimits]
 }
 
-func (g *gEP) setLimits(a api.EPAttr) {
+func (g *epGuard) setLimits(a api.EPAttr) {
 	g.lim.Store(&epLimits{
 		recvIOV: a.MaxRecvIOV, reqIOV: a.MaxRequestIOV,
 		readIOV: orIOV(a.MaxRDMAReadIOV, a.MaxRequestIOV), writeIOV: orIOV(a.MaxRDMAWriteIOV, a.MaxRequestIOV),
@@ -78,12 +78,12 @@ func orIOV(v, def int) int {
 
 // use adds delta to the in-use counts of everything the EP references and
 // to the notification-restriction counts of its EVDs.
-func (g *gEP) use(delta int32) {
+func (g *epGuard) use(delta int32) {
 	l := g.lim.Load()
 	if g.pz != nil {
 		g.pz.users.add(&g.hdr, delta)
 	}
-	for _, e := range [...]*gEVD{g.recv, g.req, g.conn} {
+	for _, e := range [...]*evdGuard{g.recv, g.req, g.conn} {
 		if e != nil {
 			e.users.add(&g.hdr, delta)
 			if delta < 0 {
@@ -103,7 +103,7 @@ func (g *gEP) use(delta int32) {
 }
 
 // checkRequest applies the common checks of a request-queue post.
-func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.CompletionFlags, maxSeg int) error {
+func (g *epGuard) checkRequest(flags api.CompletionFlags, nseg int, allowed api.CompletionFlags, maxSeg int) error {
 	l := g.lim.Load()
 	if !l.hasReq {
 		return errNoRequestEVD
@@ -120,11 +120,11 @@ func (g *gEP) checkRequest(flags api.CompletionFlags, nseg int, allowed api.Comp
 	return nil
 }
 
-func (g *gEP) Query() (api.EPParam, error) {
+func (g *epGuard) Query() (api.EPParam, error) {
 	return query(&g.hdr, opEPQuery, g.p.Query, g.translateParam)
 }
 
-func (g *gEP) translateParam(prm *api.EPParam) {
+func (g *epGuard) translateParam(prm *api.EPParam) {
 	ia := g.ia
 	prm.IA = ia.asIA(prm.IA)
 	prm.PZ = asGuard(ia, prm.PZ)
@@ -137,7 +137,7 @@ func (g *gEP) translateParam(prm *api.EPParam) {
 // Modify unwraps the handles p names, checks new attributes against the IA
 // limits, and keeps the guard's references and limits in step with the
 // provider (dat_ep_modify(3DAT)).
-func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) (err error) {
+func (g *epGuard) Modify(mask api.EPParamMask, p *api.EPParam) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPModify, &g.hdr, h.start(opEPModify), &err)
 	}
@@ -157,7 +157,7 @@ func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) (err error) {
 	pp := *p
 	npz, nrecv, nreq, nconn := g.pz, g.recv, g.req, g.conn
 	if mask&api.EPFieldPZ != 0 {
-		if npz, err = own[*gPZ](ia, p.PZ, false, api.SubHandlePZ, "PZ"); err != nil {
+		if npz, err = own[*pzGuard](ia, p.PZ, false, api.SubHandlePZ, "PZ"); err != nil {
 			return err
 		}
 		pp.PZ = npz.p
@@ -202,7 +202,7 @@ func (g *gEP) Modify(mask api.EPParamMask, p *api.EPParam) (err error) {
 	return nil
 }
 
-func (g *gEP) GetStatus() (_ api.EPState, _ bool, _ bool, err error) {
+func (g *epGuard) GetStatus() (_ api.EPState, _ bool, _ bool, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPGetStatus, &g.hdr, h.start(opEPGetStatus), &err)
 	}
@@ -214,7 +214,7 @@ func (g *gEP) GetStatus() (_ api.EPState, _ bool, _ bool, err error) {
 	return g.p.GetStatus()
 }
 
-func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) (err error) {
+func (g *epGuard) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, privateData []byte, qos api.QOS, flags api.ConnectFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPConnect, &g.hdr, h.start(opEPConnect), &err)
 	}
@@ -244,14 +244,14 @@ func (g *gEP) Connect(remote net.Addr, q api.ConnQual, timeout api.Timeout, priv
 	return g.p.Connect(remote, q, timeout, privateData, qos, flags)
 }
 
-func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) (err error) {
+func (g *epGuard) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qos api.QOS) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPDupConnect, &g.hdr, h.start(opEPDupConnect), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
 	}
-	gd, err := own[*gEP](g.ia, dup, false, api.SubHandle2, "duplicate EP")
+	gd, err := own[*epGuard](g.ia, dup, false, api.SubHandle2, "duplicate EP")
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func (g *gEP) DupConnect(dup api.EP, timeout api.Timeout, privateData []byte, qo
 	return g.p.DupConnect(gd.p, timeout, privateData, qos)
 }
 
-func (g *gEP) Disconnect(flags api.CloseFlags) (err error) {
+func (g *epGuard) Disconnect(flags api.CloseFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPDisconnect, &g.hdr, h.start(opEPDisconnect), &err)
 	}
@@ -287,11 +287,11 @@ func (g *gEP) Disconnect(flags api.CloseFlags) (err error) {
 	return g.p.Disconnect(flags)
 }
 
-func (g *gEP) Reset() error {
+func (g *epGuard) Reset() error {
 	return g.simple(opEPReset, g.p.Reset)
 }
 
-func (g *gEP) Free() (err error) {
+func (g *epGuard) Free() (err error) {
 	err = free(g, opEPFree, g.p, api.NoSubtype, g.p.Free)
 	if err == nil {
 		g.use(-1)
@@ -302,7 +302,7 @@ func (g *gEP) Free() (err error) {
 // The post methods are the fast path: a freed check, a limits load, a few
 // comparisons, then the provider. They allocate nothing.
 
-func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
+func (g *epGuard) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPPostSend, &g.hdr, h.start(opEPPostSend), &err)
 	}
@@ -319,7 +319,7 @@ func (g *gEP) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.Comple
 	return g.p.PostSend(iov, cookie, flags)
 }
 
-func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) (err error) {
+func (g *epGuard) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags, invalidate bool, rmr api.RMRContext) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPPostSendInv, &g.hdr, h.start(opEPPostSendInv), &err)
 	}
@@ -336,7 +336,7 @@ func (g *gEP) PostSendWithInvalidate(iov []api.LMRTriplet, cookie api.Cookie, fl
 	return g.p.PostSendWithInvalidate(iov, cookie, flags, invalidate, rmr)
 }
 
-func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
+func (g *epGuard) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPPostRecv, &g.hdr, h.start(opEPPostRecv), &err)
 	}
@@ -363,7 +363,7 @@ func (g *gEP) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.Comple
 	return g.p.PostRecv(iov, cookie, flags)
 }
 
-func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
+func (g *epGuard) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPPostWrite, &g.hdr, h.start(opEPPostWrite), &err)
 	}
@@ -383,7 +383,7 @@ func (g *gEP) PostRDMAWrite(iov []api.LMRTriplet, cookie api.Cookie, remote api.
 	return g.p.PostRDMAWrite(iov, cookie, remote, flags)
 }
 
-func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
+func (g *epGuard) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPPostRead, &g.hdr, h.start(opEPPostRead), &err)
 	}
@@ -403,7 +403,7 @@ func (g *gEP) PostRDMARead(iov []api.LMRTriplet, cookie api.Cookie, remote api.R
 	return g.p.PostRDMARead(iov, cookie, remote, flags)
 }
 
-func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
+func (g *epGuard) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote api.RMRTriplet, flags api.CompletionFlags) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPPostReadToRMR, &g.hdr, h.start(opEPPostReadToRMR), &err)
 	}
@@ -423,7 +423,7 @@ func (g *gEP) PostRDMAReadToRMR(local api.RMRTriplet, cookie api.Cookie, remote 
 	return g.p.PostRDMAReadToRMR(local, cookie, remote, flags)
 }
 
-func (g *gEP) RecvQuery() (_ int, _ int, err error) {
+func (g *epGuard) RecvQuery() (_ int, _ int, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPRecvQuery, &g.hdr, h.start(opEPRecvQuery), &err)
 	}
@@ -435,7 +435,7 @@ func (g *gEP) RecvQuery() (_ int, _ int, err error) {
 	return g.p.RecvQuery()
 }
 
-func (g *gEP) SetWatermark(soft, hard int) (err error) {
+func (g *epGuard) SetWatermark(soft, hard int) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEPSetWatermark, &g.hdr, h.start(opEPSetWatermark), &err)
 	}

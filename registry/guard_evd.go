@@ -10,24 +10,24 @@ import (
 
 // The guards of the event objects: EVDs and CNOs.
 
-// gEVD guards an event dispatcher. qlen and flags are cached for the
+// evdGuard guards an event dispatcher. qlen and flags are cached for the
 // argument checks of Wait and of the objects that use the EVD.
-type gEVD struct {
+type evdGuard struct {
 	hdr
 	p          api.EVD
 	flags      api.EVDFlags
 	qlen       atomic.Int64
-	cno        atomic.Pointer[gCNO]
+	cno        atomic.Pointer[cnoGuard]
 	restricted atomic.Int32 // EP streams with consumer-controlled notification
 	// lastEP is the guard of the EP of the last DTO completion dequeued:
 	// an EVD's completions mostly come from one EP, and a hit spares the
 	// lookup in the IA's object map. A freed guard is never a hit.
-	lastEP atomic.Pointer[gEP]
+	lastEP atomic.Pointer[epGuard]
 }
 
 // dtoEP returns the guard of provider EP p, named by a DTO completion of
 // this EVD.
-func (g *gEVD) dtoEP(p api.EP) api.EP {
+func (g *evdGuard) dtoEP(p api.EP) api.EP {
 	if e := g.lastEP.Load(); e != nil && e.p == p && !e.freed.Load() {
 		return e
 	}
@@ -39,11 +39,11 @@ func (g *gEVD) dtoEP(p api.EP) api.EP {
 	return e
 }
 
-func (g *gEVD) Query() (api.EVDParam, error) {
+func (g *evdGuard) Query() (api.EVDParam, error) {
 	return query(&g.hdr, opEVDQuery, g.p.Query, func(p *api.EVDParam) { p.IA = g.ia.asIA(p.IA); p.CNO = asGuard(g.ia, p.CNO) })
 }
 
-func (g *gEVD) Resize(qlen int) (err error) {
+func (g *evdGuard) Resize(qlen int) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEVDResize, &g.hdr, h.start(opEVDResize), &err)
 	}
@@ -64,7 +64,7 @@ func (g *gEVD) Resize(qlen int) (err error) {
 	return err
 }
 
-func (g *gEVD) PostSE(ev *api.Event) (err error) {
+func (g *evdGuard) PostSE(ev *api.Event) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEVDPostSE, &g.hdr, h.start(opEVDPostSE), &err)
 	}
@@ -84,7 +84,7 @@ func (g *gEVD) PostSE(ev *api.Event) (err error) {
 
 // Dequeue is the polling fast path: a freed check, the provider call, and
 // the handle translation — no allocation, no lock for thread-safe IAs.
-func (g *gEVD) Dequeue(ev *api.Event) (err error) {
+func (g *evdGuard) Dequeue(ev *api.Event) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEVDDequeue, &g.hdr, h.start(opEVDDequeue), &err)
 	}
@@ -109,7 +109,7 @@ func (g *gEVD) Dequeue(ev *api.Event) (err error) {
 // Wait checks the threshold rules of dat_evd_wait(3DAT) and blocks in the
 // provider. A non-thread-safe IA is not locked while the wait blocks: a
 // provider's Wait must tolerate concurrent calls (see docs/decisions.md).
-func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (_ int, err error) {
+func (g *evdGuard) Wait(ctx context.Context, threshold int, ev *api.Event) (_ int, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEVDWait, &g.hdr, h.start(opEVDWait), &err)
 	}
@@ -137,30 +137,30 @@ func (g *gEVD) Wait(ctx context.Context, threshold int, ev *api.Event) (_ int, e
 	return n, nil
 }
 
-func (g *gEVD) Enable() error {
+func (g *evdGuard) Enable() error {
 	return g.simple(opEVDEnable, g.p.Enable)
 }
 
-func (g *gEVD) Disable() error {
+func (g *evdGuard) Disable() error {
 	return g.simple(opEVDDisable, g.p.Disable)
 }
 
-func (g *gEVD) SetUnwaitable() error {
+func (g *evdGuard) SetUnwaitable() error {
 	return g.simple(opEVDSetUnwaitable, g.p.SetUnwaitable)
 }
 
-func (g *gEVD) ClearUnwaitable() error {
+func (g *evdGuard) ClearUnwaitable() error {
 	return g.simple(opEVDClearUnwaitable, g.p.ClearUnwaitable)
 }
 
-func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
+func (g *evdGuard) ModifyCNO(cno api.CNO) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opEVDModifyCNO, &g.hdr, h.start(opEVDModifyCNO), &err)
 	}
 	if err := g.live(); err != nil {
 		return err
 	}
-	gc, err := own[*gCNO](g.ia, cno, true, api.SubHandleCNO, "CNO")
+	gc, err := own[*cnoGuard](g.ia, cno, true, api.SubHandleCNO, "CNO")
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (g *gEVD) ModifyCNO(cno api.CNO) (err error) {
 	return nil
 }
 
-func (g *gEVD) Free() (err error) {
+func (g *evdGuard) Free() (err error) {
 	err = free(g, opEVDFree, g.p, api.SubStateEVDInUse, g.p.Free)
 	if err == nil {
 		if c := g.cno.Swap(nil); c != nil {
@@ -193,8 +193,8 @@ func (g *gEVD) Free() (err error) {
 	return err
 }
 
-// gCNO guards a consumer notification object.
-type gCNO struct {
+// cnoGuard guards a consumer notification object.
+type cnoGuard struct {
 	hdr
 	p     api.CNO
 	agent atomic.Pointer[api.WaitAgent]
@@ -202,11 +202,11 @@ type gCNO struct {
 
 // Query reports the consumer's agent, not the translating wrapper the
 // provider holds.
-func (g *gCNO) Query() (api.CNOParam, error) {
+func (g *cnoGuard) Query() (api.CNOParam, error) {
 	return query(&g.hdr, opCNOQuery, g.p.Query, func(p *api.CNOParam) { p.IA = g.ia.asIA(p.IA); p.Agent = *g.agent.Load() })
 }
 
-func (g *gCNO) ModifyAgent(agent api.WaitAgent) (err error) {
+func (g *cnoGuard) ModifyAgent(agent api.WaitAgent) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opCNOModifyAgent, &g.hdr, h.start(opCNOModifyAgent), &err)
 	}
@@ -222,7 +222,7 @@ func (g *gCNO) ModifyAgent(agent api.WaitAgent) (err error) {
 	return err
 }
 
-func (g *gCNO) Wait(ctx context.Context) (_ api.EVD, err error) {
+func (g *cnoGuard) Wait(ctx context.Context) (_ api.EVD, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opCNOWait, &g.hdr, h.start(opCNOWait), &err)
 	}
@@ -239,7 +239,7 @@ func (g *gCNO) Wait(ctx context.Context) (_ api.EVD, err error) {
 	return asGuard(g.ia, evd), nil
 }
 
-func (g *gCNO) Triggered() (_ api.EVD, err error) {
+func (g *cnoGuard) Triggered() (_ api.EVD, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opCNOTriggered, &g.hdr, h.start(opCNOTriggered), &err)
 	}
@@ -255,6 +255,6 @@ func (g *gCNO) Triggered() (_ api.EVD, err error) {
 	return asGuard(g.ia, evd), nil
 }
 
-func (g *gCNO) Free() error {
+func (g *cnoGuard) Free() error {
 	return free(g, opCNOFree, g.p, api.SubStateCNOInUse, g.p.Free)
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // checkPrivateData enforces the provider's private data limit.
-func (ia *gIA) checkPrivateData(pd []byte, sub api.Subtype) error {
+func (ia *iaGuard) checkPrivateData(pd []byte, sub api.Subtype) error {
 	if len(pd) > ia.pattr.MaxPrivateDataSize {
 		return api.Errorf(api.InvalidParameter, sub,
 			fmt.Sprintf("private data of %d bytes exceeds the provider limit of %d", len(pd), ia.pattr.MaxPrivateDataSize))
@@ -17,7 +17,7 @@ func (ia *gIA) checkPrivateData(pd []byte, sub api.Subtype) error {
 
 // checkQOS refuses a QOS the provider does not offer
 // (ProviderAttr.QOSSupported) with DAT_MODEL_NOT_SUPPORTED.
-func (ia *gIA) checkQOS(q api.QOS) error {
+func (ia *iaGuard) checkQOS(q api.QOS) error {
 	if q&^ia.pattr.QOSSupported != 0 {
 		return api.Errorf(api.ModelNotSupported, api.NoSubtype,
 			fmt.Sprintf("QOS %#x is not among those the provider supports (%#x)", uint32(q), uint32(ia.pattr.QOSSupported)))
@@ -36,7 +36,7 @@ func checkCloseFlags(flags api.CloseFlags) error {
 
 // checkEVDQLen refuses an EVD queue length outside 1..MaxEVDQLen, for
 // dat_evd_create(3DAT) and dat_evd_resize(3DAT) (argument 2 of both).
-func (ia *gIA) checkEVDQLen(qlen int) error {
+func (ia *iaGuard) checkEVDQLen(qlen int) error {
 	if max := ia.attr.MaxEVDQLen; qlen <= 0 || (max > 0 && qlen > max) {
 		return api.Errorf(api.InvalidParameter, api.SubArg2, fmt.Sprintf("EVD queue length %d outside 1..%d", qlen, max))
 	}
@@ -53,7 +53,7 @@ func checkTimeout(t api.Timeout, sub api.Subtype) error {
 
 // Query returns the provider's attributes with the adapter name set to the
 // IA name the consumer opened, as dat_ia_query(3DAT) defines it.
-func (ia *gIA) Query() (_ api.IAAttr, _ api.ProviderAttr, err error) {
+func (ia *iaGuard) Query() (_ api.IAAttr, _ api.ProviderAttr, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIAQuery, &ia.hdr, h.start(opIAQuery), &err)
 	}
@@ -69,7 +69,7 @@ func (ia *gIA) Query() (_ api.IAAttr, _ api.ProviderAttr, err error) {
 	return attr, pattr, err
 }
 
-func (ia *gIA) AsyncEVD() (_ api.EVD, err error) {
+func (ia *iaGuard) AsyncEVD() (_ api.EVD, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIAAsyncEVD, &ia.hdr, h.start(opIAAsyncEVD), &err)
 	}
@@ -79,7 +79,7 @@ func (ia *gIA) AsyncEVD() (_ api.EVD, err error) {
 	return ia.async, nil
 }
 
-func (ia *gIA) Close(flags api.CloseFlags) (err error) {
+func (ia *iaGuard) Close(flags api.CloseFlags) (err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIAClose, &ia.hdr, h.start(opIAClose), &err)
 	}
@@ -123,7 +123,7 @@ func (ia *gIA) Close(flags api.CloseFlags) (err error) {
 
 // liveObjects returns the objects of the IA that a graceful Close waits
 // for: every live handle but the IA and its async EVD, oldest first.
-func (ia *gIA) liveObjects() []*hdr {
+func (ia *iaGuard) liveObjects() []*hdr {
 	var l []*hdr
 	ia.objs.Range(func(_, v any) bool {
 		if h := v.(guarded).header(); h != &ia.hdr && h != &ia.async.hdr && !h.freed.Load() {
@@ -134,7 +134,7 @@ func (ia *gIA) liveObjects() []*hdr {
 	return sortHandles(l)
 }
 
-func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
+func (ia *iaGuard) CreatePZ() (_ api.PZ, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreatePZ, &ia.hdr, h.start(opIACreatePZ), &err)
 	}
@@ -148,12 +148,12 @@ func (ia *gIA) CreatePZ() (_ api.PZ, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gPZ{p: p}
+	g := &pzGuard{p: p}
 	ia.register(p, g, api.HandlePZ)
 	return g, nil
 }
 
-func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, err error) {
+func (ia *iaGuard) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateEVD, &ia.hdr, h.start(opIACreateEVD), &err)
 	}
@@ -167,7 +167,7 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 	if flags == 0 || flags&^(api.EVDDefault|api.EVDSoftware) != 0 {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg4, fmt.Sprintf("EVD flags %#x are empty or unknown", uint32(flags)))
 	}
-	gc, err := own[*gCNO](ia, cno, true, api.SubHandleCNO, "CNO")
+	gc, err := own[*cnoGuard](ia, cno, true, api.SubHandleCNO, "CNO")
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (ia *gIA) CreateEVD(qlen int, cno api.CNO, flags api.EVDFlags) (_ api.EVD, 
 	return g, nil
 }
 
-func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
+func (ia *iaGuard) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateCNO, &ia.hdr, h.start(opIACreateCNO), &err)
 	}
@@ -203,13 +203,13 @@ func (ia *gIA) CreateCNO(agent api.WaitAgent) (_ api.CNO, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gCNO{p: p}
+	g := &cnoGuard{p: p}
 	g.agent.Store(&agent)
 	ia.register(p, g, api.HandleCNO)
 	return g, nil
 }
 
-func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
+func (ia *iaGuard) CreateCNOFD() (_ api.CNO, _ int, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateCNOFD, &ia.hdr, h.start(opIACreateCNOFD), &err)
 	}
@@ -223,7 +223,7 @@ func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
 	if err != nil {
 		return nil, -1, err
 	}
-	g := &gCNO{p: p}
+	g := &cnoGuard{p: p}
 	var none api.WaitAgent
 	g.agent.Store(&none)
 	ia.register(p, g, api.HandleCNO)
@@ -232,21 +232,21 @@ func (ia *gIA) CreateCNOFD() (_ api.CNO, _ int, err error) {
 
 // wrapAgent makes a provider-facing agent that hands the consumer's agent
 // the guard of the EVD that triggered.
-func (ia *gIA) wrapAgent(agent api.WaitAgent) api.WaitAgent {
+func (ia *iaGuard) wrapAgent(agent api.WaitAgent) api.WaitAgent {
 	if agent == nil {
 		return nil
 	}
 	return func(evd api.EVD) { agent(asGuard(ia, evd)) }
 }
 
-func (ia *gIA) CreateEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (_ api.EP, err error) {
+func (ia *iaGuard) CreateEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, attr *api.EPAttr) (_ api.EP, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateEP, &ia.hdr, h.start(opIACreateEP), &err)
 	}
 	return ia.createEP(pz, recvEVD, requestEVD, connectEVD, nil, false, attr)
 }
 
-func (ia *gIA) CreateEPWithSRQ(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, attr *api.EPAttr) (_ api.EP, err error) {
+func (ia *iaGuard) CreateEPWithSRQ(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, attr *api.EPAttr) (_ api.EP, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateEPSRQ, &ia.hdr, h.start(opIACreateEPSRQ), &err)
 	}
@@ -254,8 +254,8 @@ func (ia *gIA) CreateEPWithSRQ(pz api.PZ, recvEVD, requestEVD, connectEVD api.EV
 }
 
 // evdFor checks an EVD argument and that it accepts the stream need.
-func (ia *gIA) evdFor(h api.EVD, need api.EVDFlags, sub api.Subtype, what string) (*gEVD, error) {
-	g, err := own[*gEVD](ia, h, true, sub, what)
+func (ia *iaGuard) evdFor(h api.EVD, need api.EVDFlags, sub api.Subtype, what string) (*evdGuard, error) {
+	g, err := own[*evdGuard](ia, h, true, sub, what)
 	if err != nil || g == nil {
 		return g, err
 	}
@@ -280,11 +280,11 @@ func streamName(f api.EVDFlags) string {
 // admitCreateIn is admitCreate for an object created in a protection
 // zone: it also checks the PZ argument. On success the caller owes an
 // endCreate; on failure nothing is owed.
-func (ia *gIA) admitCreateIn(pz api.PZ) (*gPZ, error) {
+func (ia *iaGuard) admitCreateIn(pz api.PZ) (*pzGuard, error) {
 	if err := ia.admitCreate(); err != nil {
 		return nil, err
 	}
-	gpz, err := own[*gPZ](ia, pz, false, api.SubHandlePZ, "PZ")
+	gpz, err := own[*pzGuard](ia, pz, false, api.SubHandlePZ, "PZ")
 	if err != nil {
 		ia.endCreate()
 		return nil, err
@@ -292,7 +292,7 @@ func (ia *gIA) admitCreateIn(pz api.PZ) (*gPZ, error) {
 	return gpz, nil
 }
 
-func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
+func (ia *iaGuard) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq api.SRQ, withSRQ bool, attr *api.EPAttr) (api.EP, error) {
 	gpz, err := ia.admitCreateIn(pz)
 	if err != nil {
 		return nil, err
@@ -310,9 +310,9 @@ func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq 
 	if err != nil {
 		return nil, err
 	}
-	var gsrq *gSRQ
+	var gsrq *srqGuard
 	if withSRQ {
-		if gsrq, err = own[*gSRQ](ia, srq, false, api.SubHandleSRQ, "SRQ"); err != nil {
+		if gsrq, err = own[*srqGuard](ia, srq, false, api.SubHandleSRQ, "SRQ"); err != nil {
 			return nil, err
 		}
 		if attr == nil {
@@ -339,7 +339,7 @@ func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq 
 	if err != nil {
 		return nil, err
 	}
-	g := &gEP{p: p, pz: gpz, recv: grecv, req: greq, conn: gconn, srq: gsrq}
+	g := &epGuard{p: p, pz: gpz, recv: grecv, req: greq, conn: gconn, srq: gsrq}
 	prm, err := p.Query()
 	if err != nil {
 		p.Free()
@@ -353,7 +353,7 @@ func (ia *gIA) createEP(pz api.PZ, recvEVD, requestEVD, connectEVD api.EVD, srq 
 
 // checkEPAttr checks EP attributes against the IA's limits
 // (dat_ep_create(3DAT), dat_ep_modify(3DAT)).
-func (ia *gIA) checkEPAttr(a *api.EPAttr) error {
+func (ia *iaGuard) checkEPAttr(a *api.EPAttr) error {
 	bad := func(field string, v, max int) error {
 		return api.Errorf(api.InvalidParameter, api.SubArg6, fmt.Sprintf("EP attribute %s = %d outside 0..%d", field, v, max))
 	}
@@ -399,7 +399,7 @@ func (ia *gIA) checkEPAttr(a *api.EPAttr) error {
 	return nil
 }
 
-func evdP(g *gEVD) api.EVD {
+func evdP(g *evdGuard) api.EVD {
 	if g == nil {
 		return nil
 	}
@@ -408,7 +408,7 @@ func evdP(g *gEVD) api.EVD {
 
 // crEVD checks the connection-request EVD a service point is created on:
 // unlike the EVDs of an EP it may not be nil.
-func (ia *gIA) crEVD(evd api.EVD) (*gEVD, error) {
+func (ia *iaGuard) crEVD(evd api.EVD) (*evdGuard, error) {
 	g, err := ia.evdFor(evd, api.EVDCR, api.SubHandleEVDCR, "connection-request EVD")
 	if err != nil {
 		return nil, err
@@ -419,7 +419,7 @@ func (ia *gIA) crEVD(evd api.EVD) (*gEVD, error) {
 	return g, nil
 }
 
-func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api.PSP, err error) {
+func (ia *iaGuard) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api.PSP, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreatePSP, &ia.hdr, h.start(opIACreatePSP), &err)
 	}
@@ -440,7 +440,7 @@ func (ia *gIA) CreatePSP(q api.ConnQual, evd api.EVD, flags api.PSPFlags) (_ api
 	return ia.newPSP(p, g, flags), nil
 }
 
-func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (_ api.PSP, _ api.ConnQual, err error) {
+func (ia *iaGuard) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (_ api.PSP, _ api.ConnQual, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreatePSPAny, &ia.hdr, h.start(opIACreatePSPAny), &err)
 	}
@@ -461,7 +461,7 @@ func (ia *gIA) CreatePSPAny(evd api.EVD, flags api.PSPFlags) (_ api.PSP, _ api.C
 	return ia.newPSP(p, g, flags), q, nil
 }
 
-func (ia *gIA) pspArgs(evd api.EVD, flags api.PSPFlags) (*gEVD, error) {
+func (ia *iaGuard) pspArgs(evd api.EVD, flags api.PSPFlags) (*evdGuard, error) {
 	if err := ia.live(); err != nil {
 		return nil, err
 	}
@@ -481,14 +481,14 @@ func (ia *gIA) pspArgs(evd api.EVD, flags api.PSPFlags) (*gEVD, error) {
 	return g, nil
 }
 
-func (ia *gIA) newPSP(p api.PSP, evd *gEVD, flags api.PSPFlags) *gPSP {
-	g := &gPSP{p: p, evd: evd, flags: flags}
+func (ia *iaGuard) newPSP(p api.PSP, evd *evdGuard, flags api.PSPFlags) *pspGuard {
+	g := &pspGuard{p: p, evd: evd, flags: flags}
 	ia.register(p, g, api.HandlePSP)
 	evd.users.add(&g.hdr, 1)
 	return g
 }
 
-func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err error) {
+func (ia *iaGuard) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateRSP, &ia.hdr, h.start(opIACreateRSP), &err)
 	}
@@ -496,7 +496,7 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err
 		return nil, err
 	}
 	defer ia.endCreate()
-	gep, err := own[*gEP](ia, ep, false, api.SubHandleEP, "EP")
+	gep, err := own[*epGuard](ia, ep, false, api.SubHandleEP, "EP")
 	if err != nil {
 		return nil, err
 	}
@@ -510,13 +510,13 @@ func (ia *gIA) CreateRSP(q api.ConnQual, ep api.EP, evd api.EVD) (_ api.RSP, err
 	if err != nil {
 		return nil, err
 	}
-	g := &gRSP{p: p, evd: gevd}
+	g := &rspGuard{p: p, evd: gevd}
 	ia.register(p, g, api.HandleRSP)
 	gevd.users.add(&g.hdr, 1)
 	return g, nil
 }
 
-func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (_ api.LMR, err error) {
+func (ia *iaGuard) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.VAType) (_ api.LMR, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateLMR, &ia.hdr, h.start(opIACreateLMR), &err)
 	}
@@ -526,7 +526,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	}
 	defer ia.endCreate()
 	preg := region
-	var src *gLMR
+	var src *lmrGuard
 	switch region.Type {
 	case api.MemTypeVirtual, api.MemTypeSharedVirtual:
 		if len(region.Bytes) == 0 {
@@ -538,7 +538,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 			}
 		}
 	case api.MemTypeLMR:
-		if src, err = own[*gLMR](ia, region.LMR, false, api.SubHandleLMR, "region LMR"); err != nil {
+		if src, err = own[*lmrGuard](ia, region.LMR, false, api.SubHandleLMR, "region LMR"); err != nil {
 			return nil, err
 		}
 		preg.LMR = src.p
@@ -557,7 +557,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	if err != nil {
 		return nil, err
 	}
-	g := &gLMR{p: p, pz: gpz, src: src}
+	g := &lmrGuard{p: p, pz: gpz, src: src}
 	if prm, err := p.Query(); err == nil {
 		g.ctx, g.hasCtx = prm.LMRContext, true
 	}
@@ -569,7 +569,7 @@ func (ia *gIA) CreateLMR(pz api.PZ, region api.Region, priv api.MemPriv, va api.
 	return g, nil
 }
 
-func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
+func (ia *iaGuard) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	if h := ia.hooks; h != nil {
 		defer h.done(opIACreateSRQ, &ia.hdr, h.start(opIACreateSRQ), &err)
 	}
@@ -596,7 +596,7 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gSRQ{p: p, pz: gpz}
+	g := &srqGuard{p: p, pz: gpz}
 	// The limit is the provider's, which may exceed the one asked for.
 	iov := attr.MaxRecvIOV
 	if prm, err := p.Query(); err == nil && prm.MaxRecvIOV > iov {
@@ -608,10 +608,10 @@ func (ia *gIA) CreateSRQ(pz api.PZ, attr api.SRQAttr) (_ api.SRQ, err error) {
 	return g, nil
 }
 
-func (ia *gIA) SyncRDMARead(segs []api.LMRTriplet) error {
+func (ia *iaGuard) SyncRDMARead(segs []api.LMRTriplet) error {
 	return ia.simple(opIASyncRead, func() error { return ia.p.SyncRDMARead(segs) })
 }
 
-func (ia *gIA) SyncRDMAWrite(segs []api.LMRTriplet) error {
+func (ia *iaGuard) SyncRDMAWrite(segs []api.LMRTriplet) error {
 	return ia.simple(opIASyncWrite, func() error { return ia.p.SyncRDMAWrite(segs) })
 }

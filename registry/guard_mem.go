@@ -4,17 +4,17 @@ import "github.com/godat/godat/api"
 
 // The guards of memory: PZs, LMRs and RMRs.
 
-// gPZ guards a protection zone.
-type gPZ struct {
+// pzGuard guards a protection zone.
+type pzGuard struct {
 	hdr
 	p api.PZ
 }
 
-func (g *gPZ) Query() (api.PZParam, error) {
+func (g *pzGuard) Query() (api.PZParam, error) {
 	return query(&g.hdr, opPZQuery, g.p.Query, func(p *api.PZParam) { p.IA = g.ia.asIA(p.IA) })
 }
 
-func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
+func (g *pzGuard) CreateRMR() (_ api.RMR, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opPZCreateRMR, &g.hdr, h.start(opPZCreateRMR), &err)
 	}
@@ -31,31 +31,31 @@ func (g *gPZ) CreateRMR() (_ api.RMR, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &gRMR{p: p, pz: g}
+	r := &rmrGuard{p: p, pz: g}
 	g.ia.register(p, r, api.HandleRMR)
 	g.users.add(&r.hdr, 1)
 	return r, nil
 }
 
-func (g *gPZ) Free() error {
+func (g *pzGuard) Free() error {
 	return free(g, opPZFree, g.p, api.SubStatePZInUse, g.p.Free)
 }
 
-// gLMR guards a local memory region.
-type gLMR struct {
+// lmrGuard guards a local memory region.
+type lmrGuard struct {
 	hdr
 	p      api.LMR
-	pz     *gPZ
-	src    *gLMR          // the LMR a MemTypeLMR registration shares memory with
+	pz     *pzGuard
+	src    *lmrGuard      // the LMR a MemTypeLMR registration shares memory with
 	ctx    api.LMRContext // its LMR context, which the triplet of an RMR bind must name
 	hasCtx bool           // (the provider's Query reported ctx)
 }
 
-func (g *gLMR) Query() (api.LMRParam, error) {
+func (g *lmrGuard) Query() (api.LMRParam, error) {
 	return query(&g.hdr, opLMRQuery, g.p.Query, func(p *api.LMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
-func (g *gLMR) Free() (err error) {
+func (g *lmrGuard) Free() (err error) {
 	err = free(g, opLMRFree, g.p, api.SubStateLMRInUse, g.p.Free, &g.pz.users)
 	if err == nil && g.src != nil {
 		g.src.users.add(&g.hdr, -1)
@@ -63,21 +63,21 @@ func (g *gLMR) Free() (err error) {
 	return err
 }
 
-// gRMR guards a remote memory region.
-type gRMR struct {
+// rmrGuard guards a remote memory region.
+type rmrGuard struct {
 	hdr
 	p  api.RMR
-	pz *gPZ
+	pz *pzGuard
 }
 
-func (g *gRMR) Query() (api.RMRParam, error) {
+func (g *rmrGuard) Query() (api.RMRParam, error) {
 	return query(&g.hdr, opRMRQuery, g.p.Query, func(p *api.RMRParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
 // Bind checks handles, that the triplet names the LMR handed in,
 // privileges, protection zones and completion flags (dat_rmr_bind(3DAT));
 // the provider posts the bind on the EP.
-func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (_ api.RMRContext, err error) {
+func (g *rmrGuard) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VAType, ep api.EP, cookie api.Cookie, flags api.CompletionFlags) (_ api.RMRContext, err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opRMRBind, &g.hdr, h.start(opRMRBind), &err)
 	}
@@ -85,11 +85,11 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 		return 0, err
 	}
 	unbind := t.Length == 0
-	glmr, err := own[*gLMR](g.ia, lmr, unbind, api.SubHandleLMR, "LMR")
+	glmr, err := own[*lmrGuard](g.ia, lmr, unbind, api.SubHandleLMR, "LMR")
 	if err != nil {
 		return 0, err
 	}
-	gep, err := own[*gEP](g.ia, ep, false, api.SubHandleEP, "EP")
+	gep, err := own[*epGuard](g.ia, ep, false, api.SubHandleEP, "EP")
 	if err != nil {
 		return 0, err
 	}
@@ -119,6 +119,6 @@ func (g *gRMR) Bind(lmr api.LMR, t api.LMRTriplet, priv api.MemPriv, va api.VATy
 	return g.p.Bind(pl, t, priv, va, gep.p, cookie, flags)
 }
 
-func (g *gRMR) Free() error {
+func (g *rmrGuard) Free() error {
 	return free(g, opRMRFree, g.p, api.NoSubtype, g.p.Free, &g.pz.users)
 }

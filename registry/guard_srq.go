@@ -9,19 +9,19 @@ import (
 
 // The guard of shared receive queues.
 
-// gSRQ guards a shared receive queue.
-type gSRQ struct {
+// srqGuard guards a shared receive queue.
+type srqGuard struct {
 	hdr
 	p      api.SRQ
-	pz     *gPZ
+	pz     *pzGuard
 	maxIOV atomic.Int64
 }
 
-func (g *gSRQ) Query() (api.SRQParam, error) {
+func (g *srqGuard) Query() (api.SRQParam, error) {
 	return query(&g.hdr, opSRQQuery, g.p.Query, func(p *api.SRQParam) { p.IA = g.ia.asIA(p.IA); p.PZ = asGuard(g.ia, p.PZ) })
 }
 
-func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
+func (g *srqGuard) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opSRQPostRecv, &g.hdr, h.start(opSRQPostRecv), &err)
 	}
@@ -39,7 +39,7 @@ func (g *gSRQ) PostRecv(iov []api.LMRTriplet, cookie api.Cookie) (err error) {
 	return g.p.PostRecv(iov, cookie)
 }
 
-func (g *gSRQ) Resize(n int) (err error) {
+func (g *srqGuard) Resize(n int) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opSRQResize, &g.hdr, h.start(opSRQResize), &err)
 	}
@@ -54,7 +54,7 @@ func (g *gSRQ) Resize(n int) (err error) {
 	return g.p.Resize(n)
 }
 
-func (g *gSRQ) SetLW(n int) (err error) {
+func (g *srqGuard) SetLW(n int) (err error) {
 	if h := g.ia.hooks; h != nil {
 		defer h.done(opSRQSetLW, &g.hdr, h.start(opSRQSetLW), &err)
 	}
@@ -69,6 +69,6 @@ func (g *gSRQ) SetLW(n int) (err error) {
 	return g.p.SetLW(n)
 }
 
-func (g *gSRQ) Free() error {
+func (g *srqGuard) Free() error {
 	return free(g, opSRQFree, g.p, api.SubStateSRQInUse, g.p.Free, &g.pz.users)
 }

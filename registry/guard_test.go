@@ -37,7 +37,7 @@ func newGuardEnv(t *testing.T, name string) *guardEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &guardEnv{ia: ia, fake: ia.(*gIA).p.(*fakeIA), buf: make([]byte, 64)}
+	e := &guardEnv{ia: ia, fake: ia.(*iaGuard).p.(*fakeIA), buf: make([]byte, 64)}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -388,7 +388,7 @@ func TestGuardConnectArguments(t *testing.T) {
 	// A CR the provider delivers: the guard wraps it, checks its arguments
 	// and retires it once accepted.
 	psp, _ := e.ia.CreatePSP(4, e.cr, api.PSPConsumer)
-	fpsp := psp.(*gPSP).p.(*fakePSP)
+	fpsp := psp.(*pspGuard).p.(*fakePSP)
 	fpsp.arrive(&fakeCR{ia: e.fake})
 	var ev api.Event
 	if err := e.cr.Dequeue(&ev); err != nil {
@@ -398,7 +398,7 @@ func TestGuardConnectArguments(t *testing.T) {
 		t.Fatalf("CR event not translated: %+v", ev)
 	}
 	cr := ev.CR.CR
-	if _, ok := cr.(*gCR); !ok {
+	if _, ok := cr.(*crGuard); !ok {
 		t.Fatalf("CR handle %T is not a guard", cr)
 	}
 	e.rejects(t, api.InvalidParameter, api.SubArg3, func() error { return cr.Accept(e.ep, long) })
@@ -604,14 +604,14 @@ func TestGuardSerializesNonThreadSafe(t *testing.T) {
 
 func TestGuardFastPathAllocatesNothing(t *testing.T) {
 	e := newGuardEnv(t, "g")
-	g := e.dto.(*gEVD)
-	pep := e.ep.(*gEP).p
+	g := e.dto.(*evdGuard)
+	pep := e.ep.(*epGuard).p
 	var ev api.Event
 	n := testing.AllocsPerRun(1000, func() {
 		e.ep.PostRDMAReadToRMR(api.RMRTriplet{}, 1, api.RMRTriplet{}, 0)
 		e.dto.Dequeue(&ev) // empty: the common answer of a polling loop
 		ev = api.Event{Number: api.DTOCompletionEvent, DTO: api.DTOCompletionData{EP: pep}}
-		e.ia.(*gIA).translate(&ev, g)
+		e.ia.(*iaGuard).translate(&ev, g)
 	})
 	if n != 0 {
 		t.Fatalf("post/dequeue/translate allocated %v times per run", n)
@@ -630,8 +630,8 @@ func TestGuardTranslateAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ia, g := e.ia.(*gIA), e.dto.(*gEVD)
-	prmr, pep := rmr.(*gRMR).p, e.ep.(*gEP).p
+	ia, g := e.ia.(*iaGuard), e.dto.(*evdGuard)
+	prmr, pep := rmr.(*rmrGuard).p, e.ep.(*epGuard).p
 	var bind, conn, async api.Event
 	n := testing.AllocsPerRun(1000, func() {
 		bind = api.Event{Number: api.RMRBindCompletionEvent, RMRBind: api.RMRBindCompletionData{RMR: prmr}}
@@ -681,8 +681,8 @@ func TestGuardRejectReturnsProviderEP(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The provider creates an EP in pz2 for the request.
-	pep, _ := e.fake.CreateEP(pz2.(*gPZ).p, nil, nil, nil, nil)
-	psp.(*gPSP).p.(*fakePSP).arrive(&fakeCR{ia: e.fake, ep: pep})
+	pep, _ := e.fake.CreateEP(pz2.(*pzGuard).p, nil, nil, nil, nil)
+	psp.(*pspGuard).p.(*fakePSP).arrive(&fakeCR{ia: e.fake, ep: pep})
 	var ev api.Event
 	if err := e.cr.Dequeue(&ev); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 )
 
 // guardOf returns the guard of provider object p, or nil.
-func (ia *gIA) guardOf(p any) guarded {
+func (ia *iaGuard) guardOf(p any) guarded {
 	if p == nil {
 		return nil
 	}
@@ -20,15 +20,15 @@ func (ia *gIA) guardOf(p any) guarded {
 // consumer guards, never the provider's own objects. Each api object
 // interface has a Query of its own result type, so the one guard type
 // that implements T is the guard of T's objects (asGuard of an api.PZ
-// finds only a *gPZ).
-func asGuard[T any](ia *gIA, p T) T {
+// finds only a *pzGuard).
+func asGuard[T any](ia *iaGuard, p T) T {
 	g, _ := ia.guardOf(p).(T)
 	return g
 }
 
 // asIA returns ia for the provider's IA in a parameter: each guard
 // belongs to one IA.
-func (ia *gIA) asIA(p api.IA) api.IA {
+func (ia *iaGuard) asIA(p api.IA) api.IA {
 	if p == nil {
 		return nil
 	}
@@ -37,26 +37,26 @@ func (ia *gIA) asIA(p api.IA) api.IA {
 
 // asEP returns the guard of provider EP p, adopting an EP the provider
 // made itself; nil if there is none.
-func (ia *gIA) asEP(p api.EP) api.EP {
+func (ia *iaGuard) asEP(p api.EP) api.EP {
 	if g := ia.epOf(p); g != nil {
 		return g
 	}
 	return nil
 }
 
-func (ia *gIA) epOf(p api.EP) *gEP {
+func (ia *iaGuard) epOf(p api.EP) *epGuard {
 	if p == nil {
 		return nil
 	}
-	if g, ok := ia.guardOf(p).(*gEP); ok {
+	if g, ok := ia.guardOf(p).(*epGuard); ok {
 		return g
 	}
 	return ia.adoptEP(p)
 }
 
 // adoptEVD wraps a provider EVD and caches its queue length.
-func (ia *gIA) adoptEVD(p api.EVD) *gEVD {
-	g := &gEVD{p: p}
+func (ia *iaGuard) adoptEVD(p api.EVD) *evdGuard {
+	g := &evdGuard{p: p}
 	if prm, err := p.Query(); err == nil {
 		g.qlen.Store(int64(prm.QLen))
 		g.flags = prm.Flags
@@ -66,7 +66,7 @@ func (ia *gIA) adoptEVD(p api.EVD) *gEVD {
 }
 
 // translate rewrites the provider objects in a dequeued event into guards.
-func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
+func (ia *iaGuard) translate(ev *api.Event, evd *evdGuard) {
 	ev.EVD = evd
 	switch ev.Number.Stream() {
 	case api.EVDDTO:
@@ -79,7 +79,7 @@ func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
 		ev.Async.Object = asGuard(ia, ev.Async.Object)
 	case api.EVDCR:
 		providerEP := false
-		if g, ok := ia.guardOf(ev.CR.PSP).(*gPSP); ok {
+		if g, ok := ia.guardOf(ev.CR.PSP).(*pspGuard); ok {
 			ev.CR.PSP, providerEP = g, g.flags == api.PSPProvider
 		} else {
 			ev.CR.PSP = nil
@@ -92,38 +92,38 @@ func (ia *gIA) translate(ev *api.Event, evd *gEVD) {
 // adoptCR wraps a CR the provider created for a connection request;
 // providerEP says that it arrived on a PSPProvider service point, whose
 // EP returns to the provider if the request is rejected or handed off.
-func (ia *gIA) adoptCR(p api.CR, providerEP bool) api.CR {
+func (ia *iaGuard) adoptCR(p api.CR, providerEP bool) api.CR {
 	if p == nil {
 		return nil
 	}
-	if g, ok := ia.guardOf(p).(*gCR); ok {
+	if g, ok := ia.guardOf(p).(*crGuard); ok {
 		return g
 	}
-	g := &gCR{p: p, providerEP: providerEP}
+	g := &crGuard{p: p, providerEP: providerEP}
 	g.ia, g.typ, g.id = ia, api.HandleCR, nextHandleID.Add(1)
 	if actual, loaded := ia.objs.LoadOrStore(any(p), g); loaded {
-		return actual.(*gCR)
+		return actual.(*crGuard)
 	}
 	return g
 }
 
 // adoptEP wraps an EP the provider created itself (PSPProvider), with the
 // same bookkeeping as an EP the consumer created.
-func (ia *gIA) adoptEP(p api.EP) *gEP {
+func (ia *iaGuard) adoptEP(p api.EP) *epGuard {
 	prm, err := p.Query()
 	if err != nil {
 		return nil
 	}
-	g := &gEP{p: p}
+	g := &epGuard{p: p}
 	g.ia, g.typ, g.id = ia, api.HandleEP, nextHandleID.Add(1)
-	g.pz, _ = ia.guardOf(prm.PZ).(*gPZ)
-	g.recv, _ = ia.guardOf(prm.RecvEVD).(*gEVD)
-	g.req, _ = ia.guardOf(prm.RequestEVD).(*gEVD)
-	g.conn, _ = ia.guardOf(prm.ConnectEVD).(*gEVD)
-	g.srq, _ = ia.guardOf(prm.SRQ).(*gSRQ)
+	g.pz, _ = ia.guardOf(prm.PZ).(*pzGuard)
+	g.recv, _ = ia.guardOf(prm.RecvEVD).(*evdGuard)
+	g.req, _ = ia.guardOf(prm.RequestEVD).(*evdGuard)
+	g.conn, _ = ia.guardOf(prm.ConnectEVD).(*evdGuard)
+	g.srq, _ = ia.guardOf(prm.SRQ).(*srqGuard)
 	g.setLimits(prm.Attr)
 	if actual, loaded := ia.objs.LoadOrStore(any(p), g); loaded {
-		return actual.(*gEP)
+		return actual.(*epGuard)
 	}
 	g.use(1)
 	return g

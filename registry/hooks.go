@@ -246,7 +246,7 @@ type OpCount struct {
 // interfaces). It works after the IA is closed. Any other IA is
 // ErrInvalidParameter.
 func Counts(ia api.IA) ([]OpCount, error) {
-	g, ok := ia.(*gIA)
+	g, ok := ia.(*iaGuard)
 	if !ok || g == nil {
 		return nil, api.Errorf(api.InvalidParameter, api.SubArg1, "not an IA opened through the registry")
 	}

@@ -59,8 +59,8 @@ func TestGuardHooksCoverEveryCall(t *testing.T) {
 	if len(opName) != len(ops) {
 		t.Fatalf("read %d operations from hooks.go, the package has %d", len(opName), len(ops))
 	}
-	iface := map[string]string{"gIA": "IA", "gPZ": "PZ", "gEVD": "EVD", "gCNO": "CNO", "gEP": "EP",
-		"gPSP": "PSP", "gRSP": "RSP", "gCR": "CR", "gLMR": "LMR", "gRMR": "RMR", "gSRQ": "SRQ", "hdr": "Object"}
+	iface := map[string]string{"iaGuard": "IA", "pzGuard": "PZ", "evdGuard": "EVD", "cnoGuard": "CNO", "epGuard": "EP",
+		"pspGuard": "PSP", "rspGuard": "RSP", "crGuard": "CR", "lmrGuard": "LMR", "rmrGuard": "RMR", "srqGuard": "SRQ", "hdr": "Object"}
 	used := map[string]int{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -283,7 +283,7 @@ func TestHooksTrace(t *testing.T) {
 			ia.CreateEVD(0, nil, api.EVDDTO)
 			ia.Close(api.CloseAbrupt)
 			log := out.String()
-			iaName := ia.(*gIA).name()
+			iaName := ia.(*iaGuard).name()
 			for _, line := range []string{
 				`level=INFO msg=IA.CreatePZ ia=` + tc.ia + ` handle=` + iaName + ` result=DAT_SUCCESS`,
 				`msg=IA.CreateEP ia=` + tc.ia + ` handle=` + iaName + ` result=DAT_SUCCESS`,
@@ -294,7 +294,7 @@ func TestHooksTrace(t *testing.T) {
 					t.Errorf("trace lacks %q:\n%s", line, log)
 				}
 			}
-			epName := ep.(*gEP).name()
+			epName := ep.(*epGuard).name()
 			for _, line := range []string{
 				`msg=EP.PostRDMAReadToRMR ia=` + tc.ia + ` handle=` + epName + ` result=DAT_SUCCESS`,
 				`msg=EVD.Dequeue ia=` + tc.ia + ` handle=EVD#`,
@@ -318,8 +318,8 @@ func TestHooksTraceNamesAcrossIAs(t *testing.T) {
 	async1, _ := ia1.AsyncEVD()
 	async2, _ := ia2.AsyncEVD()
 	seen := map[string]bool{}
-	for _, o := range []guarded{ia1.(*gIA), evd1.(*gEVD), ep1.(*gEP), async1.(*gEVD),
-		ia2.(*gIA), evd2.(*gEVD), ep2.(*gEP), async2.(*gEVD)} {
+	for _, o := range []guarded{ia1.(*iaGuard), evd1.(*evdGuard), ep1.(*epGuard), async1.(*evdGuard),
+		ia2.(*iaGuard), evd2.(*evdGuard), ep2.(*epGuard), async2.(*evdGuard)} {
 		n := o.header().name()
 		if seen[n] {
 			t.Errorf("two objects are both named %s", n)
