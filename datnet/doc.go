@@ -44,12 +44,14 @@
 // A Read or Write that has to wait takes the connection's events itself:
 // it polls the EVD (the tcp provider reads its socket inside that poll),
 // then blocks in EVD.Wait, so that an arriving message wakes the
-// goroutine it is for. After 16 polls it polls on for 20 µs, or, while its
-// recent waits have averaged less than 1 ms, for sixteen times that
-// average, up to 1 ms:
-// on a slow transport (soft-RoCE, an emulated machine), where a blocked
-// wait's wake-up costs about as much as the round trip, a call whose
-// answer comes within a millisecond waits for it spinning. A goroutine
+// goroutine it is for. After its first polls it polls on for 20 µs, or,
+// while its recent waits have averaged less than 1 ms, for sixteen times
+// that average, up to 1 ms: on a slow transport (soft-RoCE, an emulated
+// machine), where a blocked wait's wake-up costs about as much as the
+// round trip, a call whose answer comes within a millisecond waits for
+// it spinning. The spin counts its polls and reads the clock only every
+// quarter of its length, at what a poll has lately cost, since on such a
+// machine a clock read may be a system call. A goroutine
 // per connection takes them while the program makes no call, returning
 // credits and noticing the peer's end; it stands aside while calls run,
 // and looks less often the longer they keep coming (progress.go).

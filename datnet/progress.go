@@ -15,7 +15,7 @@ import (
 // at a time may wait on the EVD: it holds c.waitTok.
 //
 // How long a call spins adapts to how long its kind of call (Read, Write)
-// has lately waited (spinner): after its first pollsPerClock polls,
+// has lately waited (spinner): after its first spinner.every polls,
 // spinFactor times the recent average, at least spinTime and at most
 // maxSpin, and only spinTime while that average is maxSpin or more. On
 // an RDMA adapter a message is there within microseconds and the calls
@@ -60,15 +60,21 @@ const (
 // if it lasts (block).
 type spinner struct {
 	avg   atomic.Int64  // nanoseconds: an average of the recent waits, each counted up to 2 × maxSpin
+	poll  atomic.Int64  // nanoseconds: an average of what one poll has cost in the sampled spins; 0 until one is
 	spins atomic.Uint32 // spins begun, for sample
+
+	clock func() time.Duration // the clock the spin reads; nil for mono (tests count the reads)
 }
 
 // learnEvery is how many spins make one sample for the average.
 const learnEvery = 4
 
-// pollsPerClock is how many polls a spin makes between two reads of the
-// clock (block says why so few reads).
-const pollsPerClock = 16
+// pollsPerClock is the fewest polls a spin makes between two reads of the
+// clock, and maxPollsPerClock the most (block says why so few reads).
+const (
+	pollsPerClock    = 16
+	maxPollsPerClock = 1 << 14
+)
 
 // sample reports whether the spin about to begin is timed for the average.
 func (s *spinner) sample() bool { return s.spins.Add(1)%learnEvery == 0 }
@@ -88,6 +94,46 @@ func (s *spinner) learn(d time.Duration) {
 	d = min(d, 2*maxSpin)
 	a := s.avg.Load()
 	s.avg.Store(a + (int64(d)-a)/8)
+}
+
+// learnPoll adds a sampled spin of polls polls that lasted d to the
+// average cost of a poll. A spin of fewer than pollsPerClock polls is
+// left out: the two clock reads that time it would weigh on it.
+func (s *spinner) learnPoll(d time.Duration, polls int) {
+	if polls < pollsPerClock {
+		return
+	}
+	p := max(int64(d)/int64(polls), 1)
+	if a := s.poll.Load(); a > 0 {
+		p = a + (p-a)/8
+	}
+	s.poll.Store(p)
+}
+
+// every is how many polls a spin of limit makes between two reads of the
+// clock: as many as fill a quarter of limit at the recent cost of a poll,
+// within pollsPerClock and maxPollsPerClock.
+func (s *spinner) every(limit time.Duration) int {
+	p := s.poll.Load()
+	if p <= 0 {
+		return pollsPerClock
+	}
+	return int(min(maxPollsPerClock, max(pollsPerClock, int64(limit)/4/p)))
+}
+
+// epoch is where mono counts from.
+var epoch = time.Now()
+
+// mono reads the monotonic clock alone: one read of the system's clock,
+// where time.Now makes two.
+func mono() time.Duration { return time.Since(epoch) }
+
+// now reads the spinner's clock.
+func (s *spinner) now() time.Duration {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return mono()
 }
 
 // start begins the connection's event loop; the connection is established
@@ -166,28 +212,28 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 			signal(c.idle)
 		}
 	}()
-	// A spin reads the clock once it has lasted pollsPerClock polls, and
+	// A spin reads the clock once it has lasted some polls (spinner.every:
+	// enough for a quarter of its limit at the polls' recent cost), and
 	// at its start only when it is one of the spins sampled for the
 	// average (spinner): where the clock is slow to read (a guest on an
-	// emulated HPET takes about 15 µs a read), a read after the event
-	// came delays the answer by that much.
-	var start time.Time
+	// emulated HPET takes about 15 µs a read, a system call), each read
+	// delays an answer that comes during it, and takes the CPU from the
+	// peer or the kernel's share of the transport (docs/performance.md,
+	// "datnet on rxe").
+	var start time.Duration // 0: not read yet
 	sampled := sp.sample()
 	if sampled {
-		start = time.Now()
+		start = sp.now()
 	}
-	ok, start := c.spin(ready, start, sp.limit())
+	ok, start := c.spin(ready, sp, start, sampled)
 	if ok {
-		if sampled {
-			sp.learn(time.Since(start))
-		}
 		return
 	}
 	expired := dl.wait()
 	select {
 	case c.waitTok <- struct{}{}:
 		if c.waitEvents(c.runCtx, ready, expired) {
-			sp.learn(time.Since(start))
+			sp.learn(sp.now() - start)
 		}
 		<-c.waitTok
 	case <-sig:
@@ -196,24 +242,38 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 	}
 }
 
-// spin takes events until ready holds or limit has passed since start,
-// and reports whether it held, and start. A zero start is taken after the
-// first pollsPerClock polls: a wait that ends within them reads no clock.
-func (c *Conn) spin(ready func() bool, start time.Time, limit time.Duration) (bool, time.Time) {
+// spin takes events until ready holds or sp's limit has passed since
+// start, and reports whether it held, and start. A zero start is taken
+// after the first sp.every polls: a wait that ends within them reads no
+// clock. A sampled spin (start read at its beginning) teaches sp how
+// long the wait was and what a poll costs.
+func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration, sampled bool) (bool, time.Duration) {
+	limit := sp.limit()
+	every := sp.every(limit)
 	for i := 1; ; i++ {
 		c.mu.Lock()
 		c.drain()
 		ok := ready()
 		c.mu.Unlock()
 		if ok {
+			if sampled {
+				d := sp.now() - start
+				sp.learn(d)
+				sp.learnPoll(d, i)
+			}
 			return true, start
 		}
-		if i%pollsPerClock != 0 {
+		if i%every != 0 {
 			continue
 		}
-		if start.IsZero() {
-			start = time.Now()
-		} else if time.Since(start) > limit {
+		if start == 0 {
+			start = sp.now()
+			continue
+		}
+		if d := sp.now() - start; d > limit {
+			if sampled {
+				sp.learnPoll(d, i)
+			}
 			return false, start
 		}
 	}

@@ -121,6 +121,67 @@ func TestSpinnerSamples(t *testing.T) {
 	}
 }
 
+// A spin reads the clock every spinner.every polls: as many as fill a
+// quarter of its limit at the polls' learnt cost, pollsPerClock until a
+// sampled spin of pollsPerClock polls or more has taught that cost.
+func TestSpinnerEvery(t *testing.T) {
+	var s spinner
+	if got := s.every(maxSpin); got != pollsPerClock {
+		t.Errorf("a new spinner reads the clock every %d polls, want %d", got, pollsPerClock)
+	}
+	s.learnPoll(time.Millisecond, pollsPerClock-1)
+	if got := s.every(maxSpin); got != pollsPerClock {
+		t.Errorf("a spin of %d polls was learnt from: every %d polls, want %d", pollsPerClock-1, got, pollsPerClock)
+	}
+	s.learnPoll(100*time.Microsecond, 100) // 1 µs a poll
+	if got, want := s.every(maxSpin), int(maxSpin/4/time.Microsecond); got != want {
+		t.Errorf("at 1µs a poll a spin of %v reads the clock every %d polls, want %d", maxSpin, got, want)
+	}
+	if got := s.every(time.Microsecond); got != pollsPerClock {
+		t.Errorf("a spin shorter than its polls reads the clock every %d polls, want %d", got, pollsPerClock)
+	}
+	for range 200 {
+		s.learnPoll(time.Nanosecond, pollsPerClock) // cheaper than a nanosecond
+	}
+	if got := s.every(maxSpin); got != maxPollsPerClock {
+		t.Errorf("with polls of no cost the clock is read every %d polls, want at most %d", got, maxPollsPerClock)
+	}
+}
+
+// Once a spinner knows what a poll costs, a wait that ends within a
+// quarter of its limit reads no clock unless it is sampled, and a
+// sampled one reads it twice, at its start and at its end; a spin that
+// gives up has read the clock every spinner.every polls.
+func TestSpinReadsClockRarely(t *testing.T) {
+	c, _ := loopbackPair(t)
+	var sp spinner
+	reads, step, at := 0, time.Microsecond, time.Duration(0)
+	sp.clock = func() time.Duration { reads++; at += step; return at }
+	for range 100 {
+		sp.learn(100 * time.Microsecond)
+	}
+	sp.poll.Store(int64(time.Microsecond))
+	if sp.limit() != maxSpin || sp.every(maxSpin) != 250 {
+		t.Fatalf("set-up: limit %v, every %d", sp.limit(), sp.every(maxSpin))
+	}
+	after := func(n int) func() bool {
+		i := 0
+		return func() bool { i++; return i >= n }
+	}
+	if ok, _ := c.spin(after(200), &sp, 0, false); !ok || reads != 0 {
+		t.Errorf("a wait of 200 polls: ok %v, %d clock reads, want none", ok, reads)
+	}
+	reads = 0
+	start := sp.now()
+	if ok, _ := c.spin(after(200), &sp, start, true); !ok || reads != 2 {
+		t.Errorf("a sampled wait of 200 polls: ok %v, %d clock reads, want 2", ok, reads)
+	}
+	reads, step = 0, 100*time.Microsecond
+	if ok, _ := c.spin(func() bool { return false }, &sp, 0, false); ok || reads < 10 || reads > 13 {
+		t.Errorf("a spin that gives up after %v with the clock at %v a read: ok %v, %d reads, want about 11", maxSpin, step, ok, reads)
+	}
+}
+
 // A connection kept busy by calls costs the event loop few turns: its
 // pause doubles while calls keep coming, from standDown to maxStandDown,
 // so it does not wake a thread every standDown for the whole exchange.
