@@ -217,9 +217,8 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 	// at its start only when it is one of the spins sampled for the
 	// average (spinner): where the clock is slow to read (a guest on an
 	// emulated HPET takes about 15 µs a read, a system call), each read
-	// delays an answer that comes during it, and takes the CPU from the
-	// peer or the kernel's share of the transport (docs/performance.md,
-	// "datnet on rxe").
+	// delays an answer that comes during it (docs/performance.md, "datnet
+	// on rxe").
 	var start time.Duration // 0: not read yet
 	sampled := sp.sample()
 	if sampled {
