@@ -215,16 +215,14 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 	// A spin reads the clock once it has lasted some polls (spinner.every:
 	// enough for a quarter of its limit at the polls' recent cost), and
 	// at its start only when it is one of the spins sampled for the
-	// average (spinner): where the clock is slow to read (a guest on an
-	// emulated HPET takes about 15 µs a read, a system call), each read
-	// delays an answer that comes during it (docs/performance.md, "datnet
-	// on rxe").
+	// average (spinner): where the clock is slow to read (in the soft-RoCE
+	// guest every read is a system call), each read delays an answer that
+	// comes during it (docs/performance.md, "datnet on rxe").
 	var start time.Duration // 0: not read yet
-	sampled := sp.sample()
-	if sampled {
+	if sp.sample() {
 		start = sp.now()
 	}
-	ok, start := c.spin(ready, sp, start, sampled)
+	ok, start := c.spin(ready, sp, start)
 	if ok {
 		return
 	}
@@ -244,9 +242,10 @@ func (c *Conn) block(ready func() bool, sig chan struct{}, dl *deadline, sp *spi
 // spin takes events until ready holds or sp's limit has passed since
 // start, and reports whether it held, and start. A zero start is taken
 // after the first sp.every polls: a wait that ends within them reads no
-// clock. A sampled spin (start read at its beginning) teaches sp how
-// long the wait was and what a poll costs.
-func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration, sampled bool) (bool, time.Duration) {
+// clock. A sampled spin (start given, read at its beginning) teaches sp
+// how long the wait was and what a poll costs.
+func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration) (bool, time.Duration) {
+	sampled := start != 0
 	limit := sp.limit()
 	every := sp.every(limit)
 	for i := 1; ; i++ {

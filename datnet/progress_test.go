@@ -168,16 +168,16 @@ func TestSpinReadsClockRarely(t *testing.T) {
 		i := 0
 		return func() bool { i++; return i >= n }
 	}
-	if ok, _ := c.spin(after(200), &sp, 0, false); !ok || reads != 0 {
+	if ok, _ := c.spin(after(200), &sp, 0); !ok || reads != 0 {
 		t.Errorf("a wait of 200 polls: ok %v, %d clock reads, want none", ok, reads)
 	}
 	reads = 0
 	start := sp.now()
-	if ok, _ := c.spin(after(200), &sp, start, true); !ok || reads != 2 {
+	if ok, _ := c.spin(after(200), &sp, start); !ok || reads != 2 {
 		t.Errorf("a sampled wait of 200 polls: ok %v, %d clock reads, want 2", ok, reads)
 	}
 	reads, step = 0, 100*time.Microsecond
-	if ok, _ := c.spin(func() bool { return false }, &sp, 0, false); ok || reads < 10 || reads > 13 {
+	if ok, _ := c.spin(func() bool { return false }, &sp, 0); ok || reads < 10 || reads > 13 {
 		t.Errorf("a spin that gives up after %v with the clock at %v a read: ok %v, %d reads, want about 11", maxSpin, step, ok, reads)
 	}
 }
