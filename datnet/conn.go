@@ -69,6 +69,7 @@ type Conn struct {
 	credits    int      // messages the peer has receive buffers for
 	peerBufs   int      // the peer's receive buffers (its hello): credits never exceed it
 	owed       int      // receive buffers posted again but not yet reported to the peer
+	held       []int    // receive buffers Read emptied, posted again once the call's answer is on its way (flushHeld)
 	freeSend   []int    // send buffers not in flight
 	inflight   int      // sends posted and not completed
 	writing    bool     // a writer holds a send buffer it has not posted yet
@@ -220,9 +221,11 @@ func (c *Conn) canWrite() bool {
 	return (c.credits >= 2 && len(c.freeSend) > 0) || c.peerGone || c.closing || c.wrShut
 }
 
-// copyOut moves received payload into p, posting each emptied buffer
-// again. c.mu is held.
+// copyOut moves received payload into p. Each emptied buffer is posted
+// again later (flushHeld): a reader that answers at once posts its
+// answer first. c.mu is held.
 func (c *Conn) copyOut(p []byte) int {
+	c.flushHeld()
 	n := 0
 	for c.rqLen > 0 && n < len(p) {
 		m := &c.rq[c.rqHead]
@@ -234,7 +237,7 @@ func (c *Conn) copyOut(p []byte) int {
 		}
 		c.rqHead = (c.rqHead + 1) % len(c.rq)
 		c.rqLen--
-		c.repost(m.idx)
+		c.held = append(c.held, m.idx)
 	}
 	c.pump()
 	return n
@@ -302,6 +305,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 		c.mu.Lock()
 		c.writing = false
+		c.flushHeld()
 		if err != nil {
 			c.freeSend = append(c.freeSend, idx)
 			c.fail(err)

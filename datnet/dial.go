@@ -167,6 +167,7 @@ func newConn(ia api.IA, o Options) (c *Conn, err error) {
 		readable: make(chan struct{}, 1), writable: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		closed: make(chan struct{}), waitTok: make(chan struct{}, 1), idle: make(chan struct{}, 1),
 		rq:     make([]message, o.Buffers),
+		held:   make([]int, 0, o.Buffers),
 		posted: make([]posted, o.Buffers),
 		seqOf:  make([]int, o.Buffers),
 	}

@@ -18,7 +18,9 @@
 // posted before the connection is established, and Buffers send buffers.
 // A Write copies into send buffers and posts sends of at most BufferSize
 // bytes; Read copies out of received messages and posts each emptied
-// buffer again. Every message starts with a header (wire.go) that returns
+// buffer again, after the program's next Write has posted its message, at
+// the next Read, or before the connection waits, whichever comes first
+// (so that an answer is not held up by the post). Every message starts with a header (wire.go) that returns
 // credits: the number of receive buffers its sender has posted again since
 // its last message. A side sends only while it holds a credit for a
 // buffer the peer has posted, so a writer never overruns the reader; a

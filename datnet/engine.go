@@ -21,6 +21,23 @@ func (c *Conn) drain() bool {
 	return got
 }
 
+// take applies queued events until ready holds, and sends what they make
+// due; it reports whether there was any. A call that waits stops at the
+// event it waits for: what is queued behind it (often nothing, which only
+// another poll of the EVD would tell) is taken at its next wait, while the
+// answer to what it got is already on its way. c.mu is held.
+func (c *Conn) take(ready func() bool) bool {
+	got := false
+	for !ready() && c.evd.Dequeue(&c.ev) == nil {
+		c.handle(&c.ev)
+		got = true
+	}
+	if got {
+		c.pump()
+	}
+	return got
+}
+
 // handle applies one event. c.mu is held.
 func (c *Conn) handle(ev *api.Event) {
 	switch ev.Number {
@@ -124,6 +141,19 @@ func (c *Conn) repost(idx int) {
 	if c.postRecv(idx) {
 		c.owed++
 	}
+}
+
+// flushHeld posts again the receive buffers Read emptied (copyOut).
+// Their posts wait for the next Write's post, the next Read, or the next
+// wait of a call or of the event loop, whichever comes first: a post is a
+// call into the provider (on verbs, into rdma-core), which a
+// request/response exchange would otherwise pay between taking a request
+// and posting its answer. c.mu is held.
+func (c *Conn) flushHeld() {
+	for _, idx := range c.held {
+		c.repost(idx)
+	}
+	c.held = c.held[:0]
 }
 
 // postRecv posts receive buffer idx and records its place in the post

@@ -250,7 +250,12 @@ func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration) (bool, 
 	every := sp.every(limit)
 	for i := 1; ; i++ {
 		c.mu.Lock()
-		c.drain()
+		if i == 1 {
+			// A call that waits has no answer to post first.
+			c.flushHeld()
+			c.pump()
+		}
+		c.take(ready)
 		ok := ready()
 		c.mu.Unlock()
 		if ok {
@@ -285,13 +290,17 @@ func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration) (bool, 
 // each is checked again once the waiter is visible to the kicker
 // (inWait), so that neither can miss the other.
 func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) bool {
-	if ready != nil {
-		c.mu.Lock()
-		ok := ready()
-		c.mu.Unlock()
-		if ok {
-			return false
-		}
+	c.mu.Lock()
+	if len(c.held) > 0 {
+		// Nothing is on its way now that credits for them could ride
+		// on: post them, and return the credits if enough are owed.
+		c.flushHeld()
+		c.pump()
+	}
+	ok := ready != nil && ready()
+	c.mu.Unlock()
+	if ok {
+		return false
 	}
 	c.inWait.Store(true)
 	var stop bool

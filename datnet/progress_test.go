@@ -3,6 +3,8 @@ package datnet
 import (
 	"context"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,5 +245,147 @@ func TestWritesKeepLoopAside(t *testing.T) {
 	// As in TestBusyConnectionBacksOff: at maxStandDown, about 16.
 	if n > 60 && n*20 > uint64(calls) {
 		t.Errorf("the writer's event loop turned %d times in %v of %d Writes (standing aside at maxStandDown, about %d)", n, busy, calls, 2*int(busy/maxStandDown))
+	}
+}
+
+// postLog is an EP that records, in order, the sends and receives posted
+// through it.
+type postLog struct {
+	api.EP
+	mu  sync.Mutex
+	ops []string
+}
+
+func (p *postLog) PostSend(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	p.mu.Lock()
+	p.ops = append(p.ops, "send")
+	p.mu.Unlock()
+	return p.EP.PostSend(iov, cookie, flags)
+}
+
+func (p *postLog) PostRecv(iov []api.LMRTriplet, cookie api.Cookie, flags api.CompletionFlags) error {
+	p.mu.Lock()
+	p.ops = append(p.ops, "recv")
+	p.mu.Unlock()
+	return p.EP.PostRecv(iov, cookie, flags)
+}
+
+// stopLoop ends c's event loop, so that a test sees only what its own
+// calls do.
+func stopLoop(c *Conn) {
+	c.cancelRun()
+	<-c.runDone
+}
+
+// A Read that empties a receive buffer posts it again only after the
+// answer the program writes next has been posted: the repost is not on
+// the way from a request to its answer.
+func TestAnswerPostedBeforeRepost(t *testing.T) {
+	c, s := loopbackPair(t)
+	stopLoop(s)
+	log := &postLog{EP: s.ep}
+	s.ep = log
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(s, buf); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	held, posted := len(s.held), s.pLen
+	s.mu.Unlock()
+	if held != 1 || posted != s.nrecv-1 {
+		t.Fatalf("after the Read: %d buffers held, %d of %d posted; want 1 held and the rest posted", held, posted, s.nrecv)
+	}
+	if _, err := s.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	ops := strings.Join(log.ops, " ")
+	log.mu.Unlock()
+	if ops != "send recv" {
+		t.Errorf("posts after the Read: %q, want the answer's send and then the buffer's receive", ops)
+	}
+	s.mu.Lock()
+	held, posted = len(s.held), s.pLen
+	s.mu.Unlock()
+	if held != 0 || posted != s.nrecv {
+		t.Errorf("after the Write: %d buffers held, %d of %d posted; want all posted", held, posted, s.nrecv)
+	}
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("the answer: %q, %v", buf, err)
+	}
+}
+
+// Buffers a Read emptied are posted again even if the program makes no
+// further call on the connection: its event loop posts them (and returns
+// their credits, once enough are owed) before it waits. Without that a
+// writer waiting for those credits would wait for ever.
+func TestIdleReaderPostsHeldBuffers(t *testing.T) {
+	c, s := loopbackPair(t)
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(s, buf); err != nil {
+		t.Fatal(err)
+	}
+	// The reader is idle from here on.
+	for end := time.Now().Add(5 * time.Second); ; {
+		s.mu.Lock()
+		held, posted := len(s.held), s.pLen
+		s.mu.Unlock()
+		if held == 0 && posted == s.nrecv {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("5 s after the last Read: %d buffers held, %d of %d posted", held, posted, s.nrecv)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// evdQueue is an EVD whose Dequeue hands out the events of a slice.
+type evdQueue struct {
+	api.EVD
+	evs   []api.Event
+	taken int
+}
+
+func (q *evdQueue) Dequeue(ev *api.Event) error {
+	if q.taken == len(q.evs) {
+		return api.ErrQueueEmpty
+	}
+	*ev = q.evs[q.taken]
+	q.taken++
+	return nil
+}
+
+// A waiting call stops taking events at the one it waits for; the rest
+// stay queued for its next wait. (drain, for the event loop, takes all.)
+func TestTakeStopsWhenReady(t *testing.T) {
+	q := &evdQueue{evs: make([]api.Event, 3)}
+	for i := range q.evs {
+		q.evs[i].Number = api.SoftwareEvent
+	}
+	c := &Conn{evd: q}
+	c.mu.Lock()
+	got := c.take(func() bool { return q.taken >= 1 })
+	c.mu.Unlock()
+	if !got || q.taken != 1 {
+		t.Fatalf("take: got %v, %d events dequeued; want true and 1", got, q.taken)
+	}
+	c.mu.Lock()
+	got = c.take(func() bool { return true })
+	c.mu.Unlock()
+	if got || q.taken != 1 {
+		t.Fatalf("take when ready already: got %v, %d events dequeued; want false and still 1", got, q.taken)
+	}
+	c.mu.Lock()
+	c.drain()
+	c.mu.Unlock()
+	if q.taken != 3 {
+		t.Fatalf("drain left %d events", 3-q.taken)
 	}
 }
