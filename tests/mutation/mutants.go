@@ -50,6 +50,7 @@ const (
 	dnEng  = "datnet/engine.go"
 	dnWire = "datnet/wire.go"
 	dnDL   = "datnet/deadline.go"
+	dnProg = "datnet/progress.go"
 
 	caEVD  = "cabi/evd.go"
 	caEP   = "cabi/ep.go"
@@ -485,7 +486,11 @@ var mutants = []mutant{
 	{id: "dn-read-partial", area: "datnet", file: dnConn, desc: "a Read shorter than a message drops the rest of it",
 		old: "\t\tif m.off < m.end {\n\t\t\tbreak\n\t\t}\n", new: ""},
 	{id: "dn-read-norepost", area: "datnet", file: dnConn, desc: "a buffer emptied by Read is not posted again",
-		old: "\t\tc.rqLen--\n\t\tc.repost(m.idx)\n", new: "\t\tc.rqLen--\n"},
+		old: "\t\tc.rqLen--\n\t\tc.held = append(c.held, m.idx)\n", new: "\t\tc.rqLen--\n"},
+	{id: "dn-held-idle", area: "datnet", file: dnProg, desc: "the event loop waits without posting the buffers an idle reader emptied",
+		old: "\tif len(c.held) > 0 {\n\t\t// Nothing", new: "\tif false && len(c.held) > 0 {\n\t\t// Nothing"},
+	{id: "dn-repost-first", area: "datnet", file: dnConn, desc: "a Read posts its emptied buffer before the program can answer",
+		old: "\t\tc.held = append(c.held, m.idx)\n", new: "\t\tc.repost(m.idx)\n"},
 	{id: "dn-write-owed", area: "datnet", file: dnConn, desc: "a data message does not carry the credits owed to the peer",
 		old: "\t\towed := c.owed\n", new: "\t\towed := 0\n"},
 	{id: "dn-write-chunk", area: "datnet", file: dnConn, desc: "a Write longer than one message sends its first chunk again and again",
