@@ -292,8 +292,8 @@ func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration) (bool, 
 func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) bool {
 	c.mu.Lock()
 	if len(c.held) > 0 {
-		// Nothing is on its way now that credits for them could ride
-		// on: post them, and return the credits if enough are owed.
+		// No answer is coming for them to wait behind: post them,
+		// and return their credits if enough are owed.
 		c.flushHeld()
 		c.pump()
 	}
