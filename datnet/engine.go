@@ -156,6 +156,16 @@ func (c *Conn) flushHeld() {
 	c.held = c.held[:0]
 }
 
+// releaseHeld posts the held buffers, if any, for a call or the event loop
+// about to wait, and returns their credits if enough are owed: no answer
+// is coming for them to wait behind. c.mu is held.
+func (c *Conn) releaseHeld() {
+	if len(c.held) > 0 {
+		c.flushHeld()
+		c.pump()
+	}
+}
+
 // postRecv posts receive buffer idx and records its place in the post
 // order. Once the connection is ending it posts nothing: a post that
 // fails because the EP has left CONNECTED only says that its disconnect

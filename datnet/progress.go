@@ -251,9 +251,7 @@ func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration) (bool, 
 	for i := 1; ; i++ {
 		c.mu.Lock()
 		if i == 1 {
-			// A call that waits has no answer to post first.
-			c.flushHeld()
-			c.pump()
+			c.releaseHeld()
 		}
 		c.take(ready)
 		ok := ready()
@@ -291,12 +289,7 @@ func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration) (bool, 
 // (inWait), so that neither can miss the other.
 func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) bool {
 	c.mu.Lock()
-	if len(c.held) > 0 {
-		// No answer is coming for them to wait behind: post them,
-		// and return their credits if enough are owed.
-		c.flushHeld()
-		c.pump()
-	}
+	c.releaseHeld()
 	ok := ready != nil && ready()
 	c.mu.Unlock()
 	if ok {
