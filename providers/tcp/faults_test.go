@@ -72,10 +72,27 @@ func newEndpoint(t testing.TB, ia api.IA, qlen, size int) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.lmrs = append(c.lmrs, l)
 	if c.lmr, err = l.Query(); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// free frees c's objects, for a test that makes many clients on one IA
+// (an IA's close frees them otherwise).
+func (c *client) free() {
+	c.t.Helper()
+	objs := []interface{ Free() error }{c.ep}
+	for _, l := range c.lmrs {
+		objs = append(objs, l)
+	}
+	objs = append(objs, c.recv, c.req, c.connEVD, c.pz)
+	for _, o := range objs {
+		if err := o.Free(); err != nil {
+			c.t.Errorf("free %T: %v", o, err)
+		}
+	}
 }
 
 // window registers a buffer of size bytes of c's PZ with every privilege
@@ -87,6 +104,7 @@ func (c *client) window(size int) ([]byte, api.RMRTriplet) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	c.lmrs = append(c.lmrs, l)
 	p, err := l.Query()
 	if err != nil {
 		c.t.Fatal(err)

@@ -96,6 +96,7 @@ type client struct {
 	recv, req, connEVD api.EVD
 	buf                []byte
 	lmr                api.LMRParam
+	lmrs               []api.LMR // every LMR of the client, for free
 }
 
 // newClient is newEndpoint with EVDs of 64 events and a 256 KiB buffer.

@@ -1,0 +1,188 @@
+package tcp
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"runtime"
+	"testing"
+
+	"github.com/godat/godat/api"
+)
+
+// FuzzHostileStream plays a peer that says anything at all on a live
+// connection: the input is a script of frames (fuzzScript), most of them
+// well formed enough to reach deep into the connection's state (sequence
+// numbers in order, RDMA at the server's real window, ACKs and credits),
+// some not; the server has a send, an RDMA read and an RDMA write of its
+// own outstanding. Whatever the peer sends, the server's EP must end
+// DISCONNECTED or BROKEN once the peer stops, every receive and request
+// it posted must complete once and only once, and nothing may panic,
+// hang or allocate what the peer asks for. goleak (TestMain) checks that nothing outlives the IA.
+func FuzzHostileStream(f *testing.F) {
+	for _, seed := range [][]byte{
+		// A send, a write into the window, a read of it, a disconnect.
+		{1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 40, 1, 3, 0, 0, 4, 0, 0, 0, 1, 3, 8, 0, 8, 0, 0, 0, 0, 0, 0, 0},
+		// Each alone, then a disconnect; a disconnect alone.
+		{1, 0, 0, 2, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0},
+		{3, 0, 0, 2, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0},
+		{4, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0},
+		{8, 0, 0, 0, 0, 0, 0, 0},
+		// Sends beyond the receives posted, solicited, with an ACK riding.
+		{1, 1, 0, 1, 0, 0, 0, 0, 1, 3, 0, 3, 0, 0, 0, 9, 1, 0, 0, 4, 0, 0, 0, 0, 1, 0, 0, 4, 0, 0, 0, 0, 1, 0, 0, 4, 0, 0, 0, 0, 1, 0, 0, 4, 0, 0, 0, 0},
+		// A write outside the window, then a read request past its end.
+		{3, 0, 0, 10, 1, 250, 0, 0, 4, 0, 0, 0, 1, 255, 255, 0},
+		// Garbage, a NAK, a read response nobody asked for.
+		{0, 'G', 'E', 'T', ' ', '/', 'x', 'y', 7, 0, 1, 0, 0, 0, 0, 6, 5, 0, 0, 2, 0, 0, 0, 0},
+		// Sequence numbers out of order.
+		{3, 0, 0x81, 1, 1, 0, 0, 0, 3, 0, 0x85, 1, 1, 0, 0, 0},
+		// Answers to the server's own requests: credits for its send,
+		// a response to its read (whichever sequence number it has).
+		{6, 2, 0x80, 0, 0, 0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 0},
+		{5, 0, 0x81, 4, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0},
+		{5, 0, 0x82, 4, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0},
+		{5, 2, 0x81, 4, 0, 0, 1, 4, 8, 0, 0, 0, 0, 0, 0, 0},
+		{6, 2, 0x80, 0, 0, 0, 0, 4, 6, 2, 0x80, 0, 0, 0, 1, 4, 5, 0, 0x82, 4, 0, 0, 0, 0, 6, 2, 0x80, 0, 0, 0, 3, 4, 8, 0, 0, 0, 0, 0, 0, 0},
+		// Send with invalidate of the window's own key.
+		{2, 0, 0, 1, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0},
+	} {
+		f.Add(seed)
+	}
+	// One IA and PSP for every input: a listening port each would run
+	// the host out of ports (TIME_WAIT) at thousands of inputs a second.
+	shared := newServer(f)
+	f.Fuzz(func(t *testing.T, script []byte) {
+		if len(script) > 64*8 {
+			script = script[:64*8]
+		}
+		s := &server{client: newClient(t, shared.ia), crEVD: shared.crEVD, q: shared.q}
+		defer s.free()
+		const nrecv = 4
+		for c := api.Cookie(1); c <= nrecv; c++ {
+			if err := s.ep.PostRecv([]api.LMRTriplet{s.lmr.Triplet(uint64(c)*64, 64)}, c, api.CompletionDefault); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, win := s.window(64 << 10)
+		nc := rawConnect(t, s)
+		// Requests of the server's own, which the peer must acknowledge
+		// (or answer) right for them to succeed: they meet its ACKs,
+		// credits, read responses and NAKs.
+		peer := api.RMRTriplet{RMRContext: 7, Addr: 0x1000, Length: 256}
+		posts := []error{
+			s.ep.PostSend([]api.LMRTriplet{s.lmr.Triplet(0, 16)}, 11, api.CompletionDefault),
+			s.ep.PostRDMARead([]api.LMRTriplet{s.lmr.Triplet(1024, 256)}, 12, peer, api.CompletionDefault),
+			s.ep.PostRDMAWrite([]api.LMRTriplet{s.lmr.Triplet(0, 64)}, 13, peer, api.CompletionDefault),
+		}
+		for _, err := range posts {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		go io.Copy(io.Discard, nc) // whatever the server answers
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.TotalAlloc
+		if _, err := nc.Write(fuzzScript(script, win)); err != nil {
+			// The server may close first, on an early violation.
+			t.Logf("write: %v", err)
+		}
+		nc.(*net.TCPConn).CloseWrite()
+		ev := s.next(s.connEVD, "the connection's end")
+		if ev.Number != api.ConnectionBrokenEvent && ev.Number != api.ConnectionDisconnectedEvent {
+			t.Fatalf("connection event %v, want BROKEN or DISCONNECTED", ev.Number)
+		}
+		seen := map[api.Cookie]bool{}
+		for len(seen) < nrecv {
+			ev := s.next(s.recv, "the posted receives' completions")
+			if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 1 || ev.DTO.Cookie > nrecv || seen[ev.DTO.Cookie] {
+				t.Fatalf("receive EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
+			}
+			seen[ev.DTO.Cookie] = true
+		}
+		var extra api.Event
+		if err := s.recv.Dequeue(&extra); err == nil {
+			t.Fatalf("a completion beyond the receives posted: %+v", extra)
+		}
+		seen = map[api.Cookie]bool{}
+		for len(seen) < len(posts) {
+			ev := s.next(s.req, "the server's requests' completions")
+			if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 11 || ev.DTO.Cookie > 13 || seen[ev.DTO.Cookie] {
+				t.Fatalf("request EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
+			}
+			seen[ev.DTO.Cookie] = true
+		}
+		if err := s.req.Dequeue(&extra); err == nil {
+			t.Fatalf("a completion beyond the requests posted: %+v", extra)
+		}
+		runtime.ReadMemStats(&ms)
+		if d := ms.TotalAlloc - before; d > 16<<20 {
+			t.Errorf("%d bytes allocated while handling the stream", d)
+		}
+	})
+}
+
+// fuzzScript turns script, eight bytes a step, into what the peer sends.
+// Step byte 0 picks the frame type (0: the other seven bytes as they
+// are); 1 the flags (bit 7: bits 0-6 as they are, even undefined ones);
+// 2 the sequence number (bit 7 clear: the next request's, else bits
+// 0-6); 3 the payload length in units of 16 bytes (a send) or 64 bytes;
+// 4 bit 0 whether RDMA names the window (else byte 5 as the key); 5 and
+// 6 the offset in the window and a read's length, in 64-byte units; 7
+// the ACK's credits, the NAK's status.
+func fuzzScript(script []byte, w api.RMRTriplet) []byte {
+	var out []byte
+	next := uint64(1)
+	for ; len(script) >= 8; script = script[8:] {
+		s := script[:8]
+		typ := s[0] % 9
+		if typ == 0 {
+			out = append(out, s[1:]...)
+			continue
+		}
+		fr := frame{Type: typ, Flags: s[1] & frFlagMask}
+		if s[1]&0x80 != 0 {
+			fr.Flags = s[1] & 0x7f
+		}
+		fr.Seq = uint64(s[2] & 0x7f)
+		if s[2]&0x80 == 0 {
+			fr.Seq = next
+		}
+		switch typ {
+		case frSend, frSendInv:
+			fr.Len = uint32(s[3]) * 16
+			if typ == frSendInv {
+				fr.RKey = uint32(w.RMRContext)
+			}
+		case frWrite, frReadResp:
+			fr.Len = uint32(s[3]) * 64
+		}
+		if typ == frWrite || typ == frReadReq {
+			fr.RKey, fr.Addr = uint32(s[5])<<8|uint32(s[4]), uint64(s[5])*64
+			if s[4]&1 != 0 {
+				fr.RKey, fr.Addr = uint32(w.RMRContext), uint64(w.Addr)+uint64(s[5])*64
+			}
+			if typ == frReadReq {
+				fr.RLen = uint32(s[6]) * 64
+			}
+		}
+		if fr.Flags&frFlagAck != 0 {
+			fr.Ack, fr.Credits = uint64(s[6]), uint64(s[7])
+		}
+		if typ == frNak {
+			fr.Status = uint16(s[7])
+		}
+		if typ <= frReadReq && s[2]&0x80 == 0 {
+			next++
+		}
+		h := make([]byte, frameLen)
+		encodeFrame(h, &fr)
+		out = append(out, h...)
+		payload := make([]byte, fr.Len)
+		if len(payload) >= 8 {
+			binary.LittleEndian.PutUint64(payload, fr.Seq)
+		}
+		out = append(out, payload...)
+	}
+	return out
+}
