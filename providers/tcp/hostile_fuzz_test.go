@@ -5,7 +5,10 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/godat/godat/api"
 )
@@ -185,4 +188,146 @@ func fuzzScript(script []byte, w api.RMRTriplet) []byte {
 		out = append(out, payload...)
 	}
 	return out
+}
+
+// FuzzHostileHandshake plays a peer that says anything while a
+// connection is set up. Input byte 0 picks the side: even, the peer
+// requests a connection of the server's PSP with the rest of the input
+// (then closes its side) and the server accepts what CONNECTION_REQUEST
+// comes (bit 1 clear: rejects it); odd, the peer is a listener that
+// answers the server's Connect with the rest and closes. Either way the
+// handshake must end, within bounds, in one terminal connection event
+// (after ESTABLISHED, if the peer's bytes got that far), and the PSP, shared
+// by every input, must close each hostile connection.
+func FuzzHostileHandshake(f *testing.F) {
+	ready := make([]byte, hsLen)
+	encodeHS(ready, &hsMsg{Version: wireVersion, Type: hsReady})
+	accept := make([]byte, hsLen+2)
+	encodeHS(accept, &hsMsg{Version: wireVersion, Type: hsAccept, PDLen: 2, MaxMsg: 1 << 20, MaxRDMA: 1 << 20, ReadsIn: 4, ReadsOut: 4})
+	reject := make([]byte, hsLen)
+	encodeHS(reject, &hsMsg{Version: wireVersion, Type: hsReject})
+	for _, seed := range [][]byte{
+		append(append([]byte{2}, rawHello([]byte("hi"))...), ready...),
+		append(append(append([]byte{2}, rawHello(nil)...), ready...), frameBytes(frame{Type: frDisc})...),
+		append([]byte{0}, rawHello(nil)...),
+		append([]byte{2}, rawHello(nil)[:30]...),
+		append([]byte{1}, accept...),
+		append(append([]byte{1}, accept...), frameBytes(frame{Type: frDisc})...),
+		append([]byte{1}, reject...),
+		{1, 'G', 'D'},
+		{0},
+	} {
+		f.Add(seed)
+	}
+	shared := newServer(f)
+	addr := func() net.Addr { a, _, _ := shared.ia.Query(); return a.Address }()
+	// One raw listener for every input: each connection gets the answer
+	// of the input that is running.
+	var answer atomic.Pointer[[]byte]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var served sync.WaitGroup
+	served.Add(1)
+	go func() {
+		defer served.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			served.Add(1)
+			go func() {
+				defer served.Done()
+				defer nc.Close()
+				var hello [hsLen]byte
+				if _, err := io.ReadFull(nc, hello[:]); err != nil {
+					return
+				}
+				nc.Write(*answer.Load())
+				nc.(*net.TCPConn).CloseWrite()
+				nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+				io.Copy(io.Discard, nc)
+			}()
+		}
+	}()
+	f.Cleanup(func() { ln.Close(); served.Wait() })
+	lq := api.ConnQual(ln.Addr().(*net.TCPAddr).Port)
+
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 || len(in) > 4096 {
+			return
+		}
+		c := newClient(t, shared.ia)
+		defer c.free()
+		bytes := in[1:]
+		if in[0]&1 == 1 {
+			answer.Store(&bytes)
+			if err := c.ep.Connect(addr, lq, 5*time.Second, []byte("x"), api.QOSBestEffort, api.ConnectDefault); err != nil {
+				t.Fatal(err)
+			}
+			handshakeEnd(t, c)
+			return
+		}
+		nc, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", itoa(shared.q)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.Write(bytes)
+		nc.(*net.TCPConn).CloseWrite()
+		eof := make(chan error, 1)
+		go func() {
+			nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+			_, err := io.Copy(io.Discard, nc)
+			eof <- err
+		}()
+		accepted := false
+		for done := false; !done; {
+			var ev api.Event
+			if err := shared.crEVD.Dequeue(&ev); err == nil {
+				if ev.Number != api.ConnectionRequestEvent {
+					t.Fatalf("CR EVD event %v", ev.Number)
+				}
+				if in[0]&2 != 0 {
+					if err := ev.CR.CR.Accept(c.ep, nil); err != nil {
+						t.Fatal(err)
+					}
+					accepted = true
+				} else if err := ev.CR.CR.Reject(nil); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			select {
+			case err := <-eof:
+				// (A reset is a close: the listener leaves unread bytes.)
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("the listener did not close the connection: %v", err)
+				}
+				done = true
+			case <-time.After(time.Millisecond):
+			}
+		}
+		if accepted {
+			handshakeEnd(t, c)
+		}
+	})
+}
+
+// handshakeEnd checks that c's connection, set up with a hostile peer
+// that has closed its side, ends in one terminal event.
+func handshakeEnd(t *testing.T, c *client) {
+	t.Helper()
+	ev := c.next(c.connEVD, "the handshake's end")
+	if ev.Number == api.ConnectionEstablishedEvent {
+		ev = c.next(c.connEVD, "the connection's end")
+	}
+	switch ev.Number {
+	case api.ConnectionBrokenEvent, api.ConnectionDisconnectedEvent, api.ConnectionNonPeerRejectedEvent,
+		api.ConnectionPeerRejectedEvent, api.ConnectionAcceptCompletionErrorEvent, api.ConnectionTimedOutEvent:
+	default:
+		t.Fatalf("connection event %v, want one that ends the connection", ev.Number)
+	}
 }
