@@ -1,7 +1,9 @@
 package tcp
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"runtime"
@@ -21,7 +23,10 @@ import (
 // own outstanding. Whatever the peer sends, the server's EP must end
 // DISCONNECTED or BROKEN once the peer stops, every receive and request
 // it posted must complete once and only once, and nothing may panic,
-// hang or allocate what the peer asks for. goleak (TestMain) checks that nothing outlives the IA.
+// hang or allocate what the peer asks for. With poll set, the server's
+// consumer spins on its EVDs, so that the polling consumer, not the
+// reader goroutine, meets the peer's frames (quiet mode). goleak
+// (TestMain) checks that nothing outlives the IA.
 func FuzzHostileStream(f *testing.F) {
 	for _, seed := range [][]byte{
 		// A send, a write into the window, a read of it, a disconnect.
@@ -49,12 +54,13 @@ func FuzzHostileStream(f *testing.F) {
 		// Send with invalidate of the window's own key.
 		{2, 0, 0, 1, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0},
 	} {
-		f.Add(seed)
+		f.Add(false, seed)
+		f.Add(true, seed)
 	}
 	// One IA and PSP for every input: a listening port each would run
 	// the host out of ports (TIME_WAIT) at thousands of inputs a second.
 	shared := newServer(f)
-	f.Fuzz(func(t *testing.T, script []byte) {
+	f.Fuzz(func(t *testing.T, poll bool, script []byte) {
 		if len(script) > 64*8 {
 			script = script[:64*8]
 		}
@@ -86,37 +92,67 @@ func FuzzHostileStream(f *testing.F) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		before := ms.TotalAlloc
-		if _, err := nc.Write(fuzzScript(script, win)); err != nil {
-			// The server may close first, on an early violation.
-			t.Logf("write: %v", err)
+		// got holds what a polling consumer dequeued while the peer
+		// spoke, for the checks below.
+		got := map[api.EVD][]api.Event{}
+		// A polling consumer polls each EVD polls times after each step
+		// of the script: the connection goes quiet, and the polls meet
+		// the frames.
+		steps, polls := fuzzScript(script, win), 20
+		if !poll {
+			steps, polls = [][]byte{bytes.Join(steps, nil)}, 0
+		}
+		for _, b := range steps {
+			// (The server may close first, on an early violation.)
+			if _, err := nc.Write(b); err != nil {
+				break
+			}
+			for range polls {
+				for _, e := range []api.EVD{s.connEVD, s.recv, s.req} {
+					var ev api.Event
+					if e.Dequeue(&ev) == nil {
+						got[e] = append(got[e], ev)
+					}
+				}
+			}
 		}
 		nc.(*net.TCPConn).CloseWrite()
-		ev := s.next(s.connEVD, "the connection's end")
+		next := func(e api.EVD, what string) api.Event {
+			if q := got[e]; len(q) > 0 {
+				got[e] = q[1:]
+				return q[0]
+			}
+			if poll {
+				return s.spin(e, what)
+			}
+			return s.next(e, what)
+		}
+		ev := next(s.connEVD, "the connection's end")
 		if ev.Number != api.ConnectionBrokenEvent && ev.Number != api.ConnectionDisconnectedEvent {
 			t.Fatalf("connection event %v, want BROKEN or DISCONNECTED", ev.Number)
 		}
 		seen := map[api.Cookie]bool{}
 		for len(seen) < nrecv {
-			ev := s.next(s.recv, "the posted receives' completions")
+			ev := next(s.recv, "the posted receives' completions")
 			if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 1 || ev.DTO.Cookie > nrecv || seen[ev.DTO.Cookie] {
 				t.Fatalf("receive EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
 			}
 			seen[ev.DTO.Cookie] = true
 		}
 		var extra api.Event
-		if err := s.recv.Dequeue(&extra); err == nil {
-			t.Fatalf("a completion beyond the receives posted: %+v", extra)
+		if err := s.recv.Dequeue(&extra); err == nil || len(got[s.recv]) > 0 {
+			t.Fatalf("a completion beyond the receives posted: %+v %+v", extra, got[s.recv])
 		}
 		seen = map[api.Cookie]bool{}
 		for len(seen) < len(posts) {
-			ev := s.next(s.req, "the server's requests' completions")
+			ev := next(s.req, "the server's requests' completions")
 			if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 11 || ev.DTO.Cookie > 13 || seen[ev.DTO.Cookie] {
 				t.Fatalf("request EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
 			}
 			seen[ev.DTO.Cookie] = true
 		}
-		if err := s.req.Dequeue(&extra); err == nil {
-			t.Fatalf("a completion beyond the requests posted: %+v", extra)
+		if err := s.req.Dequeue(&extra); err == nil || len(got[s.req]) > 0 {
+			t.Fatalf("a completion beyond the requests posted: %+v %+v", extra, got[s.req])
 		}
 		runtime.ReadMemStats(&ms)
 		if d := ms.TotalAlloc - before; d > 16<<20 {
@@ -125,7 +161,8 @@ func FuzzHostileStream(f *testing.F) {
 	})
 }
 
-// fuzzScript turns script, eight bytes a step, into what the peer sends.
+// fuzzScript turns script, eight bytes a step, into what the peer sends,
+// a piece a step.
 // Step byte 0 picks the frame type (0: the other seven bytes as they
 // are); 1 the flags (bit 7: bits 0-6 as they are, even undefined ones);
 // 2 the sequence number (bit 7 clear: the next request's, else bits
@@ -133,14 +170,14 @@ func FuzzHostileStream(f *testing.F) {
 // 4 bit 0 whether RDMA names the window (else byte 5 as the key); 5 and
 // 6 the offset in the window and a read's length, in 64-byte units; 7
 // the ACK's credits, the NAK's status.
-func fuzzScript(script []byte, w api.RMRTriplet) []byte {
-	var out []byte
+func fuzzScript(script []byte, w api.RMRTriplet) [][]byte {
+	var out [][]byte
 	next := uint64(1)
 	for ; len(script) >= 8; script = script[8:] {
 		s := script[:8]
 		typ := s[0] % 9
 		if typ == 0 {
-			out = append(out, s[1:]...)
+			out = append(out, s[1:])
 			continue
 		}
 		fr := frame{Type: typ, Flags: s[1] & frFlagMask}
@@ -178,14 +215,12 @@ func fuzzScript(script []byte, w api.RMRTriplet) []byte {
 		if typ <= frReadReq && s[2]&0x80 == 0 {
 			next++
 		}
-		h := make([]byte, frameLen)
-		encodeFrame(h, &fr)
-		out = append(out, h...)
-		payload := make([]byte, fr.Len)
-		if len(payload) >= 8 {
-			binary.LittleEndian.PutUint64(payload, fr.Seq)
+		b := make([]byte, frameLen+int(fr.Len))
+		encodeFrame(b, &fr)
+		if fr.Len >= 8 {
+			binary.LittleEndian.PutUint64(b[frameLen:], fr.Seq)
 		}
-		out = append(out, payload...)
+		out = append(out, b)
 	}
 	return out
 }
@@ -314,6 +349,26 @@ func FuzzHostileHandshake(f *testing.F) {
 			handshakeEnd(t, c)
 		}
 	})
+}
+
+// spin is next for a consumer that polls: it spins on e's Dequeue, which
+// drives the connections that feed e, for up to 20 seconds.
+func (c *client) spin(e api.EVD, what string) api.Event {
+	c.t.Helper()
+	var ev api.Event
+	for end := time.Now().Add(20 * time.Second); ; {
+		err := e.Dequeue(&ev)
+		if err == nil {
+			return ev
+		}
+		if !errors.Is(err, api.ErrQueueEmpty) {
+			c.t.Fatalf("%s: %v", what, err)
+		}
+		if time.Now().After(end) {
+			c.t.Fatalf("%s: nothing in 20 s of polling", what)
+		}
+		runtime.Gosched()
+	}
 }
 
 // handshakeEnd checks that c's connection, set up with a hostile peer
