@@ -314,12 +314,8 @@ func TestAcceptRejectsStrangers(t *testing.T) {
 		defer cancel()
 		for _, st := range strangers {
 			// A plain DAT connect with the stranger's private data.
-			pz, _ := cli.CreatePZ()
-			evd, _ := cli.CreateEVD(8, nil, api.EVDConnection|api.EVDDTO)
-			ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := newRawPeer(t, cli, 4096)
+			ep, evd := p.ep, p.evd
 			if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, st.pd, 0, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -330,9 +326,7 @@ func TestAcceptRejectsStrangers(t *testing.T) {
 			if ev.Number != api.ConnectionPeerRejectedEvent {
 				t.Fatalf("%s: the connect got %v, want PEER_REJECTED", st.name, ev.Number)
 			}
-			ep.Free()
-			evd.Free()
-			pz.Free()
+			p.free()
 		}
 
 		// A real stream is accepted afterwards.
@@ -423,18 +417,9 @@ func testBrokenPeerMessage(t *testing.T, open opener, msgs [][]byte, want string
 	// A hand-made client with a valid hello: 4 receive buffers of 72
 	// bytes ("gdn1", version 1).
 	hello := []byte{'g', 'd', 'n', '1', 1, 0, 0, 0, 4, 0, 0, 0, 72, 0, 0, 0}
-	pz, _ := cli.CreatePZ()
-	evd, _ := cli.CreateEVD(16, nil, api.EVDConnection|api.EVDDTO)
-	ep, err := cli.CreateEP(pz, evd, evd, evd, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, _ := api.AllocMemory(4096)
-	lmr, err := cli.CreateLMR(pz, api.Region{Type: api.MemTypeVirtual, Bytes: mem.Bytes()}, api.MemPrivAll, api.VATypeVA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, _ := lmr.Query()
+	p := newRawPeer(t, cli, 4096)
+	defer p.free()
+	ep, evd, mem, reg := p.ep, p.evd, p.mem, p.reg
 	// The 4 receive buffers the hello declares, so that what this side's
 	// Writes send before the broken message is taken does not break
 	// the connection first.
@@ -464,7 +449,7 @@ func testBrokenPeerMessage(t *testing.T, open opener, msgs [][]byte, want string
 		}
 	}
 	s.SetDeadline(time.Now().Add(10 * time.Second))
-	_, err = s.Read(make([]byte, 16))
+	_, err := s.Read(make([]byte, 16))
 	if err == io.EOF {
 		// The peer ended its stream first: the error shows on Write,
 		// once the broken message has come.
@@ -476,11 +461,52 @@ func testBrokenPeerMessage(t *testing.T, open opener, msgs [][]byte, want string
 		t.Fatalf("after the messages %q: %v, want an error containing %q", msgs, err, want)
 	}
 	ep.Disconnect(api.CloseAbrupt)
-	ep.Free()
-	lmr.Free()
-	mem.Free()
-	evd.Free()
-	pz.Free()
+}
+
+// rawPeer is a hand-made DAT client of a stream: one EVD for everything,
+// an EP, and registered memory.
+type rawPeer struct {
+	pz  api.PZ
+	evd api.EVD
+	ep  api.EP
+	mem *api.Memory
+	lmr api.LMR
+	reg api.LMRParam
+}
+
+// newRawPeer makes a rawPeer of ia with size bytes of memory.
+func newRawPeer(t testing.TB, ia api.IA, size int) *rawPeer {
+	t.Helper()
+	p := &rawPeer{}
+	var err error
+	if p.pz, err = ia.CreatePZ(); err != nil {
+		t.Fatal(err)
+	}
+	if p.evd, err = ia.CreateEVD(64, nil, api.EVDConnection|api.EVDDTO); err != nil {
+		t.Fatal(err)
+	}
+	if p.ep, err = ia.CreateEP(p.pz, p.evd, p.evd, p.evd, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p.mem, err = api.AllocMemory(size); err != nil {
+		t.Fatal(err)
+	}
+	if p.lmr, err = ia.CreateLMR(p.pz, api.Region{Type: api.MemTypeVirtual, Bytes: p.mem.Bytes()}, api.MemPrivAll, api.VATypeVA); err != nil {
+		t.Fatal(err)
+	}
+	if p.reg, err = p.lmr.Query(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// free frees the peer's objects, the EP first.
+func (p *rawPeer) free() {
+	p.ep.Free()
+	p.lmr.Free()
+	p.mem.Free()
+	p.evd.Free()
+	p.pz.Free()
 }
 
 // openListener opens an IA with open and a listener of it on a free

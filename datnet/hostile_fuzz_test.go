@@ -1,0 +1,184 @@
+package datnet_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/datnet"
+)
+
+// FuzzHostilePeer plays a stream peer that says anything: a hand-made
+// DAT client connects to a Listener (loopback IA) with the hello of the
+// input, sends the input's messages and then disconnects (gracefully or
+// not). Input byte 0: bit 0 an abrupt disconnect; bits 1-3 how many
+// receives the client posts for the server's Writes. Bytes 1-16: the
+// hello. Then each message: a length byte and that many bytes. The
+// Listener must refuse a bad hello (PEER_REJECTED) without a connection;
+// an accepted connection's Read and Write must end in an error (io.EOF
+// included) once the peer is gone: no panic, no hang, no more bytes read
+// than the peer sent; Close must return.
+func FuzzHostilePeer(f *testing.F) {
+	hello := []byte{'g', 'd', 'n', '1', 1, 0, 0, 0, 4, 0, 0, 0, 72, 0, 0, 0}
+	msg := func(hdr []byte, payload string) []byte {
+		return append([]byte{byte(len(hdr) + len(payload))}, append(hdr, payload...)...)
+	}
+	hdr := func(credits uint32, flags byte) []byte { return []byte{byte(credits), 0, 0, 0, flags, 0, 0, 0} }
+	for _, seed := range [][]byte{
+		append(append([]byte{8}, hello...), msg(hdr(0, 0), "hello")...),
+		append(append([]byte{9}, hello...), append(msg(hdr(0, 0), "a"), msg(hdr(0, 1), "")...)...),
+		append(append([]byte{8}, hello...), msg(hdr(1, 0), "")...),
+		append(append([]byte{8}, hello...), msg(hdr(0, 1), "after")...),
+		append(append([]byte{8}, hello...), msg([]byte("abc"), "")...),
+		append([]byte{8}, "gdn1\x02\x00\x00\x00\x04\x00\x00\x00\x48\x00\x00\x00"...),
+		append([]byte{8}, "gdn1\x01\x00\x00\x00\xff\xff\xff\xff\x48\x00\x00\x00"...),
+		{0},
+	} {
+		f.Add(seed)
+	}
+	open := inProcess("lo")
+	ctx := context.Background()
+	srv, err := open(ctx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	cli, err := open(ctx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	l, err := datnet.Listen(srv, ":0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	accepted := make(chan net.Conn)
+	acceptDone := make(chan struct{})
+	go func() {
+		defer close(acceptDone)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	f.Cleanup(func() {
+		l.Close()
+		<-acceptDone
+		cli.Close(api.CloseAbrupt)
+		srv.Close(api.CloseAbrupt)
+	})
+	la := l.Addr().(*datnet.Addr)
+
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 17 || len(in) > 2048 {
+			return
+		}
+		abrupt, nrecv, hello, script := in[0]&1 != 0, int(in[0]>>1)%8, in[1:17], in[17:]
+		var msgs [][]byte
+		sent := 0
+		for len(script) > 0 {
+			n := min(int(script[0]), len(script)-1)
+			msgs, script = append(msgs, script[1:1+n]), script[1+n:]
+			sent += max(n-8, 0)
+		}
+		p := newRawPeer(t, cli, 64<<10)
+		defer p.free()
+		ep, evd, mem, reg := p.ep, p.evd, p.mem, p.reg
+		for i := range nrecv {
+			if err := ep.PostRecv([]api.LMRTriplet{reg.Triplet(uint64(32<<10+i*1024), 1024)}, api.Cookie(100+i), api.CompletionDefault); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, hello, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		switch ev := next(t, evd, api.EVDConnection); ev.Number {
+		case api.ConnectionEstablishedEvent:
+		case api.ConnectionPeerRejectedEvent:
+			return // the Listener refused the hello
+		default:
+			t.Fatalf("the connect got %v, want ESTABLISHED or PEER_REJECTED", ev.Number)
+		}
+		var s net.Conn
+		select {
+		case s = <-accepted:
+		case <-time.After(10 * time.Second):
+			t.Fatal("ESTABLISHED, but Accept returned no connection")
+		}
+		for i, m := range msgs {
+			if len(m) == 0 {
+				continue // (a zero-length send is a message of its own: kept for the script's sake)
+			}
+			off := uint64(i%32) * 1024
+			copy(mem.Bytes()[off:], m)
+			if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(off, uint32(len(m)))}, api.Cookie(i), api.CompletionDefault); err != nil {
+				break // (the connection may have ended)
+			}
+		}
+		// The server writes too, into whatever credits the hello gave it.
+		s.SetDeadline(time.Now().Add(20 * time.Second))
+		werr := make(chan error, 1)
+		go func() {
+			var err error
+			for err == nil {
+				_, err = s.Write([]byte("0123456789abcdef"))
+			}
+			werr <- err
+		}()
+		// Read what the peer sent (or until the stream fails), then have
+		// the peer go.
+		got, buf := 0, make([]byte, 4096)
+		var rerr error
+		for got < sent && rerr == nil {
+			var n int
+			n, rerr = s.Read(buf)
+			got += n
+		}
+		if abrupt {
+			ep.Disconnect(api.CloseAbrupt)
+		} else {
+			ep.Disconnect(api.CloseGraceful)
+		}
+		for rerr == nil {
+			var n int
+			n, rerr = s.Read(buf)
+			got += n
+		}
+		if isTimeout(rerr) {
+			t.Fatalf("Read: no end 20 s after the peer's disconnect (%d bytes read)", got)
+		}
+		if got > sent {
+			t.Fatalf("read %d bytes; the peer sent %d", got, sent)
+		}
+		if err := <-werr; isTimeout(err) {
+			t.Fatalf("Write: no end 20 s after the peer's disconnect")
+		}
+		if err := s.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Logf("Close: %v", err)
+		}
+	})
+}
+
+// next returns the next event of stream kind on e, skipping others, or
+// fails the test after 10 seconds.
+func next(t *testing.T, e api.EVD, kind api.EVDFlags) api.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		var ev api.Event
+		if _, err := e.Wait(ctx, 1, &ev); err != nil {
+			t.Fatalf("waiting for an event: %v", err)
+		}
+		if ev.Number.Stream() == kind {
+			return ev
+		}
+	}
+}
+
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
