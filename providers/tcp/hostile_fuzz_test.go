@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,7 +259,7 @@ func FuzzHostileHandshake(f *testing.F) {
 	addr := func() net.Addr { a, _, _ := shared.ia.Query(); return a.Address }()
 	// One raw listener for every input: each connection gets the answer
 	// of the input that is running.
-	var answer atomic.Pointer[[]byte]
+	var answers atomic.Pointer[[]byte]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.Fatal(err)
@@ -280,7 +281,7 @@ func FuzzHostileHandshake(f *testing.F) {
 				if _, err := io.ReadFull(nc, hello[:]); err != nil {
 					return
 				}
-				nc.Write(*answer.Load())
+				nc.Write(*answers.Load())
 				nc.(*net.TCPConn).CloseWrite()
 				nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 				io.Copy(io.Discard, nc)
@@ -296,9 +297,11 @@ func FuzzHostileHandshake(f *testing.F) {
 		}
 		c := newClient(t, shared.ia)
 		defer c.free()
-		bytes := in[1:]
+		// A copy: the raw listener may still be writing it when the
+		// connection has ended, and the fuzzer reuses in.
+		says := slices.Clone(in[1:])
 		if in[0]&1 == 1 {
-			answer.Store(&bytes)
+			answers.Store(&says)
 			if err := c.ep.Connect(addr, lq, 5*time.Second, []byte("x"), api.QOSBestEffort, api.ConnectDefault); err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +313,7 @@ func FuzzHostileHandshake(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		nc.Write(bytes)
+		nc.Write(says)
 		nc.(*net.TCPConn).CloseWrite()
 		eof := make(chan error, 1)
 		go func() {
