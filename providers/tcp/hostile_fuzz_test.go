@@ -163,14 +163,14 @@ func FuzzHostileStream(f *testing.F) {
 }
 
 // fuzzScript turns script, eight bytes a step, into what the peer sends,
-// a piece a step.
-// Step byte 0 picks the frame type (0: the other seven bytes as they
-// are); 1 the flags (bit 7: bits 0-6 as they are, even undefined ones);
-// 2 the sequence number (bit 7 clear: the next request's, else bits
-// 0-6); 3 the payload length in units of 16 bytes (a send) or 64 bytes;
-// 4 bit 0 whether RDMA names the window (else byte 5 as the key); 5 and
-// 6 the offset in the window and a read's length, in 64-byte units; 7
-// the ACK's credits, the NAK's status.
+// a piece a step. Step byte 0 picks the frame type (0: the other seven
+// bytes as they are); 1 the flags (bit 7: bits 0-6 as they are, even
+// undefined ones); 2 the sequence number (bit 7 clear: the next
+// request's, else bits 0-6); 3 the payload length in units of 16 bytes
+// (a send) or 64 bytes; 4, bit 0: RDMA names the window (else bytes 4
+// and 5 are the key); 5 the offset, in 64-byte units; 6 a read's length
+// in 64-byte units and the ACK's sequence number; 7 the ACK's credits,
+// the NAK's status.
 func fuzzScript(script []byte, w api.RMRTriplet) [][]byte {
 	var out [][]byte
 	next := uint64(1)
