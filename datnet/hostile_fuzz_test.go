@@ -55,7 +55,7 @@ func FuzzHostilePeer(f *testing.F) {
 		f.Fatal(err)
 	}
 	accepted := make(chan net.Conn)
-	acceptDone := make(chan struct{})
+	stop, acceptDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(acceptDone)
 		for {
@@ -63,10 +63,16 @@ func FuzzHostilePeer(f *testing.F) {
 			if err != nil {
 				return
 			}
-			accepted <- c
+			select {
+			case accepted <- c:
+			case <-stop: // (an input failed before it took its connection)
+				c.Close()
+				return
+			}
 		}
 	}()
 	f.Cleanup(func() {
+		close(stop)
 		l.Close()
 		<-acceptDone
 		cli.Close(api.CloseAbrupt)
