@@ -20,9 +20,9 @@
 // bytes; Read copies out of received messages and posts each emptied
 // buffer again, after the program's next Write has posted its message, at
 // the next Read, or before the connection waits, whichever comes first
-// (so that an answer is not held up by the post). Every message starts with a header (wire.go) that returns
-// credits: the number of receive buffers its sender has posted again since
-// its last message. A side sends only while it holds a credit for a
+// (so that an answer is not held up by the post). Every message starts
+// with a header (wire.go) that returns credits: the number of receive
+// buffers its sender has posted again since its last message. A side sends only while it holds a credit for a
 // buffer the peer has posted, so a writer never overruns the reader; a
 // slow reader makes Write block, as a full socket buffer does.
 //
