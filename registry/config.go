@@ -20,7 +20,8 @@ package registry
 //   - In the classic form, default|nondefault is dat.conf(5)'s marker of the
 //     default library version of an IA and real files mark every line
 //     "default"; several defaults are therefore allowed there (OpenDefault
-//     takes the first). A TOML file may mark at most one IA default.
+//     takes the first that exists on the host: Registry.DefaultIAs). A
+//     TOML file may mark at most one IA default.
 //   - Columns are 1-based byte offsets within the line, as the Go tools
 //     count them; a UTF-8 byte order mark at the start is skipped.
 //   - A file larger than MaxConfigSize is refused as a whole; LoadConfig

@@ -44,6 +44,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -225,20 +226,61 @@ func (r *Registry) Open(ctx context.Context, name string, opts ...OpenOption) (a
 	return r.open(ctx, r.cfg.IAs[i], opts)
 }
 
-// OpenDefault opens the IA marked default in the configuration, or the
-// first IA if none is marked.
-func (r *Registry) OpenDefault(ctx context.Context, opts ...OpenOption) (api.IA, error) {
-	if len(r.cfg.IAs) == 0 {
-		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered, "no IA configured in "+r.cfg.File)
-	}
-	e := r.cfg.IAs[0]
-	for _, x := range r.cfg.IAs {
-		if x.Default {
-			e = x
-			break
+// DefaultIAs lists, in order, the IAs OpenDefault tries: those marked
+// default; when none is, the file's own IAs (not the built-in ones
+// LoadConfig adds); when the file has none, the built-in ones.
+func (r *Registry) DefaultIAs() []string {
+	names, _ := r.defaultIAs()
+	return names
+}
+
+// defaultIAs is DefaultIAs, with what the list is in words.
+func (r *Registry) defaultIAs() (names []string, what string) {
+	var marked, own, all []string
+	for _, e := range r.cfg.IAs {
+		all = append(all, e.Name)
+		if e.Default {
+			marked = append(marked, e.Name)
+		}
+		if !e.BuiltIn {
+			own = append(own, e.Name)
 		}
 	}
-	return r.open(ctx, e, opts)
+	switch {
+	case len(marked) > 0:
+		return marked, "IAs marked default in " + r.cfg.File
+	case len(own) > 0:
+		return own, "IAs of " + r.cfg.File
+	}
+	return all, "built-in IAs"
+}
+
+// OpenDefault opens the first IA of DefaultIAs that exists on this host.
+// One whose Open fails with DAT_PROVIDER_NOT_FOUND (unavailable in this
+// build, its device or address absent) is passed over for the next, since
+// a system dat.conf marks default every adapter it knows of; any other
+// error ends the search and is returned. When none opens, the error is
+// DAT_PROVIDER_NOT_FOUND and carries the first IA's.
+func (r *Registry) OpenDefault(ctx context.Context, opts ...OpenOption) (api.IA, error) {
+	names, what := r.defaultIAs()
+	if len(names) == 0 {
+		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered, "no IA configured in "+r.cfg.File)
+	}
+	var first error
+	for _, name := range names {
+		ia, err := r.Open(ctx, name, opts...)
+		if err == nil || !errors.Is(err, api.ErrProviderNotFound) {
+			return ia, err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(names) == 1 {
+		return nil, first
+	}
+	return nil, &api.Error{Type: api.ProviderNotFound, Sub: api.SubNameNotRegistered,
+		Msg: fmt.Sprintf("none of the %d %s opens on this host; the first", len(names), what), Cause: first}
 }
 
 func (r *Registry) open(ctx context.Context, e IAEntry, opts []OpenOption) (api.IA, error) {

@@ -139,9 +139,12 @@ func TestDebianSystemFile(t *testing.T) {
 			t.Errorf("built-in IA %d: %+v", i, pi)
 		}
 	}
-	// The file's default stands.
-	if _, err := reg.OpenDefault(ctx); err == nil || !strings.Contains(err.Error(), `IA "ofa-v2-mlx4_0-1"`) {
-		t.Errorf("OpenDefault: %v, want the file's first default, ofa-v2-mlx4_0-1", err)
+	// The file's defaults stand: OpenDefault tries each, and none of them
+	// is on this host (no such adapters, or no verbs in the build).
+	if _, err := reg.OpenDefault(ctx); !errors.Is(err, api.ErrProviderNotFound) ||
+		!strings.Contains(err.Error(), "none of the "+strconv.Itoa(len(lines))+" IAs marked default in "+debianConf) ||
+		!strings.Contains(err.Error(), `IA "ofa-v2-mlx4_0-1"`) {
+		t.Errorf("OpenDefault: %v, want ErrProviderNotFound naming the file's first default, ofa-v2-mlx4_0-1", err)
 	}
 	_, err = reg.Open(ctx, "nosuch")
 	if !errors.Is(err, api.ErrProviderNotFound) || !strings.Contains(err.Error(), `no IA named "nosuch" in `+debianConf+" nor among godat's built-in IAs") {
@@ -182,5 +185,48 @@ func TestBuiltInIAsRedefined(t *testing.T) {
 		if err := ia.Close(api.CloseAbrupt); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// OpenDefault passes over an IA marked default that is not on this host
+// (DAT_PROVIDER_NOT_FOUND) for the next one, and stops at any other error.
+func TestOpenDefaultSkipsAbsentIAs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dat.conf")
+	conf := `ofa-v2-mlx4_0-1 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "mlx4_0 1" ""
+ofa-v2-mcm-1 u2.0 nonthreadsafe default libdaplomcm.so.2 dapl.2.0 "mlx4_0 1" ""
+lo2 u2.0 threadsafe default libgodat-loopback.so godat.1.0 "" ""
+lo3 u2.0 threadsafe default libgodat-loopback.so godat.1.0 "" ""
+`
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := registry.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(cfg)
+	if got, want := strings.Join(reg.DefaultIAs(), " "), "ofa-v2-mlx4_0-1 ofa-v2-mcm-1 lo2 lo3"; got != want {
+		t.Errorf("DefaultIAs = %s, want %s", got, want)
+	}
+	ia, err := reg.OpenDefault(context.Background())
+	if err != nil {
+		t.Fatalf("OpenDefault: %v", err)
+	}
+	attr, _, err := ia.Query()
+	if err != nil || attr.AdapterName != "lo2" {
+		t.Errorf("OpenDefault opened %q (%v), want lo2", attr.AdapterName, err)
+	}
+	if err := ia.Close(api.CloseAbrupt); err != nil {
+		t.Fatal(err)
+	}
+
+	// An error other than DAT_PROVIDER_NOT_FOUND ends the search at lo2.
+	if _, err := reg.OpenDefault(context.Background(), registry.WithAsyncEVDQLen(0)); !errors.Is(err, api.ErrInvalidParameter) {
+		t.Errorf("OpenDefault with a zero async queue = %v, want ErrInvalidParameter", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := reg.OpenDefault(ctx); err == nil || errors.Is(err, api.ErrProviderNotFound) {
+		t.Errorf("OpenDefault with an ended context = %v, want its error", err)
 	}
 }

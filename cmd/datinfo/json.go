@@ -29,12 +29,18 @@ import (
 // strings; "address" is a string, or null when the provider has none;
 // named-attribute lists are arrays of {"name", "value"} objects.
 //
+// "default_ias" lists the IAs OpenDefault tries, in order
+// (registry.Registry.DefaultIAs), and "open_default" names the one it
+// opens on this host, or is null when it fails.
+//
 // Every key of the output, at every depth, is snake_case: lower-case
 // words joined by underscores. Keys are added, never renamed or removed.
 type listJSON struct {
-	Config    configJSON `json:"config"`
-	Providers []string   `json:"providers"` // the providers built in
-	IAs       []iaJSON   `json:"ias"`
+	Config      configJSON `json:"config"`
+	Providers   []string   `json:"providers"` // the providers built in
+	IAs         []iaJSON   `json:"ias"`
+	DefaultIAs  []string   `json:"default_ias"`
+	OpenDefault *string    `json:"open_default"`
 }
 
 // configJSON says which configuration was read: file, format ("toml",
@@ -85,11 +91,15 @@ type namedAttrJSON struct {
 	Value string `json:"value"`
 }
 
-func writeListJSON(w io.Writer, cfg *registry.Config, reps []iaReport) error {
+func writeListJSON(w io.Writer, cfg *registry.Config, reps []iaReport, def defaultChoice) error {
 	out := listJSON{
-		Config:    configJSON{File: cfg.File, Format: cfg.Format, Source: cfg.Source},
-		Providers: registry.Providers(),
-		IAs:       []iaJSON{},
+		Config:     configJSON{File: cfg.File, Format: cfg.Format, Source: cfg.Source},
+		Providers:  registry.Providers(),
+		IAs:        []iaJSON{},
+		DefaultIAs: append([]string{}, def.tried...),
+	}
+	if def.opens != "" {
+		out.OpenDefault = &def.opens
 	}
 	for _, r := range reps {
 		pi := r.info

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,13 @@ func (infoProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) 
 
 type failProvider struct{}
 
+// busyProvider's Open fails as an IA that exists but cannot open now.
+type busyProvider struct{}
+
+func (busyProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
+	return nil, api.Errorf(api.InsufficientResources, api.NoSubtype, "busy")
+}
+
 func (failProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) {
 	return nil, api.Errorf(api.ProviderNotFound, api.NoSubtype, "no device "+p.Params)
 }
@@ -40,6 +48,7 @@ func (failProvider) Open(ctx context.Context, p api.OpenParams) (api.IA, error) 
 func init() {
 	provider.Register("datinfo-test", infoProvider{})
 	provider.Register("datinfo-fail", failProvider{})
+	provider.Register("datinfo-busy", busyProvider{})
 }
 
 // infoIA implements the part of api.IA that datinfo and the registry's
@@ -203,7 +212,7 @@ func TestTable(t *testing.T) {
 	if r := row(t, out, "missing0"); !strings.Contains(r, `unavailable: no provider named "nosuch"`) {
 		t.Errorf("missing0 row: %q", r)
 	}
-	if !strings.Contains(out, "OpenDefault opens broken0") {
+	if !strings.Contains(out, "* marked default; OpenDefault fails here: broken0 is unavailable.") {
 		t.Errorf("no default line:\n%s", out)
 	}
 
@@ -599,7 +608,7 @@ func TestDebianSystemFile(t *testing.T) {
 			t.Errorf("%s row: %q", name, f)
 		}
 	}
-	if !strings.Contains(out, "OpenDefault opens ofa-v2-mlx4_0-1.") {
+	if !regexp.MustCompile(`\* marked default; OpenDefault fails here: none of the \d+ IAs it tries is available\.`).MatchString(out) {
 		t.Errorf("default line:\n%s", out)
 	}
 
@@ -766,5 +775,41 @@ func TestNoIAAvailable(t *testing.T) {
 	code, out, _ = runDatinfo(t, "-f", writeFile(t, "one.conf", testConfig))
 	if code != exitOK || strings.Contains(out, "No IA is available") {
 		t.Errorf("with an available IA: exit %d:\n%s", code, out)
+	}
+}
+
+// The line under the table and "open_default" say what OpenDefault does
+// here: it passes over IAs marked default that are absent from this host,
+// and stops at one that fails otherwise.
+func TestDefaultLine(t *testing.T) {
+	isolate(t)
+	for _, c := range []struct {
+		name, conf, line string
+		opens            any
+	}{
+		{"skips", "broken0 u2.0 threadsafe default libgodat-datinfo-fail.so godat.1.0 \"dev9\" \"\"\n" +
+			"good0 u2.0 threadsafe default libgodat-datinfo-test.so godat.1.0 \"dev0\" \"\"\n",
+			"* marked default; OpenDefault opens good0, passing over 1 unavailable here before it.", "good0"},
+		{"stops", "busy0 u2.0 threadsafe default libgodat-datinfo-busy.so godat.1.0 \"\" \"\"\n" +
+			"good0 u2.0 threadsafe default libgodat-datinfo-test.so godat.1.0 \"dev0\" \"\"\n",
+			"* marked default; OpenDefault fails here: busy0 does not open (its STATUS above).", nil},
+		{"none marked", "broken0 u2.0 threadsafe nondefault libgodat-datinfo-fail.so godat.1.0 \"dev9\" \"\"\n" +
+			"good0 u2.0 threadsafe nondefault libgodat-datinfo-test.so godat.1.0 \"dev0\" \"\"\n",
+			"No IA is marked default; OpenDefault opens good0, passing over 1 unavailable here before it.", "good0"},
+	} {
+		cfg := writeFile(t, "dat.conf", c.conf)
+		if out := runDatinfoOK(t, "-f", cfg); !strings.Contains(out, "\n"+c.line+"\n") {
+			t.Errorf("%s: want %q under the table:\n%s", c.name, c.line, out)
+		}
+		var got struct {
+			DefaultIAs  []string `json:"default_ias"`
+			OpenDefault any      `json:"open_default"`
+		}
+		if err := json.Unmarshal([]byte(runDatinfoOK(t, "-f", cfg, "--json")), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.DefaultIAs, []string{strings.Fields(c.conf)[0], "good0"}) || got.OpenDefault != c.opens {
+			t.Errorf("%s: default_ias %q, open_default %v; want %v", c.name, got.DefaultIAs, got.OpenDefault, c.opens)
+		}
 	}
 }

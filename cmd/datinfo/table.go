@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,8 +25,11 @@ type iaReport struct {
 	info    registry.ProviderInfo
 	library string
 	opened  bool
-	attr    api.IAAttr
-	pattr   api.ProviderAttr
+	// absent: the IA is unavailable in this build, or its Open failed with
+	// DAT_PROVIDER_NOT_FOUND, so that OpenDefault passes it over.
+	absent bool
+	attr   api.IAAttr
+	pattr  api.ProviderAttr
 	// plugin is the plugin behind the IA, as it was while the IA was open
 	// (or as the registry lists it when the IA could not be opened); nil
 	// for a built-in provider.
@@ -63,13 +67,66 @@ func probe(reg *registry.Registry, stderr io.Writer) (reps []iaReport, ok bool) 
 			}
 			if err != nil {
 				r.info.Available, r.info.Reason = false, err.Error()
+				r.absent = errors.Is(err, api.ErrProviderNotFound)
 			} else {
 				r.opened = true
 			}
 		}
+		if !pi.Available {
+			r.absent = true
+		}
 		reps = append(reps, r)
 	}
 	return reps, ok
+}
+
+// defaultChoice is what OpenDefault does with the IAs of reps: tried is
+// the registry's DefaultIAs, opens the IA it opens, skipped how many IAs
+// it passes over first as absent from this host, and stops the IA whose
+// error ends its search instead.
+type defaultChoice struct {
+	tried   []string
+	opens   string
+	skipped int
+	stops   string
+}
+
+func chooseDefault(reps []iaReport, tried []string) defaultChoice {
+	c := defaultChoice{tried: tried}
+	for _, name := range tried {
+		k := slices.IndexFunc(reps, func(r iaReport) bool { return r.info.IAName == name })
+		switch {
+		case k >= 0 && reps[k].opened:
+			c.opens = name
+			return c
+		case k >= 0 && !reps[k].absent:
+			c.stops = name
+			return c
+		}
+		c.skipped++
+	}
+	return c
+}
+
+// line says it under the table.
+func (c defaultChoice) line(marked bool) string {
+	head := "No IA is marked default"
+	if marked {
+		head = "* marked default"
+	}
+	switch {
+	case c.stops != "":
+		return fmt.Sprintf("%s; OpenDefault fails here: %s does not open (its STATUS above).", head, c.stops)
+	case c.opens == "" && len(c.tried) == 1:
+		return fmt.Sprintf("%s; OpenDefault fails here: %s is unavailable.", head, c.tried[0])
+	case c.opens == "" && len(c.tried) <= 3:
+		return fmt.Sprintf("%s; OpenDefault fails here: none of %s is available.", head, strings.Join(c.tried, ", "))
+	case c.opens == "":
+		return fmt.Sprintf("%s; OpenDefault fails here: none of the %d IAs it tries is available.", head, len(c.tried))
+	case c.skipped > 0:
+		return fmt.Sprintf("%s; OpenDefault opens %s, passing over %d unavailable here before it.", head, c.opens, c.skipped)
+	}
+	return fmt.Sprintf("%s; OpenDefault opens %s.", head, c.opens)
 }
 
 func list(o options, stdout, stderr io.Writer) int {
@@ -79,13 +136,14 @@ func list(o options, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	reps, ok := probe(reg, stderr)
+	def := chooseDefault(reps, reg.DefaultIAs())
 	switch {
 	case o.json:
-		err = writeListJSON(stdout, reg.Config(), reps)
+		err = writeListJSON(stdout, reg.Config(), reps, def)
 	case o.verbose:
 		err = writeVerbose(stdout, reg.Config(), reps)
 	default:
-		err = writeTable(stdout, reg.Config(), reps)
+		err = writeTable(stdout, reg.Config(), reps, def)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "datinfo:", err)
@@ -126,7 +184,7 @@ func describeSource(cfg *registry.Config) string {
 	return cfg.File + " (" + cfg.Format + " form)"
 }
 
-func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
+func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport, def defaultChoice) error {
 	fmt.Fprintf(w, "Configuration: %s\n", describeSource(cfg))
 	fmt.Fprintf(w, "Providers built in: %s\n\n", strings.Join(registry.Providers(), ", "))
 	if len(reps) == 0 {
@@ -135,14 +193,11 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  IA\tORIGIN\tPROVIDER\tDEVICE/ADDRESS\tMAX_EPS\tEVD_QLEN\tMAX_MSG\tMAX_RDMA\tIOV\tPRIV_DATA\tSTATUS")
-	firstDefault := ""
+	marked := false
 	for _, r := range reps {
 		mark := " "
 		if r.info.Default {
-			mark = "*"
-			if firstDefault == "" {
-				firstDefault = r.info.IAName
-			}
+			mark, marked = "*", true
 		}
 		dev := r.info.IAParams
 		if r.opened && r.attr.Address != nil {
@@ -178,13 +233,7 @@ func writeTable(w io.Writer, cfg *registry.Config, reps []iaReport) error {
 	if err := writePlugins(w, reps); err != nil {
 		return err
 	}
-	var err error
-	if firstDefault == "" {
-		firstDefault = reps[0].info.IAName
-		_, err = fmt.Fprintf(w, "\nNo IA is marked default; OpenDefault opens %s.\n", firstDefault)
-	} else {
-		_, err = fmt.Fprintf(w, "\n* marked default; OpenDefault opens %s.\n", firstDefault)
-	}
+	_, err := fmt.Fprintf(w, "\n%s\n", def.line(marked))
 	if err != nil || available(reps) > 0 {
 		return err
 	}
