@@ -18,7 +18,7 @@ import (
 // clientConfig says which IA the client opens and where the server is.
 type clientConfig struct {
 	reg  *registry.Registry
-	ia   string       // IA name; "" for chooseIA's pick
+	ia   string       // IA name; "" for openNode's pick
 	host string       // server host (-h)
 	port api.ConnQual // server's connection qualifier (-p)
 	// target, when set, is the server's IA address, used as is instead of

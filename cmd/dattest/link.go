@@ -24,25 +24,19 @@ const (
 	maxBenchSize   = 64 << 20         // largest benchmark message the server accepts
 )
 
-// chooseIA returns the IA name dattest opens when -d is not given: "tcp"
-// when the configuration has an available IA of that name, else the
-// first available IA, one marked default before the others. The IAs of
-// the file come before godat's built-in IAs, which the registry lists
-// after them: a file's available RDMA IA wins over the built-in tcp. A
-// classic /etc/dat.conf lists many IAs, often all marked default, most of
-// them for devices the machine does not have; when none is available the
-// error says why the first is not and how to go on.
-func chooseIA(reg *registry.Registry, name string) (string, error) {
-	if name != "" {
-		return name, nil
-	}
+// chooseIAs returns the IAs dattest tries, in order, when -d is not
+// given: the available ones, "tcp" first, then those marked default, then
+// the rest; the IAs of the file before godat's built-in IAs, which the
+// registry lists after them, so that a file's RDMA IA wins over the
+// built-in tcp. A classic /etc/dat.conf lists many IAs, often all marked
+// default, most of them for devices the machine does not have: openNode
+// passes over those. When none is available the error says why the first
+// is not and how to go on.
+func chooseIAs(reg *registry.Registry) ([]string, error) {
 	list := reg.List()
 	if len(list) == 0 {
-		return "", fmt.Errorf("no IA is configured in %s", reg.Config().File)
+		return nil, fmt.Errorf("no IA is configured in %s", reg.Config().File)
 	}
-	// rank orders the available IAs: the file's before the built-in ones,
-	// and in each group tcp, then one marked default, then the rest; the
-	// first of the best rank wins.
 	rank := func(pi registry.ProviderInfo) int {
 		r := 2
 		switch {
@@ -56,19 +50,27 @@ func chooseIA(reg *registry.Registry, name string) (string, error) {
 		}
 		return r
 	}
-	best := -1
-	for i, pi := range list {
-		if pi.Available && (best < 0 || rank(pi) < rank(list[best])) {
-			best = i
+	var avail []registry.ProviderInfo
+	for _, pi := range list {
+		if pi.Available {
+			avail = append(avail, pi)
 		}
 	}
-	if best >= 0 {
-		return list[best].IAName, nil
+	if len(avail) == 0 {
+		first := list[0]
+		return nil, fmt.Errorf("no IA in %s is available (the first, %s at %v: %s); %s",
+			reg.Config().File, first.IAName, first.Pos, first.Reason, nameOne)
 	}
-	first := list[0]
-	return "", fmt.Errorf("no IA in %s is available (the first, %s at %v: %s); name one with -d, or use -embedded for godat's built-in configuration",
-		reg.Config().File, first.IAName, first.Pos, first.Reason)
+	slices.SortStableFunc(avail, func(a, b registry.ProviderInfo) int { return rank(a) - rank(b) })
+	names := make([]string, len(avail))
+	for i, pi := range avail {
+		names[i] = pi.IAName
+	}
+	return names, nil
 }
+
+// nameOne is how to go on when dattest finds no IA by itself.
+const nameOne = "name one with -d, or use -embedded for godat's built-in configuration"
 
 // node is an open IA with one protection zone.
 type node struct {
@@ -79,12 +81,36 @@ type node struct {
 	pattr api.ProviderAttr
 }
 
-// openNode opens the IA called name (chooseIA's pick when empty).
+// openNode opens the IA called name, or, when name is empty, the first
+// of chooseIAs that opens: one whose Open fails with
+// DAT_PROVIDER_NOT_FOUND (its device or address is not on this host) is
+// passed over, any other error is returned.
 func openNode(ctx context.Context, reg *registry.Registry, name string) (*node, error) {
-	name, err := chooseIA(reg, name)
+	if name != "" {
+		return openNamed(ctx, reg, name)
+	}
+	names, err := chooseIAs(reg)
 	if err != nil {
 		return nil, err
 	}
+	var first error
+	for _, name := range names {
+		n, err := openNamed(ctx, reg, name)
+		if err == nil || !errors.Is(err, api.ErrProviderNotFound) {
+			return n, err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(names) == 1 {
+		return nil, fmt.Errorf("%w; %s", first, nameOne)
+	}
+	return nil, fmt.Errorf("none of the %d available IAs of %s opens here (the first: %w); %s", len(names), reg.Config().File, first, nameOne)
+}
+
+// openNamed opens the IA called name and creates its PZ.
+func openNamed(ctx context.Context, reg *registry.Registry, name string) (*node, error) {
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	ia, err := reg.Open(octx, name)

@@ -260,7 +260,8 @@ flags:
   -h HOST       run as client against the server on HOST
   -d IA         the IA to open (default: "tcp" if available, else the first
                 available IA, the ones marked default first; the file's IAs
-                before the built-in ones)
+                before the built-in ones; an IA whose device or address is
+                not on this host is passed over)
   -p PORT       connection qualifier (TCP port for the tcp provider; default 18515;
                 0 with -s picks a free one)
   -raw-port N   server: TCP port of the raw TCP baseline (default: any free port)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -789,8 +790,8 @@ ofa-v2-nic1 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "nosuchdev1 0" "
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := chooseIA(registry.New(cfg), ""); err != nil || got != c.want {
-			t.Errorf("chose %q (%v), want %q, from:\n%s", got, err, c.want, c.conf)
+		if got, err := chooseIAs(registry.New(cfg)); err != nil || got[0] != c.want {
+			t.Errorf("chose %q (%v), want %q first, from:\n%s", got, err, c.want, c.conf)
 		}
 	}
 	// godat's built-in IAs, which the registry lists after a file's, come
@@ -803,16 +804,42 @@ ofa-v2-nic1 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "nosuchdev1 0" "
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := chooseIA(reg, ""); err != nil || got != "lo" {
-		t.Errorf("chose %q (%v) next to the built-in IAs, want the file's lo", got, err)
+	if got, err := chooseIAs(reg); err != nil || got[0] != "lo" {
+		t.Errorf("chose %q (%v) next to the built-in IAs, want the file's lo first", got, err)
 	}
 	cfg, err := registry.ParseConfig("dat.conf", []byte(gone))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := chooseIA(registry.New(cfg), "")
+	got, err := chooseIAs(registry.New(cfg))
 	if err == nil || !strings.Contains(err.Error(), "ofa-v2-nic0 at dat.conf:1:1") || !strings.Contains(err.Error(), "-embedded") {
 		t.Errorf("chose %q, error %v", got, err)
+	}
+
+	// An IA that is available but not on this host (a tcp IA on an address
+	// no interface has) is passed over for the next; a named one is not.
+	const absent = `tcp u2.0 threadsafe nondefault libgodat-tcp.so godat.1.0 "192.0.2.77" ""
+`
+	cfg, err = registry.ParseConfig("dat.conf", []byte(absent+lo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := openNode(context.Background(), registry.New(cfg), "")
+	if err != nil || n.name != "lo" {
+		t.Fatalf("openNode opened %v (%v), want lo", n, err)
+	}
+	if err := n.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openNode(context.Background(), registry.New(cfg), "tcp"); !errors.Is(err, api.ErrProviderNotFound) {
+		t.Errorf("openNode(tcp) = %v, want ErrProviderNotFound", err)
+	}
+	cfg, err = registry.ParseConfig("dat.conf", []byte(absent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openNode(context.Background(), registry.New(cfg), ""); !errors.Is(err, api.ErrProviderNotFound) || !strings.Contains(err.Error(), "-embedded") {
+		t.Errorf("openNode with no IA on this host = %v, want ErrProviderNotFound and how to go on", err)
 	}
 }
 

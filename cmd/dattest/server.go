@@ -24,7 +24,7 @@ const maxIOVPrepSegs = 64
 // serverConfig configures serve.
 type serverConfig struct {
 	reg     *registry.Registry
-	ia      string // IA name; "" for chooseIA's pick
+	ia      string // IA name; "" for openNode's pick
 	port    uint64 // connection qualifier; 0 for any free one
 	rawPort int    // TCP port of the raw baseline; 0 for any free one
 	// maxSessions is how many DAT sessions, and raw baseline connections,
