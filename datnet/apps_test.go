@@ -50,7 +50,6 @@ func TestHTTP(t *testing.T) {
 				t.Fatalf("response %q, %v; want %q", got, err, want)
 			}
 		}
-		srv.Handler = nil
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
