@@ -15,8 +15,10 @@
 // line per IA: the file's IAs, then godat's built-in IAs (loopback, tcp)
 // that the file does not define, each with where it comes from (ORIGIN:
 // the file and line of its entry, or "built-in"). An IA that cannot be
-// opened shows the reason. -v prints every IA and provider attribute
-// instead of the table.
+// opened shows the reason. The line under the table says which IA
+// registry.OpenDefault opens on this host: the first marked default that
+// opens, passing over those whose device or address is absent. -v prints
+// every IA and provider attribute instead of the table.
 //
 // "datinfo check FILE..." validates each file and prints each problem as
 // "file:line:column: message", one per line, on standard error. Without a
