@@ -2,8 +2,10 @@ package provider_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/godat/godat/api"
@@ -12,33 +14,43 @@ import (
 
 type fake struct{}
 
+// runs numbers the runs of the tests below: the registry is process-wide
+// and keeps every name, so under -count=N each run registers names of
+// its own.
+var runs atomic.Int32
+
+// unique returns name suffixed with this run's number.
+func unique(name string) string { return fmt.Sprintf("%s-%d", name, runs.Add(1)) }
+
 func (fake) Open(context.Context, api.OpenParams) (api.IA, error) {
 	return nil, api.Errorf(api.NotImplemented, api.NoSubtype, "fake")
 }
 
 func TestRegisterLookupNames(t *testing.T) {
-	provider.Register("provider-test-b", fake{})
-	provider.Register("provider-test-a", fake{})
-	if p, ok := provider.Lookup("provider-test-a"); !ok || p != (fake{}) {
-		t.Errorf("Lookup(provider-test-a) = %v, %v; want the registered provider", p, ok)
+	a, b := unique("provider-test-a"), unique("provider-test-b")
+	provider.Register(b, fake{})
+	provider.Register(a, fake{})
+	if p, ok := provider.Lookup(a); !ok || p != (fake{}) {
+		t.Errorf("Lookup(%s) = %v, %v; want the registered provider", a, p, ok)
 	}
 	if p, ok := provider.Lookup("provider-test-none"); ok || p != nil {
 		t.Errorf("Lookup of an unregistered name = %v, %v; want nil, false", p, ok)
 	}
 	names := provider.Names()
-	if !slices.IsSorted(names) || !slices.Contains(names, "provider-test-a") || !slices.Contains(names, "provider-test-b") {
+	if !slices.IsSorted(names) || !slices.Contains(names, a) || !slices.Contains(names, b) {
 		t.Errorf("Names() = %q; want both registered names, sorted", names)
 	}
 }
 
 func TestRegisterPanics(t *testing.T) {
-	provider.Register("provider-test-dup", fake{})
+	dup := unique("provider-test-dup")
+	provider.Register(dup, fake{})
 	for _, c := range []struct {
 		name string
 		p    api.Provider
 		want string
 	}{
-		{"provider-test-dup", fake{}, "registered twice"},
+		{dup, fake{}, "registered twice"},
 		{"provider-test-nil", nil, "nil provider"},
 	} {
 		func() {
