@@ -42,7 +42,8 @@ type driver struct {
 	ep     *os.File   // the epoll instance (blocking: outside the runtime's poller)
 	rc     syscall.RawConn
 	epfd   int
-	kickFD int // eventfd in ep
+	kickFD int  // eventfd in ep; -1 once closed
+	inside bool // the waiter is in blockCB (under mu): it closes kickFD after close
 
 	parked atomic.Bool // the waiter is (about to be) blocked: kick it
 	dead   atomic.Bool // closed (set under mu): a blocked waiter returns
@@ -107,7 +108,10 @@ func (d *driver) ring() {
 	_, _ = unix.Write(d.kickFD, one[:])
 }
 
-// close releases the driver; a waiter still blocked on it is woken.
+// close releases the driver; a waiter still blocked on it is woken. A
+// waiter inside blockCB closes the eventfd itself on its way out: closed
+// now, it would leave the epoll instance with its kick still unseen, and
+// a waiter about to call epoll_wait(2) would block for good.
 func (d *driver) close() {
 	d.mu.Lock()
 	if d.dead.Load() {
@@ -116,7 +120,9 @@ func (d *driver) close() {
 	}
 	d.ring() // wakes a blocked waiter
 	d.dead.Store(true)
-	unix.Close(d.kickFD)
+	if !d.inside {
+		d.closeKick()
+	}
 	d.mu.Unlock()
 	d.ctxKick.Stop()
 	d.ep.Close()
@@ -146,19 +152,41 @@ func (d *driver) armCB(uintptr) {
 	}
 }
 
-// closeCheck bounds how long a blocked waiter may miss the close of its
-// driver: close kicks it, but a kick that lands between the waiter's last
-// look and its epoll_wait(2) may be dropped with the eventfd it closes.
-const closeCheck = 50 // milliseconds
+// closeKick closes the kick eventfd. d.mu is held and the driver is dead.
+func (d *driver) closeKick() {
+	if d.kickFD >= 0 {
+		unix.Close(d.kickFD)
+		d.kickFD = -1
+	}
+}
 
 // blockCB arms the sockets of d.arm and blocks until one fires or a kick
 // comes; a kick that came since the waiter set parked means no block at
 // all (its notification may have come before the arming). Arming a socket
-// that already has input queues its event, so none is forgotten.
+// that already has input queues its event, so none is forgotten. The
+// block has no timeout: an idle waiter's thread stays asleep, rather than
+// waking now and then and, on the way back to sleep, holding its P in a
+// system call until the runtime takes it back, which in a process with
+// one P stalls every other goroutine meanwhile (docs/performance.md).
 func (d *driver) blockCB(ep uintptr) {
+	d.mu.Lock()
+	if d.dead.Load() {
+		d.mu.Unlock()
+		return
+	}
+	d.inside = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.inside = false
+		if d.dead.Load() {
+			d.closeKick()
+		}
+		d.mu.Unlock()
+	}()
 	d.armCB(ep)
 	for d.parked.Load() && !d.dead.Load() {
-		n, err := unix.EpollWait(int(ep), d.evs[:], closeCheck)
+		n, err := unix.EpollWait(int(ep), d.evs[:], -1)
 		switch {
 		case err == unix.EINTR || err == nil && n == 0:
 			continue

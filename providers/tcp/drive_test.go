@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +273,34 @@ func TestDriverKickBeforePark(t *testing.T) {
 		d.close() // ends the blocked park
 		<-done
 		t.Fatal("park blocked although a kick came after parked was set")
+	}
+}
+
+// TestDriverCloseWakesPark: close ends a park at whatever point of its way
+// to epoll_wait(2) the waiter is, with no timeout to fall back on. (Had
+// close closed the kick eventfd under a waiter that had looked and not
+// yet blocked, the kick would have left the epoll instance with it.)
+func TestDriverCloseWakesPark(t *testing.T) {
+	for i := 0; i < 2000; i++ {
+		d, err := newDriver()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.parked.Store(true)
+		done := make(chan error, 1)
+		go func() { done <- d.park() }()
+		for range i % 50 {
+			runtime.Gosched()
+		}
+		d.close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: close did not end the park", i)
+		}
+		if d.kickFD != -1 {
+			t.Fatalf("round %d: the kick eventfd is still open", i)
+		}
 	}
 }
 
