@@ -4,17 +4,14 @@ package tcp
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/thread"
 )
 
 // A waiter that drives its connections blocks in epoll_wait(2) in its own
@@ -38,7 +35,7 @@ func TestDrivenWaitBlocksInItsThread(t *testing.T) {
 		_, err := cli.recv.Wait(context.Background(), 1, &ev)
 		done <- err
 	}()
-	awaitEpollWait(t, fmt.Sprintf("/proc/self/task/%d/syscall", <-tid))
+	thread.AwaitSyscall(t, <-tid, unix.SYS_EPOLL_PWAIT)
 	if err := srv.ep.PostSend([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, 2, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +65,11 @@ func TestDrivenWaitSleepsWhileIdle(t *testing.T) {
 		_, err := cli.recv.Wait(context.Background(), 1, &ev)
 		done <- err
 	}()
-	task := fmt.Sprintf("/proc/self/task/%d/", <-tid)
-	awaitEpollWait(t, task+"syscall")
-	before := switches(t, task+"status")
+	id := <-tid
+	thread.AwaitSyscall(t, id, unix.SYS_EPOLL_PWAIT)
+	before := thread.Sleeps(t, id)
 	time.Sleep(300 * time.Millisecond)
-	if after := switches(t, task+"status"); after != before {
+	if after := thread.Sleeps(t, id); after != before {
 		t.Errorf("the idle waiter's thread woke %d times in 300 ms", after-before)
 	}
 	if err := srv.ep.PostSend([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, 2, api.CompletionDefault); err != nil {
@@ -81,45 +78,4 @@ func TestDrivenWaitSleepsWhileIdle(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-}
-
-// awaitEpollWait waits until the thread whose /proc syscall file is path
-// blocks in epoll_wait(2).
-func awaitEpollWait(t *testing.T, path string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == fmt.Sprint(unix.SYS_EPOLL_PWAIT) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiting thread never blocked in epoll_wait(2): %s reads %q", path, b)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// switches returns the voluntary context switches that the /proc status
-// file at path counts for its thread.
-func switches(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no voluntary_ctxt_switches in %s", path)
-	return 0
 }
