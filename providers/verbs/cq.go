@@ -111,8 +111,11 @@ type cq struct {
 	resume     chan struct{}    // the channel is the watcher's again (capacity 1)
 	stop       chan struct{}    // closed by destroy
 	// kickFD is an eventfd that wakes the driven waiter blocked in
-	// poll(2) (kick); closed by destroy, under chMu, once closing is set.
+	// poll(2) (kick); closed under chMu once closing is set: by destroy,
+	// or by the waiter on its way out of blockCB if it was inside
+	// (blocking); -1 once closed.
 	kickFD int
+	inside bool // the driven waiter is in blockCB
 	// The driven waiter's own (one at a time): its block and what it
 	// found.
 	blockFn func(uintptr)
@@ -339,7 +342,9 @@ func (c *cq) destroy() {
 	c.chMu.Unlock()
 	c.file.Close() // (after the waiter's block, which runs under its Control)
 	c.chMu.Lock()
-	unix.Close(c.kickFD)
+	if !c.inside {
+		c.closeKick()
+	}
 	c.chMu.Unlock()
 	<-c.done
 	c.pollMu.Lock()

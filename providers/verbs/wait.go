@@ -109,28 +109,37 @@ func (e *evd) driveWait(ctx context.Context, threshold int, ev *api.Event) (int,
 	}
 }
 
-// blockCheck bounds, in milliseconds, how long a blocked driven waiter
-// may miss the destruction of its CQ (destroy kicks it; this is the
-// backstop).
-const blockCheck = 50
-
 // blockCB is the driven waiter's block, under the channel file's
 // RawConn.Control (fd is its descriptor, valid meanwhile): poll(2) on it
 // and the kick eventfd until one is readable; then it takes one
 // notification, if there is one, and acknowledges it. A kick that came
-// before the block leaves the eventfd readable, so it is not lost.
+// before the block leaves the eventfd readable, so it is not lost; the
+// eventfd stays open while the waiter is here (destroy leaves its closing
+// to the waiter then), so the block needs no timeout: an idle waiter's
+// thread sleeps until something happens (the tcp provider's driven wait
+// says why that matters).
 func (c *cq) blockCB(fd uintptr) {
-	c.chMu.Lock() // (destroy closes kickFD under chMu, after this returns)
+	c.chMu.Lock()
+	if c.closing {
+		c.chMu.Unlock()
+		return
+	}
+	c.inside = true
 	kfd := c.kickFD
 	c.chMu.Unlock()
+	defer func() {
+		c.chMu.Lock()
+		c.inside = false
+		if c.closing {
+			c.closeKick()
+		}
+		c.chMu.Unlock()
+	}()
 	c.pfds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	c.pfds[1] = unix.PollFd{Fd: int32(kfd), Events: unix.POLLIN}
 	for {
-		n, err := unix.Poll(c.pfds[:], blockCheck)
+		n, err := unix.Poll(c.pfds[:], -1)
 		if err == unix.EINTR || err == nil && n == 0 {
-			if c.stopped() {
-				return
-			}
 			continue
 		}
 		if err != nil {
@@ -150,6 +159,14 @@ func (c *cq) blockCB(fd uintptr) {
 		case r > 0:
 			c.got = true
 		}
+	}
+}
+
+// closeKick closes the kick eventfd. chMu is held and closing is set.
+func (c *cq) closeKick() {
+	if c.kickFD >= 0 {
+		unix.Close(c.kickFD)
+		c.kickFD = -1
 	}
 }
 
@@ -289,7 +306,7 @@ func (c *cq) kick() {
 }
 
 // ring writes the kick eventfd. chMu is held, and the eventfd is open
-// (closing is set before destroy closes it).
+// (closing is set before it is closed).
 func (c *cq) ring() {
 	one := [8]byte{1}
 	_, _ = unix.Write(c.kickFD, one[:])

@@ -5,10 +5,14 @@ package verbs_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/thread"
 	"github.com/godat/godat/providers/verbs"
 )
 
@@ -397,5 +401,37 @@ func TestPostsKeepWatcherAside(t *testing.T) {
 		if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie != api.Cookie(i) || ev.DTO.Status != api.DTOSuccess {
 			t.Fatalf("completion %d: %+v", i, ev)
 		}
+	}
+}
+
+// TestIdleWaitSleeps checks that a Wait blocked on an idle EVD leaves its
+// thread asleep in poll(2) until something happens: no timer wakes it
+// (one did, every 50 ms, as a backstop for a destroy it might have
+// missed).
+func TestIdleWaitSleeps(t *testing.T) {
+	needDevice(t)
+	_, evd := openRawEVD(t)
+	tid := make(chan int, 1)
+	res := make(chan waitResult, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid <- unix.Gettid()
+		var r waitResult
+		_, r.err = evd.Wait(context.Background(), 1, &r.ev)
+		res <- r
+	}()
+	id := <-tid
+	thread.AwaitSyscall(t, id, unix.SYS_PPOLL)
+	before := thread.Sleeps(t, id)
+	time.Sleep(300 * time.Millisecond)
+	if after := thread.Sleeps(t, id); after != before {
+		t.Errorf("the idle waiter's thread woke %d times in 300 ms", after-before)
+	}
+	if err := evd.PostSE(&api.Event{Number: api.SoftwareEvent, Software: "wake"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, res); r.err != nil || r.ev.Software != "wake" {
+		t.Fatalf("Wait after PostSE: %v %+v", r.err, r.ev)
 	}
 }
