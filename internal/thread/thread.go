@@ -6,11 +6,41 @@ package thread
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
+
+// Go runs f on a new goroutine locked to its own thread and returns that
+// thread's id; done is closed once f has returned.
+func Go(f func()) (tid int, done <-chan struct{}) {
+	ids := make(chan int, 1)
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ids <- unix.Gettid()
+		f()
+	}()
+	return <-ids, d
+}
+
+// StaysAsleep waits for thread tid to block in the system call numbered
+// nr, then fails the test if the thread wakes within d.
+func StaysAsleep(t testing.TB, tid int, nr uintptr, d time.Duration) {
+	t.Helper()
+	AwaitSyscall(t, tid, nr)
+	before := Sleeps(t, tid)
+	time.Sleep(d)
+	if after := Sleeps(t, tid); after != before {
+		t.Errorf("thread %d, blocked in system call %d, woke %d times in %v", tid, nr, after-before, d)
+	}
+}
 
 // AwaitSyscall waits up to 10 s for thread tid to block in the system
 // call numbered nr, and fails the test if it does not.

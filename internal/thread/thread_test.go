@@ -1,35 +1,30 @@
 package thread
 
 import (
-	"runtime"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// A thread blocked in nanosleep is seen there, and each sleep counts.
+// A thread blocked in nanosleep is seen there, each sleep counts, and a
+// thread that sleeps on for longer than the check stays asleep.
 func TestAwaitSyscallAndSleeps(t *testing.T) {
-	tid := make(chan int)
 	release := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		tid <- unix.Gettid()
+	tid, done := Go(func() {
 		<-release
-		for range 3 {
-			ts := unix.NsecToTimespec(int64(20 * time.Millisecond))
+		for _, d := range []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 400 * time.Millisecond} {
+			ts := unix.NsecToTimespec(int64(d))
 			unix.Nanosleep(&ts, nil)
 		}
-		tid <- 0
-	}()
-	id := <-tid
-	before := Sleeps(t, id)
+	})
+	before := Sleeps(t, tid)
 	close(release)
-	AwaitSyscall(t, id, unix.SYS_NANOSLEEP)
-	after := Sleeps(t, id)
-	<-tid
-	if after <= before {
+	AwaitSyscall(t, tid, unix.SYS_NANOSLEEP)
+	if after := Sleeps(t, tid); after <= before {
 		t.Errorf("sleeps %d then %d, want more", before, after)
 	}
+	time.Sleep(60 * time.Millisecond) // into the long sleep
+	StaysAsleep(t, tid, unix.SYS_NANOSLEEP, 100*time.Millisecond)
+	<-done
 }

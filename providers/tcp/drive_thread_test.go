@@ -4,7 +4,6 @@ package tcp
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -21,27 +20,7 @@ import (
 // futex, to be handed over by the thread that polled the network: two
 // wake-ups per message.
 func TestDrivenWaitBlocksInItsThread(t *testing.T) {
-	cli, srv := benchPair(t)
-	if err := cli.ep.PostRecv([]api.LMRTriplet{cli.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	tid := make(chan int, 1)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		tid <- unix.Gettid()
-		var ev api.Event
-		_, err := cli.recv.Wait(context.Background(), 1, &ev)
-		done <- err
-	}()
-	thread.AwaitSyscall(t, <-tid, unix.SYS_EPOLL_PWAIT)
-	if err := srv.ep.PostSend([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, 2, api.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
+	waitOnThread(t, func(tid int) { thread.AwaitSyscall(t, tid, unix.SYS_EPOLL_PWAIT) })
 }
 
 // An idle driven waiter's thread sleeps until something happens: it does
@@ -51,31 +30,29 @@ func TestDrivenWaitBlocksInItsThread(t *testing.T) {
 // goroutine of a process with one P: a third of a raw TCP stream's speed
 // in dattest's server.)
 func TestDrivenWaitSleepsWhileIdle(t *testing.T) {
+	waitOnThread(t, func(tid int) { thread.StaysAsleep(t, tid, unix.SYS_EPOLL_PWAIT, 300*time.Millisecond) })
+}
+
+// waitOnThread blocks a driven Wait for a message on a goroutine locked to
+// its own thread, runs check with that thread's id, then sends the
+// message and checks that the Wait returns.
+func waitOnThread(t *testing.T, check func(tid int)) {
+	t.Helper()
 	cli, srv := benchPair(t)
 	if err := cli.ep.PostRecv([]api.LMRTriplet{cli.lmr.Triplet(0, 64)}, 1, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
-	tid := make(chan int, 1)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		tid <- unix.Gettid()
+	var err error
+	tid, done := thread.Go(func() {
 		var ev api.Event
-		_, err := cli.recv.Wait(context.Background(), 1, &ev)
-		done <- err
-	}()
-	id := <-tid
-	thread.AwaitSyscall(t, id, unix.SYS_EPOLL_PWAIT)
-	before := thread.Sleeps(t, id)
-	time.Sleep(300 * time.Millisecond)
-	if after := thread.Sleeps(t, id); after != before {
-		t.Errorf("the idle waiter's thread woke %d times in 300 ms", after-before)
-	}
+		_, err = cli.recv.Wait(context.Background(), 1, &ev)
+	})
+	check(tid)
 	if err := srv.ep.PostSend([]api.LMRTriplet{srv.lmr.Triplet(0, 64)}, 2, api.CompletionDefault); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	<-done
+	if err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ package verbs_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -411,23 +410,13 @@ func TestPostsKeepWatcherAside(t *testing.T) {
 func TestIdleWaitSleeps(t *testing.T) {
 	needDevice(t)
 	_, evd := openRawEVD(t)
-	tid := make(chan int, 1)
 	res := make(chan waitResult, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		tid <- unix.Gettid()
+	tid, _ := thread.Go(func() {
 		var r waitResult
 		_, r.err = evd.Wait(context.Background(), 1, &r.ev)
 		res <- r
-	}()
-	id := <-tid
-	thread.AwaitSyscall(t, id, unix.SYS_PPOLL)
-	before := thread.Sleeps(t, id)
-	time.Sleep(300 * time.Millisecond)
-	if after := thread.Sleeps(t, id); after != before {
-		t.Errorf("the idle waiter's thread woke %d times in 300 ms", after-before)
-	}
+	})
+	thread.StaysAsleep(t, tid, unix.SYS_PPOLL, 300*time.Millisecond)
 	if err := evd.PostSE(&api.Event{Number: api.SoftwareEvent, Software: "wake"}); err != nil {
 		t.Fatal(err)
 	}
