@@ -22,9 +22,10 @@
 // the next Read, or before the connection waits, whichever comes first
 // (so that an answer is not held up by the post). Every message starts
 // with a header (wire.go) that returns credits: the number of receive
-// buffers its sender has posted again since its last message. A side sends only while it holds a credit for a
-// buffer the peer has posted, so a writer never overruns the reader; a
-// slow reader makes Write block, as a full socket buffer does.
+// buffers its sender has posted again since its last message. A side
+// sends only while it holds a credit for a buffer the peer has posted, so
+// a writer never overruns the reader; a slow reader makes Write block, as
+// a full socket buffer does.
 //
 // Credits return on data going the other way, or in a message of their
 // own once half the receive buffers are owed. A data message needs two

@@ -255,17 +255,27 @@ func (r *Registry) defaultIAs() (names []string, what string) {
 	return all, "built-in IAs"
 }
 
-// OpenDefault opens the first IA of DefaultIAs that exists on this host.
-// One whose Open fails with DAT_PROVIDER_NOT_FOUND (unavailable in this
-// build, its device or address absent) is passed over for the next, since
-// a system dat.conf marks default every adapter it knows of; any other
-// error ends the search and is returned. When none opens, the error is
-// DAT_PROVIDER_NOT_FOUND and carries the first IA's.
+// OpenDefault opens the first IA of DefaultIAs that exists on this host
+// (OpenFirst): a system dat.conf marks default every adapter it knows of.
 func (r *Registry) OpenDefault(ctx context.Context, opts ...OpenOption) (api.IA, error) {
 	names, what := r.defaultIAs()
 	if len(names) == 0 {
 		return nil, api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered, "no IA configured in "+r.cfg.File)
 	}
+	return r.openFirst(ctx, names, what, opts)
+}
+
+// OpenFirst opens the first of the IAs called names that exists on this
+// host. One whose Open fails with DAT_PROVIDER_NOT_FOUND (unavailable in
+// this build, its device or address absent) is passed over for the next;
+// any other error ends the search and is returned. When none opens, the
+// error is DAT_PROVIDER_NOT_FOUND and carries the first IA's.
+func (r *Registry) OpenFirst(ctx context.Context, names []string, opts ...OpenOption) (api.IA, error) {
+	return r.openFirst(ctx, names, "IAs tried", opts)
+}
+
+// openFirst is OpenFirst; what says in words which IAs names are.
+func (r *Registry) openFirst(ctx context.Context, names []string, what string, opts []OpenOption) (api.IA, error) {
 	var first error
 	for _, name := range names {
 		ia, err := r.Open(ctx, name, opts...)
@@ -276,7 +286,10 @@ func (r *Registry) OpenDefault(ctx context.Context, opts ...OpenOption) (api.IA,
 			first = err
 		}
 	}
-	if len(names) == 1 {
+	if len(names) <= 1 {
+		if first == nil {
+			first = api.Errorf(api.ProviderNotFound, api.SubNameNotRegistered, "no IA to open")
+		}
 		return nil, first
 	}
 	return nil, &api.Error{Type: api.ProviderNotFound, Sub: api.SubNameNotRegistered,

@@ -220,6 +220,18 @@ lo3 u2.0 threadsafe default libgodat-loopback.so godat.1.0 "" ""
 		t.Fatal(err)
 	}
 
+	// OpenFirst does the same over any list.
+	ia, err = reg.OpenFirst(context.Background(), []string{"ofa-v2-mcm-1", "lo3", "lo2"})
+	if err != nil {
+		t.Fatalf("OpenFirst: %v", err)
+	}
+	if attr, _, err := ia.Query(); err != nil || attr.AdapterName != "lo3" {
+		t.Errorf("OpenFirst opened %q (%v), want lo3", attr.AdapterName, err)
+	}
+	if err := ia.Close(api.CloseAbrupt); err != nil {
+		t.Fatal(err)
+	}
+
 	// An error other than DAT_PROVIDER_NOT_FOUND ends the search at lo2.
 	if _, err := reg.OpenDefault(context.Background(), registry.WithAsyncEVDQLen(0)); !errors.Is(err, api.ErrInvalidParameter) {
 		t.Errorf("OpenDefault with a zero async queue = %v, want ErrInvalidParameter", err)

@@ -82,48 +82,41 @@ type node struct {
 }
 
 // openNode opens the IA called name, or, when name is empty, the first
-// of chooseIAs that opens: one whose Open fails with
-// DAT_PROVIDER_NOT_FOUND (its device or address is not on this host) is
-// passed over, any other error is returned.
+// of chooseIAs that exists on this host (registry.OpenFirst).
 func openNode(ctx context.Context, reg *registry.Registry, name string) (*node, error) {
+	octx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
 	if name != "" {
-		return openNamed(ctx, reg, name)
+		ia, err := reg.Open(octx, name)
+		if err != nil {
+			return nil, fmt.Errorf("opening IA %s: %w", name, err)
+		}
+		return newNode(ia)
 	}
 	names, err := chooseIAs(reg)
 	if err != nil {
 		return nil, err
 	}
-	var first error
-	for _, name := range names {
-		n, err := openNamed(ctx, reg, name)
-		if err == nil || !errors.Is(err, api.ErrProviderNotFound) {
-			return n, err
-		}
-		if first == nil {
-			first = err
-		}
+	ia, err := reg.OpenFirst(octx, names)
+	if err != nil {
+		return nil, fmt.Errorf("opening an IA of %s: %w; %s", reg.Config().File, err, nameOne)
 	}
-	if len(names) == 1 {
-		return nil, fmt.Errorf("%w; %s", first, nameOne)
-	}
-	return nil, fmt.Errorf("none of the %d available IAs of %s opens here (the first: %w); %s", len(names), reg.Config().File, first, nameOne)
+	return newNode(ia)
 }
 
-// openNamed opens the IA called name and creates its PZ.
-func openNamed(ctx context.Context, reg *registry.Registry, name string) (*node, error) {
-	octx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
-	ia, err := reg.Open(octx, name)
-	if err != nil {
-		return nil, fmt.Errorf("opening IA %s: %w", name, err)
-	}
-	n := &node{name: name, ia: ia}
-	if n.attr, n.pattr, err = ia.Query(); err == nil {
-		n.pz, err = ia.CreatePZ()
-	}
-	if err != nil {
+// newNode queries ia, opened through the registry (whose Query names the
+// IA as it was opened), and creates its PZ; on an error it closes ia.
+func newNode(ia api.IA) (*node, error) {
+	n := &node{ia: ia}
+	var err error
+	if n.attr, n.pattr, err = ia.Query(); err != nil {
 		ia.Close(api.CloseAbrupt)
-		return nil, fmt.Errorf("IA %s: %w", name, err)
+		return nil, fmt.Errorf("querying the IA: %w", err)
+	}
+	n.name = n.attr.AdapterName
+	if n.pz, err = ia.CreatePZ(); err != nil {
+		ia.Close(api.CloseAbrupt)
+		return nil, fmt.Errorf("IA %s: %w", n.name, err)
 	}
 	return n, nil
 }
