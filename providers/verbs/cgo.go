@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Supported reports whether this build can drive RDMA devices.
@@ -50,26 +52,11 @@ func errnoText(err error) string {
 	return err.Error()
 }
 
-// errnoName gives the symbolic name of the errno values rdma-core
-// commonly returns, or the number.
+// errnoName gives the symbolic name of e ("ENODEV"), or its number when
+// it has none.
 func errnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.ENODEV:
-		return "ENODEV"
-	case syscall.ENOENT:
-		return "ENOENT"
-	case syscall.ENOSYS:
-		return "ENOSYS"
-	case syscall.EADDRNOTAVAIL:
-		return "EADDRNOTAVAIL"
-	case syscall.EINVAL:
-		return "EINVAL"
-	case syscall.ENOMEM:
-		return "ENOMEM"
-	case syscall.EPERM:
-		return "EPERM"
-	case syscall.EACCES:
-		return "EACCES"
+	if n := unix.ErrnoName(e); n != "" {
+		return n
 	}
 	return fmt.Sprintf("errno %d", int(e))
 }
