@@ -154,9 +154,7 @@ int main(int argc, char **argv)
 		qsort(t, n, sizeof *t, by_value);
 		printf("mean %.2f median %.2f p90 %.2f\n", sum / n, t[n / 2], t[n * 9 / 10]);
 	}
-	/* The client closes gracefully, so that the ACK of the last pong,
-	 * which completes the server's last send, goes out first; the
-	 * server sees the close as a connection event. */
+	/* The client closes; the server sees it as a connection event. */
 	if (!server)
 		must(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
 	wait_event(conn, "waiting for the disconnection");

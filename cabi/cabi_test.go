@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -402,6 +403,21 @@ func pairModes(t *testing.T, prog string, port int, done string, modes ...string
 				done, done)
 		})
 	}
+}
+
+// TestCabipp builds bench/cabipp.c, the C program bench/cabi.sh times,
+// against the library under test and runs a short ping-pong of it over
+// the tcp IA: a send/recv loop that polls one EVD for both streams, with
+// receives posted ahead; the server ends at the client's close.
+func TestCabipp(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "cabipp")
+	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "../bench/cabipp.c", "-L"+lib.dir, "-l:libdat2.so.2")
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	const port = 18652
+	q := strconv.Itoa(port)
+	pair(t, bin, port, []string{"-s", "tcp", q, "2000", "100"}, []string{"-c", "tcp", q, "2000", "100"}, "listening", "median")
 }
 
 // TestStacksOnQuit checks the hang report the pairs rely on: a C program
