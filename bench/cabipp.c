@@ -2,8 +2,9 @@
  * polling dat_evd_dequeue, timed per round trip; bench/cabi.sh runs it
  * beside dattest doing the same work natively.
  *
- *   cabipp -s IA PORT N WARM    serve N+WARM round trips on PORT
- *   cabipp -c IA PORT N WARM    connect to 127.0.0.1:PORT, answer them
+ *   cabipp -s IA PORT N WARM    answer N+WARM pings on PORT
+ *   cabipp -c IA PORT N WARM [HOST]
+ *                               connect to HOST:PORT (127.0.0.1), ping
  *
  * The client prints one line: the mean, median and 90th percentile of
  * the one-way latency (half a round trip, µs) over the N round trips
@@ -45,25 +46,35 @@ static DAT_EVENT wait_event(DAT_EVD_HANDLE evd, const char *what)
 	return ev;
 }
 
-/* next_recv dequeues from evd until a receive completes, taking the send
- * completions that come before it; every completion must be a success. */
-static void next_recv(DAT_EVD_HANDLE evd)
+/* dto checks that ev is a successful DTO completion. */
+static void dto(const DAT_EVENT *ev)
+{
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
+	if (ev->event_number != DAT_DTO_COMPLETION_EVENT || d->status != DAT_DTO_SUCCESS) {
+		fprintf(stderr, "cabipp: unexpected event %#x (status %#x, operation %#x)\n", ev->event_number, d->status,
+			d->operation);
+		exit(1);
+	}
+}
+
+/* next_recv dequeues from rcv until a receive completes, and between
+ * tries takes from req the send completions that have come. */
+static void next_recv(DAT_EVD_HANDLE rcv, DAT_EVD_HANDLE req)
 {
 	for (;;) {
 		DAT_EVENT ev;
-		DAT_RETURN r = dat_evd_dequeue(evd, &ev);
-		if (r != DAT_SUCCESS) {
-			if (DAT_GET_TYPE(r) != DAT_QUEUE_EMPTY)
-				must(r, "dat_evd_dequeue");
-			continue;
-		}
-		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-		if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d->status != DAT_DTO_SUCCESS) {
-			fprintf(stderr, "cabipp: unexpected event %#x\n", ev.event_number);
-			exit(1);
-		}
-		if (d->operation == DAT_DTO_RECEIVE)
+		DAT_RETURN r = dat_evd_dequeue(rcv, &ev);
+		if (r == DAT_SUCCESS) {
+			dto(&ev);
 			return;
+		}
+		if (DAT_GET_TYPE(r) != DAT_QUEUE_EMPTY)
+			must(r, "dat_evd_dequeue");
+		r = dat_evd_dequeue(req, &ev);
+		if (r == DAT_SUCCESS)
+			dto(&ev);
+		else if (DAT_GET_TYPE(r) != DAT_QUEUE_EMPTY)
+			must(r, "dat_evd_dequeue");
 	}
 }
 
@@ -75,8 +86,8 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	if (argc != 6 || (strcmp(argv[1], "-s") && strcmp(argv[1], "-c"))) {
-		fprintf(stderr, "usage: cabipp -s|-c IA PORT N WARM\n");
+	if (argc < 6 || argc > 7 || (strcmp(argv[1], "-s") && strcmp(argv[1], "-c"))) {
+		fprintf(stderr, "usage: cabipp -s|-c IA PORT N WARM [HOST]\n");
 		return 2;
 	}
 	int server = !strcmp(argv[1], "-s");
@@ -84,15 +95,16 @@ int main(int argc, char **argv)
 	int n = atoi(argv[4]), warm = atoi(argv[5]);
 
 	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, dto, conn, cr;
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, req, rcv, conn, cr;
 	DAT_PZ_HANDLE pz;
 	DAT_EP_HANDLE ep;
 	must(dat_ia_open(argv[2], 8, &async, &ia), "dat_ia_open");
 	must(dat_pz_create(ia, &pz), "dat_pz_create");
-	must(dat_evd_create(ia, 8, NULL, DAT_EVD_DTO_FLAG, &dto), "dat_evd_create");
+	must(dat_evd_create(ia, 8, NULL, DAT_EVD_DTO_FLAG, &req), "dat_evd_create");
+	must(dat_evd_create(ia, 8, NULL, DAT_EVD_DTO_FLAG, &rcv), "dat_evd_create");
 	must(dat_evd_create(ia, 8, NULL, DAT_EVD_CONNECTION_FLAG, &conn), "dat_evd_create");
 	must(dat_evd_create(ia, 8, NULL, DAT_EVD_CR_FLAG, &cr), "dat_evd_create");
-	must(dat_ep_create(ia, pz, dto, dto, conn, NULL, &ep), "dat_ep_create");
+	must(dat_ep_create(ia, pz, rcv, req, conn, NULL, &ep), "dat_ep_create");
 
 	static char buf[2 * SIZE];
 	DAT_REGION_DESCRIPTION region = {.for_va = buf};
@@ -119,7 +131,10 @@ int main(int argc, char **argv)
 		must(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, ep, 0, NULL), "dat_cr_accept");
 	} else {
 		struct sockaddr_in to = {.sin_family = AF_INET};
-		inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+		if (inet_pton(AF_INET, argc == 7 ? argv[6] : "127.0.0.1", &to.sin_addr) != 1) {
+			fprintf(stderr, "cabipp: bad IPv4 address %s\n", argv[6]);
+			return 2;
+		}
 		must(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&to, port, 10 * 1000 * 1000, 0, NULL, DAT_QOS_BEST_EFFORT,
 				    DAT_CONNECT_DEFAULT_FLAG),
 		     "dat_ep_connect");
@@ -138,12 +153,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < warm + n; i++) {
 		double t0 = now_us();
 		if (server)
-			next_recv(dto); /* the ping */
+			next_recv(rcv, req); /* the ping */
 		must(dat_ep_post_send(ep, 1, &out, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
 		if (i + 2 < warm + n)
 			must(dat_ep_post_recv(ep, 1, &in, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
 		if (!server)
-			next_recv(dto); /* the pong */
+			next_recv(rcv, req); /* the pong */
 		if (i >= warm)
 			t[i - warm] = (now_us() - t0) / 2;
 	}
