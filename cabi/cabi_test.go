@@ -407,8 +407,9 @@ func pairModes(t *testing.T, prog string, port int, done string, modes ...string
 
 // TestCabipp builds bench/cabipp.c, the C program bench/cabi.sh times,
 // against the library under test and runs a short ping-pong of it over
-// the tcp IA: a send/recv loop that polls its receive and request EVDs in turn, with
-// receives posted ahead; the server ends at the client's close.
+// the tcp IA: a send/recv loop that polls its receive and request EVDs
+// in turn, with receives posted ahead; the server ends at the client's
+// close.
 func TestCabipp(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "cabipp")
 	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "../bench/cabipp.c", "-L"+lib.dir, "-l:libdat2.so.2")

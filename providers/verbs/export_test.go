@@ -44,3 +44,6 @@ func WatcherArmed(e api.EVD) bool {
 // PollLooks reports how many looks at e's CQ (as for CQNotes) left the
 // CQ unarmed to a consumer at work.
 func PollLooks(e api.EVD) uint64 { return e.(*evd).cq.looks.Load() }
+
+// ErrnoText is errnoText, for the test of the errno names in errors.
+var ErrnoText = errnoText

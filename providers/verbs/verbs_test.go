@@ -181,3 +181,23 @@ func envOr(k, def string) string {
 	}
 	return def
 }
+
+// TestErrnoText checks how an errno from rdma-core reads in an error:
+// the system's message and the errno's name for any errno the system
+// names, EHOSTUNREACH among them (rdma_cm's answer for an unreachable
+// peer, which a list of common errnos once left as a number), and the
+// number for one it does not.
+func TestErrnoText(t *testing.T) {
+	for e, want := range map[unix.Errno]string{
+		unix.ENODEV:       "(ENODEV)",
+		unix.EHOSTUNREACH: "(EHOSTUNREACH)",
+		unix.Errno(4000):  "(errno 4000)",
+	} {
+		if got := verbs.ErrnoText(e); !strings.HasSuffix(got, want) {
+			t.Errorf("errnoText(%d) = %q, want it to end in %q", int(e), got, want)
+		}
+	}
+	if got := verbs.ErrnoText(unix.Errno(0)); got != "failed without an errno" {
+		t.Errorf("errnoText(0) = %q", got)
+	}
+}
