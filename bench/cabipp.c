@@ -93,6 +93,10 @@ int main(int argc, char **argv)
 	int server = !strcmp(argv[1], "-s");
 	DAT_CONN_QUAL port = strtoul(argv[3], NULL, 10);
 	int n = atoi(argv[4]), warm = atoi(argv[5]);
+	if (n < 1 || warm < 0) {
+		fprintf(stderr, "cabipp: N must be at least 1 and WARM at least 0\n");
+		return 2;
+	}
 
 	DAT_IA_HANDLE ia;
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, req, rcv, conn, cr;
@@ -150,6 +154,10 @@ int main(int argc, char **argv)
 	 * off the critical path, and send completions are taken as they
 	 * come. */
 	double *t = malloc(n * sizeof *t);
+	if (t == NULL) {
+		fprintf(stderr, "cabipp: no memory for %d timings\n", n);
+		return 1;
+	}
 	for (int i = 0; i < warm + n; i++) {
 		double t0 = now_us();
 		if (server)
