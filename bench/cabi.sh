@@ -88,7 +88,7 @@ for r in $(seq 1 "$REPS"); do
 	nat -bench bw -size 64K -iters 2000 -mode wait | mbs bw bw wait >> "$res"
 	LD_LIBRARY_PATH="$PWD/build" timeout 300 "$work/cabipp" -s tcp 18651 20000 1000 > "$work/pp-srv.log" 2>&1 &
 	s=$!
-	for _ in $(seq 1 500); do grep -q listening "$work/pp-srv.log" && break; sleep 0.02; done
+	for _ in $(seq 1 500); do listening 18651 && break; sleep 0.02; done
 	LD_LIBRARY_PATH="$PWD/build" timeout 300 "$work/cabipp" -c tcp 18651 20000 1000 | awk '{ print "pp-steady\tcabi\t" $2 }' >> "$res"
 	wait $s
 	nat -bench lat -size 64 -iters 20000 -warmup 1000 -mode poll | us pp-steady lat poll >> "$res"
