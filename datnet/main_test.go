@@ -9,10 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/datnet"
+	"github.com/godat/godat/internal/testmain"
 	"github.com/godat/godat/registry"
 
 	_ "github.com/godat/godat/registry/all" // loopback, tcp and the plugin host
@@ -45,7 +44,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		pluginPath = abs
-		goleak.VerifyTestMain(m)
+		testmain.Verify(m, nil)
 		return
 	}
 	dir, err := os.MkdirTemp("", "datnet-test-")
@@ -61,7 +60,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+	testmain.Verify(m, func(int) { os.RemoveAll(dir) })
 }
 
 // testConfig has one IA of each in-process provider the tests run on.

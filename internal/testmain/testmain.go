@@ -14,11 +14,24 @@ import (
 )
 
 // Run points the default registry at conf unless $DAT_OVERRIDE already
-// names a configuration (the caller's choice wins), then runs m and fails
-// it if goroutines are left over; it does not return.
+// names a configuration (the caller's choice wins), then runs m as Verify
+// does; it does not return.
 func Run(m *testing.M, conf string) {
 	if os.Getenv(registry.EnvOverride) == "" {
 		os.Setenv(registry.EnvOverride, conf)
 	}
-	goleak.VerifyTestMain(m)
+	Verify(m, nil)
+}
+
+// Verify runs m, fails it if goroutines are left over, calls cleanup (when
+// not nil) with the exit code, and exits. While fuzzing, what a worker
+// process printed as it crashed is shown once the run ends (crash.go).
+func Verify(m *testing.M, cleanup func(code int)) {
+	report := keepWorkerCrashes(os.Args[1:])
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		report()
+		if cleanup != nil {
+			cleanup(code)
+		}
+	}))
 }
