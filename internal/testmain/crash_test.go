@@ -33,6 +33,9 @@ func TestWorkerCrashShown(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command:", err)
 	}
+	// go test writes the failing input into the package's testdata,
+	// which must not stay.
+	t.Cleanup(func() { os.RemoveAll("testdata/crash/testdata") })
 	cmd := exec.Command(goCmd, "test", "-run", "^$", "-fuzz", "^FuzzPlanted$", "-fuzztime", "50x", "./testdata/crash")
 	cmd.Env = append(os.Environ(), "CRASH_PLANTED=1")
 	out, err := cmd.CombinedOutput()
@@ -44,7 +47,27 @@ func TestWorkerCrashShown(t *testing.T) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
 		}
 	}
-	// (the failing input go test wrote is the package's testdata, which
-	// must not stay)
-	os.RemoveAll("testdata/crash/testdata")
+}
+
+// TestCoordinatorSetsUp checks what the coordinator hands its workers:
+// the crash directory, and the race detector's log path inside it with
+// the options $GORACE already held.
+func TestCoordinatorSetsUp(t *testing.T) {
+	t.Setenv(crashDirEnv, "")
+	t.Setenv("GORACE", "halt_on_error=1")
+	report := keepWorkerCrashes([]string{"-test.fuzz=^FuzzX$"})
+	dir := os.Getenv(crashDirEnv)
+	if dir == "" {
+		t.Fatalf("no $%s after the coordinator's set-up", crashDirEnv)
+	}
+	if want := "halt_on_error=1 log_path=" + dir + "/race"; os.Getenv("GORACE") != want {
+		t.Errorf("GORACE=%q, want %q", os.Getenv("GORACE"), want)
+	}
+	if err := os.WriteFile(dir+"/worker-1", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the crash directory is still there after the report: %v", err)
+	}
 }
