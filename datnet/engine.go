@@ -28,6 +28,10 @@ func (c *Conn) take(ready func() bool) bool {
 	}
 	if got {
 		c.pump()
+		// A goroutine that had looked before these events and is on
+		// its way into EVD.Wait would wait for events that are gone:
+		// once it shows itself (inWait) it looks again or is kicked.
+		c.kick()
 	}
 	return got
 }

@@ -282,11 +282,13 @@ func (c *Conn) spin(ready func() bool, sp *spinner, start time.Duration) (bool, 
 
 // waitEvents waits for the next event and applies it and any behind it,
 // and reports whether it took one. The caller holds c.waitTok. A call
-// (ready given) returns early when ready already holds, when expired (its
-// deadline) has passed or the connection has closed; the event loop (ready nil), which serves Close
-// too, when a call has begun. Each of those kicks a waiter (kick), and
-// each is checked again once the waiter is visible to the kicker
-// (inWait), so that neither can miss the other.
+// (ready given) returns early when ready already holds (another call may
+// have taken the events it waits for), when expired (its deadline) has
+// passed or the connection has closed; the event loop (ready nil), which
+// serves Close too, when a call has begun. Each of those kicks a waiter
+// (kick; take, for events another call took), and each is checked again
+// once the waiter is visible to the kicker (inWait), so that neither can
+// miss the other.
 func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan struct{}) bool {
 	c.mu.Lock()
 	c.releaseHeld()
@@ -295,16 +297,27 @@ func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan
 	if ok {
 		return false
 	}
+	if h := testHookWait.Load(); h != nil && ready != nil {
+		(*h)(c, 0)
+	}
 	c.inWait.Store(true)
 	var stop bool
 	if ready != nil {
-		stop = isClosed(expired) || isClosed(c.closed)
+		// Another call may have taken the events this one waits for
+		// between its look above and inWait: it kicks only a waiter it
+		// can see (take), so look again.
+		c.mu.Lock()
+		stop = ready() || isClosed(expired) || isClosed(c.closed)
+		c.mu.Unlock()
 	} else {
 		stop = c.active.Load() > 0
 	}
 	if stop {
 		c.inWait.Store(false)
 		return false
+	}
+	if h := testHookWait.Load(); h != nil && ready != nil {
+		(*h)(c, 1)
 	}
 	_, err := c.evd.Wait(ctx, 1, &c.wev)
 	c.inWait.Store(false)
@@ -321,6 +334,11 @@ func (c *Conn) waitEvents(ctx context.Context, ready func() bool, expired <-chan
 	c.pump()
 	return c.wev.Number != api.SoftwareEvent // (not a kick)
 }
+
+// testHookWait, when set, runs in a call's waitEvents before the call
+// shows itself as the waiter (stage 0) and just before it waits (stage
+// 1): tests change the connection there, as another goroutine might.
+var testHookWait atomic.Pointer[func(c *Conn, stage int)]
 
 // kick ends the EVD wait under way, if any, with a software event: at
 // most one is queued at a time.

@@ -2,7 +2,10 @@ package datnet
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -387,5 +390,62 @@ func TestTakeStopsWhenReady(t *testing.T) {
 	c.mu.Unlock()
 	if q.taken != 3 {
 		t.Fatalf("drain left %d events", 3-q.taken)
+	}
+}
+
+// A Write about to wait for credits, whose connection another goroutine
+// ends meanwhile, returns at once: the disconnect's events were taken by
+// a Read between the writer's look and its EVD.Wait, and the writer must
+// see that (the look again after inWait, stage 0) or be kicked (stage 1)
+// rather than wait for events that will not come. Before both it waited
+// until its deadline.
+func TestWriterSeesEndTakenBeforeItWaits(t *testing.T) {
+	for _, stage := range []int{0, 1} {
+		t.Run(fmt.Sprint("stage", stage), func(t *testing.T) {
+			fired := false
+			var hookErr error
+			t.Cleanup(func() { testHookWait.Store(nil) })
+			cc, s := loopbackPair(t)
+			hook := func(c *Conn, at int) {
+				if c != s || at != stage || fired {
+					return
+				}
+				fired = true
+				// The client's EP goes at once: on loopback the server's
+				// disconnect and flushes are queued when this returns.
+				if err := cc.ep.Disconnect(api.CloseAbrupt); err != nil {
+					hookErr = err
+					return
+				}
+				rd := make(chan error, 1)
+				go func() {
+					_, err := s.Read(make([]byte, 8))
+					rd <- err
+				}()
+				select {
+				case err := <-rd:
+					if err == nil {
+						hookErr = errors.New("the Read after the disconnect returned data")
+					}
+				case <-time.After(5 * time.Second):
+					hookErr = errors.New("the Read did not end after the disconnect")
+				}
+			}
+			testHookWait.Store(&hook)
+			s.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			var err error
+			for err == nil {
+				_, err = s.Write([]byte("0123456789abcdef"))
+			}
+			if !fired {
+				t.Fatalf("the writer never waited (%v)", err)
+			}
+			if hookErr != nil {
+				t.Fatal(hookErr)
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the Write waited until its deadline after the connection had ended")
+			}
+		})
 	}
 }
