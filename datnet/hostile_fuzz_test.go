@@ -3,8 +3,11 @@ package datnet_test
 import (
 	"context"
 	"errors"
+	"flag"
+	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,12 +26,21 @@ import (
 // included) once the peer is gone: no panic, no hang, no more bytes read
 // than the peer sent; Close must return.
 func FuzzHostilePeer(f *testing.F) {
+	for _, seed := range hostileSeeds() {
+		f.Add(seed)
+	}
+	h := newHostileListener(f)
+	f.Fuzz(h.run)
+}
+
+// hostileSeeds are FuzzHostilePeer's seed inputs.
+func hostileSeeds() [][]byte {
 	hello := []byte{'g', 'd', 'n', '1', 1, 0, 0, 0, 4, 0, 0, 0, 72, 0, 0, 0}
 	msg := func(hdr []byte, payload string) []byte {
 		return append([]byte{byte(len(hdr) + len(payload))}, append(hdr, payload...)...)
 	}
 	hdr := func(credits uint32, flags byte) []byte { return []byte{byte(credits), 0, 0, 0, flags, 0, 0, 0} }
-	for _, seed := range [][]byte{
+	return [][]byte{
 		append(append([]byte{8}, hello...), msg(hdr(0, 0), "hello")...),
 		append(append([]byte{9}, hello...), append(msg(hdr(0, 0), "a"), msg(hdr(0, 1), "")...)...),
 		append(append([]byte{8}, hello...), msg(hdr(1, 0), "")...),
@@ -37,22 +49,34 @@ func FuzzHostilePeer(f *testing.F) {
 		append([]byte{8}, "gdn1\x02\x00\x00\x00\x04\x00\x00\x00\x48\x00\x00\x00"...),
 		append([]byte{8}, "gdn1\x01\x00\x00\x00\xff\xff\xff\xff\x48\x00\x00\x00"...),
 		{0},
-	} {
-		f.Add(seed)
 	}
+}
+
+// hostileListener is FuzzHostilePeer's server side, which every input
+// meets: a Listener on a loopback IA, and a client IA for the peers.
+type hostileListener struct {
+	cli      api.IA
+	la       *datnet.Addr
+	accepted chan net.Conn
+}
+
+// newHostileListener opens the IAs and the Listener; tb's cleanup closes
+// them.
+func newHostileListener(tb testing.TB) *hostileListener {
+	tb.Helper()
 	open := inProcess("lo")
 	ctx := context.Background()
 	srv, err := open(ctx)
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	cli, err := open(ctx)
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	l, err := datnet.Listen(srv, ":0")
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	accepted := make(chan net.Conn)
 	stop, acceptDone := make(chan struct{}), make(chan struct{})
@@ -71,103 +95,162 @@ func FuzzHostilePeer(f *testing.F) {
 			}
 		}
 	}()
-	f.Cleanup(func() {
+	tb.Cleanup(func() {
 		close(stop)
 		l.Close()
 		<-acceptDone
 		cli.Close(api.CloseAbrupt)
 		srv.Close(api.CloseAbrupt)
 	})
-	la := l.Addr().(*datnet.Addr)
+	return &hostileListener{cli: cli, la: l.Addr().(*datnet.Addr), accepted: accepted}
+}
 
-	f.Fuzz(func(t *testing.T, in []byte) {
-		if len(in) < 17 || len(in) > 2048 {
-			return
-		}
-		abrupt, nrecv, hello, script := in[0]&1 != 0, int(in[0]>>1)%8, in[1:17], in[17:]
-		var msgs [][]byte
-		sent := 0
-		for len(script) > 0 {
-			n := min(int(script[0]), len(script)-1)
-			msgs, script = append(msgs, script[1:1+n]), script[1+n:]
-			sent += max(n-8, 0)
-		}
-		p := newRawPeer(t, cli, 64<<10)
-		defer p.free()
-		ep, evd, mem, reg := p.ep, p.evd, p.mem, p.reg
-		for i := range nrecv {
-			if err := ep.PostRecv([]api.LMRTriplet{reg.Triplet(uint64(32<<10+i*1024), 1024)}, api.Cookie(100+i), api.CompletionDefault); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := ep.Connect(la.IA, la.Qual, api.TimeoutInfinite, hello, 0, 0); err != nil {
+// run plays one input as FuzzHostilePeer's doc says.
+func (h *hostileListener) run(t *testing.T, in []byte) {
+	if len(in) < 17 || len(in) > 2048 {
+		return
+	}
+	abrupt, nrecv, hello, script := in[0]&1 != 0, int(in[0]>>1)%8, in[1:17], in[17:]
+	var msgs [][]byte
+	sent := 0
+	for len(script) > 0 {
+		n := min(int(script[0]), len(script)-1)
+		msgs, script = append(msgs, script[1:1+n]), script[1+n:]
+		sent += max(n-8, 0)
+	}
+	p := newRawPeer(t, h.cli, 64<<10)
+	defer p.free()
+	ep, evd, mem, reg := p.ep, p.evd, p.mem, p.reg
+	for i := range nrecv {
+		if err := ep.PostRecv([]api.LMRTriplet{reg.Triplet(uint64(32<<10+i*1024), 1024)}, api.Cookie(100+i), api.CompletionDefault); err != nil {
 			t.Fatal(err)
 		}
-		switch ev := next(t, evd, api.EVDConnection); ev.Number {
-		case api.ConnectionEstablishedEvent:
-		case api.ConnectionPeerRejectedEvent:
-			return // the Listener refused the hello
-		default:
-			t.Fatalf("the connect got %v, want ESTABLISHED or PEER_REJECTED", ev.Number)
+	}
+	if err := ep.Connect(h.la.IA, h.la.Qual, api.TimeoutInfinite, hello, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	switch ev := next(t, evd, api.EVDConnection); ev.Number {
+	case api.ConnectionEstablishedEvent:
+	case api.ConnectionPeerRejectedEvent:
+		return // the Listener refused the hello
+	default:
+		t.Fatalf("the connect got %v, want ESTABLISHED or PEER_REJECTED", ev.Number)
+	}
+	var s net.Conn
+	select {
+	case s = <-h.accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ESTABLISHED, but Accept returned no connection")
+	}
+	for i, m := range msgs {
+		if len(m) == 0 {
+			continue // an empty entry of the script sends nothing
 		}
-		var s net.Conn
-		select {
-		case s = <-accepted:
-		case <-time.After(10 * time.Second):
-			t.Fatal("ESTABLISHED, but Accept returned no connection")
+		off := uint64(i%32) * 1024
+		copy(mem.Bytes()[off:], m)
+		if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(off, uint32(len(m)))}, api.Cookie(i), api.CompletionDefault); err != nil {
+			break // (the connection may have ended)
 		}
-		for i, m := range msgs {
-			if len(m) == 0 {
-				continue // an empty entry of the script sends nothing
+	}
+	// The server writes too, into whatever credits the hello gave it.
+	s.SetDeadline(time.Now().Add(20 * time.Second))
+	werr := make(chan error, 1)
+	go func() {
+		var err error
+		for err == nil {
+			_, err = s.Write([]byte("0123456789abcdef"))
+		}
+		werr <- err
+	}()
+	// Read what the peer sent (or until the stream fails), then have
+	// the peer go.
+	got, buf := 0, make([]byte, 4096)
+	var rerr error
+	for got < sent && rerr == nil {
+		var n int
+		n, rerr = s.Read(buf)
+		got += n
+	}
+	if abrupt {
+		ep.Disconnect(api.CloseAbrupt)
+	} else {
+		ep.Disconnect(api.CloseGraceful)
+	}
+	for rerr == nil {
+		var n int
+		n, rerr = s.Read(buf)
+		got += n
+	}
+	if errors.Is(rerr, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read: no end 20 s after the peer's disconnect (%d bytes read)", got)
+	}
+	if got > sent {
+		t.Fatalf("read %d bytes; the peer sent %d", got, sent)
+	}
+	if err := <-werr; errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Write: no end 20 s after the peer's disconnect")
+	}
+	if err := s.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		t.Logf("Close: %v", err)
+	}
+}
+
+// hostileInputs is how many inputs TestHostilePeerMutated plays: a few
+// seconds' worth by default, millions for a hunt (go test -run
+// HostilePeerMutated -hostile.inputs 3000000 ./datnet).
+var hostileInputs = flag.Int("hostile.inputs", 2000, "inputs TestHostilePeerMutated plays")
+
+// TestHostilePeerMutated plays FuzzHostilePeer's inputs, mutated at
+// random, in a plain loop: some thousand inputs a second, where the
+// fuzzing engine, which also measures coverage, runs a few hundred. A
+// find that needs hundreds of thousands of inputs shows here first (the
+// wait race TestWriterSeesEndTakenBeforeItWaits pins did). A failure
+// logs its input, which FuzzHostilePeer takes as a seed to replay it.
+func TestHostilePeerMutated(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("random seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	h := newHostileListener(t)
+	corpus := hostileSeeds()
+	for range *hostileInputs {
+		in := mutate(rng, corpus)
+		if len(in) > 17 && len(corpus) < 500 && rng.IntN(4) == 0 {
+			corpus = append(corpus, in)
+		}
+		if !t.Run("input", func(t *testing.T) { h.run(t, in) }) {
+			t.Fatalf("input %x failed", in)
+		}
+	}
+}
+
+// mutate returns a copy of an input of corpus with one to eight random
+// changes: a byte set, a byte added, the script cut short, the flags
+// byte set, another input's script appended.
+func mutate(rng *rand.Rand, corpus [][]byte) []byte {
+	in := slices.Clone(corpus[rng.IntN(len(corpus))])
+	for range rng.IntN(8) + 1 {
+		switch rng.IntN(5) {
+		case 0:
+			if len(in) > 0 {
+				in[rng.IntN(len(in))] = byte(rng.Uint32())
 			}
-			off := uint64(i%32) * 1024
-			copy(mem.Bytes()[off:], m)
-			if err := ep.PostSend([]api.LMRTriplet{reg.Triplet(off, uint32(len(m)))}, api.Cookie(i), api.CompletionDefault); err != nil {
-				break // (the connection may have ended)
+		case 1:
+			in = append(in, byte(rng.Uint32()))
+		case 2:
+			if len(in) > 17 {
+				in = in[:17+rng.IntN(len(in)-17)]
+			}
+		case 3:
+			if len(in) > 0 {
+				in[0] = byte(rng.Uint32())
+			}
+		case 4:
+			if other := corpus[rng.IntN(len(corpus))]; len(other) > 17 {
+				in = append(in, other[17:]...)
 			}
 		}
-		// The server writes too, into whatever credits the hello gave it.
-		s.SetDeadline(time.Now().Add(20 * time.Second))
-		werr := make(chan error, 1)
-		go func() {
-			var err error
-			for err == nil {
-				_, err = s.Write([]byte("0123456789abcdef"))
-			}
-			werr <- err
-		}()
-		// Read what the peer sent (or until the stream fails), then have
-		// the peer go.
-		got, buf := 0, make([]byte, 4096)
-		var rerr error
-		for got < sent && rerr == nil {
-			var n int
-			n, rerr = s.Read(buf)
-			got += n
-		}
-		if abrupt {
-			ep.Disconnect(api.CloseAbrupt)
-		} else {
-			ep.Disconnect(api.CloseGraceful)
-		}
-		for rerr == nil {
-			var n int
-			n, rerr = s.Read(buf)
-			got += n
-		}
-		if errors.Is(rerr, os.ErrDeadlineExceeded) {
-			t.Fatalf("Read: no end 20 s after the peer's disconnect (%d bytes read)", got)
-		}
-		if got > sent {
-			t.Fatalf("read %d bytes; the peer sent %d", got, sent)
-		}
-		if err := <-werr; errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatalf("Write: no end 20 s after the peer's disconnect")
-		}
-		if err := s.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			t.Logf("Close: %v", err)
-		}
-	})
+	}
+	return in
 }
 
 // next returns the next event of stream kind on e, skipping others, or
