@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"slices"
@@ -29,7 +31,19 @@ import (
 // reader goroutine, meets the peer's frames (quiet mode). goleak
 // (TestMain) checks that nothing outlives the IA.
 func FuzzHostileStream(f *testing.F) {
-	for _, seed := range [][]byte{
+	for _, seed := range hostileStreamSeeds() {
+		f.Add(false, seed)
+		f.Add(true, seed)
+	}
+	// One IA and PSP for every input: a listening port each would run
+	// the host out of ports (TIME_WAIT) at thousands of inputs a second.
+	shared := newServer(f)
+	f.Fuzz(func(t *testing.T, poll bool, script []byte) { hostileStream(t, shared, poll, script) })
+}
+
+// hostileStreamSeeds are FuzzHostileStream's seed scripts.
+func hostileStreamSeeds() [][]byte {
+	return [][]byte{
 		// A send, a write into the window, a read of it, a disconnect.
 		{1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 40, 1, 3, 0, 0, 4, 0, 0, 0, 1, 3, 8, 0, 8, 0, 0, 0, 0, 0, 0, 0},
 		// Each alone, then a disconnect; a disconnect alone.
@@ -54,112 +68,169 @@ func FuzzHostileStream(f *testing.F) {
 		{6, 2, 0x80, 0, 0, 0, 0, 4, 6, 2, 0x80, 0, 0, 0, 1, 4, 5, 0, 0x82, 4, 0, 0, 0, 0, 6, 2, 0x80, 0, 0, 0, 3, 4, 8, 0, 0, 0, 0, 0, 0, 0},
 		// Send with invalidate of the window's own key.
 		{2, 0, 0, 1, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0},
-	} {
-		f.Add(false, seed)
-		f.Add(true, seed)
 	}
-	// One IA and PSP for every input: a listening port each would run
-	// the host out of ports (TIME_WAIT) at thousands of inputs a second.
-	shared := newServer(f)
-	f.Fuzz(func(t *testing.T, poll bool, script []byte) {
-		if len(script) > 64*8 {
-			script = script[:64*8]
+}
+
+// hostileStream plays one input of FuzzHostileStream against the IA and
+// PSP of shared.
+func hostileStream(t *testing.T, shared *server, poll bool, script []byte) {
+
+	if len(script) > 64*8 {
+		script = script[:64*8]
+	}
+	s := &server{client: newClient(t, shared.ia), crEVD: shared.crEVD, q: shared.q}
+	defer s.free()
+	const nrecv = 4
+	for c := api.Cookie(1); c <= nrecv; c++ {
+		if err := s.ep.PostRecv([]api.LMRTriplet{s.lmr.Triplet(uint64(c)*64, 64)}, c, api.CompletionDefault); err != nil {
+			t.Fatal(err)
 		}
-		s := &server{client: newClient(t, shared.ia), crEVD: shared.crEVD, q: shared.q}
-		defer s.free()
-		const nrecv = 4
-		for c := api.Cookie(1); c <= nrecv; c++ {
-			if err := s.ep.PostRecv([]api.LMRTriplet{s.lmr.Triplet(uint64(c)*64, 64)}, c, api.CompletionDefault); err != nil {
-				t.Fatal(err)
-			}
+	}
+	_, win := s.window(64 << 10)
+	nc := rawConnect(t, s)
+	// Requests of the server's own, which the peer must acknowledge
+	// (or answer) right for them to succeed: they meet its ACKs,
+	// credits, read responses and NAKs.
+	peer := api.RMRTriplet{RMRContext: 7, Addr: 0x1000, Length: 256}
+	posts := []error{
+		s.ep.PostSend([]api.LMRTriplet{s.lmr.Triplet(0, 16)}, 11, api.CompletionDefault),
+		s.ep.PostRDMARead([]api.LMRTriplet{s.lmr.Triplet(1024, 256)}, 12, peer, api.CompletionDefault),
+		s.ep.PostRDMAWrite([]api.LMRTriplet{s.lmr.Triplet(0, 64)}, 13, peer, api.CompletionDefault),
+	}
+	for _, err := range posts {
+		if err != nil {
+			t.Fatal(err)
 		}
-		_, win := s.window(64 << 10)
-		nc := rawConnect(t, s)
-		// Requests of the server's own, which the peer must acknowledge
-		// (or answer) right for them to succeed: they meet its ACKs,
-		// credits, read responses and NAKs.
-		peer := api.RMRTriplet{RMRContext: 7, Addr: 0x1000, Length: 256}
-		posts := []error{
-			s.ep.PostSend([]api.LMRTriplet{s.lmr.Triplet(0, 16)}, 11, api.CompletionDefault),
-			s.ep.PostRDMARead([]api.LMRTriplet{s.lmr.Triplet(1024, 256)}, 12, peer, api.CompletionDefault),
-			s.ep.PostRDMAWrite([]api.LMRTriplet{s.lmr.Triplet(0, 64)}, 13, peer, api.CompletionDefault),
+	}
+	go io.Copy(io.Discard, nc) // whatever the server answers
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	// got holds what a polling consumer dequeued while the peer
+	// spoke, for the checks below.
+	got := map[api.EVD][]api.Event{}
+	// A polling consumer polls each EVD polls times after each step
+	// of the script: the connection goes quiet, and the polls meet
+	// the frames.
+	steps, polls := fuzzScript(script, win), 20
+	if !poll {
+		steps, polls = [][]byte{bytes.Join(steps, nil)}, 0
+	}
+	for _, b := range steps {
+		// (The server may close first, on an early violation.)
+		if _, err := nc.Write(b); err != nil {
+			break
 		}
-		for _, err := range posts {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		go io.Copy(io.Discard, nc) // whatever the server answers
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		before := ms.TotalAlloc
-		// got holds what a polling consumer dequeued while the peer
-		// spoke, for the checks below.
-		got := map[api.EVD][]api.Event{}
-		// A polling consumer polls each EVD polls times after each step
-		// of the script: the connection goes quiet, and the polls meet
-		// the frames.
-		steps, polls := fuzzScript(script, win), 20
-		if !poll {
-			steps, polls = [][]byte{bytes.Join(steps, nil)}, 0
-		}
-		for _, b := range steps {
-			// (The server may close first, on an early violation.)
-			if _, err := nc.Write(b); err != nil {
-				break
-			}
-			for range polls {
-				for _, e := range []api.EVD{s.connEVD, s.recv, s.req} {
-					var ev api.Event
-					if e.Dequeue(&ev) == nil {
-						got[e] = append(got[e], ev)
-					}
+		for range polls {
+			for _, e := range []api.EVD{s.connEVD, s.recv, s.req} {
+				var ev api.Event
+				if e.Dequeue(&ev) == nil {
+					got[e] = append(got[e], ev)
 				}
 			}
 		}
-		nc.(*net.TCPConn).CloseWrite()
-		next := func(e api.EVD, what string) api.Event {
-			if q := got[e]; len(q) > 0 {
-				got[e] = q[1:]
-				return q[0]
+	}
+	nc.(*net.TCPConn).CloseWrite()
+	next := func(e api.EVD, what string) api.Event {
+		if q := got[e]; len(q) > 0 {
+			got[e] = q[1:]
+			return q[0]
+		}
+		if poll {
+			return s.spin(e, what)
+		}
+		return s.next(e, what)
+	}
+	ev := next(s.connEVD, "the connection's end")
+	if ev.Number != api.ConnectionBrokenEvent && ev.Number != api.ConnectionDisconnectedEvent {
+		t.Fatalf("connection event %v, want BROKEN or DISCONNECTED", ev.Number)
+	}
+	seen := map[api.Cookie]bool{}
+	for len(seen) < nrecv {
+		ev := next(s.recv, "the posted receives' completions")
+		if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 1 || ev.DTO.Cookie > nrecv || seen[ev.DTO.Cookie] {
+			t.Fatalf("receive EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
+		}
+		seen[ev.DTO.Cookie] = true
+	}
+	var extra api.Event
+	if err := s.recv.Dequeue(&extra); err == nil || len(got[s.recv]) > 0 {
+		t.Fatalf("a completion beyond the receives posted: %+v %+v", extra, got[s.recv])
+	}
+	seen = map[api.Cookie]bool{}
+	for len(seen) < len(posts) {
+		ev := next(s.req, "the server's requests' completions")
+		if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 11 || ev.DTO.Cookie > 13 || seen[ev.DTO.Cookie] {
+			t.Fatalf("request EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
+		}
+		seen[ev.DTO.Cookie] = true
+	}
+	if err := s.req.Dequeue(&extra); err == nil || len(got[s.req]) > 0 {
+		t.Fatalf("a completion beyond the requests posted: %+v %+v", extra, got[s.req])
+	}
+	runtime.ReadMemStats(&ms)
+	if d := ms.TotalAlloc - before; d > 16<<20 {
+		t.Errorf("%d bytes allocated while handling the stream", d)
+	}
+}
+
+// hostileInputs is how many inputs TestHostileStreamMutated plays: a
+// few seconds' worth by default, millions for a hunt (go test -run
+// HostileStreamMutated -hostile.inputs 3000000 ./providers/tcp).
+var hostileInputs = flag.Int("hostile.inputs", 1000, "inputs TestHostileStreamMutated plays")
+
+// TestHostileStreamMutated plays FuzzHostileStream's scripts, mutated at
+// random, in a plain loop, many more a second than the fuzzing engine
+// (which also measures coverage) runs. It logs its random seed, and a
+// failure its input, which FuzzHostileStream takes as a seed to replay.
+func TestHostileStreamMutated(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("random seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	shared := newServer(t)
+	corpus := hostileStreamSeeds()
+	for range *hostileInputs {
+		script := mutateScript(rng, corpus)
+		if len(corpus) < 500 && rng.IntN(4) == 0 {
+			corpus = append(corpus, script)
+		}
+		poll := rng.IntN(2) == 0
+		if !t.Run("input", func(t *testing.T) { hostileStream(t, shared, poll, script) }) {
+			t.Fatalf("input poll=%v script %x failed", poll, script)
+		}
+	}
+}
+
+// mutateScript returns a copy of a script of corpus with one to eight
+// random changes: a byte set, a step's frame type set, a random step
+// added, the script cut at a step, another script's steps appended.
+func mutateScript(rng *rand.Rand, corpus [][]byte) []byte {
+	sc := slices.Clone(corpus[rng.IntN(len(corpus))])
+	for range rng.IntN(8) + 1 {
+		switch rng.IntN(5) {
+		case 0:
+			if len(sc) > 0 {
+				sc[rng.IntN(len(sc))] = byte(rng.Uint32())
 			}
-			if poll {
-				return s.spin(e, what)
+		case 1:
+			if len(sc) >= 8 {
+				sc[8*rng.IntN(len(sc)/8)] = byte(rng.IntN(9))
 			}
-			return s.next(e, what)
-		}
-		ev := next(s.connEVD, "the connection's end")
-		if ev.Number != api.ConnectionBrokenEvent && ev.Number != api.ConnectionDisconnectedEvent {
-			t.Fatalf("connection event %v, want BROKEN or DISCONNECTED", ev.Number)
-		}
-		seen := map[api.Cookie]bool{}
-		for len(seen) < nrecv {
-			ev := next(s.recv, "the posted receives' completions")
-			if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 1 || ev.DTO.Cookie > nrecv || seen[ev.DTO.Cookie] {
-				t.Fatalf("receive EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
+		case 2:
+			var step [8]byte
+			for i := range step {
+				step[i] = byte(rng.Uint32())
 			}
-			seen[ev.DTO.Cookie] = true
-		}
-		var extra api.Event
-		if err := s.recv.Dequeue(&extra); err == nil || len(got[s.recv]) > 0 {
-			t.Fatalf("a completion beyond the receives posted: %+v %+v", extra, got[s.recv])
-		}
-		seen = map[api.Cookie]bool{}
-		for len(seen) < len(posts) {
-			ev := next(s.req, "the server's requests' completions")
-			if ev.Number != api.DTOCompletionEvent || ev.DTO.Cookie < 11 || ev.DTO.Cookie > 13 || seen[ev.DTO.Cookie] {
-				t.Fatalf("request EVD event %v, cookie %d (seen %v)", ev.Number, ev.DTO.Cookie, seen)
+			sc = append(sc, step[:]...)
+		case 3:
+			if len(sc) >= 8 {
+				sc = sc[:8*rng.IntN(len(sc)/8+1)]
 			}
-			seen[ev.DTO.Cookie] = true
+		case 4:
+			sc = append(sc, corpus[rng.IntN(len(corpus))]...)
 		}
-		if err := s.req.Dequeue(&extra); err == nil || len(got[s.req]) > 0 {
-			t.Fatalf("a completion beyond the requests posted: %+v %+v", extra, got[s.req])
-		}
-		runtime.ReadMemStats(&ms)
-		if d := ms.TotalAlloc - before; d > 16<<20 {
-			t.Errorf("%d bytes allocated while handling the stream", d)
-		}
-	})
+	}
+	return sc
 }
 
 // fuzzScript turns script, eight bytes a step, into what the peer sends,
