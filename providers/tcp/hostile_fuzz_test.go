@@ -74,7 +74,6 @@ func hostileStreamSeeds() [][]byte {
 // hostileStream plays one input of FuzzHostileStream against the IA and
 // PSP of shared.
 func hostileStream(t *testing.T, shared *server, poll bool, script []byte) {
-
 	if len(script) > 64*8 {
 		script = script[:64*8]
 	}
