@@ -13,6 +13,7 @@ import (
 
 	"github.com/godat/godat/api"
 	"github.com/godat/godat/datnet"
+	"github.com/godat/godat/internal/mutated"
 )
 
 // FuzzHostilePeer plays a stream peer that says anything: a hand-made
@@ -201,26 +202,13 @@ func (h *hostileListener) run(t *testing.T, in []byte) {
 var hostileInputs = flag.Int("hostile.inputs", 2000, "inputs TestHostilePeerMutated plays")
 
 // TestHostilePeerMutated plays FuzzHostilePeer's inputs, mutated at
-// random, in a plain loop: some thousand inputs a second, where the
-// fuzzing engine, which also measures coverage, runs a few hundred. A
-// find that needs hundreds of thousands of inputs shows here first (the
-// wait race TestWriterSeesEndTakenBeforeItWaits pins did). A failure
-// logs its input, which FuzzHostilePeer takes as a seed to replay it.
+// random, in a plain loop (package mutated says why; the wait race
+// TestWriterSeesEndTakenBeforeItWaits pins was found so). A failure names
+// its input, which FuzzHostilePeer takes as a seed to replay it.
 func TestHostilePeerMutated(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("random seed %d", seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	h := newHostileListener(t)
-	corpus := hostileSeeds()
-	for range *hostileInputs {
-		in := mutate(rng, corpus)
-		if len(in) > 17 && len(corpus) < 500 && rng.IntN(4) == 0 {
-			corpus = append(corpus, in)
-		}
-		if !t.Run("input", func(t *testing.T) { h.run(t, in) }) {
-			t.Fatalf("input %x failed", in)
-		}
-	}
+	mutated.Play(t, *hostileInputs, hostileSeeds(), 18, mutate,
+		func(t *testing.T, _ *rand.Rand, in []byte) { h.run(t, in) })
 }
 
 // mutate returns a copy of an input of corpus with one to eight random

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/godat/godat/api"
+	"github.com/godat/godat/internal/mutated"
 )
 
 // FuzzHostileStream plays a peer that says anything at all on a live
@@ -179,25 +180,20 @@ func hostileStream(t *testing.T, shared *server, poll bool, script []byte) {
 var hostileInputs = flag.Int("hostile.inputs", 1000, "inputs TestHostileStreamMutated plays")
 
 // TestHostileStreamMutated plays FuzzHostileStream's scripts, mutated at
-// random, in a plain loop, many more a second than the fuzzing engine
-// (which also measures coverage) runs. It logs its random seed, and a
-// failure its input, which FuzzHostileStream takes as a seed to replay.
+// random, in a plain loop (package mutated says why). A failure names its
+// script and poll, which FuzzHostileStream takes as a seed to replay.
 func TestHostileStreamMutated(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("random seed %d", seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	shared := newServer(t)
-	corpus := hostileStreamSeeds()
-	for range *hostileInputs {
-		script := mutateScript(rng, corpus)
-		if len(corpus) < 500 && rng.IntN(4) == 0 {
-			corpus = append(corpus, script)
-		}
-		poll := rng.IntN(2) == 0
-		if !t.Run("input", func(t *testing.T) { hostileStream(t, shared, poll, script) }) {
-			t.Fatalf("input poll=%v script %x failed", poll, script)
-		}
-	}
+	mutated.Play(t, *hostileInputs, hostileStreamSeeds(), 0, mutateScript,
+		func(t *testing.T, rng *rand.Rand, script []byte) {
+			poll := rng.IntN(2) == 0
+			defer func() {
+				if t.Failed() {
+					t.Logf("poll=%v", poll)
+				}
+			}()
+			hostileStream(t, shared, poll, script)
+		})
 }
 
 // mutateScript returns a copy of a script of corpus with one to eight
