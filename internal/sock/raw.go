@@ -203,6 +203,13 @@ const leadLen = 64 << 10
 // keep sharing a call (docs/performance.md).
 const bigSeg = 512 << 10
 
+// WritevNB shortens a big slice by its lead and sends the rest on its
+// own, so the lead must stay shorter than any big slice: with leadLen at
+// bigSeg or more, a slice cut short by the write's limit could be shorter
+// than its lead, and its rest would get a negative length. This line stops
+// the build if the two constants are ever tuned that way.
+const _ uint = bigSeg - leadLen - 1
+
 // Advance drops the first n bytes of bufs and returns what is left; the
 // slices it drops entirely are set to nil in bufs' backing array (they
 // keep no memory alive), and a partly written one is resliced.
