@@ -233,14 +233,18 @@ type SRQAttr struct {
 
 // SRQParam is what dat_srq_query(3DAT) reports (DAT_SRQ_PARAM).
 type SRQParam struct {
-	IA                  IA
-	State               SRQState
-	PZ                  PZ
-	MaxRecvDTOs         int
-	MaxRecvIOV          int
-	LowWatermark        int
-	AvailableDTOCount   int // receives posted that an EP may still take
-	OutstandingDTOCount int // occupied entries (posted, not yet completed); they limit new posts
+	IA                IA
+	State             SRQState
+	PZ                PZ
+	MaxRecvDTOs       int
+	MaxRecvIOV        int
+	LowWatermark      int
+	AvailableDTOCount int // receives posted that an EP may still take
+	// OutstandingDTOCount is the SRQ's occupied entries, which limit new
+	// posts. The page counts a buffer until the consumer dequeues its
+	// completion; godat's providers count it until it completes (its
+	// message arrived), so outside that window the two agree.
+	OutstandingDTOCount int
 }
 
 // PZParam is what dat_pz_query(3DAT) reports (DAT_PZ_PARAM).

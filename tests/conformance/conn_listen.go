@@ -143,6 +143,28 @@ var listenGroups = []group{
 				}
 			}
 		}},
+		{"DESCRIPTION", "the conn_qual picked is not one that a PSP made with dat_psp_create listens on", func(t *checkT) {
+			n := t.node()
+			_, first := n.listen(api.PSPConsumer)
+			// Hold the qualifiers just past the first one picked, the
+			// likeliest next picks; any already taken here are skipped.
+			held := map[api.ConnQual]bool{}
+			for q := first + 1; q <= first+4; q++ {
+				if _, err := n.ia.CreatePSP(q, n.cr, api.PSPConsumer); err == nil {
+					held[q] = true
+				} else if !isOneOf(err, api.ErrConnQualInUse) {
+					t.Fatalf("IA.CreatePSP(%d): %v", q, err)
+				}
+			}
+			if len(held) == 0 {
+				t.Skipf("conn_quals %d to %d are all in use", first+1, first+4)
+			}
+			for range 4 {
+				if _, q := n.listen(api.PSPConsumer); held[q] || q == first {
+					t.Fatalf("CreatePSPAny picked conn_qual %d, on which another PSP listens", q)
+				}
+			}
+		}},
 	}},
 
 	{page: "dat_psp_free", checks: []check{

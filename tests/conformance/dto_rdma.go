@@ -137,6 +137,35 @@ var rdmaGroups = []group{
 		{"DESCRIPTION (DESIGN §4)", "a consumer polling the request EVD while an RDMA read runs finds the bytes in the local buffer the moment the read's completion is visible", func(t *checkT) {
 			t.inPlaceRDMA(false, 5, 43)
 		}},
+		// The page: a peer that gets more reads than its incoming limit
+		// breaks the connection. With the limits matched, that is the
+		// provider's to prevent: it keeps reads past its outgoing limit
+		// back until earlier ones complete.
+		{"DESCRIPTION", "with MaxRDMAReadOut 1 against the peer's MaxRDMAReadIn 1, large reads posted together all complete in post order and the connection stays up", func(t *checkT) {
+			srv, cli := t.serverNode(), t.node()
+			ca, sa := cli.epAttr(), srv.epAttr()
+			ca.MaxRDMAReadOut, sa.MaxRDMAReadIn = 1, 1
+			p := t.pairWith(pairCfg{cli: cli, srv: srv, cliAttr: ca, srvAttr: sa})
+			const reads, size = 8, 256 << 10
+			a := t.queryEP(p.cli.ep).Attr
+			if a.MaxRequestDTOs < reads || a.MaxRDMASize < size {
+				t.Skipf("MaxRequestDTOs %d, MaxRDMASize %d: fewer than %d reads of %d bytes", a.MaxRequestDTOs, a.MaxRDMASize, reads, size)
+			}
+			src := p.srv.region(size, remote)
+			want := src.fill(0, size, 0x71)
+			dst := p.cli.region(reads*size, rw)
+			for i := range reads {
+				t.noErr(p.cli.ep.PostRDMARead(dst.iov(i*size, size), api.Cookie(i), src.rtr(0, size), api.CompletionDefault), fmt.Sprintf("PostRDMARead %d", i))
+			}
+			for i := range reads {
+				p.cli.expectReq(api.Cookie(i), api.DTOSuccess, fmt.Sprintf("RDMA read %d of %d", i, reads))
+				if !bytes.Equal(dst.b[i*size:(i+1)*size], want) {
+					t.Fatalf("RDMA read %d did not fetch the remote bytes", i)
+				}
+			}
+			t.wantState(p.cli.ep, api.EPConnected, "the client EP after the reads")
+			t.wantState(p.srv.ep, api.EPConnected, "the server EP after the reads")
+		}},
 		{"DESCRIPTION", "a multi-segment local IOV is filled in IOV order", func(t *checkT) {
 			p := t.pair()
 			if m := t.queryEP(p.cli.ep).Attr.MaxRequestIOV; m < 2 {

@@ -113,6 +113,15 @@ var evdStateGroups = []group{
 	}},
 
 	{page: "dat_evd_free", checks: []check{
+		// USAGE excepts the IA's own EVDs from the advice to free their
+		// feeders first: the IA feeds its async EVD and frees it itself.
+		{"RETURN VALUES", "the IA's async EVD, fed by the IA's asynchronous stream, cannot be freed while the IA is open (DAT_INVALID_STATE)", func(t *checkT) {
+			n := t.node()
+			t.wantErr(n.async.Free(), api.ErrInvalidState, "EVD.Free of the IA's async EVD")
+			if _, err := n.async.Query(); err != nil {
+				t.Fatalf("EVD.Query of the async EVD after the refused Free: %v", err)
+			}
+		}},
 		{"RETURN VALUES", "an EVD used by an EP cannot be freed (DAT_INVALID_STATE_EVD_IN_USE) until the EP is freed", func(t *checkT) {
 			n := t.node()
 			e := n.end(nil)

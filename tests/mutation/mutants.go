@@ -30,6 +30,12 @@ const (
 	kQueue = "provider/kit/eventq/queue.go"
 	kEPA   = "provider/kit/epattr/epattr.go"
 	kEnd   = "provider/kit/epattr/endpoint.go"
+	kEVD   = "provider/kit/dispatch/evd.go"
+	kCNO   = "provider/kit/dispatch/cno.go"
+	kSRQ   = "provider/kit/srqattr/queue.go"
+	kRecvs = "provider/kit/completion/recvs.go"
+	kCR    = "provider/kit/connreq/cr.go"
+	tcAck  = "providers/tcp/conn_ack.go"
 
 	hEVD = "plugin/host/evd.go"
 	hEvt = "plugin/host/events.go"
@@ -568,4 +574,44 @@ var mutants = []mutant{
 		old: "*recvIdle = C.uint32_t(boolean(ri))", new: "*recvIdle = C.uint32_t(boolean(!ri))"},
 	{id: "ca-lmr-localread", area: "cabi", file: caMem, desc: "an LMR created from C lacks the local read OFA always grants",
 		old: "mp := api.MemPriv(priv) | api.MemPrivLocalRead", new: "mp := api.MemPriv(priv)"},
+	// --- the kit's EVD and CNO bases, SRQ queue, receive queue and
+	// connection requests; tcp's credits ---
+	{id: "kit-evd-query-ia", area: "kit", file: kEVD, desc: "dat_evd_query reports no IA",
+		old: "\tp.IA = e.ia\n", new: ""},
+	{id: "kit-evd-free-cno", area: "kit", file: kEVD, desc: "a freed EVD still feeds its CNO",
+		old: "\te.SetCNO(nil)\n\te.freed = true", new: "\te.freed = true"},
+	{id: "kit-evd-create-cno", area: "kit", file: kEVD, desc: "an EVD created with a CNO does not feed it",
+		old: "\t\tevds.Add(e)\n\t\te.SetCNO(c)", new: "\t\tevds.Add(e)\n\t\t_ = c"},
+	{id: "kit-cno-trigger", area: "kit", file: kCNO, desc: "dat_cno_trigger never reports the EVD that triggered",
+		old: "\treturn o.n.C.Collect(), nil", new: "\to.n.C.Collect()\n\treturn nil, nil"},
+	{id: "kit-cno-agent", area: "kit", file: kCNO, desc: "dat_cno_modify_agent keeps the old agent",
+		old: "\to.n.C.SetAgent(agent)\n\treturn nil", new: "\treturn nil"},
+	{id: "kit-srq-lw-repeat", area: "kit", file: kSRQ, desc: "the SRQ's low watermark fires at every receive below it",
+		old: "\t\tq.armed = false\n\t\tq.lowWater()", new: "\t\tq.lowWater()"},
+	{id: "kit-srq-lw-set-below", area: "kit", file: kSRQ, desc: "a low watermark set above the receives posted does not fire",
+		old: "\tq.lw, q.armed = lw, lw > 0\n\tq.checkLW()", new: "\tq.lw, q.armed = lw, lw > 0"},
+	{id: "kit-srq-resize-keep", area: "kit", file: kSRQ, desc: "dat_srq_resize keeps the old size",
+		old: "\tq.max = n\n\treturn nil", new: "\treturn nil"},
+	{id: "kit-srq-outstanding", area: "kit", file: kSRQ, desc: "dat_srq_query reports no outstanding receives",
+		old: "AvailableDTOCount: n, OutstandingDTOCount: n}", new: "AvailableDTOCount: n, OutstandingDTOCount: 0}"},
+	{id: "kit-recv-solicited", area: "kit", file: kCompl, desc: "on a solicited-wait EP no receive notifies",
+		old: "(epFlags&api.CompletionSolicitedWait != 0 && !solicited)", new: "(epFlags&api.CompletionSolicitedWait != 0)"},
+	{id: "kit-readrmr-op", area: "kit", file: kCompl, desc: "an RDMA read to an RMR completes as a send",
+		old: "\tcase Read, ReadToRMR:\n", new: "\tcase Read:\n"},
+	{id: "kit-recv-srq", area: "kit", file: kRecvs, desc: "a receive posted to an EP on an SRQ is taken",
+		old: "\tcase onSRQ:\n", new: "\tcase onSRQ && false:\n"},
+	{id: "kit-recv-disc", area: "kit", file: kRecvs, desc: "a receive posted on a DISCONNECTED EP is queued, not flushed",
+		old: "\tcase s == api.EPDisconnected:\n", new: "\tcase false:\n"},
+	{id: "kit-cr-local-ep", area: "kit", file: kCR, desc: "a connection request does not name the EP the provider made for it",
+		old: "\t\tprm.LocalEP = c.Local\n", new: ""},
+	{id: "kit-rsp-ep", area: "kit", file: kCR, desc: "dat_rsp_query reports no EP",
+		old: "\t\tprm.EP = r.EP\n", new: ""},
+	{id: "kit-qual-any-inuse", area: "kit", file: "provider/kit/connreq/quals.go", desc: "a free qualifier is picked without looking whether it is in use",
+		old: "\t\tif _, ok := t.on[q]; !ok {\n\t\t\treturn q, nil", new: "\t\tif true {\n\t\t\treturn q, nil"},
+	{id: "g-async-free", area: "guard", file: gHdr, desc: "a consumer may free the IA's async EVD",
+		old: "\tg.async.users.add(&g.hdr, 1) // the IA uses it; consumers cannot free it\n", new: ""},
+	{id: "tcp-credit-over", area: "tcp", file: tcDTO, desc: "a send goes out with no credit left at the peer",
+		old: "c.sendsSent >= c.credits {", new: "c.sendsSent > c.credits {"},
+	{id: "tcp-credit-due", area: "tcp", file: tcAck, desc: "a credit update owed never goes out on its own",
+		old: "\tif c.up && !c.closing && c.ackDue() {\n\t\tc.flush(true)", new: "\tif false {\n\t\tc.flush(true)"},
 }

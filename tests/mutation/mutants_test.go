@@ -27,6 +27,25 @@ func TestMutantsApply(t *testing.T) {
 	}
 }
 
+// Every mutant has an id of its own and makes an edit no other mutant
+// makes: -only picks mutants by id, and a bug listed twice counts twice in
+// the rate.
+func TestMutantsDistinct(t *testing.T) {
+	ids := map[string]bool{}
+	edits := map[[3]string]string{}
+	for _, m := range mutants {
+		if ids[m.id] {
+			t.Errorf("id %s is used twice", m.id)
+		}
+		ids[m.id] = true
+		e := [3]string{m.file, m.old, m.new}
+		if other, ok := edits[e]; ok {
+			t.Errorf("%s makes the edit of %s", m.id, other)
+		}
+		edits[e] = m.id
+	}
+}
+
 // Every mutant compiles: a mutant whose new text no longer builds (the
 // code around it was renamed) would count as no-compile and test nothing.
 // Each is built as an overlay of its package, vet's type check included,
