@@ -569,14 +569,7 @@ func TestCNOWaitHandsBack(t *testing.T) {
 	cli, srv := benchPair(t)
 	pingPong(t, cli, srv, 64, 200, true, true, nil)
 	// Attached after the polling, whose events would have left a trigger.
-	cno, err := cli.ia.CreateCNO(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.recv.ModifyCNO(cno); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.recv.ModifyCNO(nil); cno.Free() })
+	cno := attachCNO(t, cli.ia, cli.recv)
 
 	// The client waits in its CNO for a message the server sends.
 	iov := []api.LMRTriplet{cli.lmr.Triplet(0, 64)}
@@ -832,6 +825,57 @@ func othersWrites(t *testing.T, late *atomic.Int64, size, burst int) {
 	}
 }
 
+// TestCNOWaitFinishesPollersWrite: on a quiet connection a post writes
+// what the socket takes and leaves the rest of a long RDMA write to the
+// pollers; a consumer that then blocks in a CNO wait instead of polling
+// hands the connection back, and its writer must finish the write, with
+// nothing else moving on the connection to prompt it.
+func TestCNOWaitFinishesPollersWrite(t *testing.T) {
+	const size = 32 << 20
+	quiet, _ := watchQuiet(t)
+	// Polls marked without pause keep the connection quiet until the
+	// post (the quiet check would otherwise hand it back once the
+	// ping-pong's pollers stop).
+	stopMarks := every(0, func() {
+		if c := quiet.Load(); c != nil {
+			c.markPolled()
+		}
+	})
+	marking := true
+	defer func() {
+		if marking {
+			stopMarks()
+		}
+	}()
+	cli, srv := connectedPair(t, 64, size)
+	c, poster, peer := makeQuietPair(t, quiet, cli, srv)
+	_, rt := peer.window(size)
+	cno := attachCNO(t, poster.ia, poster.req)
+	if !c.isQuiet() {
+		t.Fatal("the connection left quiet mode before the post, polls marked all along")
+	}
+	if err := poster.ep.PostRDMAWrite([]api.LMRTriplet{poster.lmr.Triplet(0, size)}, 22, rt, api.CompletionDefault); err != nil {
+		t.Fatal(err)
+	}
+	stopMarks()
+	marking = false
+	c.ia.mu.Lock()
+	rest := c.directRest
+	c.ia.mu.Unlock()
+	if !rest {
+		t.Fatal("the post's write on a quiet connection left no rest of a 32 MiB RDMA write")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if evd, err := cno.Wait(ctx); err != nil || evd != poster.req {
+		t.Fatalf("the CNO wait for an RDMA write whose rest the pollers held: %v, %v (want the request EVD)", evd, err)
+	}
+	var ev api.Event
+	if err := poster.req.Dequeue(&ev); err != nil || ev.DTO.Cookie != 22 || ev.DTO.Status != api.DTOSuccess {
+		t.Fatalf("the RDMA write's completion: %v %+v", err, ev.DTO)
+	}
+}
+
 // TestQuietCheckTakesStalledInput checks the quiet check's guard against
 // pollers that come only between messages: their polls find nothing, and
 // the message that arrives meanwhile waits in the socket. Once input has
@@ -840,8 +884,9 @@ func othersWrites(t *testing.T, late *atomic.Int64, size, burst int) {
 func TestQuietCheckTakesStalledInput(t *testing.T) {
 	quiet, left := watchQuiet(t)
 	// A consumer that polls between messages, reduced to the mark its
-	// polls leave (a poll that finds the socket empty reads nothing).
-	defer every(100*time.Microsecond, func() {
+	// polls leave (a poll that finds the socket empty reads nothing),
+	// marking without pause: every look of the quiet check finds polls.
+	defer every(0, func() {
 		if c := quiet.Load(); c != nil {
 			c.markPolled()
 		}
@@ -1174,6 +1219,12 @@ func watchQuiet(t *testing.T) (quiet *atomic.Pointer[conn], left chan *conn) {
 func makeQuiet(t *testing.T, quiet *atomic.Pointer[conn]) (c *conn, rx, tx *client) {
 	t.Helper()
 	cli, srv := benchPair(t)
+	return makeQuietPair(t, quiet, cli, srv)
+}
+
+// makeQuietPair is makeQuiet on a pair of the caller's.
+func makeQuietPair(t *testing.T, quiet *atomic.Pointer[conn], cli, srv *client) (c *conn, rx, tx *client) {
+	t.Helper()
 	for end := time.Now().Add(10 * time.Second); ; {
 		pingPong(t, cli, srv, 64, 200, true, true, nil)
 		if c = quiet.Load(); c != nil && c.isQuiet() {
@@ -1217,17 +1268,42 @@ func expectMessage(t *testing.T, rx, tx *client) {
 	}
 }
 
-// every runs f on a goroutine of its own every d until the function it
-// returns is called, which waits for that goroutine to end.
+// attachCNO makes a CNO of ia without agent and makes evd feed it, both
+// undone at the test's end.
+func attachCNO(t *testing.T, ia api.IA, evd api.EVD) api.CNO {
+	t.Helper()
+	cno, err := ia.CreateCNO(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := evd.ModifyCNO(cno); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { evd.ModifyCNO(nil); cno.Free() })
+	return cno
+}
+
+// every runs f on a goroutine of its own every d (with d 0, over and
+// over, yielding between calls) until the function it returns is called,
+// which waits for that goroutine to end.
 func every(d time.Duration, f func()) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			select {
-			case <-quit:
-				return
-			case <-time.After(d):
+			if d == 0 {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				runtime.Gosched()
+			} else {
+				select {
+				case <-quit:
+					return
+				case <-time.After(d):
+				}
 			}
 			f()
 		}

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -16,6 +17,40 @@ import (
 // file descriptor and the trigger calls, and freeing it.
 var cnoGroups = []group{
 	{page: "dat_cno_wait", checks: []check{
+		{"DESCRIPTION", "a consumer that spun on Dequeue may block in CNO.Wait at any time: large sends posted each way after a spinning ping-pong complete while their posters wait on CNOs", func(t *checkT) {
+			p := t.pair()
+			t.spinPingPong(p, spinFor)
+			n := int(min(16<<20, t.queryEP(p.cli.ep).Attr.MaxMessageSize, t.queryEP(p.srv.ep).Attr.MaxMessageSize))
+			cc, sc := p.cli.cno(nil), p.srv.cno(nil)
+			t.noErr(p.cli.req.ModifyCNO(cc), "EVD.ModifyCNO on the client's request EVD")
+			t.noErr(p.srv.req.ModifyCNO(sc), "EVD.ModifyCNO on the server's request EVD")
+			cdst, csrc, sdst, ssrc := p.cli.region(n, rw), p.cli.region(n, rw), p.srv.region(n, rw), p.srv.region(n, rw)
+			toCli, toSrv := ssrc.fill(0, n, 0x1E), csrc.fill(0, n, 0xE1)
+			p.cli.postRecv(cdst, 0, n, 5)
+			p.srv.postRecv(sdst, 0, n, 5)
+			p.cli.postSend(csrc, 0, n, 6)
+			p.srv.postSend(ssrc, 0, n, 6)
+			ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+			defer cancel()
+			srvWait := make(chan error, 1)
+			go func() {
+				_, err := sc.Wait(ctx)
+				srvWait <- err
+			}()
+			if e, err := cc.Wait(ctx); err != nil || e != p.cli.req {
+				t.Fatalf("the client's CNO.Wait for its send of %d bytes = %v, %v; want its request EVD", n, e, err)
+			}
+			if err := <-srvWait; err != nil {
+				t.Fatalf("the server's CNO.Wait for its send of %d bytes: %v", n, err)
+			}
+			p.cli.expectReq(6, api.DTOSuccess, "the client's send")
+			p.srv.expectReq(6, api.DTOSuccess, "the server's send")
+			p.cli.expectRecv(5, api.DTOSuccess, "the client's receive")
+			p.srv.expectRecv(5, api.DTOSuccess, "the server's receive")
+			if !bytes.Equal(cdst.b, toCli) || !bytes.Equal(sdst.b, toSrv) {
+				t.Fatalf("a receive buffer does not hold the message sent to it")
+			}
+		}},
 		{"DESCRIPTION", "CNO.Wait returns the EVD that received an event", func(t *checkT) {
 			n := t.node()
 			c := n.cno(nil)

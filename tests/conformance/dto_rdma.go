@@ -3,6 +3,8 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/godat/godat/api"
 )
@@ -12,6 +14,30 @@ import (
 // read to an RMR, and a send that invalidates the peer's RMR.
 var rdmaGroups = []group{
 	{page: "dat_ep_post_rdma_write", checks: []check{
+		// Placing an RDMA write needs nothing of the target's consumer; a
+		// consumer that spun on its EVDs and then watches memory instead
+		// (OFA's dtest -W) is the case that shows a provider leaning on it.
+		// Writes go both ways, since a provider may hand only one end of
+		// the connection to its spinning consumer.
+		{"DESCRIPTION", "right after both consumers stopped spinning on Dequeue, RDMA writes each way are placed while neither consumer makes a call", func(t *checkT) {
+			p := t.pair()
+			t.spinPingPong(p, spinFor)
+			const n = 64 << 10
+			toSrv, fromCli := p.srv.region(n, remote), p.cli.region(n, rw)
+			toCli, fromSrv := p.cli.region(n, remote), p.srv.region(n, rw)
+			wantSrv, wantCli := fromCli.fill(0, n, 0x3C), fromSrv.fill(0, n, 0xC3)
+			t.noErr(p.cli.ep.PostRDMAWrite(fromCli.iov(0, n), 9, toSrv.rtr(0, n), api.CompletionDefault), "the client's PostRDMAWrite")
+			t.noErr(p.srv.ep.PostRDMAWrite(fromSrv.iov(0, n), 9, toCli.rtr(0, n), api.CompletionDefault), "the server's PostRDMAWrite")
+			for end := time.Now().Add(eventTimeout); !bytes.Equal(toSrv.b, wantSrv) || !bytes.Equal(toCli.b, wantCli); {
+				if time.Now().After(end) {
+					t.Fatalf("within %v of their posts, with no consumer calling, the server holds the client's write: %v; the client holds the server's: %v",
+						eventTimeout, bytes.Equal(toSrv.b, wantSrv), bytes.Equal(toCli.b, wantCli))
+				}
+				runtime.Gosched()
+			}
+			p.cli.expectReq(9, api.DTOSuccess, "the client's RDMA write")
+			p.srv.expectReq(9, api.DTOSuccess, "the server's RDMA write")
+		}},
 		{"DESCRIPTION", "an RDMA write places its bytes in the remote window by the time it completes", func(t *checkT) {
 			p := t.pair()
 			dst := p.srv.region(256, remote)

@@ -216,3 +216,91 @@ func (t *checkT) pollEmpty(e api.EVD) {
 // evd_events.go (events in and out), evd_state.go (states, the CNO, free),
 // cno.go (the CNO pages and the helpers the CNO checks share).
 var evdGroups = slices.Concat(evdEventGroups, evdStateGroups, cnoGroups)
+
+// spin dequeues from e until an event comes, never waiting, and fails the
+// check unless it is a successful DTO completion within eventTimeout.
+func (t *checkT) spin(e api.EVD, what string) api.Event {
+	t.T.Helper()
+	ev, err := spinDTO(e)
+	if err != nil {
+		t.Fatalf("spinning for %s: %v", what, err)
+	}
+	return ev
+}
+
+// spinDTO is spin without the check, for goroutines of a check's own.
+func spinDTO(e api.EVD) (api.Event, error) {
+	var ev api.Event
+	for end := time.Now().Add(eventTimeout); ; {
+		err := e.Dequeue(&ev)
+		switch {
+		case err == nil:
+			if ev.Number != api.DTOCompletionEvent || ev.DTO.Status != api.DTOSuccess {
+				return ev, fmt.Errorf("got %s", describe(&ev))
+			}
+			return ev, nil
+		case !errors.Is(err, api.ErrQueueEmpty):
+			return ev, fmt.Errorf("dequeuing: %w", err)
+		case time.Now().After(end):
+			return ev, fmt.Errorf("nothing within %v", eventTimeout)
+		}
+	}
+}
+
+// spinPingPong runs a ping-pong of 8-byte messages for about d in which
+// both consumers, each on a goroutine of its own as a program's two ends
+// would be, spin on Dequeue and never wait: a provider that lets spinning
+// consumers drive its connections (tcp) hands them over during it, and
+// the checks that follow see whether it takes them back when the
+// consumers stop. The first byte of a ping says whether another follows.
+func (t *checkT) spinPingPong(p *pair, d time.Duration) {
+	t.T.Helper()
+	cs, cr, ss, sr := p.cli.region(8, rw), p.cli.region(8, rw), p.srv.region(8, rw), p.srv.region(8, rw)
+	p.srv.postRecv(sr, 0, 8, 0)
+	served := make(chan error, 1)
+	go func() {
+		served <- func() error {
+			for i := 0; ; i++ {
+				if _, err := spinDTO(p.srv.recv); err != nil {
+					return fmt.Errorf("round %d, the ping's receive: %w", i, err)
+				}
+				last := sr.b[0] == 0
+				if !last {
+					if err := p.srv.ep.PostRecv(sr.iov(0, 8), api.Cookie(i+1), api.CompletionDefault); err != nil {
+						return fmt.Errorf("round %d, PostRecv: %w", i, err)
+					}
+				}
+				if err := p.srv.ep.PostSend(ss.iov(0, 8), api.Cookie(i), api.CompletionDefault); err != nil {
+					return fmt.Errorf("round %d, PostSend: %w", i, err)
+				}
+				if _, err := spinDTO(p.srv.req); err != nil {
+					return fmt.Errorf("round %d, the pong's send: %w", i, err)
+				}
+				if last {
+					return nil
+				}
+			}
+		}()
+	}()
+	end := time.Now().Add(d)
+	for i, last := 0, false; !last; i++ {
+		last = !time.Now().Before(end)
+		cs.b[0] = 1
+		if last {
+			cs.b[0] = 0
+		}
+		c := api.Cookie(i)
+		p.cli.postRecv(cr, 0, 8, c)
+		p.cli.postSend(cs, 0, 8, c)
+		t.spin(p.cli.recv, fmt.Sprintf("round %d: the pong's receive", i))
+		t.spin(p.cli.req, fmt.Sprintf("round %d: the ping's send", i))
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("the server's side of a spinning ping-pong: %v", err)
+	}
+}
+
+// spinFor is how long those checks spin: time for tcp to hand connections
+// to their pollers several times over (it takes a few hundred round trips
+// when the two ends spin at once).
+const spinFor = 300 * time.Millisecond

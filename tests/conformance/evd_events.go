@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,20 @@ import (
 // dequeuing, posting software events, resizing the queue and querying it.
 var evdEventGroups = []group{
 	{page: "dat_evd_wait", checks: []check{
+		{"DESCRIPTION", "a consumer that spun on Dequeue may wait instead at any time: a large send posted after a spinning ping-pong completes while both consumers wait, and arrives whole", func(t *checkT) {
+			p := t.pair()
+			t.spinPingPong(p, spinFor)
+			n := int(min(16<<20, t.queryEP(p.cli.ep).Attr.MaxMessageSize, t.queryEP(p.srv.ep).Attr.MaxMessageSize))
+			dst := p.srv.region(n, rw)
+			src := p.cli.region(n, rw)
+			want := src.fill(0, n, 0x5A)
+			p.srv.postRecv(dst, 0, n, 7)
+			p.cli.postSend(src, 0, n, 7)
+			p.cli.expectReq(7, api.DTOSuccess, fmt.Sprintf("a send of %d bytes its poster waits for", n))
+			if ev := p.srv.expectRecv(7, api.DTOSuccess, "its receive"); ev.DTO.Length != uint32(n) || !bytes.Equal(dst.b, want) {
+				t.Fatalf("the receive of %d bytes completed with length %d, or its buffer does not hold the message", n, ev.DTO.Length)
+			}
+		}},
 		{"DESCRIPTION", "a threshold larger than the queue length is DAT_INVALID_PARAMETER", func(t *checkT) {
 			e, q := t.node().seEVD(8, nil)
 			_, _, err := waitN(e, q+1, shortWait)

@@ -36,6 +36,7 @@ const (
 	kRecvs = "provider/kit/completion/recvs.go"
 	kCR    = "provider/kit/connreq/cr.go"
 	tcAck  = "providers/tcp/conn_ack.go"
+	tcRead = "providers/tcp/conn_read.go"
 
 	hEVD = "plugin/host/evd.go"
 	hEvt = "plugin/host/events.go"
@@ -610,6 +611,8 @@ var mutants = []mutant{
 		old: "\t\tif _, ok := t.on[q]; !ok {\n\t\t\treturn q, nil", new: "\t\tif true {\n\t\t\treturn q, nil"},
 	{id: "g-async-free", area: "guard", file: gHdr, desc: "a consumer may free the IA's async EVD",
 		old: "\tg.async.users.add(&g.hdr, 1) // the IA uses it; consumers cannot free it\n", new: ""},
+	{id: "tcp-readahead-again", area: "tcp", file: tcRead, desc: "the read-ahead buffer hands out again the bytes a read copied from it",
+		old: "c.rbStart, c.rbEnd = m, k", new: "c.rbStart, c.rbEnd = 0, k"},
 	{id: "tcp-credit-over", area: "tcp", file: tcDTO, desc: "a send goes out with no credit left at the peer",
 		old: "c.sendsSent >= c.credits {", new: "c.sendsSent > c.credits {"},
 	{id: "tcp-credit-due", area: "tcp", file: tcAck, desc: "a credit update owed never goes out on its own",
