@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/godat/godat/api"
@@ -296,6 +297,19 @@ var iaGroups = []group{
 			t.wantErr(err, api.ErrInvalidHandle, "IA.Query after Close")
 			_, err = n.ia.CreatePZ()
 			t.wantErr(err, api.ErrInvalidHandle, "IA.CreatePZ after Close")
+		}},
+		{"DESCRIPTION", "an abrupt close frees the connection qualifiers of its PSPs and RSPs: another IA can listen on them at once", func(t *checkT) {
+			n := t.node()
+			_, q := n.listen(api.PSPConsumer)
+			rq := n.freeQual()
+			_, err := n.ia.CreateRSP(rq, n.end(nil).ep, n.cr)
+			t.noErr(err, "IA.CreateRSP")
+			t.noErr(n.ia.Close(api.CloseAbrupt), "abrupt Close")
+			m := t.node()
+			_, err = m.ia.CreatePSP(q, m.cr, api.PSPConsumer)
+			t.noErr(err, fmt.Sprintf("IA.CreatePSP(%d) on another IA, after the IA whose PSP listened there closed", q))
+			_, err = m.ia.CreatePSP(rq, m.cr, api.PSPConsumer)
+			t.noErr(err, fmt.Sprintf("IA.CreatePSP(%d) on another IA, after the IA whose RSP listened there closed", rq))
 		}},
 		{"DESCRIPTION", "every call on an IA closed abruptly is DAT_INVALID_HANDLE", closedIA},
 		{"DESCRIPTION", "an abrupt close wakes the EVD waiters with DAT_ABORT", func(t *checkT) {
