@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godat/godat/api"
+	"github.com/godat/godat/registry"
 )
 
 // The library under test is built once by the documented command
@@ -206,11 +209,7 @@ func TestCProgramNoMemory(t *testing.T) { runCProgram(t, "nomem") }
 // runCProgram compiles testdata/name.c against the library under test and
 // runs it on the loopback and tcp IAs; it must end with "PASSED".
 func runCProgram(t *testing.T, name string) {
-	bin := filepath.Join(t.TempDir(), name)
-	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "testdata/"+name+".c", "-L"+lib.dir, "-l:libdat2.so.2")
-	if out, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := compileC(t, name)
 	for _, ia := range []string{"loopback", "tcp"} {
 		t.Run(ia, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -224,6 +223,18 @@ func runCProgram(t *testing.T, name string) {
 			}
 		})
 	}
+}
+
+// compileC compiles testdata/name.c against the library under test and
+// returns the program's path.
+func compileC(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	cc := exec.Command("gcc", "-Wall", "-Werror", "-o", bin, "testdata/"+name+".c", "-L"+lib.dir, "-l:libdat2.so.2")
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // dapl finds a program of dapl2-utils. Without it the test skips, unless
@@ -668,5 +679,163 @@ func TestOFARegistry(t *testing.T) {
 	}
 	if err := <-done; err != nil || !strings.Contains(s.out.String(), "Exiting") {
 		t.Errorf("dapltest server: %v\n%s", err, s.out.String())
+	}
+}
+
+// TestAttributesMatchGo runs testdata/attrs.c on each IA and compares every
+// field it prints of DAT_IA_ATTR, DAT_PROVIDER_ATTR and a default EP's
+// DAT_EP_ATTR with what the Go API reports for the same IA, converted as
+// the C types take them: counts (DAT_COUNT) capped at 2^31-1, booleans 0
+// or 1, and max_lmr_block_size capped at 2^32-1, as fillIAAttr caps it.
+func TestAttributesMatchGo(t *testing.T) {
+	bin := compileC(t, "attrs")
+	reg, err := registry.Load(lib.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"loopback", "tcp"} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, name)
+			cmd.SysProcAttr = dieWithTest()
+			cmd.Env = env()
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("attrs %s: %v\n%s", name, err, out)
+			}
+			got := map[string]string{}
+			for line := range strings.Lines(string(out)) {
+				k, v, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+				got[k] = v
+			}
+			want := goAttrs(t, ctx, reg, name)
+			for k, w := range want {
+				if g, ok := got[k]; !ok {
+					t.Errorf("%s: not printed by the C program", k)
+				} else if g != w {
+					t.Errorf("%s: C reads %s, the Go API reports %s", k, g, w)
+				}
+			}
+			for k := range got {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s: printed by the C program, not compared", k)
+				}
+			}
+		})
+	}
+}
+
+// goAttrs opens the IA name through reg and returns its attributes and a
+// default EP's, named and formatted as testdata/attrs.c prints them.
+func goAttrs(t *testing.T, ctx context.Context, reg *registry.Registry, name string) map[string]string {
+	ia, err := reg.Open(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ia.Close(api.CloseAbrupt)
+	a, p, err := ia.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pz, err := ia.CreatePZ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evd, err := ia.CreateEVD(8, nil, api.EVDDTO|api.EVDConnection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := ia.CreateEP(pz, evd, evd, evd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep0, err := ep.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ep0.Attr
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	cnt := func(n int) string { return u(uint64(int64(int32(min(n, 1<<31-1))))) }
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return map[string]string{
+		"adapter_name":                        a.AdapterName,
+		"vendor_name":                         a.VendorName,
+		"hardware_version_major":              u(uint64(a.HardwareVersionMajor)),
+		"hardware_version_minor":              u(uint64(a.HardwareVersionMinor)),
+		"firmware_version_major":              u(uint64(a.FirmwareVersionMajor)),
+		"firmware_version_minor":              u(uint64(a.FirmwareVersionMinor)),
+		"max_eps":                             cnt(a.MaxEPs),
+		"max_dto_per_ep":                      cnt(a.MaxDTOPerEP),
+		"max_rdma_read_per_ep_in":             cnt(a.MaxRDMAReadPerEPIn),
+		"max_rdma_read_per_ep_out":            cnt(a.MaxRDMAReadPerEPOut),
+		"max_evds":                            cnt(a.MaxEVDs),
+		"max_evd_qlen":                        cnt(a.MaxEVDQLen),
+		"max_iov_segments_per_dto":            cnt(a.MaxIOVSegmentsPerDTO),
+		"max_lmrs":                            cnt(a.MaxLMRs),
+		"max_lmr_block_size":                  u(min(a.MaxLMRBlockSize, 1<<32-1)),
+		"max_lmr_virtual_address":             u(uint64(a.MaxLMRVirtualAddress)),
+		"max_pzs":                             cnt(a.MaxPZs),
+		"max_message_size":                    u(uint64(a.MaxMessageSize)),
+		"max_rdma_size":                       u(uint64(a.MaxRDMASize)),
+		"max_rmrs":                            cnt(a.MaxRMRs),
+		"max_rmr_target_address":              u(uint64(a.MaxRMRTargetAddress)),
+		"max_srqs":                            cnt(a.MaxSRQs),
+		"max_ep_per_srq":                      cnt(a.MaxEPPerSRQ),
+		"max_recv_per_srq":                    cnt(a.MaxRecvPerSRQ),
+		"max_iov_segments_per_rdma_read":      cnt(a.MaxIOVSegmentsPerRDMARead),
+		"max_iov_segments_per_rdma_write":     cnt(a.MaxIOVSegmentsPerRDMAWrite),
+		"max_rdma_read_in":                    cnt(a.MaxRDMAReadIn),
+		"max_rdma_read_out":                   cnt(a.MaxRDMAReadOut),
+		"max_rdma_read_per_ep_in_guaranteed":  b(a.MaxRDMAReadPerEPInGuaranteed),
+		"max_rdma_read_per_ep_out_guaranteed": b(a.MaxRDMAReadPerEPOutGuaranteed),
+		"zb_supported":                        b(a.ZBSupported),
+		"provider_name":                       p.ProviderName,
+		"provider_version_major":              u(uint64(p.ProviderVersionMajor)),
+		"provider_version_minor":              u(uint64(p.ProviderVersionMinor)),
+		"dapl_version_major":                  u(uint64(p.DAPLVersionMajor)),
+		"dapl_version_minor":                  u(uint64(p.DAPLVersionMinor)),
+		"lmr_mem_types_supported":             u(uint64(p.LMRMemTypesSupported)),
+		"iov_ownership_on_return":             u(uint64(p.IOVOwnershipOnReturn)),
+		"dat_qos_supported":                   u(uint64(p.QOSSupported)),
+		"completion_flags_supported":          u(uint64(p.CompletionFlagsSupported)),
+		"is_thread_safe":                      b(p.ThreadSafe),
+		"max_private_data_size":               cnt(p.MaxPrivateDataSize),
+		"supports_multipath":                  b(p.SupportsMultipath),
+		"ep_creator":                          u(uint64(p.EPCreator)),
+		"pz_support":                          u(uint64(p.PZSupport)),
+		"optimal_buffer_alignment":            u(uint64(p.OptimalBufferAlignment)),
+		"srq_supported":                       b(p.SRQSupported),
+		"srq_watermarks_supported":            cnt(p.SRQWatermarksSupported),
+		"srq_ep_pz_difference_supported":      b(p.SRQEPPZDifferenceSupported),
+		"srq_info_supported":                  cnt(p.SRQInfoSupported),
+		"ep_recv_info_supported":              cnt(p.EPRecvInfoSupported),
+		"lmr_sync_req":                        b(p.LMRSyncRequired),
+		"dto_async_return_guaranteed":         b(p.DTOAsyncReturnGuaranteed),
+		"rdma_write_for_rdma_read_req":        b(p.RDMAWriteForRDMAReadRequired),
+		"rdma_read_lmr_rmr_context_exposure":  b(p.RDMAReadLMRRMRContextExposure),
+		"rmr_scope_supported":                 u(uint64(p.RMRScopeSupported)),
+		"is_signal_safe":                      b(p.SignalSafe),
+		"ha_supported":                        b(p.HASupported),
+		"ep.service_type":                     u(uint64(e.ServiceType)),
+		"ep.max_message_size":                 u(uint64(e.MaxMessageSize)),
+		"ep.max_rdma_size":                    u(uint64(e.MaxRDMASize)),
+		"ep.qos":                              u(uint64(e.QOS)),
+		"ep.recv_completion_flags":            u(uint64(e.RecvCompletionFlags)),
+		"ep.request_completion_flags":         u(uint64(e.RequestCompletionFlags)),
+		"ep.max_recv_dtos":                    cnt(e.MaxRecvDTOs),
+		"ep.max_request_dtos":                 cnt(e.MaxRequestDTOs),
+		"ep.max_recv_iov":                     cnt(e.MaxRecvIOV),
+		"ep.max_request_iov":                  cnt(e.MaxRequestIOV),
+		"ep.max_rdma_read_in":                 cnt(e.MaxRDMAReadIn),
+		"ep.max_rdma_read_out":                cnt(e.MaxRDMAReadOut),
+		"ep.srq_soft_hw":                      cnt(e.SRQSoftHighWatermark),
+		"ep.max_rdma_read_iov":                cnt(e.MaxRDMAReadIOV),
+		"ep.max_rdma_write_iov":               cnt(e.MaxRDMAWriteIOV),
 	}
 }

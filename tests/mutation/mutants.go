@@ -625,4 +625,10 @@ var mutants = []mutant{
 		old: "c.sendsSent >= c.credits {", new: "c.sendsSent > c.credits {"},
 	{id: "tcp-credit-due", area: "tcp", file: tcAck, desc: "a credit update owed never goes out on its own",
 		old: "\tif c.up && !c.closing && c.ackDue() {\n\t\tc.flush(true)", new: "\tif false {\n\t\tc.flush(true)"},
+	{id: "ca-ia-vendor", area: "cabi", file: "cabi/ia.go", desc: "dat_ia_query reports the adapter's name as its vendor's",
+		old: "putName(&c.vendor_name[0], a.VendorName)", new: "putName(&c.vendor_name[0], a.AdapterName)"},
+	{id: "ca-prov-threadsafe", area: "cabi", file: "cabi/ia.go", desc: "dat_ia_query reports a thread-safe provider as unsafe, and the reverse",
+		old: "c.is_thread_safe = boolean(p.ThreadSafe)", new: "c.is_thread_safe = boolean(!p.ThreadSafe)"},
+	{id: "ca-ep-reqiov", area: "cabi", file: caEP, desc: "dat_ep_query reports the request IOV limit less one",
+		old: "c.max_request_iov = count(a.MaxRequestIOV)", new: "c.max_request_iov = count(a.MaxRequestIOV - 1)"},
 }
