@@ -631,4 +631,12 @@ var mutants = []mutant{
 		old: "c.is_thread_safe = boolean(p.ThreadSafe)", new: "c.is_thread_safe = boolean(!p.ThreadSafe)"},
 	{id: "ca-ep-reqiov", area: "cabi", file: caEP, desc: "dat_ep_query reports the request IOV limit less one",
 		old: "c.max_request_iov = count(a.MaxRequestIOV)", new: "c.max_request_iov = count(a.MaxRequestIOV - 1)"},
+	{id: "kit-lmr-shared", area: "kit", file: "provider/kit/memreg/lmrs.go", desc: "an LMR over another LMR's memory (MemTypeLMR) is not recognized as one",
+		old: "ok && l != nil && l.set == s {", new: "ok && l != nil && l.set == s && false {"},
+	{id: "kit-lmr-free-dereg", area: "kit", file: "provider/kit/memreg/lmrs.go", desc: "a freed LMR stays registered",
+		old: "\tif err := l.set.mem.Deregister(&l.Reg); err != nil {\n\t\treturn err\n\t}\n", new: ""},
+	{id: "kit-lmr-query-pz", area: "kit", file: "provider/kit/memreg/lmrs.go", desc: "dat_lmr_query reports no PZ",
+		old: "\tprm.IA, prm.PZ = l.set.ia, l.pz", new: "\tprm.IA = l.set.ia"},
+	{id: "kit-rmr-free-bound", area: "kit", file: "provider/kit/memreg/lmrs.go", desc: "a freed RMR stays bound",
+		old: "func (r *RMRBase[I, PZ, EP]) Release() {\n\tr.Unbind()", new: "func (r *RMRBase[I, PZ, EP]) Release() {"},
 }
