@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -207,38 +206,34 @@ var hostileInputs = flag.Int("hostile.inputs", 2000, "inputs TestHostilePeerMuta
 // its input, which FuzzHostilePeer takes as a seed to replay it.
 func TestHostilePeerMutated(t *testing.T) {
 	h := newHostileListener(t)
-	mutated.Play(t, *hostileInputs, hostileSeeds(), 18, mutate,
+	mutated.Play(t, *hostileInputs, hostileSeeds(), 18, hostileEdits,
 		func(t *testing.T, _ *rand.Rand, in []byte) { h.run(t, in) })
 }
 
-// mutate returns a copy of an input of corpus with one to eight random
-// changes: a byte set, a byte added, the script cut short, the flags
-// byte set, another input's script appended.
-func mutate(rng *rand.Rand, corpus [][]byte) []byte {
-	in := slices.Clone(corpus[rng.IntN(len(corpus))])
-	for range rng.IntN(8) + 1 {
-		switch rng.IntN(5) {
-		case 0:
-			if len(in) > 0 {
-				in[rng.IntN(len(in))] = byte(rng.Uint32())
-			}
-		case 1:
-			in = append(in, byte(rng.Uint32()))
-		case 2:
-			if len(in) > 17 {
-				in = in[:17+rng.IntN(len(in)-17)]
-			}
-		case 3:
-			if len(in) > 0 {
-				in[0] = byte(rng.Uint32())
-			}
-		case 4:
-			if other := corpus[rng.IntN(len(corpus))]; len(other) > 17 {
-				in = append(in, other[17:]...)
-			}
+// hostileEdits are the changes TestHostilePeerMutated makes to an input:
+// a byte set, a byte added, the script cut short, the flags byte set,
+// another input's script appended.
+var hostileEdits = []mutated.Edit{
+	mutated.SetByte,
+	func(rng *rand.Rand, in []byte, _ [][]byte) []byte { return append(in, byte(rng.Uint32())) },
+	func(rng *rand.Rand, in []byte, _ [][]byte) []byte {
+		if len(in) > 17 {
+			in = in[:17+rng.IntN(len(in)-17)]
 		}
-	}
-	return in
+		return in
+	},
+	func(rng *rand.Rand, in []byte, _ [][]byte) []byte {
+		if len(in) > 0 {
+			in[0] = byte(rng.Uint32())
+		}
+		return in
+	},
+	func(rng *rand.Rand, in []byte, corpus [][]byte) []byte {
+		if other := corpus[rng.IntN(len(corpus))]; len(other) > 17 {
+			in = append(in, other[17:]...)
+		}
+		return in
+	},
 }
 
 // next returns the next event of stream kind on e, skipping others, or

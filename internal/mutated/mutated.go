@@ -8,6 +8,7 @@ package mutated
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -15,14 +16,27 @@ import (
 // maxCorpus bounds the inputs the loop keeps to mutate further.
 const maxCorpus = 500
 
-// Play runs n inputs through run, each as a subtest. Each input is what
-// mutate makes of the corpus: seeds at first, then also one input in four
-// that was played, if it has at least minKeep bytes (up to maxCorpus
-// inputs). Play logs its random seed; the first input that fails ends
-// the loop and t, with the input in the message. run takes the random
-// source for any choice of its own beside the input.
-func Play(t *testing.T, n int, seeds [][]byte, minKeep int,
-	mutate func(rng *rand.Rand, corpus [][]byte) []byte,
+// An Edit is one random change to in, an input being mutated; corpus is
+// what Play mutates inputs from. It returns the changed input (in itself,
+// or a longer or shorter slice).
+type Edit func(rng *rand.Rand, in []byte, corpus [][]byte) []byte
+
+// SetByte sets a byte of in, anywhere, to a random value.
+func SetByte(rng *rand.Rand, in []byte, _ [][]byte) []byte {
+	if len(in) > 0 {
+		in[rng.IntN(len(in))] = byte(rng.Uint32())
+	}
+	return in
+}
+
+// Play runs n inputs through run, each as a subtest. Each input is a
+// copy of one of the corpus with one to eight edits, each chosen at random
+// among edits. The corpus is the seeds at first, then also one input in
+// four that was played, if it has at least minKeep bytes (up to maxCorpus
+// inputs). Play logs its random seed; the first input that fails ends the
+// loop and t, with the input in the message. run takes the random source
+// for any choice of its own beside the input.
+func Play(t *testing.T, n int, seeds [][]byte, minKeep int, edits []Edit,
 	run func(t *testing.T, rng *rand.Rand, in []byte)) {
 	t.Helper()
 	seed := time.Now().UnixNano()
@@ -30,7 +44,10 @@ func Play(t *testing.T, n int, seeds [][]byte, minKeep int,
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	corpus := seeds
 	for range n {
-		in := mutate(rng, corpus)
+		in := slices.Clone(corpus[rng.IntN(len(corpus))])
+		for range rng.IntN(8) + 1 {
+			in = edits[rng.IntN(len(edits))](rng, in, corpus)
+		}
 		if len(in) >= minKeep && len(corpus) < maxCorpus && rng.IntN(4) == 0 {
 			corpus = append(corpus, in)
 		}

@@ -184,7 +184,7 @@ var hostileInputs = flag.Int("hostile.inputs", 1000, "inputs TestHostileStreamMu
 // script and poll, which FuzzHostileStream takes as a seed to replay.
 func TestHostileStreamMutated(t *testing.T) {
 	shared := newServer(t)
-	mutated.Play(t, *hostileInputs, hostileStreamSeeds(), 0, mutateScript,
+	mutated.Play(t, *hostileInputs, hostileStreamSeeds(), 0, scriptEdits,
 		func(t *testing.T, rng *rand.Rand, script []byte) {
 			poll := rng.IntN(2) == 0
 			defer func() {
@@ -196,36 +196,33 @@ func TestHostileStreamMutated(t *testing.T) {
 		})
 }
 
-// mutateScript returns a copy of a script of corpus with one to eight
-// random changes: a byte set, a step's frame type set, a random step
-// added, the script cut at a step, another script's steps appended.
-func mutateScript(rng *rand.Rand, corpus [][]byte) []byte {
-	sc := slices.Clone(corpus[rng.IntN(len(corpus))])
-	for range rng.IntN(8) + 1 {
-		switch rng.IntN(5) {
-		case 0:
-			if len(sc) > 0 {
-				sc[rng.IntN(len(sc))] = byte(rng.Uint32())
-			}
-		case 1:
-			if len(sc) >= 8 {
-				sc[8*rng.IntN(len(sc)/8)] = byte(rng.IntN(9))
-			}
-		case 2:
-			var step [8]byte
-			for i := range step {
-				step[i] = byte(rng.Uint32())
-			}
-			sc = append(sc, step[:]...)
-		case 3:
-			if len(sc) >= 8 {
-				sc = sc[:8*rng.IntN(len(sc)/8+1)]
-			}
-		case 4:
-			sc = append(sc, corpus[rng.IntN(len(corpus))]...)
+// scriptEdits are the changes TestHostileStreamMutated makes to a script:
+// a byte set, a step's frame type set, a random step added, the script cut
+// at a step, another script's steps appended.
+var scriptEdits = []mutated.Edit{
+	mutated.SetByte,
+	func(rng *rand.Rand, sc []byte, _ [][]byte) []byte {
+		if len(sc) >= 8 {
+			sc[8*rng.IntN(len(sc)/8)] = byte(rng.IntN(9))
 		}
-	}
-	return sc
+		return sc
+	},
+	func(rng *rand.Rand, sc []byte, _ [][]byte) []byte {
+		var step [8]byte
+		for i := range step {
+			step[i] = byte(rng.Uint32())
+		}
+		return append(sc, step[:]...)
+	},
+	func(rng *rand.Rand, sc []byte, _ [][]byte) []byte {
+		if len(sc) >= 8 {
+			sc = sc[:8*rng.IntN(len(sc)/8+1)]
+		}
+		return sc
+	},
+	func(rng *rand.Rand, sc []byte, corpus [][]byte) []byte {
+		return append(sc, corpus[rng.IntN(len(corpus))]...)
+	},
 }
 
 // fuzzScript turns script, eight bytes a step, into what the peer sends,

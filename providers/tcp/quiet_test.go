@@ -836,17 +836,12 @@ func TestCNOWaitFinishesPollersWrite(t *testing.T) {
 	// Polls marked without pause keep the connection quiet until the
 	// post (the quiet check would otherwise hand it back once the
 	// ping-pong's pollers stop).
-	stopMarks := every(0, func() {
+	stopMarks := sync.OnceFunc(every(0, func() {
 		if c := quiet.Load(); c != nil {
 			c.markPolled()
 		}
-	})
-	marking := true
-	defer func() {
-		if marking {
-			stopMarks()
-		}
-	}()
+	}))
+	defer stopMarks()
 	cli, srv := connectedPair(t, 64, size)
 	c, poster, peer := makeQuietPair(t, quiet, cli, srv)
 	_, rt := peer.window(size)
@@ -858,7 +853,6 @@ func TestCNOWaitFinishesPollersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopMarks()
-	marking = false
 	c.ia.mu.Lock()
 	rest := c.directRest
 	c.ia.mu.Unlock()
