@@ -369,16 +369,25 @@ func (s *Conn) Write(b []byte) (int, error) {
 	return s.Writev(one[:])
 }
 
-// ReadNB is one read into b that never waits: syscall.EAGAIN when the
-// socket holds nothing, net.ErrClosed after Close. It is the function
-// RecvNB under RawConn.Control without the callback, for polling paths,
-// and uses none of the reader's scratch state.
-func (s *Conn) ReadNB(b []byte) (int, error) {
-	if !s.incref() {
-		return 0, net.ErrClosed
-	}
+// Hold records a use of the descriptor that lasts until Release, so that
+// it stays open after Close until then; false once the Conn is closed. It
+// lets a caller that reads in a loop pay for the reference once (see
+// ReadHeld) rather than on every call.
+func (s *Conn) Hold() bool { return s.incref() }
+
+// Release ends the use that Hold began; the last user after Close closes
+// the descriptor.
+func (s *Conn) Release() { s.decref() }
+
+// ReadHeld is one read into b that never waits (syscall.EAGAIN when the
+// socket holds nothing), for a caller that holds a use from Hold across
+// the call: it leaves the reference count alone, which a consumer
+// spinning on an empty socket would otherwise pay for on every turn. It
+// uses none of the reader's scratch state. After Close it still reads the
+// open descriptor (its data, or the end of the stream): the caller decides
+// when to stop.
+func (s *Conn) ReadHeld(b []byte) (int, error) {
 	n, e := RecvNB(uintptr(s.fd), b)
-	s.decref()
 	if e != 0 {
 		return 0, e
 	}

@@ -463,7 +463,7 @@ func TestPending(t *testing.T) {
 			t.Fatalf("Pending after 100 bytes: %d", s.Pending())
 		}
 	}
-	if _, err := s.ReadNB(make([]byte, 40)); err != nil {
+	if _, err := s.Read(make([]byte, 40)); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.Pending(); n != 60 {
@@ -472,5 +472,40 @@ func TestPending(t *testing.T) {
 	s.Close()
 	if n := s.Pending(); n != 0 {
 		t.Fatalf("Pending after Close: %d", n)
+	}
+}
+
+// TestHoldKeepsDescriptor checks that a use taken with Hold keeps the
+// descriptor open across Close, so that ReadHeld still reads the socket,
+// and that Release then closes it.
+func TestHoldKeepsDescriptor(t *testing.T) {
+	s, peer := pair(t)
+	if !s.Hold() {
+		t.Fatal("Hold on an open Conn failed")
+	}
+	if _, err := peer.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s.Hold() {
+		t.Fatal("Hold after Close succeeded")
+	}
+	b := make([]byte, 8)
+	n, err := 0, error(syscall.EAGAIN)
+	for end := time.Now().Add(5 * time.Second); errors.Is(err, syscall.EAGAIN) && time.Now().Before(end); {
+		n, err = s.ReadHeld(b)
+	}
+	if err != nil || string(b[:n]) != "held" {
+		t.Fatalf("ReadHeld after Close, with a use held: %q, %v", b[:n], err)
+	}
+	link := fmt.Sprintf("/proc/self/fd/%d", s.fd)
+	sockName, err := os.Readlink(link)
+	if err != nil || !strings.HasPrefix(sockName, "socket:") {
+		t.Fatalf("the descriptor while a use is held: %q, %v", sockName, err)
+	}
+	s.Release()
+	// (The number may be reused at once, but not for this socket.)
+	if now, err := os.Readlink(link); err == nil && now == sockName {
+		t.Fatalf("the descriptor is still %s after Release", now)
 	}
 }

@@ -173,6 +173,7 @@ func (c *conn) begin(p *ep, pd []byte) {
 		// while pollers drive the connection. On failure the
 		// connection stays on the net.TCPConn, always watched.
 		if s, err := sock.FromTCP(tc); err == nil {
+			s.Hold() // (a new Conn): the pollers' use (readNB), ended by drain
 			c.nc, c.sk = s, s
 		}
 	}

@@ -124,6 +124,11 @@ func (c *conn) drain() {
 	}
 	<-c.wdone
 	_ = c.nc.Close()
+	if c.sk != nil {
+		// The reader holds the receive token for good: no poller reads
+		// the socket any more, and the descriptor may close.
+		c.sk.Release()
+	}
 }
 
 // kicked reports whether a read error is a poller's kick (see poll)
@@ -290,10 +295,12 @@ func (c *conn) pollDirFD(fd uintptr) {
 
 // readNB is the polling paths' read into b, which never waits:
 // syscall.EAGAIN when the socket holds nothing. A sock.Conn is called
-// directly; a net.TCPConn through its RawConn.
+// directly; a net.TCPConn through its RawConn. The caller holds the
+// receive token, so the socket's descriptor is open: the connection
+// holds it (begin) until drain, whose reader has the token from then on.
 func (c *conn) readNB(b []byte) (int, error) {
 	if c.sk != nil {
-		return c.sk.ReadNB(b)
+		return c.sk.ReadHeld(b)
 	}
 	c.rxDst, c.rxN, c.rxErr = b, 0, nil
 	if err := c.rc.Control(c.pollDirFn); err != nil {

@@ -230,6 +230,12 @@
 //     NAK, DISCONNECT) shuts the connection down as the reader would; the
 //     shutdown kicks the reader, which sees the connection closing and
 //     drains as usual.
+//   - The socket's descriptor stays open for the pollers without a
+//     reference per read: the connection takes one use of it
+//     (sock.Conn.Hold) when it begins and gives it back at the end of the
+//     reader's drain, which holds the token from then on, so no poller
+//     reads past it. A poll thus costs the two atomic operations of the
+//     token, not four.
 //
 // Quiet mode. A socket in Go's network poller wakes a runtime thread for
 // every segment that arrives, whether or not a goroutine waits for it; on

@@ -763,3 +763,16 @@ func (t *checkT) openFDs() int {
 	t.T.Helper()
 	return openfds.Count(t)
 }
+
+// providerFDs lists the process's open descriptors (openfds.List) but for
+// the memory of api.AllocMemory, which a check owns, not its provider.
+func (t *checkT) providerFDs() map[string]string {
+	t.T.Helper()
+	m := openfds.List(t)
+	for fd, what := range m {
+		if strings.HasPrefix(what, "/memfd:godat-lmr ") {
+			delete(m, fd)
+		}
+	}
+	return m
+}

@@ -334,6 +334,26 @@ var iaGroups = []group{
 			t.noErr(pr.srv.ia.Close(api.CloseAbrupt), "abrupt Close of the server IA")
 			pr.c.expectConnEnd("the requester whose request the close destroyed", api.ConnectionNonPeerRejectedEvent, api.ConnectionUnreachableEvent)
 		}},
+		{"DESCRIPTION", "closing both IAs of a connection that spinning consumers drove leaves none of its descriptors open", func(t *checkT) {
+			// A provider whose pollers read the socket themselves (tcp)
+			// keeps its descriptor open for them; the close must still
+			// let it go. The check's own memory (api.AllocMemory's
+			// memfds, freed after the check) does not count.
+			before := t.providerFDs()
+			p := t.pair()
+			t.spinPingPong(p, 50*time.Millisecond)
+			t.noErr(p.cli.ia.Close(api.CloseAbrupt), "abrupt Close of the client IA")
+			t.noErr(p.srv.ia.Close(api.CloseAbrupt), "abrupt Close of the server IA")
+			after := t.providerFDs()
+			for end := time.Now().Add(eventTimeout); len(after) > len(before) && time.Now().Before(end); after = t.providerFDs() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			for fd, what := range after {
+				if before[fd] != what {
+					t.Errorf("descriptor %s (%s) is still open after both IAs closed", fd, what)
+				}
+			}
+		}},
 		{"DESCRIPTION", "an abrupt close ends the IA's connections: the peer gets DISCONNECTED or BROKEN", func(t *checkT) {
 			p := t.pair()
 			t.noErr(p.cli.ia.Close(api.CloseAbrupt), "abrupt Close of the client IA")

@@ -621,6 +621,8 @@ var mutants = []mutant{
 		old: "\ti.psps.Each((*psp).stop)\n", new: ""},
 	{id: "tcp-close-rsp", area: "tcp", file: "providers/tcp/ia.go", desc: "closing an IA leaves its RSPs' listeners open",
 		old: "\ti.rsps.Each((*rsp).stop)\n", new: ""},
+	{id: "tcp-hold-kept", area: "tcp", file: tcRead, desc: "a connection's end never lets go of the socket it kept open for its pollers",
+		old: "\t\tc.sk.Release()\n", new: ""},
 	{id: "tcp-credit-over", area: "tcp", file: tcDTO, desc: "a send goes out with no credit left at the peer",
 		old: "c.sendsSent >= c.credits {", new: "c.sendsSent > c.credits {"},
 	{id: "tcp-credit-due", area: "tcp", file: tcAck, desc: "a credit update owed never goes out on its own",
