@@ -91,7 +91,13 @@
 // because it must outlast a transient of the process, not of the link:
 // after the blocking control exchange that begins each run, the Go
 // runtime wakes often for some milliseconds, which a warm-up of a tenth
-// did not cover on the rxe VM.
+// did not cover on the rxe VM. Before its first row, a run with a
+// warm-up also primes the process: an untimed ping-pong of its smallest
+// size (4 KiB at most), for 250 ms over godat and then 250 ms over raw
+// TCP, because the first timed phase of a fresh client is slower,
+// whichever path it measures, than the same phase run later
+// (docs/performance.md), and each row measures godat first. -warmup 0
+// skips the priming too.
 // The ops:
 //
 //   - lat: send/recv ping-pong (not RDMA-write ping-pong, whose arrival

@@ -878,3 +878,26 @@ func TestWarmupFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchPrimes checks that a benchmark run with a warm-up primes both
+// paths, godat first, before its rows, and that -warmup 0 skips it.
+func TestBenchPrimes(t *testing.T) {
+	cfg := inProcess(t)
+	ctx := testCtx(t)
+	var seen []string
+	testHookPrime = func(path string) { seen = append(seen, path) }
+	defer func() { testHookPrime = nil }()
+	for _, warm := range []int{5, 0} {
+		seen = nil
+		p := benchParams{ops: []string{"bw"}, sizes: []int{4096, 64}, iters: 20, warm: warm, poll: true}
+		if _, err := runBench(ctx, cfg, p); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case warm == 0 && len(seen) != 0:
+			t.Errorf("-warmup 0 primed: %q", seen)
+		case warm > 0 && (len(seen) < 2 || seen[0] != "godat" || seen[len(seen)-1] != "raw TCP"):
+			t.Errorf("priming ran %q; want godat, then raw TCP", seen)
+		}
+	}
+}
