@@ -35,10 +35,12 @@ type receiver struct {
 	rxErr     error
 	rxDst     []byte
 	rxPayload payload
-	rxTok     atomic.Int32 // 1 while a goroutine consumes the stream
-	rxMissed  atomic.Int32 // the reader found data while a poller held the token
-	rxKick    atomic.Bool  // a poller left the end of the stream to the reader: pollers keep off
-	rxClosed  atomic.Bool  // the connection is closing: pollers keep off
+	rxTok     atomic.Int32  // 1 while a goroutine consumes the stream
+	rxBusy    atomic.Uint32 // polls that found the token taken (yieldToHolder)
+	rxInFrame atomic.Bool   // the reader reads inside a frame, token held, and may wait in the netpoller
+	rxMissed  atomic.Int32  // the reader found data while a poller held the token
+	rxKick    atomic.Bool   // a poller left the end of the stream to the reader: pollers keep off
+	rxClosed  atomic.Bool   // the connection is closing: pollers keep off
 }
 
 // handBack ends quiet mode and gives the connection back to its reader
@@ -67,6 +69,13 @@ func (c *conn) readFull(b []byte) error {
 	b = b[n:]
 	if len(b) > 0 && c.isQuiet() {
 		c.handBack() // the reader is about to wait inside a frame
+	}
+	if len(b) > 0 && c.pollable {
+		c.rxInFrame.Store(true)
+		if h := testHookInFrame.Load(); h != nil {
+			(*h)(c)
+		}
+		defer c.rxInFrame.Store(false)
 	}
 	for len(b) > 0 {
 		if len(b) >= rxBufLen/2 {
@@ -422,6 +431,7 @@ func (c *conn) poll() bool {
 	c.markPolled()
 	c.settleOwed()
 	if !c.rxTok.CompareAndSwap(0, 1) {
+		c.yieldToHolder()
 		return false
 	}
 	defer c.lateAck(false)
@@ -445,6 +455,35 @@ func (c *conn) poll() bool {
 		}
 	}
 }
+
+// busyYield is how often a poller that finds the receive token taken
+// makes way for its holder: every busyYield-th time.
+const busyYield = 64
+
+// yieldToHolder is poll's answer to a taken token. The holder may be the
+// reader, inside a frame, parked in the netpoller for the rest of it. When
+// every P runs a spinning consumer (GOMAXPROCS=1, say), nothing polls the
+// network until the runtime's monitor does, every 10 ms, and
+// runtime.Gosched does not either (the scheduler takes the yielding
+// goroutine back from its queue before it looks): the reader would read a
+// socketful per 10 ms, and a 1 MiB poll stream crawled at a tenth of its
+// speed. So every busyYield-th failed poll, if the reader is inside a
+// frame and input waits in the socket, wakes the reader with a read
+// deadline in the past (its read sees a kick, and reads on), then yields.
+func (c *conn) yieldToHolder() {
+	if c.rxBusy.Add(1)%busyYield != 0 {
+		return
+	}
+	if c.rxInFrame.Load() && c.sk != nil && c.sk.Pending() > 0 {
+		_ = c.nc.SetReadDeadline(past)
+	}
+	runtime.Gosched()
+}
+
+// testHookInFrame, set by tests only, sees the reader begin a read inside
+// a frame that may wait, holding the receive token. (Atomic: a test sets
+// it while readers run.)
+var testHookInFrame atomic.Pointer[func(c *conn)]
 
 // pollStream reads without waiting and processes what it can: whole
 // headers, and as much of a payload as is here (the rest is read by the

@@ -230,6 +230,13 @@
 //     NAK, DISCONNECT) shuts the connection down as the reader would; the
 //     shutdown kicks the reader, which sees the connection closing and
 //     drains as usual.
+//   - A poller that keeps finding the token taken makes way for its
+//     holder every busyYield-th time: it yields its P, and if the
+//     reader is inside a frame with its rest already in the socket, it
+//     first wakes the reader with a read deadline in the past. With
+//     every P spinning, the reader's wait in the netpoller would
+//     otherwise end only when the runtime's monitor polls the network
+//     (every 10 ms).
 //   - The socket's descriptor stays open for the pollers without a
 //     reference per read: the connection takes one use of it
 //     (sock.Conn.Hold) when it begins and gives it back at the end of the
