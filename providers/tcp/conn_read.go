@@ -474,7 +474,9 @@ func (c *conn) yieldToHolder() {
 	if c.rxBusy.Add(1)%busyYield != 0 {
 		return
 	}
-	if c.rxInFrame.Load() && c.sk != nil && c.sk.Pending() > 0 {
+	if c.rxInFrame.Load() && !c.rxClosed.Load() && c.sk != nil && c.sk.Pending() > 0 {
+		// (Not once the connection closes: the deadline would cut
+		// drain's short.)
 		_ = c.nc.SetReadDeadline(past)
 	}
 	runtime.Gosched()
