@@ -1,7 +1,6 @@
 package tcp
 
 import (
-	"net"
 	"syscall"
 	"testing"
 
@@ -85,14 +84,7 @@ func BenchmarkEmptyPoll(b *testing.B) {
 // BenchmarkRawEmptyPoll is BenchmarkEmptyPoll's baseline.
 func BenchmarkRawEmptyPoll(b *testing.B) {
 	c1, _ := rawPair(b)
-	rc, err := c1.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var fd uintptr
-	if err := rc.Control(func(f uintptr) { fd = f }); err != nil {
-		b.Fatal(err)
-	}
+	fd := rawFD(b, c1)
 	buf := make([]byte, 64)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -21,14 +21,7 @@ func TestPollWakesReaderInFrame(t *testing.T) {
 	const n = 64 << 10
 	s := newServer(t)
 	nc := rawConnect(t, s)
-	rc, err := nc.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fd uintptr
-	if err := rc.Control(func(f uintptr) { fd = f }); err != nil {
-		t.Fatal(err)
-	}
+	fd := rawFD(t, nc)
 	inFrame := make(chan *conn, 1)
 	hook := func(c *conn) {
 		select {
@@ -91,4 +84,18 @@ func TestPollWakesReaderInFrame(t *testing.T) {
 			t.Fatalf("frame %d: %d polls until the receive completed: the spinning consumer left the reader waiting", seq, polls)
 		}
 	}
+}
+
+// rawFD is the descriptor of TCP connection nc, for raw system calls.
+func rawFD(t testing.TB, nc net.Conn) uintptr {
+	t.Helper()
+	rc, err := nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd uintptr
+	if err := rc.Control(func(f uintptr) { fd = f }); err != nil {
+		t.Fatal(err)
+	}
+	return fd
 }
