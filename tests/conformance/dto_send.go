@@ -142,6 +142,10 @@ var postSendGroups = []group{
 				p.cli.postSend(sr, 0, 8, api.Cookie(i)) // no receive at the peer: each waits
 			}
 			t.wantErr(p.cli.ep.PostSend(sr.iov(0, 8), api.Cookie(m), api.CompletionDefault), api.ErrInsufficientResources, fmt.Sprintf("PostSend with MaxRequestDTOs (%d) sends outstanding", m))
+			// They wait: none may reach the peer before its receives, and
+			// the connection stays up meanwhile.
+			t.quiet(p.cli.conn, 100*time.Millisecond, "the client's connection EVD while its sends wait for the peer's receives")
+			t.quiet(p.srv.conn, 10*time.Millisecond, "the server's connection EVD while the client's sends wait for its receives")
 			rr := p.srv.region(8*m, rw)
 			for i := range m {
 				p.srv.postRecv(rr, 8*i, 8, api.Cookie(i))
