@@ -187,9 +187,9 @@ const (
 // prime runs, untimed, a ping-pong of size-byte messages first over
 // godat, then over raw TCP, each for primeFor. The first timed phase of a
 // fresh client is slow whichever path runs it (docs/performance.md), and
-// the rows run godat first: without
-// priming, the first row would charge that to godat alone. A per-row
-// warm-up of a few thousand round trips does not cover it.
+// the rows run godat first: without priming, the first row would charge
+// that to godat alone. A per-row warm-up of a few thousand round trips
+// does not cover it.
 func (c *client) prime(ctx context.Context, raw rawClient, size int, poll bool) error {
 	quiet := raw
 	quiet.prog = nil // (no row is being shown)
