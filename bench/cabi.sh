@@ -13,6 +13,7 @@
 #             the native loop that reaps
 #             completions while it watches
 #   bw        RDMA-write streaming bandwidth   dtest -w        dattest -bench bw   -mode wait
+#             (1,000 writes of 64 KiB)          -B 1000         -iters 1000 -warmup 0
 #   pp-steady send/recv ping-pong, polling,    bench/cabipp.c  dattest -bench lat  -mode poll
 #             20,000 round trips after 35,000                  -iters 20000 -warmup 1000
 #             untimed ones (mean)                              (which primes about as many)
